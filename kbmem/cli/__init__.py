@@ -1,0 +1,87 @@
+"""The ``kbmem`` command line. Each area registers its commands from its own module."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import KbmemError
+from ..store import KnowledgeBase
+
+AREAS = ("kb", "research_cmds", "chat_cmds", "bench_cmds")
+
+
+@dataclass
+class Context:
+    """What every command gets: the knowledge base (opened on first use) and the tenant."""
+
+    kb_path: Path
+    tenant_arg: str | None
+    _kb: KnowledgeBase | None = field(default=None, repr=False)
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        if self._kb is None:
+            self._kb = KnowledgeBase(self.kb_path)
+        return self._kb
+
+    @property
+    def tenant(self) -> str:
+        from ..ids import check_tenant
+
+        if self.tenant_arg:
+            return check_tenant(self.tenant_arg)
+        return check_tenant(self.kb.settings.data["default_tenant"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kbmem",
+        description="A git-backed memory for agents: memorize sessions, research briefings, "
+        "chat with provenance.",
+    )
+    parser.add_argument("--kb", type=Path, default=None,
+                        help="knowledge base folder (default: $KBMEM_KB, else the current folder)")
+    parser.add_argument("--tenant", default=None,
+                        help="tenant to act for (default: the knowledge base's default_tenant)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    import importlib
+
+    for area in AREAS:
+        try:
+            module = importlib.import_module(f"{__name__}.{area}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{area}":
+                raise
+            continue
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s: %(message)s", stream=sys.stderr)
+    kb_path = args.kb or Path(os.environ.get("KBMEM_KB") or ".")
+    ctx = Context(kb_path=kb_path, tenant_arg=args.tenant)
+    try:
+        return int(args.handler(ctx, args) or 0)
+    except KbmemError as exc:
+        print(f"kbmem: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("kbmem: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Commands on the knowledge base itself: init, ingest, pages, show, log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import ValidationError
+from ..memo import memo_engine
+from ..memorizer import ingest_session
+from ..pagestore import PageStore
+from ..sessions import load_sessions
+from ..template import init_kb
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("init", help="create a knowledge base from kb_template/")
+    p.add_argument("dir", type=Path, help="folder to create (must be empty or absent)")
+    p.add_argument("--empty", action="store_true", help="settings only, no example history")
+    p.set_defaults(handler=cmd_init)
+
+    p = sub.add_parser("ingest", help="memorize sessions (Summit JSON/YAML or LoCoMo JSON)")
+    p.add_argument("files", nargs="+", type=Path)
+    p.add_argument("--model", help="write memos with this litellm model (memo_engine llm)")
+    p.add_argument("--json", action="store_true", help="print one JSON result per session")
+    p.set_defaults(handler=cmd_ingest)
+
+    p = sub.add_parser("pages", help="list the tenant's pages")
+    p.add_argument("--check", action="store_true",
+                   help="report pages whose header cannot be read (exit 1 if any)")
+    p.add_argument("--at", default="HEAD", help="revision to list (default HEAD)")
+    p.set_defaults(handler=cmd_pages)
+
+    p = sub.add_parser("show", help="print a page, as committed now or at a revision")
+    p.add_argument("page")
+    p.add_argument("--at", default="HEAD", help="revision (commit, tag, HEAD~3, ...)")
+    p.set_defaults(handler=cmd_show)
+
+    p = sub.add_parser("log", help="history of a page, or of the knowledge base")
+    p.add_argument("page", nargs="?")
+    p.add_argument("-n", type=int, default=None, help="at most this many commits")
+    p.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"),
+                   help="print the page's diff between two revisions instead")
+    p.set_defaults(handler=cmd_log)
+
+
+def progress_bar(total: int, desc: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="session", disable=None, file=sys.stderr,
+                leave=False)
+
+
+def cmd_init(ctx: Any, args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    with tqdm(desc="init", unit="step", disable=None, file=sys.stderr, leave=False) as bar:
+        kb = init_kb(args.dir, with_history=not args.empty,
+                     progress=lambda _what: bar.update(1))
+    print(f"created knowledge base at {kb.root} ({kb.head()[:10]})")
+    return 0
+
+
+def cmd_ingest(ctx: Any, args: argparse.Namespace) -> int:
+    kb = ctx.kb
+    engine = memo_engine(kb.settings, args.model)
+    # Validate every file before writing anything: one bad file leaves no commit behind.
+    batches = [load_sessions(path, ctx.tenant_arg) for path in args.files]
+    sessions = [s for batch in batches for s in batch]
+    counts: dict[str, int] = {}
+    with progress_bar(len(sessions), "ingest") as bar:
+        for session in sessions:
+            result = ingest_session(kb, session, engine)
+            counts[result.status] = counts.get(result.status, 0) + 1
+            if args.json:
+                print(json.dumps({"tenantId": result.tenant_id, "sessionId": result.session_id,
+                                  "status": result.status, "pages": result.page_ids,
+                                  "commit": result.commit, "memo": result.memo,
+                                  "memoNote": result.memo_note}))
+            elif result.memo_note:
+                print(f"note: {result.session_id}: {result.memo_note}", file=sys.stderr)
+            bar.update(1)
+    if not args.json:
+        summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        print(f"{len(sessions)} session(s): {summary}")
+    return 0
+
+
+def cmd_pages(ctx: Any, args: argparse.Namespace) -> int:
+    store = PageStore(ctx.kb, ctx.tenant)
+    if args.check:
+        problems = store.check(args.at)
+        for path, problem in problems:
+            print(f"{path}: {problem}")
+        total = len(store.files(args.at)) if ctx.kb.head() else 0
+        print(f"{total} page(s), {len(problems)} with problems", file=sys.stderr)
+        return 1 if problems else 0
+    for record in store.iter_pages(args.at):
+        meta = record.page.meta
+        title = meta.get("title") or ""
+        print(f"{record.page_id}\t{str(meta.get('created_at', ''))[:10]}\t{title}")
+    return 0
+
+
+def cmd_show(ctx: Any, args: argparse.Namespace) -> int:
+    record = PageStore(ctx.kb, ctx.tenant).read(args.page, args.at)
+    sys.stdout.write(record.text)
+    return 0
+
+
+def cmd_log(ctx: Any, args: argparse.Namespace) -> int:
+    if args.n is not None and args.n <= 0:
+        raise ValidationError("must be a positive number", "-n")
+    if args.diff:
+        if not args.page:
+            raise ValidationError("--diff needs a PAGE", "PAGE")
+        sys.stdout.write(PageStore(ctx.kb, ctx.tenant).diff(args.page, *args.diff))
+        return 0
+    if args.page:
+        commits = PageStore(ctx.kb, ctx.tenant).history(args.page)[: args.n]
+    else:
+        commits = ctx.kb.log(max_count=args.n)
+    for c in commits:
+        subject = c.message.splitlines()[0] if c.message else ""
+        where = f"  [{c.path}]" if c.path else ""
+        print(f"{c.sha[:10]}  {c.date[:19]}  {c.author:<8}  {subject}{where}")
+    return 0

@@ -1,0 +1,59 @@
+"""One small error hierarchy; the CLI, the API and the TUI each render it in their own form."""
+
+from __future__ import annotations
+
+
+class KbmemError(Exception):
+    """Base of every error kbmem raises on purpose."""
+
+    exit_code = 1
+    http_status = 500
+
+
+class ValidationError(KbmemError):
+    """Input that does not fit the expected shape; the message names the field."""
+
+    exit_code = 2
+    http_status = 400
+
+    def __init__(self, message: str, field: str | None = None):
+        super().__init__(f"{field}: {message}" if field else message)
+        self.field = field
+
+
+class NotFound(KbmemError):
+    """A page, session, turn or revision that does not exist."""
+
+    exit_code = 3
+    http_status = 404
+
+
+class TenantError(KbmemError):
+    """An operation crossed a tenant boundary."""
+
+    exit_code = 4
+    http_status = 403
+
+
+class StorageError(KbmemError):
+    """Git or the file system failed underneath us."""
+
+    exit_code = 5
+    http_status = 500
+
+
+class LockTimeout(StorageError):
+    """Another writer held the knowledge base for too long."""
+
+    http_status = 409
+
+
+class PageFormatError(ValidationError):
+    """A page file whose front matter cannot be read."""
+
+
+class LLMError(KbmemError):
+    """The language model failed or answered with nothing usable."""
+
+    exit_code = 6
+    http_status = 502

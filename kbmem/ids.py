@@ -1,0 +1,82 @@
+"""Ids that may become path segments: validated before they touch the file system."""
+
+from __future__ import annotations
+
+import re
+
+from .errors import ValidationError
+
+MAX_ID_LENGTH = 128
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SEQ = re.compile(r"^[1-9][0-9]{0,5}$")
+
+
+def check_segment(value: object, field: str) -> str:
+    """Return ``value`` if it is a safe single path segment, else raise naming ``field``."""
+    if not isinstance(value, str):
+        raise ValidationError(f"must be a string, got {type(value).__name__}", field)
+    if not value:
+        raise ValidationError("must not be empty", field)
+    if "\x00" in value:
+        raise ValidationError("must not contain NUL", field)
+    if len(value) > MAX_ID_LENGTH:
+        raise ValidationError(f"longer than {MAX_ID_LENGTH} characters", field)
+    if ".." in value or not _SEGMENT.match(value):
+        raise ValidationError(
+            f"{value!r} is not a safe id (letters, digits, '.', '_', '-'; "
+            "starting with a letter or digit; no '..' or '/')",
+            field,
+        )
+    return value
+
+
+def check_tenant(value: object) -> str:
+    return check_segment(value, "tenantId")
+
+
+def check_session_id(value: object) -> str:
+    return check_segment(value, "sessionId")
+
+
+def session_page_id(session_id: str, sequence: int) -> str:
+    return f"{session_id}/{sequence}"
+
+
+def page_relpath(page_id: object) -> str:
+    """Map a page id to its path relative to the tenant folder, validating every part.
+
+    Session pages have ids ``<session-id>/<seq>`` and live at ``pages/<session-id>/<seq>.md``;
+    pages written by hand keep their tenant-relative path, ``.md`` included, as their id.
+    """
+    if not isinstance(page_id, str) or not page_id:
+        raise ValidationError("must be a non-empty string", "pageId")
+    parts = page_id.split("/")
+    if page_id.endswith(".md"):
+        for part in parts:
+            check_segment(part, "pageId")
+        if parts[0] in RESERVED_DIRS or page_id == "MEMORY.md":
+            raise ValidationError(f"{page_id!r} is not a page", "pageId")
+        return page_id
+    if len(parts) == 2 and _SEQ.match(parts[1]):
+        check_segment(parts[0], "pageId")
+        return f"pages/{parts[0]}/{parts[1]}.md"
+    raise ValidationError(
+        f"{page_id!r} is neither '<session-id>/<seq>' nor a '.md' path", "pageId"
+    )
+
+
+def page_id_for(relpath: str) -> str | None:
+    """The page id of a tenant-relative path, or None when the path is not a page."""
+    if not relpath.endswith(".md") or relpath == "MEMORY.md":
+        return None
+    parts = relpath.split("/")
+    if parts[0] == "pages":
+        if len(parts) == 3 and _SEQ.match(parts[2][:-3]):
+            return f"{parts[1]}/{parts[2][:-3]}"
+        return None
+    if parts[0] in RESERVED_DIRS:
+        return None
+    return relpath
+
+
+RESERVED_DIRS = frozenset({"pages", "sessions", "turns"})

@@ -1,0 +1,126 @@
+"""The one door to language models: litellm, with its network look-ups, telemetry and
+callbacks off. Any litellm model string works (hosted APIs, Ollama, vLLM, a llama.cpp server
+through ``openai/<name>`` and an ``api_base``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import LLMError
+
+_import_lock = threading.Lock()
+_litellm: Any = None
+
+
+def litellm_module() -> Any:
+    """Import litellm lazily (it is slow to import) with its network look-ups switched off."""
+    global _litellm
+    with _import_lock:
+        if _litellm is None:
+            # Must be set before the import, or litellm fetches its cost map over the network.
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            os.environ.setdefault("LITELLM_TELEMETRY", "False")
+            import litellm
+
+            litellm.telemetry = False
+            litellm.success_callback = []
+            litellm.failure_callback = []
+            litellm.callbacks = []
+            litellm.suppress_debug_info = True
+            litellm.drop_params = True
+            _litellm = litellm
+    return _litellm
+
+
+@dataclass
+class LLMConfig:
+    model: str
+    api_base: str | None = None
+    timeout_s: float = 60
+    retries: int = 2
+    max_prompt_tokens: int = 6000
+
+    @classmethod
+    def from_settings(cls, settings: Any, model: str | None = None) -> LLMConfig | None:
+        llm = settings.section("llm")
+        chosen = model or llm["model"]
+        if not chosen:
+            return None
+        return cls(chosen, llm["api_base"], float(llm["timeout_s"]), int(llm["retries"]),
+                   int(llm["max_prompt_tokens"]))
+
+
+def _call_kwargs(config: LLMConfig) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"model": config.model, "timeout": config.timeout_s}
+    if config.api_base:
+        kwargs["api_base"] = config.api_base
+        if config.model.startswith("openai/"):
+            # A local OpenAI-compatible server wants some key; never a real one from us.
+            kwargs.setdefault("api_key", os.environ.get("OPENAI_API_KEY") or "sk-local")
+    return kwargs
+
+
+def complete(config: LLMConfig, messages: list[dict[str, Any]], *, max_tokens: int = 512,
+             temperature: float = 0.0, json_mode: bool = False) -> str:
+    """One chat completion; the text of the first choice. Raises LLMError on any failure."""
+    litellm = litellm_module()
+    kwargs = _call_kwargs(config)
+    if json_mode:
+        kwargs["response_format"] = {"type": "json_object"}
+    try:
+        response = litellm.completion(messages=messages, max_tokens=max_tokens,
+                                      temperature=temperature, num_retries=0, **kwargs)
+    except Exception as exc:  # litellm raises many provider-specific types
+        raise LLMError(f"{config.model}: {type(exc).__name__}: {_short(exc)}") from exc
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError) as exc:
+        raise LLMError(f"{config.model}: response without a message") from exc
+    return content or ""
+
+
+def stream_chat(config: LLMConfig, messages: list[dict[str, Any]], *,
+                tools: list[dict[str, Any]] | None = None, max_tokens: int = 1024,
+                temperature: float = 0.0) -> Iterator[Any]:
+    """Stream a chat completion (with tools, when given); yields litellm chunks."""
+    litellm = litellm_module()
+    kwargs = _call_kwargs(config)
+    if tools:
+        kwargs["tools"] = tools
+    try:
+        yield from litellm.completion(messages=messages, max_tokens=max_tokens,
+                                      temperature=temperature, stream=True, num_retries=0,
+                                      **kwargs)
+    except Exception as exc:
+        raise LLMError(f"{config.model}: {type(exc).__name__}: {_short(exc)}") from exc
+
+
+def _short(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    # Never echo credentials that a provider error might quote back.
+    text = re.sub(r"(sk|key|token)[-_][A-Za-z0-9_\-]{8,}", r"\1-***", text, flags=re.I)
+    return text[:300]
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON object or array in a model's answer (models wrap JSON in prose or
+    code fences). Raises LLMError when there is none."""
+    text = text.strip()
+    fence = re.search(r"```(?:json)?\s*(.*?)```", text, re.S)
+    if fence:
+        text = fence.group(1).strip()
+    decoder = json.JSONDecoder()
+    for start, char in enumerate(text):
+        if char in "{[":
+            try:
+                value, _end = decoder.raw_decode(text[start:])
+                return value
+            except json.JSONDecodeError:
+                continue
+    raise LLMError(f"no JSON in the model's answer: {text[:120]!r}")

@@ -1,0 +1,181 @@
+"""Memo engines: a short memo μ for each session, written in view of the existing memory.
+
+``offline`` is deterministic and extractive: the session's most informative sentences, which
+keep its names, dates and numbers. ``llm`` asks a model for one line in the spirit of GAM's
+memorizing step, checks the answer, and falls back to the offline memo when it is unusable.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Protocol
+
+from .errors import LLMError
+from .llm import LLMConfig, complete
+from .sessions import Session
+from .textutil import truncate_tokens
+
+MAX_MEMO_CHARS = 400
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]+|\d[\d:.,/-]*")
+STOPWORDS = frozenset(
+    "a an the and or but if then so to of in on at by for with from as is are was were be been "
+    "being it its this that these those i you he she we they me him her us them my your his our "
+    "their what which who whom when where why how do does did done have has had not no yes just "
+    "really very too also can could would should will shall may might must about into over "
+    "than there here all any some more most much many such only own same other out up down off "
+    "again once lot get got like well oh hey hi thanks thank okay ok yeah sure know think going "
+    "one two good great nice cool wow".split()
+)
+
+
+@dataclass
+class Memo:
+    text: str
+    engine: str
+    fallback_reason: str = ""
+
+
+class MemoEngine(Protocol):
+    name: str
+
+    def write(self, session: Session, memory: list[str]) -> Memo: ...
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _date_part(session: Session) -> str:
+    return session.created_at[:10]
+
+
+def participants(session: Session) -> list[str]:
+    seen: dict[str, None] = {}
+    for turn in session.turns:
+        seen.setdefault(turn.speaker, None)
+    return list(seen)
+
+
+class OfflineMemo:
+    """Extractive memo: score sentences by the rare words, names and numbers they carry."""
+
+    name = "offline"
+
+    def __init__(self, sentences: int = 3, max_words: int = 28):
+        self.sentences = sentences
+        self.max_words = max_words
+
+    def write(self, session: Session, memory: list[str]) -> Memo:
+        candidates: list[tuple[int, str]] = []
+        for turn in session.turns:
+            for sentence in _SENTENCE.split(turn.text):
+                sentence = one_line(sentence)
+                if len(_WORD.findall(sentence)) >= 4:
+                    candidates.append((len(candidates), sentence))
+        words_per = [
+            [w.lower() for w in _WORD.findall(s) if w.lower() not in STOPWORDS]
+            for _, s in candidates
+        ]
+        df = Counter(w for words in words_per for w in set(words))
+        n = max(len(candidates), 1)
+        known = {w.lower() for line in memory for w in _WORD.findall(line)}
+        scored = []
+        for (pos, sentence), words in zip(candidates, words_per, strict=True):
+            if not words:
+                continue
+            score = sum(math.log(1 + n / df[w]) * (0.6 if w in known else 1.0) for w in set(words))
+            score += 1.5 * len(re.findall(r"\b[A-Z][a-z]+", sentence[1:]))
+            if re.search(r"\d", sentence):
+                score += 2.0
+            scored.append((score / math.sqrt(len(words) + 4), pos, sentence))
+        best = sorted(sorted(scored, reverse=True)[: self.sentences], key=lambda item: item[1])
+        parts = [truncate_tokens(s, self.max_words) for _, _, s in best]
+        head = f"{_date_part(session)} · {', '.join(participants(session))}"
+        if session.title:
+            head += f" · {session.title}"
+        body = " ".join(parts) if parts else one_line(session.turns[0].text)[:200]
+        return Memo(text=one_line(f"{head}: {body}")[: MAX_MEMO_CHARS * 2], engine=self.name)
+
+
+MEMO_PROMPT = """You keep the long-term memory of a team's conversations.
+Below is the memory so far (one line per earlier session) and a new session.
+Write ONE line, at most 60 words, saying what this session adds to the memory: the decisions,
+facts, names, owners, dates and numbers a reader would later need to find it. No preamble,
+no quotes, no list, just the line."""
+
+
+class LLMMemo:
+    """A model writes the memo; unusable answers fall back to the offline memo."""
+
+    name = "llm"
+
+    def __init__(self, config: LLMConfig, fallback: OfflineMemo | None = None,
+                 memory_lines: int = 20, session_tokens: int = 3000):
+        self.config = config
+        self.fallback = fallback or OfflineMemo()
+        self.memory_lines = memory_lines
+        self.session_tokens = session_tokens
+
+    def prompt(self, session: Session, memory: list[str]) -> list[dict[str, str]]:
+        recent = memory[-self.memory_lines :]
+        transcript = "\n".join(f"{t.speaker} ({t.timestamp or 'undated'}): {t.text}"
+                               for t in session.turns)
+        transcript = truncate_tokens(transcript, self.session_tokens)
+        user = (f"MEMORY:\n{chr(10).join(recent) or '(empty)'}\n\nNEW SESSION "
+                f"'{session.title or session.session_id}' on {session.created_at or 'unknown date'}:"
+                f"\n{transcript}\n\nThe one-line memo:")
+        return [{"role": "system", "content": MEMO_PROMPT}, {"role": "user", "content": user}]
+
+    def write(self, session: Session, memory: list[str]) -> Memo:
+        reason = ""
+        for _attempt in range(max(1, self.config.retries + 1)):
+            try:
+                answer = complete(self.config, self.prompt(session, memory), max_tokens=160)
+            except LLMError as exc:
+                reason = str(exc)
+                continue
+            problem = self.check(answer, session)
+            if not problem:
+                head = f"{_date_part(session)} · {', '.join(participants(session))}"
+                return Memo(text=one_line(f"{head}: {one_line(answer)}"), engine=self.name)
+            reason = problem
+        memo = self.fallback.write(session, memory)
+        memo.fallback_reason = f"llm memo unusable ({reason}); used the offline memo"
+        return memo
+
+    @staticmethod
+    def check(answer: str, session: Session) -> str:
+        """Why an answer is not a usable memo, or '' when it is."""
+        text = one_line(answer).strip("\"'` ")
+        if not text:
+            return "empty answer"
+        if len(text) > MAX_MEMO_CHARS:
+            return f"too long ({len(text)} characters)"
+        if len(_WORD.findall(text)) < 4:
+            return "too short"
+        if text.lstrip().startswith(("{", "[", "<")):
+            return "structured data instead of a sentence"
+        source = {w.lower() for t in session.turns for w in _WORD.findall(t.text)} - STOPWORDS
+        said = {w.lower() for w in _WORD.findall(text)} - STOPWORDS
+        if not said & source:
+            return "shares no word with the session (not grounded)"
+        return ""
+
+
+def memo_engine(settings: object, model: str | None = None) -> MemoEngine:
+    """The engine the settings ask for (``memorizer.memo_engine``)."""
+    section = settings.section("memorizer")  # type: ignore[attr-defined]
+    offline = OfflineMemo(sentences=int(section["memo_sentences"]))
+    if section["memo_engine"] == "llm" or model:
+        config = LLMConfig.from_settings(settings, model)
+        if config is None:
+            from .errors import ValidationError
+
+            raise ValidationError("memo_engine is 'llm' but no model is set (llm.model or "
+                                  "KBMEM_MODEL)", "llm.model")
+        return LLMMemo(config, offline)
+    return offline

@@ -1,0 +1,192 @@
+"""The memorizer (GAM's offline half): a session becomes a memo, a memory update and pages.
+
+Pages keep the session verbatim, split at turn boundaries by a token budget; each carries a
+decorated header with the context of the sessions before it. ``MEMORY.md`` holds one memo line
+per session. One commit per session, with ``Kbmem-Session`` and ``Kbmem-Tenant`` trailers.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from .errors import NotFound, ValidationError
+from .ids import session_page_id
+from .memo import Memo, MemoEngine, OfflineMemo, one_line, participants
+from .pages import Page, Turn, render_page, render_turn, render_turns
+from .pagestore import tenant_prefix
+from .sessions import Session
+from .store import KnowledgeBase
+from .textutil import count_tokens
+
+MEMORY_LINE = re.compile(r"^- \[(?P<date>[^\]]*)\] (?P<sid>\S+) — (?P<memo>.*)$")
+HEADER_CONTEXT_SESSIONS = 2
+
+
+@dataclass
+class IngestResult:
+    tenant_id: str
+    session_id: str
+    status: str  # created | updated | unchanged
+    page_ids: list[str] = field(default_factory=list)
+    commit: str | None = None
+    memo: str = ""
+    memo_note: str = ""
+    seconds: float = 0.0
+
+
+def split_turns(turns: list[Turn], budget: int) -> list[list[Turn]]:
+    """Group turns into pages of at most ``budget`` tokens; a turn is never split, so a turn
+    larger than the budget gets a page to itself."""
+    pages: list[list[Turn]] = [[]]
+    used = 0
+    for turn in turns:
+        cost = count_tokens(render_turn(turn))
+        if pages[-1] and used + cost > budget:
+            pages.append([])
+            used = 0
+        pages[-1].append(turn)
+        used += cost
+    return pages
+
+
+def read_memory(kb: KnowledgeBase, tenant: str) -> list[tuple[str, str, str]]:
+    """``(date, session id, memo)`` for every memo line in the tenant's ``MEMORY.md``."""
+    try:
+        text = kb.read_bytes(tenant_prefix(tenant) + "MEMORY.md").decode("utf-8")
+    except NotFound:
+        return []
+    return [(m["date"], m["sid"], m["memo"]) for line in text.splitlines()
+            if (m := MEMORY_LINE.match(line))]
+
+
+def render_memory(tenant: str, entries: list[tuple[str, str, str]]) -> str:
+    lines = [f"# Memory of tenant {tenant}", "",
+             "One memo per session, oldest first. Written by the kbmem memorizer; the pages "
+             "under `pages/` hold every session verbatim.", ""]
+    lines += [f"- [{d}] {sid} — {memo}" for d, sid, memo in sorted(entries)]
+    return "\n".join(lines) + "\n"
+
+
+def header_text(session: Session, seq: int, total: int, turns: list[Turn],
+                before: list[tuple[str, str, str]]) -> str:
+    """GAM's page header: where this page sits and what came before it."""
+    who = ", ".join(participants(session))
+    title = f"'{session.title}'" if session.title else session.session_id
+    text = (f"Session {title} of {session.created_at[:10] or 'unknown date'} with {who}; "
+            f"page {seq} of {total}, turns {turns[0].id} to {turns[-1].id}.")
+    if before:
+        text += " Earlier: " + " | ".join(f"{sid}: {memo}" for _d, sid, memo in before)
+    return text
+
+
+def _session_record(session: Session, memo: Memo, page_ids: list[str], version: int,
+                    turn_pages: dict[str, str]) -> dict[str, Any]:
+    turns = []
+    for t in session.turns:
+        entry: dict[str, Any] = {"id": t.id, "role": t.role, "page": turn_pages[t.id]}
+        if t.metadata:
+            entry["metadata"] = t.metadata
+        turns.append(entry)
+    return {
+        "session_id": session.session_id,
+        "tenant_id": session.tenant_id,
+        "agent_id": session.agent_id,
+        "title": session.title,
+        "created_at": session.created_at,
+        "classification": session.classification,
+        "policy_tags": session.policy_tags,
+        "tags": session.tags,
+        "origin_run_id": session.origin_run_id,
+        "request_intent": session.request_intent,
+        "metadata": session.metadata,
+        "memo": memo.text,
+        "memo_engine": memo.engine,
+        "memo_version": version,
+        "content_sha256": session.content_hash(),
+        "pages": page_ids,
+        "turns": turns,
+    }
+
+
+def ingest_session(kb: KnowledgeBase, session: Session, engine: MemoEngine | None = None,
+                   date: str | None = None) -> IngestResult:
+    """Memorize ``session`` into the knowledge base: a no-op if this exact session is already
+    committed; new versions of the same pages if its content changed."""
+    started = time.perf_counter()
+    limit = int(kb.settings.section("memorizer")["max_session_bytes"])
+    if session.size_bytes > limit:
+        raise ValidationError(
+            f"the session holds {session.size_bytes} bytes of text; the limit is {limit} "
+            "(memorizer.max_session_bytes)", "turns")
+    engine = engine or OfflineMemo(int(kb.settings.section("memorizer")["memo_sentences"]))
+    tenant, sid = session.tenant_id, session.session_id
+    prefix = tenant_prefix(tenant)
+    record_path = f"{prefix}sessions/{sid}.yaml"
+    with kb.write_lock():
+        previous = _committed_record(kb, record_path)
+        if previous and previous.get("content_sha256") == session.content_hash():
+            return IngestResult(tenant, sid, "unchanged", list(previous.get("pages", [])),
+                                None, previous.get("memo", ""),
+                                seconds=time.perf_counter() - started)
+        memory = [e for e in read_memory(kb, tenant) if e[1] != sid]
+        memo = engine.write(session, [f"[{d}] {s}: {m}" for d, s, m in memory])
+        when = session.created_at[:10]
+        before = [e for e in memory if e[0] <= when][-HEADER_CONTEXT_SESSIONS:]
+        turns = [Turn(t.id, t.speaker, t.timestamp, t.text) for t in session.turns]
+        groups = split_turns(turns, kb.settings.page_tokens)
+        version = int(previous.get("memo_version", 0)) + 1 if previous else 1
+        writes: dict[str, bytes | None] = {}
+        page_ids, turn_pages = [], {}
+        for seq, group in enumerate(groups, start=1):
+            page_id = session_page_id(sid, seq)
+            page_ids.append(page_id)
+            turn_pages.update({t.id: page_id for t in group})
+            meta = {
+                "id": page_id, "session_id": sid, "tenant_id": tenant,
+                "agent_id": session.agent_id, "sequence": seq, "title": session.title,
+                "created_at": session.created_at, "memo": memo.text, "memo_version": version,
+                "tags": session.tags, "classification": session.classification,
+                "policy_tags": session.policy_tags, "origin_run_id": session.origin_run_id,
+                "request_intent": session.request_intent,
+                "turns": [group[0].id, group[-1].id],
+                "header": header_text(session, seq, len(groups), group, before),
+            }
+            page = Page(meta=meta, body=_page_body(session, seq, group))
+            writes[f"{prefix}pages/{sid}/{seq}.md"] = render_page(page).encode("utf-8")
+        for old_id in (previous or {}).get("pages", []):
+            old_path = f"{prefix}pages/{old_id}.md"
+            if old_path not in writes:
+                writes[old_path] = None
+        record = _session_record(session, memo, page_ids, version, turn_pages)
+        writes[record_path] = yaml.safe_dump(record, sort_keys=False,
+                                             allow_unicode=True).encode("utf-8")
+        entries = memory + [(when, sid, one_line(memo.text))]
+        writes[prefix + "MEMORY.md"] = render_memory(tenant, entries).encode("utf-8")
+        status = "updated" if previous else "created"
+        subject = f"Memorize session {sid}" + (f": {session.title}" if session.title else "")
+        commit = kb.commit_files(writes, subject[:120],
+                                 {"Kbmem-Session": sid, "Kbmem-Tenant": tenant}, date=date)
+    return IngestResult(tenant, sid, status, page_ids, commit, memo.text, memo.fallback_reason,
+                        time.perf_counter() - started)
+
+
+def _page_body(session: Session, seq: int, turns: list[Turn]) -> str:
+    heading = session.title or session.session_id
+    return f"# {heading} (page {seq})\n\n" + render_turns(turns)
+
+
+def _committed_record(kb: KnowledgeBase, path: str) -> dict[str, Any] | None:
+    """The session's record as committed (not as in the work tree: after a crash the work
+    tree may hold files of a commit that never happened)."""
+    try:
+        data = yaml.safe_load(kb.read_bytes(path))
+    except NotFound:
+        return None
+    except yaml.YAMLError:
+        return None
+    return data if isinstance(data, dict) else None

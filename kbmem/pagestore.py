@@ -1,0 +1,107 @@
+"""A tenant's pages as committed in git: read at any revision, history, diffs, checks."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from .errors import NotFound, PageFormatError
+from .ids import check_tenant, page_id_for, page_relpath
+from .pages import Page, parse_page
+from .store import CommitInfo, KnowledgeBase
+
+log = logging.getLogger("kbmem")
+
+
+def tenant_prefix(tenant: str) -> str:
+    return f"tenants/{check_tenant(tenant)}/"
+
+
+@dataclass
+class PageRecord:
+    """One page as read from one commit."""
+
+    page_id: str
+    tenant: str
+    path: str  # repository-relative
+    blob: str
+    commit: str
+    text: str
+    page: Page
+
+
+class PageStore:
+    def __init__(self, kb: KnowledgeBase, tenant: str):
+        self.kb = kb
+        self.tenant = check_tenant(tenant)
+        self.prefix = tenant_prefix(tenant)
+
+    def path_of(self, page_id: str) -> str:
+        return self.prefix + page_relpath(page_id)
+
+    def page_id_of(self, path: str) -> str | None:
+        if not path.startswith(self.prefix):
+            return None
+        return page_id_for(path[len(self.prefix) :])
+
+    def files(self, rev: str = "HEAD") -> dict[str, tuple[str, str]]:
+        """``{page_id: (path, blob id)}`` of every page of the tenant at ``rev``."""
+        out = {}
+        for path, blob in self.kb.list_files(self.prefix, rev).items():
+            page_id = self.page_id_of(path)
+            if page_id:
+                out[page_id] = (path, blob)
+        return out
+
+    def _record(self, page_id: str, path: str, blob: str, commit: str) -> PageRecord:
+        text = self.kb.read_blob(blob).decode("utf-8", "replace")
+        return PageRecord(page_id, self.tenant, path, blob, commit, text,
+                          parse_page(text, f"{self.tenant}:{page_id}"))
+
+    def read(self, page_id: str, rev: str = "HEAD") -> PageRecord:
+        """The page at ``rev``. NotFound when this tenant has no such page there."""
+        path = self.path_of(page_id)
+        commit = self.kb.resolve(rev)
+        blob = self.kb.blob_id(path, commit)
+        if blob is None:
+            raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r} at {commit[:10]}")
+        return self._record(page_id, path, blob, commit)
+
+    def iter_pages(self, rev: str = "HEAD") -> Iterator[PageRecord]:
+        """Every readable page; a page with a broken header is skipped with a warning."""
+        if self.kb.head() is None:
+            return
+        commit = self.kb.resolve(rev)
+        for page_id, (path, blob) in sorted(self.files(commit).items()):
+            try:
+                yield self._record(page_id, path, blob, commit)
+            except PageFormatError as exc:
+                log.warning("skipping %s: %s", path, exc)
+
+    def check(self, rev: str = "HEAD") -> list[tuple[str, str]]:
+        """``(path, problem)`` for every page whose header cannot be read."""
+        problems = []
+        if self.kb.head() is None:
+            return problems
+        commit = self.kb.resolve(rev)
+        for page_id, (path, blob) in sorted(self.files(commit).items()):
+            try:
+                self._record(page_id, path, blob, commit)
+            except PageFormatError as exc:
+                problems.append((path, str(exc)))
+        return problems
+
+    def history(self, page_id: str) -> list[CommitInfo]:
+        path = self.path_of(page_id)
+        if self.kb.blob_id(path) is None and not self.kb.log(path, max_count=1):
+            raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r}")
+        return self.kb.log(path)
+
+    def diff(self, page_id: str, old: str, new: str = "HEAD") -> str:
+        """Unified diff of the page between two revisions, following a rename."""
+        versions = {c.sha: c.path for c in self.history(page_id)}
+        old_sha, new_sha = self.kb.resolve(old), self.kb.resolve(new)
+        current = self.path_of(page_id)
+        return self.kb.diff(old_sha, new_sha, versions.get(old_sha) or current,
+                            versions.get(new_sha) or current)

@@ -1,0 +1,271 @@
+"""Sessions as they arrive: the Summit API shape (JSON or YAML) and LoCoMo conversation files.
+
+Everything that crosses this boundary is validated here and rejected with a message that names
+the field; the memorizer only ever sees a well-formed :class:`Session`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ValidationError
+from .ids import check_segment, check_session_id, check_tenant
+from .textutil import slug
+
+MAX_FILE_BYTES = 256 * 1024 * 1024
+
+
+@dataclass
+class SessionTurn:
+    id: str
+    role: str
+    speaker: str
+    timestamp: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Session:
+    tenant_id: str
+    session_id: str
+    turns: list[SessionTurn]
+    agent_id: str = ""
+    title: str = ""
+    classification: str = "internal"
+    policy_tags: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    origin_run_id: str = ""
+    request_intent: str = ""
+
+    @property
+    def created_at(self) -> str:
+        for turn in self.turns:
+            if turn.timestamp:
+                return turn.timestamp
+        return str(self.metadata.get("date", ""))
+
+    def content_hash(self) -> str:
+        """Hash of everything the memorizer stores, to make re-ingest idempotent."""
+        canonical = json.dumps(asdict(self), sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(len(t.text.encode("utf-8")) for t in self.turns)
+
+
+def normalize_timestamp(value: Any, field_name: str) -> str:
+    """An ISO 8601 timestamp without spaces, or '' for none."""
+    if value is None or value == "":
+        return ""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if hasattr(value, "isoformat"):  # a date, as YAML reads 2026-01-05
+        return value.isoformat()
+    if not isinstance(value, str):
+        raise ValidationError(f"must be an ISO 8601 date/time, got {value!r}", field_name)
+    text = value.strip()
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).isoformat()
+    except ValueError:
+        pass
+    parsed = parse_human_date(text)
+    if parsed is None:
+        raise ValidationError(f"{value!r} is not an ISO 8601 date/time", field_name)
+    return parsed.isoformat()
+
+
+def parse_human_date(text: str) -> datetime | None:
+    """Dates as LoCoMo writes them ("1:56 pm on 8 May, 2023")."""
+    for fmt in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%d %B, %Y", "%d %B %Y"):
+        try:
+            return datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+    return None
+
+
+def _text(data: dict[str, Any], key: str, where: str, default: str = "") -> str:
+    value = data.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ValidationError(f"must be text, got {type(value).__name__}", f"{where}{key}")
+    return value
+
+
+def _str_list(data: dict[str, Any], key: str, where: str) -> list[str]:
+    value = data.get(key) or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValidationError("must be a list of strings", f"{where}{key}")
+    return value
+
+
+def session_from_mapping(data: Any, tenant: str | None = None) -> Session:
+    """Validate one session in the Summit shape. ``tenant``, when given, must agree with the
+    session's own ``tenantId`` (and stands in for it when the file has none)."""
+    if not isinstance(data, dict):
+        raise ValidationError("a session must be a mapping (JSON object)", "session")
+    file_tenant = data.get("tenantId")
+    if file_tenant is None and tenant is None:
+        raise ValidationError("missing; every session belongs to a tenant", "tenantId")
+    if file_tenant is not None and tenant is not None and file_tenant != tenant:
+        raise ValidationError(
+            f"the session says {file_tenant!r} but --tenant says {tenant!r}", "tenantId")
+    tenant_id = check_tenant(file_tenant if file_tenant is not None else tenant)
+    metadata = data.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ValidationError("must be a mapping", "metadata")
+    raw_turns = data.get("turns")
+    if raw_turns is None:
+        raise ValidationError("missing; a session needs at least one turn", "turns")
+    if not isinstance(raw_turns, list):
+        raise ValidationError("must be a list of turns", "turns")
+    if not raw_turns:
+        raise ValidationError("is empty; a session needs at least one turn", "turns")
+    turns: list[SessionTurn] = []
+    seen: set[str] = set()
+    for n, raw in enumerate(raw_turns, start=1):
+        where = f"turns[{n - 1}]."
+        if not isinstance(raw, dict):
+            raise ValidationError("must be a mapping with role and content", where[:-1])
+        role = _text(raw, "role", where)
+        if not role.strip():
+            raise ValidationError("missing", f"{where}role")
+        if "content" not in raw:
+            raise ValidationError("missing", f"{where}content")
+        content = _text(raw, "content", where)
+        meta = raw.get("metadata") or {}
+        if not isinstance(meta, dict):
+            raise ValidationError("must be a mapping", f"{where}metadata")
+        turn_id = str(meta.get("id") or meta.get("dia_id") or f"t{n}")
+        if re.search(r"\s", turn_id) or turn_id in seen:
+            raise ValidationError(f"turn id {turn_id!r} has spaces or repeats", f"{where}metadata.id")
+        seen.add(turn_id)
+        speaker = str(meta.get("speaker") or meta.get("name") or role)
+        speaker = " ".join(speaker.split())
+        timestamp = normalize_timestamp(raw.get("timestamp"), f"{where}timestamp")
+        turns.append(SessionTurn(turn_id, role.strip(), speaker, timestamp, content, meta))
+    if not any(t.text.strip() for t in turns):
+        raise ValidationError("every turn is empty; nothing to memorize", "turns")
+    session = Session(
+        tenant_id=tenant_id,
+        session_id="",
+        turns=turns,
+        agent_id=_text(data, "agentId", ""),
+        title=" ".join(_text(data, "title", "").split()),
+        classification=_text(data, "classification", "", "internal") or "internal",
+        policy_tags=_str_list(data, "policyTags", ""),
+        tags=_str_list(data, "tags", ""),
+        metadata=metadata,
+        origin_run_id=_text(data, "originRunId", ""),
+        request_intent=_text(data, "requestIntent", ""),
+    )
+    if session.agent_id:
+        check_segment(session.agent_id, "agentId")
+    session_id = data.get("sessionId")
+    if session_id is None:
+        # Derived from the content, so that ingesting the same file twice is a no-op.
+        stem = slug(session.title, 40) if session.title else "session"
+        session_id = f"{stem}-{session.content_hash()[:10]}"
+    session.session_id = check_session_id(session_id)
+    return session
+
+
+def sessions_from_locomo(data: dict[str, Any], tenant: str, name: str) -> list[Session]:
+    """One kbmem session per LoCoMo session; only the turns and their dates are read (the
+    dataset's summaries and observations are answer keys and are never ingested)."""
+    tenant = check_tenant(tenant)
+    numbers = sorted(
+        int(m.group(1)) for key in data if (m := re.fullmatch(r"session_(\d+)", key))
+    )
+    if not numbers:
+        raise ValidationError("a LoCoMo file needs session_N lists", "session_1")
+    stem = slug(name, 60)
+    sessions = []
+    for number in numbers:
+        key = f"session_{number}"
+        raw_turns = data[key]
+        if not isinstance(raw_turns, list) or not raw_turns:
+            continue
+        when = data.get(f"{key}_date_time")
+        stamp = normalize_timestamp(when, f"{key}_date_time") if when else ""
+        turns = []
+        for i, raw in enumerate(raw_turns):
+            if not isinstance(raw, dict) or not isinstance(raw.get("text"), str):
+                raise ValidationError("must be a turn with text", f"{key}[{i}]")
+            text = raw["text"]
+            if raw.get("blip_caption"):
+                text += f"\n[shares an image: {raw['blip_caption']}]"
+            meta = {"dia_id": raw.get("dia_id") or f"D{number}:{i + 1}",
+                    "speaker": raw.get("speaker", "unknown")}
+            if raw.get("img_url"):
+                meta["img_url"] = raw["img_url"]
+            turns.append({"role": "user", "content": text, "timestamp": stamp or None,
+                          "metadata": meta})
+        speakers = [data.get("speaker_a"), data.get("speaker_b")]
+        title = f"{' and '.join(s for s in speakers if s)} — session {number}"
+        sessions.append(session_from_mapping({
+            "tenantId": tenant,
+            "sessionId": f"{stem}-s{number}",
+            "title": title,
+            "turns": turns,
+            "metadata": {"source": name, "locomo_session": number, "date": when or ""},
+        }))
+    return sessions
+
+
+def load_document(path: Path) -> Any:
+    """Read a JSON or YAML file, with errors that name the file and the problem."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ValidationError(f"cannot read: {exc.strerror}", str(path)) from exc
+    if size > MAX_FILE_BYTES:
+        raise ValidationError(f"is {size} bytes; the limit is {MAX_FILE_BYTES}", str(path))
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"is not UTF-8 text ({exc})", str(path)) from exc
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(
+                f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}", str(path)
+            ) from exc
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValidationError(f"malformed YAML: {exc}", str(path)) from exc
+
+
+def is_locomo(data: Any) -> bool:
+    return isinstance(data, dict) and "session_1" in data and "turns" not in data
+
+
+def load_sessions(path: Path, tenant: str | None) -> list[Session]:
+    """The sessions in one input file (a Summit session, a list of them, or LoCoMo)."""
+    data = load_document(path)
+    if is_locomo(data):
+        return sessions_from_locomo(data, tenant or "default", path.stem)
+    items = data if isinstance(data, list) else [data]
+    out = []
+    for n, item in enumerate(items):
+        try:
+            out.append(session_from_mapping(item, tenant))
+        except ValidationError as exc:
+            where = f"{path}" + (f"[{n}]" if isinstance(data, list) else "")
+            raise ValidationError(f"{where}: {exc}") from exc
+    return out
