@@ -60,9 +60,7 @@ def page_relpath(page_id: object) -> str:
     if len(parts) == 2 and _SEQ.match(parts[1]):
         check_segment(parts[0], "pageId")
         return f"pages/{parts[0]}/{parts[1]}.md"
-    raise ValidationError(
-        f"{page_id!r} is neither '<session-id>/<seq>' nor a '.md' path", "pageId"
-    )
+    raise ValidationError(f"{page_id!r} is neither '<session-id>/<seq>' nor a '.md' path", "pageId")
 
 
 def page_id_for(relpath: str) -> str | None:

@@ -52,8 +52,13 @@ class LLMConfig:
         chosen = model or llm["model"]
         if not chosen:
             return None
-        return cls(chosen, llm["api_base"], float(llm["timeout_s"]), int(llm["retries"]),
-                   int(llm["max_prompt_tokens"]))
+        return cls(
+            chosen,
+            llm["api_base"],
+            float(llm["timeout_s"]),
+            int(llm["retries"]),
+            int(llm["max_prompt_tokens"]),
+        )
 
 
 def _call_kwargs(config: LLMConfig) -> dict[str, Any]:
@@ -66,16 +71,27 @@ def _call_kwargs(config: LLMConfig) -> dict[str, Any]:
     return kwargs
 
 
-def complete(config: LLMConfig, messages: list[dict[str, Any]], *, max_tokens: int = 512,
-             temperature: float = 0.0, json_mode: bool = False) -> str:
+def complete(
+    config: LLMConfig,
+    messages: list[dict[str, Any]],
+    *,
+    max_tokens: int = 512,
+    temperature: float = 0.0,
+    json_mode: bool = False,
+) -> str:
     """One chat completion; the text of the first choice. Raises LLMError on any failure."""
     litellm = litellm_module()
     kwargs = _call_kwargs(config)
     if json_mode:
         kwargs["response_format"] = {"type": "json_object"}
     try:
-        response = litellm.completion(messages=messages, max_tokens=max_tokens,
-                                      temperature=temperature, num_retries=0, **kwargs)
+        response = litellm.completion(
+            messages=messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            num_retries=0,
+            **kwargs,
+        )
     except Exception as exc:  # litellm raises many provider-specific types
         raise LLMError(f"{config.model}: {type(exc).__name__}: {_short(exc)}") from exc
     try:
@@ -85,18 +101,28 @@ def complete(config: LLMConfig, messages: list[dict[str, Any]], *, max_tokens: i
     return content or ""
 
 
-def stream_chat(config: LLMConfig, messages: list[dict[str, Any]], *,
-                tools: list[dict[str, Any]] | None = None, max_tokens: int = 1024,
-                temperature: float = 0.0) -> Iterator[Any]:
+def stream_chat(
+    config: LLMConfig,
+    messages: list[dict[str, Any]],
+    *,
+    tools: list[dict[str, Any]] | None = None,
+    max_tokens: int = 1024,
+    temperature: float = 0.0,
+) -> Iterator[Any]:
     """Stream a chat completion (with tools, when given); yields litellm chunks."""
     litellm = litellm_module()
     kwargs = _call_kwargs(config)
     if tools:
         kwargs["tools"] = tools
     try:
-        yield from litellm.completion(messages=messages, max_tokens=max_tokens,
-                                      temperature=temperature, stream=True, num_retries=0,
-                                      **kwargs)
+        yield from litellm.completion(
+            messages=messages,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            stream=True,
+            num_retries=0,
+            **kwargs,
+        )
     except Exception as exc:
         raise LLMError(f"{config.model}: {type(exc).__name__}: {_short(exc)}") from exc
 

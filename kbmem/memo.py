@@ -22,13 +22,136 @@ MAX_MEMO_CHARS = 400
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]+|\d[\d:.,/-]*")
 STOPWORDS = frozenset(
-    "a an the and or but if then so to of in on at by for with from as is are was were be been "
-    "being it its this that these those i you he she we they me him her us them my your his our "
-    "their what which who whom when where why how do does did done have has had not no yes just "
-    "really very too also can could would should will shall may might must about into over "
-    "than there here all any some more most much many such only own same other out up down off "
-    "again once lot get got like well oh hey hi thanks thank okay ok yeah sure know think going "
-    "one two good great nice cool wow".split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "then",
+        "so",
+        "to",
+        "of",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "i",
+        "you",
+        "he",
+        "she",
+        "we",
+        "they",
+        "me",
+        "him",
+        "her",
+        "us",
+        "them",
+        "my",
+        "your",
+        "his",
+        "our",
+        "their",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "when",
+        "where",
+        "why",
+        "how",
+        "do",
+        "does",
+        "did",
+        "done",
+        "have",
+        "has",
+        "had",
+        "not",
+        "no",
+        "yes",
+        "just",
+        "really",
+        "very",
+        "too",
+        "also",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "about",
+        "into",
+        "over",
+        "than",
+        "there",
+        "here",
+        "all",
+        "any",
+        "some",
+        "more",
+        "most",
+        "much",
+        "many",
+        "such",
+        "only",
+        "own",
+        "same",
+        "other",
+        "out",
+        "up",
+        "down",
+        "off",
+        "again",
+        "once",
+        "lot",
+        "get",
+        "got",
+        "like",
+        "well",
+        "oh",
+        "hey",
+        "hi",
+        "thanks",
+        "thank",
+        "okay",
+        "ok",
+        "yeah",
+        "sure",
+        "know",
+        "think",
+        "going",
+        "one",
+        "two",
+        "good",
+        "great",
+        "nice",
+        "cool",
+        "wow",
+    ]
 )
 
 
@@ -113,8 +236,13 @@ class LLMMemo:
 
     name = "llm"
 
-    def __init__(self, config: LLMConfig, fallback: OfflineMemo | None = None,
-                 memory_lines: int = 20, session_tokens: int = 3000):
+    def __init__(
+        self,
+        config: LLMConfig,
+        fallback: OfflineMemo | None = None,
+        memory_lines: int = 20,
+        session_tokens: int = 3000,
+    ):
         self.config = config
         self.fallback = fallback or OfflineMemo()
         self.memory_lines = memory_lines
@@ -122,12 +250,15 @@ class LLMMemo:
 
     def prompt(self, session: Session, memory: list[str]) -> list[dict[str, str]]:
         recent = memory[-self.memory_lines :]
-        transcript = "\n".join(f"{t.speaker} ({t.timestamp or 'undated'}): {t.text}"
-                               for t in session.turns)
+        transcript = "\n".join(
+            f"{t.speaker} ({t.timestamp or 'undated'}): {t.text}" for t in session.turns
+        )
         transcript = truncate_tokens(transcript, self.session_tokens)
-        user = (f"MEMORY:\n{chr(10).join(recent) or '(empty)'}\n\nNEW SESSION "
-                f"'{session.title or session.session_id}' on {session.created_at or 'unknown date'}:"
-                f"\n{transcript}\n\nThe one-line memo:")
+        user = (
+            f"MEMORY:\n{chr(10).join(recent) or '(empty)'}\n\nNEW SESSION "
+            f"'{session.title or session.session_id}' on {session.created_at or 'unknown date'}:"
+            f"\n{transcript}\n\nThe one-line memo:"
+        )
         return [{"role": "system", "content": MEMO_PROMPT}, {"role": "user", "content": user}]
 
     def write(self, session: Session, memory: list[str]) -> Memo:
@@ -175,7 +306,8 @@ def memo_engine(settings: object, model: str | None = None) -> MemoEngine:
         if config is None:
             from .errors import ValidationError
 
-            raise ValidationError("memo_engine is 'llm' but no model is set (llm.model or "
-                                  "KBMEM_MODEL)", "llm.model")
+            raise ValidationError(
+                "memo_engine is 'llm' but no model is set (llm.model or KBMEM_MODEL)", "llm.model"
+            )
         return LLMMemo(config, offline)
     return offline

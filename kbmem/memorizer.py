@@ -17,7 +17,7 @@ import yaml
 from .errors import NotFound, ValidationError
 from .ids import session_page_id
 from .memo import Memo, MemoEngine, OfflineMemo, one_line, participants
-from .pages import Page, Turn, render_page, render_turn, render_turns
+from .pages import Loader, Page, Turn, dump_yaml, render_page, render_turn, render_turns
 from .pagestore import tenant_prefix
 from .sessions import Session
 from .store import KnowledgeBase
@@ -60,32 +60,43 @@ def read_memory(kb: KnowledgeBase, tenant: str) -> list[tuple[str, str, str]]:
         text = kb.read_bytes(tenant_prefix(tenant) + "MEMORY.md").decode("utf-8")
     except NotFound:
         return []
-    return [(m["date"], m["sid"], m["memo"]) for line in text.splitlines()
-            if (m := MEMORY_LINE.match(line))]
+    return [
+        (m["date"], m["sid"], m["memo"])
+        for line in text.splitlines()
+        if (m := MEMORY_LINE.match(line))
+    ]
 
 
 def render_memory(tenant: str, entries: list[tuple[str, str, str]]) -> str:
-    lines = [f"# Memory of tenant {tenant}", "",
-             "One memo per session, oldest first. Written by the kbmem memorizer; the pages "
-             "under `pages/` hold every session verbatim.", ""]
+    lines = [
+        f"# Memory of tenant {tenant}",
+        "",
+        "One memo per session, oldest first. Written by the kbmem memorizer; the pages "
+        "under `pages/` hold every session verbatim.",
+        "",
+    ]
     lines += [f"- [{d}] {sid} — {memo}" for d, sid, memo in sorted(entries)]
     return "\n".join(lines) + "\n"
 
 
-def header_text(session: Session, seq: int, total: int, turns: list[Turn],
-                before: list[tuple[str, str, str]]) -> str:
+def header_text(
+    session: Session, seq: int, total: int, turns: list[Turn], before: list[tuple[str, str, str]]
+) -> str:
     """GAM's page header: where this page sits and what came before it."""
     who = ", ".join(participants(session))
     title = f"'{session.title}'" if session.title else session.session_id
-    text = (f"Session {title} of {session.created_at[:10] or 'unknown date'} with {who}; "
-            f"page {seq} of {total}, turns {turns[0].id} to {turns[-1].id}.")
+    text = (
+        f"Session {title} of {session.created_at[:10] or 'unknown date'} with {who}; "
+        f"page {seq} of {total}, turns {turns[0].id} to {turns[-1].id}."
+    )
     if before:
         text += " Earlier: " + " | ".join(f"{sid}: {memo}" for _d, sid, memo in before)
     return text
 
 
-def _session_record(session: Session, memo: Memo, page_ids: list[str], version: int,
-                    turn_pages: dict[str, str]) -> dict[str, Any]:
+def _session_record(
+    session: Session, memo: Memo, page_ids: list[str], version: int, turn_pages: dict[str, str]
+) -> dict[str, Any]:
     turns = []
     for t in session.turns:
         entry: dict[str, Any] = {"id": t.id, "role": t.role, "page": turn_pages[t.id]}
@@ -113,8 +124,9 @@ def _session_record(session: Session, memo: Memo, page_ids: list[str], version: 
     }
 
 
-def ingest_session(kb: KnowledgeBase, session: Session, engine: MemoEngine | None = None,
-                   date: str | None = None) -> IngestResult:
+def ingest_session(
+    kb: KnowledgeBase, session: Session, engine: MemoEngine | None = None, date: str | None = None
+) -> IngestResult:
     """Memorize ``session`` into the knowledge base: a no-op if this exact session is already
     committed; new versions of the same pages if its content changed."""
     started = time.perf_counter()
@@ -122,7 +134,9 @@ def ingest_session(kb: KnowledgeBase, session: Session, engine: MemoEngine | Non
     if session.size_bytes > limit:
         raise ValidationError(
             f"the session holds {session.size_bytes} bytes of text; the limit is {limit} "
-            "(memorizer.max_session_bytes)", "turns")
+            "(memorizer.max_session_bytes)",
+            "turns",
+        )
     engine = engine or OfflineMemo(int(kb.settings.section("memorizer")["memo_sentences"]))
     tenant, sid = session.tenant_id, session.session_id
     prefix = tenant_prefix(tenant)
@@ -130,9 +144,15 @@ def ingest_session(kb: KnowledgeBase, session: Session, engine: MemoEngine | Non
     with kb.write_lock():
         previous = _committed_record(kb, record_path)
         if previous and previous.get("content_sha256") == session.content_hash():
-            return IngestResult(tenant, sid, "unchanged", list(previous.get("pages", [])),
-                                None, previous.get("memo", ""),
-                                seconds=time.perf_counter() - started)
+            return IngestResult(
+                tenant,
+                sid,
+                "unchanged",
+                list(previous.get("pages", [])),
+                None,
+                previous.get("memo", ""),
+                seconds=time.perf_counter() - started,
+            )
         memory = [e for e in read_memory(kb, tenant) if e[1] != sid]
         memo = engine.write(session, [f"[{d}] {s}: {m}" for d, s, m in memory])
         when = session.created_at[:10]
@@ -147,11 +167,19 @@ def ingest_session(kb: KnowledgeBase, session: Session, engine: MemoEngine | Non
             page_ids.append(page_id)
             turn_pages.update({t.id: page_id for t in group})
             meta = {
-                "id": page_id, "session_id": sid, "tenant_id": tenant,
-                "agent_id": session.agent_id, "sequence": seq, "title": session.title,
-                "created_at": session.created_at, "memo": memo.text, "memo_version": version,
-                "tags": session.tags, "classification": session.classification,
-                "policy_tags": session.policy_tags, "origin_run_id": session.origin_run_id,
+                "id": page_id,
+                "session_id": sid,
+                "tenant_id": tenant,
+                "agent_id": session.agent_id,
+                "sequence": seq,
+                "title": session.title,
+                "created_at": session.created_at,
+                "memo": memo.text,
+                "memo_version": version,
+                "tags": session.tags,
+                "classification": session.classification,
+                "policy_tags": session.policy_tags,
+                "origin_run_id": session.origin_run_id,
                 "request_intent": session.request_intent,
                 "turns": [group[0].id, group[-1].id],
                 "header": header_text(session, seq, len(groups), group, before),
@@ -163,16 +191,24 @@ def ingest_session(kb: KnowledgeBase, session: Session, engine: MemoEngine | Non
             if old_path not in writes:
                 writes[old_path] = None
         record = _session_record(session, memo, page_ids, version, turn_pages)
-        writes[record_path] = yaml.safe_dump(record, sort_keys=False,
-                                             allow_unicode=True).encode("utf-8")
-        entries = memory + [(when, sid, one_line(memo.text))]
+        writes[record_path] = dump_yaml(record).encode("utf-8")
+        entries = [*memory, (when, sid, one_line(memo.text))]
         writes[prefix + "MEMORY.md"] = render_memory(tenant, entries).encode("utf-8")
         status = "updated" if previous else "created"
         subject = f"Memorize session {sid}" + (f": {session.title}" if session.title else "")
-        commit = kb.commit_files(writes, subject[:120],
-                                 {"Kbmem-Session": sid, "Kbmem-Tenant": tenant}, date=date)
-    return IngestResult(tenant, sid, status, page_ids, commit, memo.text, memo.fallback_reason,
-                        time.perf_counter() - started)
+        commit = kb.commit_files(
+            writes, subject[:120], {"Kbmem-Session": sid, "Kbmem-Tenant": tenant}, date=date
+        )
+    return IngestResult(
+        tenant,
+        sid,
+        status,
+        page_ids,
+        commit,
+        memo.text,
+        memo.fallback_reason,
+        time.perf_counter() - started,
+    )
 
 
 def _page_body(session: Session, seq: int, turns: list[Turn]) -> str:
@@ -184,7 +220,7 @@ def _committed_record(kb: KnowledgeBase, path: str) -> dict[str, Any] | None:
     """The session's record as committed (not as in the work tree: after a crash the work
     tree may hold files of a commit that never happened)."""
     try:
-        data = yaml.safe_load(kb.read_bytes(path))
+        data = yaml.load(kb.read_bytes(path), Loader=Loader)
     except NotFound:
         return None
     except yaml.YAMLError:

@@ -43,8 +43,19 @@ HEADER_FIELDS = (
     "turns",
     "header",
 )
-_STR_FIELDS = {"id", "session_id", "tenant_id", "agent_id", "title", "created_at", "memo",
-               "classification", "origin_run_id", "request_intent", "header"}
+_STR_FIELDS = {
+    "id",
+    "session_id",
+    "tenant_id",
+    "agent_id",
+    "title",
+    "created_at",
+    "memo",
+    "classification",
+    "origin_run_id",
+    "request_intent",
+    "header",
+}
 _LIST_FIELDS = {"tags", "policy_tags", "turns"}
 _INT_FIELDS = {"sequence", "memo_version"}
 
@@ -138,7 +149,12 @@ def parse_turns(body: str) -> list[Turn]:
     return turns
 
 
-class _Dumper(yaml.SafeDumper):
+# libyaml's C emitter and parser when present: several times faster than pure Python.
+_BaseDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Dumper(_BaseDumper):  # type: ignore[misc, valid-type]
     pass
 
 
@@ -150,11 +166,15 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _Dumper.add_representer(str, _str_representer)
 
 
+def dump_yaml(data: Any) -> str:
+    """YAML as kbmem writes it: keys in the given order, multi-line text as blocks."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
 def render_front_matter(meta: dict[str, Any]) -> str:
     ordered = {k: meta[k] for k in HEADER_FIELDS if k in meta}
     ordered.update({k: v for k, v in meta.items() if k not in ordered})
-    text = yaml.dump(ordered, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
-    return FRONT + text + FRONT
+    return FRONT + dump_yaml(ordered) + FRONT
 
 
 def render_page(page: Page) -> str:
@@ -185,7 +205,7 @@ def parse_page(text: str, where: str = "page") -> Page:
         raise PageFormatError(f"{where}: front matter opened with '---' is never closed")
     raw = text[len(FRONT) : end + 1]
     try:
-        meta = yaml.safe_load(raw)
+        meta = yaml.load(raw, Loader=Loader)
     except yaml.YAMLError as exc:
         raise PageFormatError(f"{where}: front matter is not valid YAML ({exc})") from exc
     if meta is None:

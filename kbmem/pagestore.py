@@ -56,8 +56,15 @@ class PageStore:
 
     def _record(self, page_id: str, path: str, blob: str, commit: str) -> PageRecord:
         text = self.kb.read_blob(blob).decode("utf-8", "replace")
-        return PageRecord(page_id, self.tenant, path, blob, commit, text,
-                          parse_page(text, f"{self.tenant}:{page_id}"))
+        return PageRecord(
+            page_id,
+            self.tenant,
+            path,
+            blob,
+            commit,
+            text,
+            parse_page(text, f"{self.tenant}:{page_id}"),
+        )
 
     def read(self, page_id: str, rev: str = "HEAD") -> PageRecord:
         """The page at ``rev``. NotFound when this tenant has no such page there."""
@@ -103,5 +110,6 @@ class PageStore:
         versions = {c.sha: c.path for c in self.history(page_id)}
         old_sha, new_sha = self.kb.resolve(old), self.kb.resolve(new)
         current = self.path_of(page_id)
-        return self.kb.diff(old_sha, new_sha, versions.get(old_sha) or current,
-                            versions.get(new_sha) or current)
+        return self.kb.diff(
+            old_sha, new_sha, versions.get(old_sha) or current, versions.get(new_sha) or current
+        )

@@ -121,7 +121,8 @@ def session_from_mapping(data: Any, tenant: str | None = None) -> Session:
         raise ValidationError("missing; every session belongs to a tenant", "tenantId")
     if file_tenant is not None and tenant is not None and file_tenant != tenant:
         raise ValidationError(
-            f"the session says {file_tenant!r} but --tenant says {tenant!r}", "tenantId")
+            f"the session says {file_tenant!r} but --tenant says {tenant!r}", "tenantId"
+        )
     tenant_id = check_tenant(file_tenant if file_tenant is not None else tenant)
     metadata = data.get("metadata") or {}
     if not isinstance(metadata, dict):
@@ -150,7 +151,9 @@ def session_from_mapping(data: Any, tenant: str | None = None) -> Session:
             raise ValidationError("must be a mapping", f"{where}metadata")
         turn_id = str(meta.get("id") or meta.get("dia_id") or f"t{n}")
         if re.search(r"\s", turn_id) or turn_id in seen:
-            raise ValidationError(f"turn id {turn_id!r} has spaces or repeats", f"{where}metadata.id")
+            raise ValidationError(
+                f"turn id {turn_id!r} has spaces or repeats", f"{where}metadata.id"
+            )
         seen.add(turn_id)
         speaker = str(meta.get("speaker") or meta.get("name") or role)
         speaker = " ".join(speaker.split())
@@ -186,9 +189,7 @@ def sessions_from_locomo(data: dict[str, Any], tenant: str, name: str) -> list[S
     """One kbmem session per LoCoMo session; only the turns and their dates are read (the
     dataset's summaries and observations are answer keys and are never ingested)."""
     tenant = check_tenant(tenant)
-    numbers = sorted(
-        int(m.group(1)) for key in data if (m := re.fullmatch(r"session_(\d+)", key))
-    )
+    numbers = sorted(int(m.group(1)) for key in data if (m := re.fullmatch(r"session_(\d+)", key)))
     if not numbers:
         raise ValidationError("a LoCoMo file needs session_N lists", "session_1")
     stem = slug(name, 60)
@@ -207,21 +208,28 @@ def sessions_from_locomo(data: dict[str, Any], tenant: str, name: str) -> list[S
             text = raw["text"]
             if raw.get("blip_caption"):
                 text += f"\n[shares an image: {raw['blip_caption']}]"
-            meta = {"dia_id": raw.get("dia_id") or f"D{number}:{i + 1}",
-                    "speaker": raw.get("speaker", "unknown")}
+            meta = {
+                "dia_id": raw.get("dia_id") or f"D{number}:{i + 1}",
+                "speaker": raw.get("speaker", "unknown"),
+            }
             if raw.get("img_url"):
                 meta["img_url"] = raw["img_url"]
-            turns.append({"role": "user", "content": text, "timestamp": stamp or None,
-                          "metadata": meta})
+            turns.append(
+                {"role": "user", "content": text, "timestamp": stamp or None, "metadata": meta}
+            )
         speakers = [data.get("speaker_a"), data.get("speaker_b")]
         title = f"{' and '.join(s for s in speakers if s)} — session {number}"
-        sessions.append(session_from_mapping({
-            "tenantId": tenant,
-            "sessionId": f"{stem}-s{number}",
-            "title": title,
-            "turns": turns,
-            "metadata": {"source": name, "locomo_session": number, "date": when or ""},
-        }))
+        sessions.append(
+            session_from_mapping(
+                {
+                    "tenantId": tenant,
+                    "sessionId": f"{stem}-s{number}",
+                    "title": title,
+                    "turns": turns,
+                    "metadata": {"source": name, "locomo_session": number, "date": when or ""},
+                }
+            )
+        )
     return sessions
 
 

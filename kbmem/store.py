@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,8 +28,12 @@ from .config import Settings, load_settings
 from .errors import LockTimeout, NotFound, StorageError, ValidationError
 
 STATE_DIR = ".kbmem"
-KBMEM_AUTHOR = {"GIT_AUTHOR_NAME": "kbmem", "GIT_AUTHOR_EMAIL": "kbmem@localhost",
-                "GIT_COMMITTER_NAME": "kbmem", "GIT_COMMITTER_EMAIL": "kbmem@localhost"}
+KBMEM_AUTHOR = {
+    "GIT_AUTHOR_NAME": "kbmem",
+    "GIT_AUTHOR_EMAIL": "kbmem@localhost",
+    "GIT_COMMITTER_NAME": "kbmem",
+    "GIT_COMMITTER_EMAIL": "kbmem@localhost",
+}
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "kb_template"
 
 
@@ -53,17 +57,16 @@ def atomic_write(path: Path, data: bytes) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        with _suppress_missing():
+        with suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
 
 
-@contextmanager
-def _suppress_missing() -> Iterator[None]:
+def _read_text(path: Path) -> str:
     try:
-        yield
+        return path.read_text().strip()
     except FileNotFoundError:
-        pass
+        return ""
 
 
 class KnowledgeBase:
@@ -81,7 +84,8 @@ class KnowledgeBase:
         if Path(self._main_repo.working_tree_dir or "").resolve() != self.root:
             raise ValidationError(
                 f"{self.root} is inside the repository {self._main_repo.working_tree_dir}; "
-                "point --kb at the repository's top folder", "kb"
+                "point --kb at the repository's top folder",
+                "kb",
             )
         self.settings = settings or load_settings(self.root)
         self.state_dir = self.root / STATE_DIR
@@ -178,8 +182,11 @@ class KnowledgeBase:
         for record in out.split("\x1e")[1:]:
             sha, date, author, message, names = record.split("\x1f")
             files = [n for n in names.strip().splitlines() if n]
-            entries.append(CommitInfo(sha, date, author, message.strip(),
-                                      files[0] if relpath and files else None))
+            entries.append(
+                CommitInfo(
+                    sha, date, author, message.strip(), files[0] if relpath and files else None
+                )
+            )
         return entries
 
     def diff(self, old: str, new: str, relpath_old: str, relpath_new: str | None = None) -> str:
@@ -187,8 +194,9 @@ class KnowledgeBase:
         relpath_new = relpath_new or relpath_old
         a = self.read_bytes(relpath_old, old).decode("utf-8", "replace").splitlines(True)
         b = self.read_bytes(relpath_new, new).decode("utf-8", "replace").splitlines(True)
-        return "".join(difflib.unified_diff(a, b, f"{old[:10]}:{relpath_old}",
-                                            f"{new[:10]}:{relpath_new}"))
+        return "".join(
+            difflib.unified_diff(a, b, f"{old[:10]}:{relpath_old}", f"{new[:10]}:{relpath_new}")
+        )
 
     def changed_paths(self, old: str, new: str, prefix: str) -> list[tuple[str, str, str | None]]:
         """``(status, path, new_path)`` between two commits below ``prefix``; renames are
@@ -252,7 +260,7 @@ class KnowledgeBase:
             for relpath, data in writes.items():
                 path = self.root / relpath
                 if data is None:
-                    with _suppress_missing():
+                    with suppress(FileNotFoundError):
                         path.unlink()
                 else:
                     atomic_write(path, data)
@@ -260,8 +268,13 @@ class KnowledgeBase:
 
     def _check_relpath(self, relpath: str) -> None:
         parts = relpath.split("/")
-        if (not relpath or relpath.startswith("/") or any(p in ("", ".", "..") for p in parts)
-                or parts[0] in (".git", STATE_DIR) or "\x00" in relpath):
+        if (
+            not relpath
+            or relpath.startswith("/")
+            or any(p in ("", ".", "..") for p in parts)
+            or parts[0] in (".git", STATE_DIR)
+            or "\x00" in relpath
+        ):
             raise ValidationError(f"{relpath!r} is not a path kbmem may write", "path")
 
     def _git_env(self, index: Path, date: str | None) -> dict[str, str]:
@@ -271,23 +284,23 @@ class KnowledgeBase:
             env["GIT_COMMITTER_DATE"] = date
         return env
 
-    def _commit_paths(self, paths: list[str], message: str, trailers: Mapping[str, str],
-                      date: str | None) -> str | None:
+    def _commit_paths(
+        self, paths: list[str], message: str, trailers: Mapping[str, str], date: str | None
+    ) -> str | None:
         g = self.repo.git
         parent = self.head()
-        index = self.state_dir / f"index.{os.getpid()}.{threading.get_ident()}"
+        # A private index, kept between commits: while HEAD has not moved under us it already
+        # matches HEAD, and re-reading the whole tree into it can be skipped.
+        index = self.state_dir / "commit-index"
+        marker = self.state_dir / "commit-index.head"
         env = self._git_env(index, date)
         try:
-            if parent:
-                g.read_tree(parent, env=env)
-            else:
+            if not parent:
                 g.read_tree("--empty", env=env)
-            present = [p for p in paths if (self.root / p).exists()]
-            absent = [p for p in paths if p not in present]
-            if present:
-                g.add("-f", "--", *present, env=env)
-            if absent:
-                g.rm("--cached", "-q", "--ignore-unmatch", "--", *absent, env=env)
+            elif not index.exists() or _read_text(marker) != parent:
+                g.read_tree(parent, env=env)
+            # Adds the paths that exist, drops the ones that do not: exactly our writes.
+            g.update_index("--add", "--remove", "--", *paths, env=env)
             tree = g.write_tree(env=env)
             if parent and tree == self.repo.commit(parent).tree.hexsha:
                 return None
@@ -297,13 +310,13 @@ class KnowledgeBase:
             args = [tree, "-m", body] + (["-p", parent] if parent else [])
             sha = g.commit_tree(*args, env=env)
             # Compare-and-swap: fails if someone moved HEAD since we read it.
-            g.update_ref("-m", f"kbmem: {message.splitlines()[0]}", "HEAD", sha,
-                         parent or "0" * 40)
+            g.update_ref("-m", f"kbmem: {message.splitlines()[0]}", "HEAD", sha, parent or "0" * 40)
+            atomic_write(marker, sha.encode())
         except GitCommandError as exc:
+            for stale in (index, marker):
+                with suppress(FileNotFoundError):
+                    stale.unlink()
             raise StorageError(f"git failed while committing: {exc.stderr.strip() or exc}") from exc
-        finally:
-            with _suppress_missing():
-                index.unlink()
         self._refresh_user_index(paths)
         return sha
 

@@ -31,17 +31,26 @@ def seed_events(template: Path) -> list[tuple[str, str, Path]]:
     return sorted(events)
 
 
-def init_kb(target: Path, template: Path = TEMPLATE_DIR, with_history: bool = True,
-            progress: Callable[[str], None] | None = None) -> KnowledgeBase:
+def init_kb(
+    target: Path,
+    template: Path = TEMPLATE_DIR,
+    with_history: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> KnowledgeBase:
     """Create a knowledge base at ``target``; with ``with_history``, add the example history."""
     events = seed_events(template) if with_history else []
     kb = KnowledgeBase.create(target, template)
     first = events[0][0] if events else None
-    settings_files = {name: (template / name).read_bytes()
-                      for name in ("kbmem.yaml", ".gitignore", "README.md")
-                      if (template / name).exists()}
-    kb.commit_files(settings_files, "Initialize knowledge base from kb_template",
-                    date=_commit_date(first) if first else None)
+    settings_files = {
+        name: (template / name).read_bytes()
+        for name in ("kbmem.yaml", ".gitignore", "README.md")
+        if (template / name).exists()
+    }
+    kb.commit_files(
+        settings_files,
+        "Initialize knowledge base from kb_template",
+        date=_commit_date(first) if first else None,
+    )
     for when, kind, path in events:
         if progress:
             progress(f"{kind}: {path.name}")
@@ -51,6 +60,5 @@ def init_kb(target: Path, template: Path = TEMPLATE_DIR, with_history: bool = Tr
         else:
             rel = path.relative_to(template).as_posix()
             title = parse_page(path.read_text(encoding="utf-8")).meta.get("title") or path.stem
-            kb.commit_files({rel: path.read_bytes()}, f"Add note: {title}",
-                            date=_commit_date(when))
+            kb.commit_files({rel: path.read_bytes()}, f"Add note: {title}", date=_commit_date(when))
     return kb

@@ -17,9 +17,7 @@ def truncate_tokens(text: str, limit: int) -> str:
     """Cut ``text`` after ``limit`` tokens, deterministically, at a token boundary."""
     if limit <= 0:
         return ""
-    count = 0
-    for match in _TOKEN.finditer(text):
-        count += 1
+    for count, match in enumerate(_TOKEN.finditer(text), start=1):
         if count > limit:
             return text[: match.start()].rstrip() + " …"
     return text

@@ -45,10 +45,17 @@ def build_parser() -> argparse.ArgumentParser:
         description="A git-backed memory for agents: memorize sessions, research briefings, "
         "chat with provenance.",
     )
-    parser.add_argument("--kb", type=Path, default=None,
-                        help="knowledge base folder (default: $KBMEM_KB, else the current folder)")
-    parser.add_argument("--tenant", default=None,
-                        help="tenant to act for (default: the knowledge base's default_tenant)")
+    parser.add_argument(
+        "--kb",
+        type=Path,
+        default=None,
+        help="knowledge base folder (default: $KBMEM_KB, else the current folder)",
+    )
+    parser.add_argument(
+        "--tenant",
+        default=None,
+        help="tenant to act for (default: the knowledge base's default_tenant)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     import importlib
@@ -67,8 +74,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(levelname)s: %(message)s", stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s: %(message)s",
+        stream=sys.stderr,
+    )
     kb_path = args.kb or Path(os.environ.get("KBMEM_KB") or ".")
     ctx = Context(kb_path=kb_path, tenant_arg=args.tenant)
     try:

@@ -29,8 +29,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=cmd_ingest)
 
     p = sub.add_parser("pages", help="list the tenant's pages")
-    p.add_argument("--check", action="store_true",
-                   help="report pages whose header cannot be read (exit 1 if any)")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="report pages whose header cannot be read (exit 1 if any)",
+    )
     p.add_argument("--at", default="HEAD", help="revision to list (default HEAD)")
     p.set_defaults(handler=cmd_pages)
 
@@ -42,24 +45,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("log", help="history of a page, or of the knowledge base")
     p.add_argument("page", nargs="?")
     p.add_argument("-n", type=int, default=None, help="at most this many commits")
-    p.add_argument("--diff", nargs=2, metavar=("OLD", "NEW"),
-                   help="print the page's diff between two revisions instead")
+    p.add_argument(
+        "--diff",
+        nargs=2,
+        metavar=("OLD", "NEW"),
+        help="print the page's diff between two revisions instead",
+    )
     p.set_defaults(handler=cmd_log)
 
 
 def progress_bar(total: int, desc: str) -> Any:
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit="session", disable=None, file=sys.stderr,
-                leave=False)
+    return tqdm(total=total, desc=desc, unit="session", disable=None, file=sys.stderr, leave=False)
 
 
 def cmd_init(ctx: Any, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     with tqdm(desc="init", unit="step", disable=None, file=sys.stderr, leave=False) as bar:
-        kb = init_kb(args.dir, with_history=not args.empty,
-                     progress=lambda _what: bar.update(1))
+        kb = init_kb(args.dir, with_history=not args.empty, progress=lambda _what: bar.update(1))
     print(f"created knowledge base at {kb.root} ({kb.head()[:10]})")
     return 0
 
@@ -76,10 +81,19 @@ def cmd_ingest(ctx: Any, args: argparse.Namespace) -> int:
             result = ingest_session(kb, session, engine)
             counts[result.status] = counts.get(result.status, 0) + 1
             if args.json:
-                print(json.dumps({"tenantId": result.tenant_id, "sessionId": result.session_id,
-                                  "status": result.status, "pages": result.page_ids,
-                                  "commit": result.commit, "memo": result.memo,
-                                  "memoNote": result.memo_note}))
+                print(
+                    json.dumps(
+                        {
+                            "tenantId": result.tenant_id,
+                            "sessionId": result.session_id,
+                            "status": result.status,
+                            "pages": result.page_ids,
+                            "commit": result.commit,
+                            "memo": result.memo,
+                            "memoNote": result.memo_note,
+                        }
+                    )
+                )
             elif result.memo_note:
                 print(f"note: {result.session_id}: {result.memo_note}", file=sys.stderr)
             bar.update(1)

@@ -1,0 +1,64 @@
+"""``kbmem bench ...``: each benchmark prints its figures, or one JSON object with --json."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DATA = Path("../shared/data/locomo")
+
+# name -> (module under kbmem.bench, help, needs --data)
+BENCHES = {
+    "ingest": ("ingest", "memorize LoCoMo into a fresh knowledge base", True),
+    "retrieval": ("retrieval", "one-shot retrieval quality per tool on LoCoMo", True),
+    "scale": ("scale", "build/sync/query costs on a synthetic knowledge base", False),
+    "locomo": ("research", "the researcher on every LoCoMo question", True),
+    "chat": ("chat", "offline chat turns on the example knowledge base", False),
+    "tui": ("tui", "time to first paint and first answer of the TUI", False),
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    bench = sub.add_parser("bench", help="benchmarks (figures printed, targets in the docs)")
+    bsub = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
+    for name, (module, text, needs_data) in BENCHES.items():
+        p = bsub.add_parser(name, help=text)
+        if needs_data:
+            p.add_argument(
+                "--data",
+                type=Path,
+                default=DEFAULT_DATA,
+                help=f"folder of LoCoMo .json files (default {DEFAULT_DATA})",
+            )
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.set_defaults(handler=_runner(module))
+        try:
+            mod = importlib.import_module(f"kbmem.bench.{module}")
+        except ModuleNotFoundError:
+            continue
+        if hasattr(mod, "add_arguments"):
+            mod.add_arguments(p)
+
+
+def _runner(module: str) -> Any:
+    def handler(ctx: Any, args: argparse.Namespace) -> int:
+        mod = importlib.import_module(f"kbmem.bench.{module}")
+        options = {
+            k: v
+            for k, v in vars(args).items()
+            if k not in ("handler", "command", "bench", "json", "kb", "tenant", "verbose")
+        }
+        if "data" in options:
+            options["data_dir"] = options.pop("data")
+        result = (
+            mod.run(ctx=ctx, **options)
+            if getattr(mod, "WANTS_CONTEXT", False)
+            else mod.run(**options)
+        )
+        print(json.dumps(result, indent=1) if args.json else mod.render(result))
+        return 0
+
+    return handler

@@ -1,0 +1,122 @@
+"""The researcher's data model (after the Summit design note): plans, search results,
+the running integration state, reflection decisions, the briefing and the trace."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..intervals import Interval
+
+PlanTool = Literal["bm25", "dense", "page_id"]
+PLAN_TOOLS = ("bm25", "dense", "page_id")
+
+
+@dataclass
+class PlanAction:
+    tool: str  # bm25 | dense | page_id
+    query: str | None = None
+    page_ids: list[str] = field(default_factory=list)
+    k: int = 10
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"tool": self.tool, "k": self.k}
+        if self.query is not None:
+            data["query"] = self.query
+        if self.page_ids:
+            data["pageIds"] = list(self.page_ids)
+        if self.note:
+            data["note"] = self.note
+        return data
+
+
+@dataclass
+class EvidenceItem:
+    page_id: str
+    excerpt: str
+    relevance_score: float
+    retriever_type: str
+    interval: Interval
+    session_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pageId": self.page_id,
+            "sessionId": self.session_id,
+            "excerpt": self.excerpt,
+            "relevanceScore": round(float(self.relevance_score), 6),
+            "retrieverType": self.retriever_type,
+            "interval": {
+                "path": self.interval.path,
+                "start": self.interval.start,
+                "end": self.interval.end,
+                "commit": self.interval.commit,
+                "blob": self.interval.blob,
+                "turnIds": list(self.interval.turn_ids),
+            },
+        }
+
+
+@dataclass
+class IntegrationState:
+    briefing_draft: str = ""
+    key_facts: list[str] = field(default_factory=list)
+    open_questions: list[str] = field(default_factory=list)
+    used_pages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReflectionDecision:
+    done: bool
+    missing_info: str | None = None
+    follow_up: list[PlanAction] = field(default_factory=list)
+    reason: str = ""
+
+
+@dataclass
+class TraceEvent:
+    """One step of a research run, for live display (TUI) and provenance."""
+
+    kind: str  # plan | tool_call | tool_result | integrate | reflect | fallback | error | done
+    step: int
+    data: dict[str, Any] = field(default_factory=dict)
+    at: float = field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "step": self.step, "at": round(self.at, 3), **self.data}
+
+
+@dataclass
+class BriefingContext:
+    executive_summary: str
+    key_facts: list[str]
+    open_questions: list[str]
+    evidence: list[EvidenceItem]
+    tokens_used: int
+    reflection_steps: int
+    pages_used: list[str]
+    request: str = ""
+    tenant_id: str = ""
+    engine: str = "offline"
+    trace: list[TraceEvent] = field(default_factory=list)
+    partial: bool = False
+
+    def to_dict(self, with_trace: bool = False) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "request": self.request,
+            "tenantId": self.tenant_id,
+            "engine": self.engine,
+            "executiveSummary": self.executive_summary,
+            "keyFacts": list(self.key_facts),
+            "openQuestions": list(self.open_questions),
+            "evidence": [e.to_dict() for e in self.evidence],
+            "tokensUsed": self.tokens_used,
+            "reflectionSteps": self.reflection_steps,
+            "pagesUsed": list(self.pages_used),
+            "partial": self.partial,
+        }
+        if with_trace:
+            data["trace"] = [t.to_dict() for t in self.trace]
+        return data

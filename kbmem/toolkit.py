@@ -1,0 +1,192 @@
+"""The retrieval toolkit the researcher, the chat agent, the CLI and the API call: ``bm25``,
+``dense``, ``hybrid``, ``page``, ``neighbors`` and ``expand``, all scoped to one tenant."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .errors import NotFound, ValidationError
+from .ids import page_relpath
+from .index import Hit, TenantIndex, check_query
+from .intervals import EXPAND_MODES, Interval, expand_lines
+from .pages import TURN_HEADER, parse_page
+from .pagestore import PageRecord, PageStore
+from .store import KnowledgeBase
+
+TOOLS = ("bm25", "dense", "hybrid")
+RRF_K = 60
+# Rank-fusion weights: BM25 is the stronger retriever on conversational memory; the small dense
+# model mostly adds paraphrase matches, so it votes with less weight.
+FUSION_WEIGHTS = {"bm25": 1.0, "dense": 0.6}
+MAX_PAD = 50
+
+
+@dataclass
+class ExpandedInterval:
+    interval: Interval
+    text: str  # the file's lines start..end, as they are at interval.commit
+
+
+def fuse(
+    ranked: dict[str, list[Hit]], k: int, weights: dict[str, float] | None = None
+) -> list[Hit]:
+    """Weighted reciprocal-rank fusion of several hit lists (ranks, not raw scores, whose
+    scales differ); one hit per interval, keeping where each list ranked it."""
+    weights = weights or FUSION_WEIGHTS
+    fused: dict[str, Hit] = {}
+    scores: dict[str, float] = {}
+    for name, hits in ranked.items():
+        for rank, hit in enumerate(hits, start=1):
+            key = hit.interval.key
+            scores[key] = scores.get(key, 0.0) + weights.get(name, 1.0) / (RRF_K + rank)
+            if key not in fused:
+                fused[key] = replace(hit, retriever="hybrid", ranks={})
+            fused[key].ranks[name] = rank
+    order = sorted(fused, key=lambda key: (-scores[key], key))[:k]
+    return [replace(fused[key], score=scores[key]) for key in order]
+
+
+def rank_pages(hits: list[Hit], decay: float = 0.5, depth: int = 3) -> list[tuple[str, float]]:
+    """Pages scored by their best intervals: the best hit's score plus decaying credit for
+    the next few, so a page that matches in several places beats a lone lucky turn."""
+    per_page: dict[str, list[float]] = {}
+    for hit in hits:
+        per_page.setdefault(hit.page_id, []).append(hit.score)
+    scored = []
+    for page_id, values in per_page.items():
+        values.sort(reverse=True)
+        scored.append((page_id, sum(v * decay**i for i, v in enumerate(values[:depth]))))
+    return sorted(scored, key=lambda item: (-item[1], item[0]))
+
+
+class Toolkit:
+    """Tenant-scoped retrieval tools over the tenant's index (synced to HEAD on use)."""
+
+    def __init__(self, kb: KnowledgeBase, tenant: str):
+        self.kb = kb
+        self.tenant = tenant
+        self.index = TenantIndex(kb, tenant)
+        self.store = PageStore(kb, tenant)
+        self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._texts_lock = threading.Lock()
+
+    # -- search -----------------------------------------------------------------------------
+
+    def bm25(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
+        return self.index.bm25(query, k, filters)
+
+    def dense(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
+        return self.index.dense(query, k, filters)
+
+    def hybrid(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
+        check_query(query, k)
+        depth = min(max(2 * k, 20), 1000)
+        ranked = {
+            "bm25": self.bm25(query, depth, filters),
+            "dense": self.dense(query, depth, filters),
+        }
+        return fuse(ranked, k)
+
+    def search(
+        self, query: str, tool: str = "hybrid", k: int = 10, filters: dict[str, Any] | None = None
+    ) -> list[Hit]:
+        if tool not in TOOLS:
+            raise ValidationError(f"unknown tool {tool!r} (known: {', '.join(TOOLS)})", "tool")
+        return getattr(self, tool)(query, k, filters)
+
+    # -- pages ------------------------------------------------------------------------------
+
+    def page(self, ids: list[str], rev: str = "HEAD") -> list[PageRecord]:
+        """The pages with these ids; an id this tenant does not have is refused."""
+        if isinstance(ids, str):
+            ids = [ids]
+        return [self.store.read(page_id, rev) for page_id in ids]
+
+    def neighbors(self, page_id: str, n: int = 1) -> list[str]:
+        """Ids of the pages up to ``n`` before and after ``page_id`` in its session."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n > 100:
+            raise ValidationError("must be a whole number from 0 to 100", "n")
+        page_relpath(page_id)
+        session, _, seq = page_id.rpartition("/")
+        if not session or not seq.isdigit() or page_id.endswith(".md"):
+            return []
+        existing = self.store.files()
+        if page_id not in existing:
+            raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r}")
+        number = int(seq)
+        out = []
+        for other in range(number - n, number + n + 1):
+            candidate = f"{session}/{other}"
+            if other != number and candidate in existing:
+                out.append(candidate)
+        return out
+
+    # -- intervals --------------------------------------------------------------------------
+
+    def file_text(self, path: str, commit: str) -> str:
+        key = (path, commit)
+        with self._texts_lock:
+            if key in self._texts:
+                self._texts.move_to_end(key)
+                return self._texts[key]
+        text = self.kb.read_bytes(path, commit).decode("utf-8", "replace")
+        with self._texts_lock:
+            self._texts[key] = text
+            while len(self._texts) > 256:
+                self._texts.popitem(last=False)
+        return text
+
+    def _own(self, interval: Interval) -> None:
+        if not interval.path.startswith(self.store.prefix):
+            raise NotFound(f"interval {interval.path} is not in tenant {self.tenant!r}")
+        if self.store.path_of(interval.page_id) != interval.path:
+            raise ValidationError(
+                f"page {interval.page_id!r} does not live at {interval.path}", "interval"
+            )
+
+    def resolve(self, interval: Interval) -> ExpandedInterval:
+        """The interval's text as it was at its commit."""
+        return self.expand(interval, "line", 0)
+
+    def expand(
+        self, interval: Interval | dict[str, Any], mode: str = "turn", pad: int = 0
+    ) -> ExpandedInterval:
+        """Grow an interval to a natural boundary (``line``, ``turn``, ``paragraph``,
+        ``section``) plus ``pad`` more units on each side, read at the interval's commit."""
+        if isinstance(interval, dict):
+            try:
+                interval = Interval.from_dict(interval)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ValidationError(f"not an interval ({exc})", "interval") from exc
+        if mode not in EXPAND_MODES:
+            raise ValidationError(f"must be one of {', '.join(EXPAND_MODES)}", "mode")
+        if isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad <= MAX_PAD:
+            raise ValidationError(f"must be a whole number from 0 to {MAX_PAD}", "pad")
+        if interval.start < 1 or interval.end < interval.start:
+            raise ValidationError("start must be ≥ 1 and end ≥ start", "interval")
+        self._own(interval)
+        commit = interval.commit or "HEAD"
+        text = self.file_text(interval.path, commit)
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines = lines[:-1]
+        try:
+            body_start = parse_page(text, interval.path).body_start_line()
+        except ValidationError:
+            body_start = 1
+        start, end = expand_lines(lines, interval.start, interval.end, mode, pad, body_start)
+        turn_ids = tuple(
+            m.group(1) for line in lines[start - 1 : end] if (m := TURN_HEADER.match(line))
+        )
+        new = replace(
+            interval,
+            start=start,
+            end=end,
+            kind=mode,
+            turn_ids=turn_ids,
+            commit=self.kb.resolve(commit) if not interval.commit else commit,
+        )
+        return ExpandedInterval(new, "\n".join(lines[start - 1 : end]))
