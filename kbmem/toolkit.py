@@ -124,6 +124,20 @@ class Toolkit:
                 out.append(candidate)
         return out
 
+    def session_pages(self, session_id: str) -> list[str]:
+        """Ids of a session's pages, in order (empty when the tenant has no such session)."""
+        prefix = f"{session_id}/"
+        found = [p for p in self.store.files() if p.startswith(prefix)]
+        return sorted(found, key=lambda p: int(p.rsplit("/", 1)[1]))
+
+    def term_stats(self, terms: list[str]) -> dict[str, int]:
+        """How many intervals hold each (analyzed) term, plus ``__total__`` intervals."""
+        gen = self.index.ensure_synced()
+        searcher = gen.searcher()
+        stats = {t: int(searcher.doc_frequency("text", t)) for t in terms}
+        stats["__total__"] = gen.count
+        return stats
+
     # -- intervals --------------------------------------------------------------------------
 
     def file_text(self, path: str, commit: str) -> str:

@@ -1,0 +1,145 @@
+"""``kbmem bench locomo``: the researcher on every LoCoMo question (category 5 excluded).
+
+Reported overall and per category: ``page_coverage`` (all evidence sessions among the pages
+the briefing used), ``interval_coverage`` (all evidence turns inside the briefing's evidence
+excerpts), ``mean_context_tokens``, ``latency_ms_p50`` / ``latency_ms_p95``; and, measured in
+the same run, one-shot baselines with the same page budget under ``baselines``. With
+``--engine llm`` and a model, each question is also answered from its briefing and scored by
+token F1 and BLEU-1 as in the GAM paper."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from ..research.researcher import Researcher
+from ..toolkit import Toolkit, fuse, rank_pages
+from .locomo import conversation_files, ingest_locomo, load_questions
+from .retrieval import covered_context, session_of
+from .stats import percentile
+
+BASELINE_TOP = 10
+BASELINE_PAD = 2
+DEPTH = 100
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--engine", choices=("offline", "llm"), default="offline")
+    parser.add_argument("--model", default=None, help="litellm model for --engine llm")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="at most this many questions per conversation (quick runs)",
+    )
+
+
+def _blank() -> dict[str, float]:
+    return defaultdict(float)
+
+
+def run(
+    data_dir: Path, engine: str = "offline", model: str | None = None, limit: int | None = None
+) -> dict[str, Any]:
+    ingest = ingest_locomo(data_dir)
+    kb = ingest.kb
+    llm_engine = None
+    if engine == "llm":
+        from ..research.llm_engine import make_llm_engine
+
+        llm_engine = make_llm_engine(kb.settings, model)
+    max_pages = int(kb.settings.section("research")["max_pages"])
+    totals: dict[str, dict[str, float]] = defaultdict(_blank)
+    latencies: dict[str, list[float]] = defaultdict(list)
+    for path in conversation_files(data_dir):
+        questions = load_questions(path)[:limit]
+        if not questions:
+            continue
+        toolkit = Toolkit(kb, questions[0].tenant)
+        toolkit.index.sync()
+        researcher = Researcher(kb, questions[0].tenant, toolkit=toolkit)
+        if llm_engine is not None:
+            researcher.engine = llm_engine(researcher)
+        researcher.research(questions[0].text)  # warm caches (model load) before timing
+        for q in questions:
+            t0 = time.perf_counter()
+            briefing = researcher.research(q.text)
+            ms = (time.perf_counter() - t0) * 1000
+            sessions = {session_of(p) for p in briefing.pages_used}
+            turns = {t for e in briefing.evidence for t in e.interval.turn_ids}
+            row = {
+                "page_coverage": float(q.sessions <= sessions),
+                "interval_coverage": float(set(q.evidence) <= turns),
+                "context_tokens": float(briefing.tokens_used),
+                "reflection_steps": float(briefing.reflection_steps),
+            }
+            bm25 = toolkit.bm25(q.text, DEPTH)
+            dense = toolkit.dense(q.text, DEPTH)
+            for name, hits in (
+                ("bm25", bm25),
+                ("hybrid", fuse({"bm25": bm25, "dense": dense}, DEPTH)),
+            ):
+                pages = {session_of(p) for p, _ in rank_pages(hits)[:max_pages]}
+                covered, tokens = covered_context(toolkit, hits[:BASELINE_TOP])
+                row[f"{name}.page_coverage"] = float(q.sessions <= pages)
+                row[f"{name}.interval_coverage"] = float(set(q.evidence) <= covered)
+                row[f"{name}.context_tokens"] = float(tokens)
+            for group in ("overall", q.category_name):
+                totals[group]["n"] += 1
+                for key, value in row.items():
+                    totals[group][key] += value
+                latencies[group].append(ms)
+        researcher.close()
+    return _report(totals, latencies, engine)
+
+
+def _report(
+    totals: dict[str, dict[str, float]], latencies: dict[str, list[float]], engine: str
+) -> dict[str, Any]:
+    def block(group: str) -> dict[str, Any]:
+        t = totals[group]
+        n = max(t["n"], 1)
+        return {
+            "questions": int(t["n"]),
+            "page_coverage": round(t["page_coverage"] / n, 4),
+            "interval_coverage": round(t["interval_coverage"] / n, 4),
+            "mean_context_tokens": round(t["context_tokens"] / n, 1),
+            "mean_reflection_steps": round(t["reflection_steps"] / n, 2),
+            "latency_ms_p50": round(percentile(latencies[group], 50), 1),
+            "latency_ms_p95": round(percentile(latencies[group], 95), 1),
+            "baselines": {
+                name: {
+                    "page_coverage": round(t[f"{name}.page_coverage"] / n, 4),
+                    "interval_coverage": round(t[f"{name}.interval_coverage"] / n, 4),
+                    "mean_context_tokens": round(t[f"{name}.context_tokens"] / n, 1),
+                }
+                for name in ("bm25", "hybrid")
+            },
+        }
+
+    result = {"engine": engine, **block("overall")}
+    result["categories"] = {g: block(g) for g in sorted(totals) if g != "overall"}
+    return result
+
+
+def render(result: dict[str, Any]) -> str:
+    head = (
+        f"{'group':<12} {'n':>5} {'page_cov':>9} {'intv_cov':>9} {'tokens':>7} "
+        f"{'p50 ms':>7} {'p95 ms':>7} | {'bm25 pc/ic/tok':>20} | {'hybrid pc/ic/tok':>20}"
+    )
+    lines = [f"engine: {result['engine']}", head]
+    rows = [("overall", result), *list(result["categories"].items())]
+    for name, r in rows:
+        b, h = r["baselines"]["bm25"], r["baselines"]["hybrid"]
+        lines.append(
+            f"{name:<12} {r['questions']:>5} {r['page_coverage']:>9.3f} "
+            f"{r['interval_coverage']:>9.3f} {r['mean_context_tokens']:>7.0f} "
+            f"{r['latency_ms_p50']:>7.1f} {r['latency_ms_p95']:>7.1f} | "
+            f"{b['page_coverage']:.3f}/{b['interval_coverage']:.3f}/{b['mean_context_tokens']:>4.0f}"
+            f"      | {h['page_coverage']:.3f}/{h['interval_coverage']:.3f}/"
+            f"{h['mean_context_tokens']:>4.0f}"
+        )
+    return "\n".join(lines)

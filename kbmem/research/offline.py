@@ -1,0 +1,259 @@
+"""The offline engine: deterministic planning, integration and reflection, no network.
+
+Planning reads the request's entities, rare terms and dates, and the memos (a memo that names
+the request's rare terms points the plan at its session's pages). Reflection checks which of
+the request's terms the evidence does not cover yet and follows entities that the evidence
+introduces (multi-hop bridging: "the city where my sister lives" is searched again as
+"<speaker> sister" to find where the sister lives)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..index import analyze
+from ..textutil import truncate_tokens
+from .state import ResearchState
+from .types import IntegrationState, PlanAction, ReflectionDecision
+
+QUESTION_WORDS = frozenset(
+    [
+        "what",
+        "when",
+        "where",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "why",
+        "how",
+        "did",
+        "does",
+        "do",
+        "is",
+        "are",
+        "was",
+        "were",
+        "will",
+        "would",
+        "could",
+        "should",
+        "can",
+        "has",
+        "have",
+        "had",
+        "tell",
+        "describe",
+        "give",
+        "list",
+        "name",
+        "kind",
+        "type",
+        "sort",
+        "likely",
+        "anything",
+        "something",
+        "someone",
+        "recently",
+        "ever",
+    ]
+)
+_ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9'’&.-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'’&.-]*)*")
+_NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
+_QUOTED = re.compile(r"[\"“']([^\"”']{3,60})[\"”']")
+_MY_NOUN = re.compile(r"\bmy\s+((?:[a-z]+\s+){0,1}[a-z]+)\b", re.I)
+MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+COMMON_SHARE = 0.15  # a term in more than this share of intervals says little
+RARE_SHARE = 0.03
+
+
+@dataclass
+class Weights:
+    bm25: float = 1.0
+    dense: float = 0.6
+    focused: float = 0.8
+    page: float = 0.5
+    follow: float = 0.7
+
+
+def entities(text: str) -> list[str]:
+    """Capitalized names and phrases (question words and sentence openers dropped)."""
+    out: dict[str, None] = {}
+    for m in _ENTITY.finditer(text):
+        words = [w for w in m.group(0).split() if w.lower() not in QUESTION_WORDS]
+        phrase = " ".join(words).strip(" .'’")
+        if phrase and phrase.lower() not in QUESTION_WORDS and len(phrase) > 1:
+            out.setdefault(phrase, None)
+    for m in _QUOTED.finditer(text):
+        out.setdefault(m.group(1), None)
+    for m in _NUMBER.finditer(text):
+        out.setdefault(m.group(0), None)
+    return list(out)
+
+
+class OfflineEngine:
+    name = "offline"
+
+    def __init__(self, toolkit, k: int = 10, weights: Weights | None = None):
+        self.toolkit = toolkit
+        self.k = k
+        self.w = weights or Weights()
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def content_terms(self, text: str) -> list[str]:
+        return [t for t in analyze(text) if t not in QUESTION_WORDS]
+
+    def term_shares(self, terms: list[str]) -> dict[str, float]:
+        stats = self.toolkit.term_stats(terms)
+        total = max(stats.pop("__total__", 1), 1)
+        return {t: stats.get(t, 0) / total for t in terms}
+
+    # -- plan -------------------------------------------------------------------------------
+
+    def plan(
+        self, request: str, memory: list[tuple[str, str, str]], state: ResearchState
+    ) -> list[PlanAction]:
+        actions = [
+            PlanAction("bm25", request, k=self.k, note="the request as asked"),
+            PlanAction("dense", request, k=self.k, note="paraphrases of the request"),
+        ]
+        terms = self.content_terms(request)
+        shares = self.term_shares(terms)
+        rare = [t for t in terms if 0 < shares.get(t, 0) <= RARE_SHARE]
+        names = entities(request)
+        focus = " ".join(dict.fromkeys(names + rare))
+        if focus and analyze(focus) != analyze(request):
+            actions.append(
+                PlanAction("bm25", focus, k=self.k, note="the request's names and rare terms")
+            )
+        sessions = self.memo_sessions(request, memory, rare, names)
+        if sessions:
+            page_ids = [p for sid in sessions for p in self.toolkit.session_pages(sid)]
+            if page_ids:
+                actions.append(
+                    PlanAction(
+                        "page_id",
+                        request,
+                        page_ids=page_ids[:4],
+                        k=self.k,
+                        note="pages of sessions whose memo names the request's rare terms",
+                    )
+                )
+        return actions
+
+    def memo_sessions(
+        self, request: str, memory: list[tuple[str, str, str]], rare: list[str], names: list[str]
+    ) -> list[str]:
+        wanted = set(rare) | {t for n in names for t in analyze(n)}
+        if not wanted:
+            return []
+        scored = []
+        for _date, sid, memo in memory:
+            hits = wanted & set(analyze(memo))
+            if len(hits) >= 2 or (len(wanted) == 1 and hits):
+                scored.append((len(hits), sid))
+        scored.sort(reverse=True)
+        return [sid for _n, sid in scored[:2]]
+
+    # -- integrate --------------------------------------------------------------------------
+
+    def integrate(self, request: str, state: ResearchState) -> IntegrationState:
+        """Key facts: the best evidence sentences that share the request's terms."""
+        terms = set(self.content_terms(request))
+        facts: list[str] = []
+        pages: list[str] = []
+        for cand in state.ranked()[:12]:
+            hit = cand.hit
+            if hit.page_id not in pages:
+                pages.append(hit.page_id)
+            body = hit.excerpt.split(": ", 1)[-1] if hit.speaker else hit.excerpt
+            best, best_overlap = "", 0
+            for sentence in re.split(r"(?<=[.!?])\s+|\n+", body):
+                overlap = len(terms & set(analyze(sentence)))
+                if overlap > best_overlap:
+                    best, best_overlap = sentence.strip(), overlap
+            if best and len(facts) < 5:
+                when = f" ({hit.timestamp[:10]})" if hit.timestamp else ""
+                who = f"{hit.speaker}: " if hit.speaker else ""
+                fact = f"{who}{truncate_tokens(best, 40)}{when} {hit.interval.citation()}"
+                if fact not in facts:
+                    facts.append(fact)
+        draft = ""
+        if facts:
+            draft = f"Most relevant: {facts[0]}"
+        return IntegrationState(draft, facts, list(state.integration.open_questions), pages)
+
+    # -- reflect ----------------------------------------------------------------------------
+
+    def reflect(self, request: str, state: ResearchState) -> ReflectionDecision:
+        top = state.ranked()[:8]
+        if not top:
+            return ReflectionDecision(
+                True, "nothing in memory matches the request", reason="no evidence at all"
+            )
+        evidence_terms = set()
+        for cand in top:
+            evidence_terms.update(analyze(cand.hit.excerpt))
+        terms = self.content_terms(request)
+        shares = self.term_shares(terms)
+        missing = [
+            t for t in terms if t not in evidence_terms and 0 < shares.get(t, 0) <= COMMON_SHARE
+        ]
+        follow: list[PlanAction] = []
+        names = [n for n in entities(request)]
+        if missing:
+            query = " ".join(dict.fromkeys(names + missing))
+            if ("bm25", query) not in state.queries_done:
+                follow.append(
+                    PlanAction(
+                        "bm25", query, k=self.k, note=f"terms not covered yet: {', '.join(missing)}"
+                    )
+                )
+        for bridge in self.bridges(request, top[:4], state):
+            query = f"{bridge} {' '.join(terms)}"
+            follow.append(PlanAction("bm25", query, k=self.k, note=f"follow '{bridge}'"))
+            state.followed.add(bridge.lower())
+        if not follow:
+            return ReflectionDecision(True, reason="the evidence covers the request's terms")
+        missing_info = (
+            f"not yet covered: {', '.join(missing)}"
+            if missing
+            else "following entities the evidence introduced"
+        )
+        return ReflectionDecision(False, missing_info, follow, reason=missing_info)
+
+    def bridges(self, request: str, top: list, state: ResearchState) -> list[str]:
+        """Phrases in the best evidence that point elsewhere: "my sister" said by Dara
+        becomes "Dara sister"."""
+        request_terms = set(analyze(request))
+        out: list[str] = []
+        for cand in top:
+            hit = cand.hit
+            text = hit.excerpt.split(": ", 1)[-1] if hit.speaker else hit.excerpt
+            for m in _MY_NOUN.finditer(text):
+                noun = m.group(1).split()[-1].lower()
+                if noun in QUESTION_WORDS or len(noun) < 3:
+                    continue
+                first = hit.speaker.split()[0] if hit.speaker else ""
+                phrase = f"{first} {noun}".strip()
+                if (
+                    phrase.lower() not in state.followed
+                    and phrase not in out
+                    and not set(analyze(noun)) <= request_terms - set(analyze(first))
+                ):
+                    out.append(phrase)
+        return out[:2]

@@ -1,0 +1,299 @@
+"""The researcher (GAM's online half): plan → search (in parallel) → integrate → reflect,
+until the request is covered or a budget ends; the output is a compact, cited briefing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import HARD_CAPS
+from ..errors import KbmemError, ValidationError
+from ..index import Hit
+from ..memorizer import read_memory
+from ..store import KnowledgeBase
+from ..textutil import count_tokens
+from ..toolkit import Toolkit
+from .briefing import fit_list, select_evidence
+from .offline import OfflineEngine
+from .state import ResearchState
+from .types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
+
+EventSink = Callable[[TraceEvent], None]
+MAX_REQUEST_CHARS = 20_000
+ACTION_WEIGHT = {"bm25": 1.0, "dense": 0.6, "page_id": 0.5}
+MAX_ACTIONS_PER_STEP = 6
+
+
+@dataclass
+class Budgets:
+    max_pages: int = 8
+    max_depth: int = 2
+    max_tokens: int = 1500
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Any,
+        max_pages: int | None = None,
+        max_depth: int | None = None,
+        max_tokens: int | None = None,
+    ) -> Budgets:
+        section = settings.section("research")
+        budgets = cls(
+            section["max_pages"] if max_pages is None else max_pages,
+            section["max_reflection_depth"] if max_depth is None else max_depth,
+            section["max_output_tokens"] if max_tokens is None else max_tokens,
+        )
+        budgets.check()
+        return budgets
+
+    def check(self) -> None:
+        for name, value, low, cap in (
+            ("maxPages", self.max_pages, 1, HARD_CAPS["max_pages"]),
+            ("maxReflectionDepth", self.max_depth, 0, HARD_CAPS["max_reflection_depth"]),
+            ("maxOutputTokens", self.max_tokens, 50, 100_000),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= cap:
+                raise ValidationError(f"must be a whole number from {low} to {cap}", name)
+
+
+class Researcher:
+    """Builds briefings for one tenant. ``engine`` is the planning/integration/reflection
+    engine (offline by default; an LLM engine may be given, per step it falls back to the
+    offline one)."""
+
+    def __init__(
+        self, kb: KnowledgeBase, tenant: str, engine: Any = None, toolkit: Toolkit | None = None
+    ):
+        self.kb = kb
+        self.tenant = tenant
+        self.toolkit = toolkit or Toolkit(kb, tenant)
+        self.k = int(kb.settings.section("research")["k"])
+        self.offline = OfflineEngine(self.toolkit, self.k)
+        self.engine = engine or self.offline
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kbmem-search")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+
+    def research(
+        self,
+        request: str,
+        *,
+        max_pages: int | None = None,
+        max_depth: int | None = None,
+        max_tokens: int | None = None,
+        on_event: EventSink | None = None,
+    ) -> BriefingContext:
+        if not isinstance(request, str) or not request.strip():
+            raise ValidationError("must be non-empty text", "request")
+        if len(request) > MAX_REQUEST_CHARS:
+            raise ValidationError(f"longer than {MAX_REQUEST_CHARS} characters", "request")
+        budgets = Budgets.from_settings(self.kb.settings, max_pages, max_depth, max_tokens)
+        trace: list[TraceEvent] = []
+
+        def emit(kind: str, step: int, **data: Any) -> None:
+            event = TraceEvent(kind, step, data)
+            trace.append(event)
+            if on_event is not None:
+                on_event(event)
+
+        started = time.perf_counter()
+        self.toolkit.index.ensure_synced()
+        memory = read_memory(self.kb, self.tenant)
+        state = ResearchState(request)
+        actions = self._engine_call("plan", emit, 0, request, memory, state)
+        decision = ReflectionDecision(False)
+        steps = 0
+        actions = self._dedupe(actions, state)
+        for step in range(budgets.max_depth + 1):
+            state.step = step
+            emit("plan", step, actions=[a.to_dict() for a in actions])
+            self._search(actions, state, emit, step)
+            state.integration = self._engine_call("integrate", emit, step, request, state)
+            emit(
+                "integrate",
+                step,
+                keyFacts=list(state.integration.key_facts),
+                pages=[p for p, _ in state.page_scores()[: budgets.max_pages]],
+                candidates=len(state.candidates),
+            )
+            decision = self._engine_call("reflect", emit, step, request, state)
+            actions = self._dedupe(list(decision.follow_up), state)
+            if not decision.done and not actions:
+                decision = ReflectionDecision(
+                    True, decision.missing_info, reason="no new searches left to try"
+                )
+            emit(
+                "reflect",
+                step,
+                done=decision.done,
+                missingInfo=decision.missing_info,
+                reason=decision.reason,
+            )
+            if decision.done or step == budgets.max_depth:
+                break
+            steps += 1
+        partial = not decision.done
+        briefing = self._brief(request, state, budgets, decision, partial, steps)
+        briefing.trace = trace
+        emit(
+            "done",
+            steps,
+            tokensUsed=briefing.tokens_used,
+            pagesUsed=briefing.pages_used,
+            evidence=len(briefing.evidence),
+            partial=partial,
+            ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return briefing
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _engine_call(self, what: str, emit: Callable[..., None], step: int, *args: Any) -> Any:
+        """Run one step with the chosen engine; fall back to the offline engine on failure."""
+        if self.engine is not self.offline:
+            try:
+                return getattr(self.engine, what)(*args)
+            except KbmemError as exc:
+                emit("fallback", step, stage=what, error=str(exc), engine="offline")
+        return getattr(self.offline, what)(*args)
+
+    def _dedupe(self, actions: list[PlanAction], state: ResearchState) -> list[PlanAction]:
+        out = []
+        for action in actions:
+            key = (action.tool, (action.query or "") + "|" + ",".join(action.page_ids))
+            if key in state.queries_done:
+                continue
+            state.queries_done.add(key)
+            out.append(action)
+        return out[:MAX_ACTIONS_PER_STEP]
+
+    def _run_action(self, action: PlanAction) -> list[Hit]:
+        if action.tool == "bm25":
+            return self.toolkit.bm25(action.query or "", action.k)
+        if action.tool == "dense":
+            return self.toolkit.dense(action.query or "", action.k)
+        if action.tool == "page_id":
+            hits: list[Hit] = []
+            for page_id in action.page_ids:
+                self.toolkit.store.read(page_id)  # refuses ids this tenant does not have
+                if action.query:
+                    hits += self.toolkit.bm25(action.query, action.k, {"page": page_id})
+                else:
+                    hits += self.toolkit.index.intervals_of(page_id)[: action.k]
+            hits.sort(key=lambda h: -h.score)
+            return [_as(h, "page_id") for h in hits]
+        raise ValidationError(f"unknown tool {action.tool!r}", "tool")
+
+    def _search(
+        self, actions: list[PlanAction], state: ResearchState, emit: Callable[..., None], step: int
+    ) -> None:
+        futures = []
+        for n, action in enumerate(actions):
+            emit("tool_call", step, call=n, **action.to_dict())
+            futures.append(
+                (n, action, time.perf_counter(), self._pool.submit(self._run_action, action))
+            )
+        for n, action, t0, future in futures:
+            try:
+                hits = future.result()
+            except KbmemError as exc:
+                emit(
+                    "tool_result",
+                    step,
+                    call=n,
+                    tool=action.tool,
+                    error=str(exc),
+                    hits=[],
+                    ms=round((time.perf_counter() - t0) * 1000, 1),
+                )
+                continue
+            new = state.add(action, hits, ACTION_WEIGHT.get(action.tool, 1.0))
+            state.actions_done.append(action)
+            emit(
+                "tool_result",
+                step,
+                call=n,
+                tool=action.tool,
+                new=new,
+                ms=round((time.perf_counter() - t0) * 1000, 1),
+                hits=[_hit_summary(h) for h in hits[:10]],
+            )
+
+    def _brief(
+        self,
+        request: str,
+        state: ResearchState,
+        budgets: Budgets,
+        decision: ReflectionDecision,
+        partial: bool,
+        steps: int,
+    ) -> BriefingContext:
+        integration = state.integration
+        open_questions = list(integration.open_questions)
+        if partial:
+            open_questions.append(
+                f"Budget reached (reflection depth {budgets.max_depth}) before the request "
+                f"was covered; missing: {decision.missing_info or 'unknown'}"
+            )
+        elif decision.missing_info:
+            open_questions.append(f"Not found in memory: {decision.missing_info}")
+        facts = fit_list(integration.key_facts, budgets.max_tokens // 5)
+        summary_budget = max(20, budgets.max_tokens // 10)
+        summary = _summary(state, integration.briefing_draft)
+        from ..textutil import truncate_tokens
+
+        summary = truncate_tokens(summary, summary_budget)
+        overhead = (
+            count_tokens(summary)
+            + sum(count_tokens(f) for f in facts)
+            + sum(count_tokens(q) for q in open_questions)
+        )
+        evidence = select_evidence(
+            self.toolkit, state, budgets.max_pages, max(0, budgets.max_tokens - overhead)
+        )
+        pages_used = list(dict.fromkeys(e.page_id for e in evidence))
+        tokens = overhead + sum(count_tokens(e.excerpt) for e in evidence)
+        return BriefingContext(
+            summary,
+            facts,
+            open_questions,
+            evidence,
+            tokens,
+            steps,
+            pages_used,
+            request=request,
+            tenant_id=self.tenant,
+            engine=getattr(self.engine, "name", "offline"),
+            partial=partial,
+        )
+
+
+def _as(hit: Hit, retriever: str) -> Hit:
+    from dataclasses import replace
+
+    return replace(hit, retriever=retriever)
+
+
+def _hit_summary(hit: Hit) -> dict[str, Any]:
+    excerpt = " ".join(hit.excerpt.split())
+    return {
+        "pageId": hit.page_id,
+        "lines": [hit.interval.start, hit.interval.end],
+        "score": round(hit.score, 4),
+        "retriever": hit.retriever,
+        "excerpt": excerpt[:160],
+    }
+
+
+def _summary(state: ResearchState, draft: str) -> str:
+    pages = state.page_scores()
+    if not pages:
+        return "Memory holds nothing that matches this request."
+    top = ", ".join(p for p, _ in pages[:3])
+    text = f"{len(state.candidates)} passages found; strongest pages: {top}."
+    return f"{draft} {text}".strip() if draft else text

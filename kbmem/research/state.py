@@ -1,0 +1,56 @@
+"""The researcher's running state: every interval found so far, scored by rank fusion across
+all the searches of all steps, and the pages those intervals make strongest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..index import Hit
+from ..toolkit import RRF_K
+from .types import IntegrationState, PlanAction
+
+
+@dataclass
+class Candidate:
+    hit: Hit
+    score: float = 0.0
+    retrievers: set[str] = field(default_factory=set)
+    first_step: int = 0
+
+
+@dataclass
+class ResearchState:
+    request: str
+    candidates: dict[str, Candidate] = field(default_factory=dict)
+    actions_done: list[PlanAction] = field(default_factory=list)
+    queries_done: set[tuple[str, str]] = field(default_factory=set)
+    integration: IntegrationState = field(default_factory=IntegrationState)
+    step: int = 0
+    followed: set[str] = field(default_factory=set)  # bridge terms already searched
+
+    def add(self, action: PlanAction, hits: list[Hit], weight: float = 1.0) -> int:
+        """Fold one action's ranked hits into the pool; returns how many were new."""
+        new = 0
+        for rank, hit in enumerate(hits, start=1):
+            key = hit.interval.key
+            cand = self.candidates.get(key)
+            if cand is None:
+                cand = self.candidates[key] = Candidate(hit=hit, first_step=self.step)
+                new += 1
+            cand.score += weight / (RRF_K + rank)
+            cand.retrievers.add(hit.retriever)
+        return new
+
+    def page_scores(self, depth: int = 3, decay: float = 0.5) -> list[tuple[str, float]]:
+        """Pages ranked by their best intervals (decaying credit for further ones)."""
+        per_page: dict[str, list[float]] = {}
+        for cand in self.candidates.values():
+            per_page.setdefault(cand.hit.page_id, []).append(cand.score)
+        scored = []
+        for page_id, values in per_page.items():
+            values.sort(reverse=True)
+            scored.append((page_id, sum(v * decay**i for i, v in enumerate(values[:depth]))))
+        return sorted(scored, key=lambda item: (-item[1], item[0]))
+
+    def ranked(self) -> list[Candidate]:
+        return sorted(self.candidates.values(), key=lambda c: (-c.score, c.hit.interval.key))

@@ -1,0 +1,46 @@
+"""Shared fixtures: real git repositories in tmp_path, the example knowledge base, and a real
+llama.cpp server running SmolLM2 for the LLM paths."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kbmem.local_llm import LocalLLMServer
+from kbmem.store import KnowledgeBase
+from kbmem.template import init_kb
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo"
+
+
+@pytest.fixture(scope="session")
+def example_kb_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example knowledge base, built once per test run (read-only: copy before writing)."""
+    target = tmp_path_factory.mktemp("example") / "kb"
+    init_kb(target)
+    return target
+
+
+@pytest.fixture
+def example_kb(example_kb_master: Path, tmp_path: Path) -> KnowledgeBase:
+    """A private, writable copy of the example knowledge base (with its git history)."""
+    target = tmp_path / "kb"
+    shutil.copytree(example_kb_master, target, symlinks=True)
+    return KnowledgeBase(target)
+
+
+@pytest.fixture
+def empty_kb(tmp_path: Path) -> KnowledgeBase:
+    """A new knowledge base with settings only."""
+    return init_kb(tmp_path / "kb", with_history=False)
+
+
+@pytest.fixture(scope="session")
+def llm_server() -> Iterator[LocalLLMServer]:
+    """A real llama.cpp server with SmolLM2-135M, shared by the whole run."""
+    with LocalLLMServer() as server:
+        yield server
