@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -22,6 +23,7 @@ RRF_K = 60
 # model mostly adds paraphrase matches, so it votes with less weight.
 FUSION_WEIGHTS = {"bm25": 1.0, "dense": 0.6}
 MAX_PAD = 50
+_SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
 @dataclass
@@ -141,6 +143,10 @@ class Toolkit:
     # -- intervals --------------------------------------------------------------------------
 
     def file_text(self, path: str, commit: str) -> str:
+        """The file as committed in ``commit``; cached by commit id (a symbolic revision such
+        as ``HEAD`` is resolved first, so that the cache never serves a moved ref's old text)."""
+        if not _SHA.match(commit):
+            commit = self.kb.resolve(commit)
         key = (path, commit)
         with self._texts_lock:
             if key in self._texts:
