@@ -7,8 +7,8 @@ import re
 from .errors import ValidationError
 
 MAX_ID_LENGTH = 128
-_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_SEQ = re.compile(r"^[1-9][0-9]{0,5}$")
+_SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_SEQ = re.compile(r"[1-9][0-9]{0,5}")
 
 
 def check_segment(value: object, field: str) -> str:
@@ -21,7 +21,7 @@ def check_segment(value: object, field: str) -> str:
         raise ValidationError("must not contain NUL", field)
     if len(value) > MAX_ID_LENGTH:
         raise ValidationError(f"longer than {MAX_ID_LENGTH} characters", field)
-    if ".." in value or not _SEGMENT.match(value):
+    if ".." in value or not _SEGMENT.fullmatch(value):
         raise ValidationError(
             f"{value!r} is not a safe id (letters, digits, '.', '_', '-'; "
             "starting with a letter or digit; no '..' or '/')",
@@ -57,7 +57,7 @@ def page_relpath(page_id: object) -> str:
         if parts[0] in RESERVED_DIRS or page_id == "MEMORY.md":
             raise ValidationError(f"{page_id!r} is not a page", "pageId")
         return page_id
-    if len(parts) == 2 and _SEQ.match(parts[1]):
+    if len(parts) == 2 and _SEQ.fullmatch(parts[1]):
         check_segment(parts[0], "pageId")
         return f"pages/{parts[0]}/{parts[1]}.md"
     raise ValidationError(f"{page_id!r} is neither '<session-id>/<seq>' nor a '.md' path", "pageId")
@@ -69,7 +69,7 @@ def page_id_for(relpath: str) -> str | None:
         return None
     parts = relpath.split("/")
     if parts[0] == "pages":
-        if len(parts) == 3 and _SEQ.match(parts[2][:-3]):
+        if len(parts) == 3 and _SEQ.fullmatch(parts[2][:-3]):
             return f"{parts[1]}/{parts[2][:-3]}"
         return None
     if parts[0] in RESERVED_DIRS:

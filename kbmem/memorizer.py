@@ -95,7 +95,12 @@ def header_text(
 
 
 def _session_record(
-    session: Session, memo: Memo, page_ids: list[str], version: int, turn_pages: dict[str, str]
+    session: Session,
+    memo: Memo,
+    page_ids: list[str],
+    version: int,
+    turn_pages: dict[str, str],
+    digest: str,
 ) -> dict[str, Any]:
     turns = []
     for t in session.turns:
@@ -118,7 +123,7 @@ def _session_record(
         "memo": memo.text,
         "memo_engine": memo.engine,
         "memo_version": version,
-        "content_sha256": session.content_hash(),
+        "content_sha256": digest,
         "pages": page_ids,
         "turns": turns,
     }
@@ -141,9 +146,10 @@ def ingest_session(
     tenant, sid = session.tenant_id, session.session_id
     prefix = tenant_prefix(tenant)
     record_path = f"{prefix}sessions/{sid}.yaml"
+    digest = session.content_hash()
     with kb.write_lock():
         previous = _committed_record(kb, record_path)
-        if previous and previous.get("content_sha256") == session.content_hash():
+        if previous and previous.get("content_sha256") == digest:
             return IngestResult(
                 tenant,
                 sid,
@@ -190,7 +196,7 @@ def ingest_session(
             old_path = f"{prefix}pages/{old_id}.md"
             if old_path not in writes:
                 writes[old_path] = None
-        record = _session_record(session, memo, page_ids, version, turn_pages)
+        record = _session_record(session, memo, page_ids, version, turn_pages, digest)
         writes[record_path] = dump_yaml(record).encode("utf-8")
         entries = [*memory, (when, sid, one_line(memo.text))]
         writes[prefix + "MEMORY.md"] = render_memory(tenant, entries).encode("utf-8")

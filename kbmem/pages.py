@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 import yaml
@@ -187,6 +188,9 @@ def _check_meta(meta: dict[str, Any], where: str) -> None:
     for key, value in meta.items():
         if value is None:
             continue
+        if key in _STR_FIELDS and isinstance(value, date):
+            # People write `created_at: 2026-01-05` unquoted; YAML reads that as a date.
+            meta[key] = value = value.isoformat()
         if key in _STR_FIELDS and not isinstance(value, str):
             raise PageFormatError(f"{where}: field {key!r} must be text, got {value!r}")
         if key in _LIST_FIELDS and not isinstance(value, list):
@@ -201,6 +205,9 @@ def parse_page(text: str, where: str = "page") -> Page:
     if not text.startswith(FRONT):
         return Page(meta={}, body=text, has_front_matter=False, body_line=1)
     end = text.find("\n---\n", len(FRONT) - 1)
+    if end < 0 and text.endswith("\n---"):
+        text += "\n"  # a page that is all front matter, without a final newline
+        end = len(text) - len("\n---\n")
     if end < 0:
         raise PageFormatError(f"{where}: front matter opened with '---' is never closed")
     raw = text[len(FRONT) : end + 1]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,9 @@ class SessionTurn:
     timestamp: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
+
+
+_TURN_FIELDS = fields(SessionTurn)
 
 
 @dataclass
@@ -56,7 +59,10 @@ class Session:
 
     def content_hash(self) -> str:
         """Hash of everything the memorizer stores, to make re-ingest idempotent."""
-        canonical = json.dumps(asdict(self), sort_keys=True, ensure_ascii=False, default=str)
+        # Equal to json.dumps(asdict(self), ...), without asdict's deep copy of every turn.
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["turns"] = [{f.name: getattr(t, f.name) for f in _TURN_FIELDS} for t in self.turns]
+        canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     @property

@@ -1,9 +1,11 @@
 """The knowledge base: one git repository, one writer at a time, readers never blocked.
 
-Commits are built in a private index (``GIT_INDEX_FILE`` under ``.kbmem/``) from exactly the
-paths kbmem wrote, so a user's own staged or unstaged changes never enter a kbmem commit, and
-HEAD moves by one compare-and-swap (``git update-ref``): a crash leaves the old commit or the
-new one. Files are written with a temp file and ``os.replace``, so none is ever half written.
+A commit is built from HEAD's tree and exactly the paths kbmem wrote (blobs, trees and the
+commit object are written in-process; no index is involved), so a user's own staged or
+unstaged changes never enter a kbmem commit, and HEAD moves by one compare-and-swap (``git
+update-ref``): a crash leaves the old commit or the new one. Files are written with a temp
+file and ``os.replace``, so none is ever half written, and a journal under ``.kbmem/`` lets the
+next writer put back the work-tree files of a write that died before its commit.
 """
 
 from __future__ import annotations
@@ -11,29 +13,37 @@ from __future__ import annotations
 import difflib
 import errno
 import fcntl
+import hashlib
+import logging
 import os
+import re
+import secrets
 import shutil
+import subprocess
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import git
 from git.exc import BadName, GitCommandError, InvalidGitRepositoryError, NoSuchPathError
+from git.refs.symbolic import SymbolicReference
 
 from .config import Settings, load_settings
 from .errors import LockTimeout, NotFound, StorageError, ValidationError
 
+log = logging.getLogger("kbmem")
+
 STATE_DIR = ".kbmem"
-KBMEM_AUTHOR = {
-    "GIT_AUTHOR_NAME": "kbmem",
-    "GIT_AUTHOR_EMAIL": "kbmem@localhost",
-    "GIT_COMMITTER_NAME": "kbmem",
-    "GIT_COMMITTER_EMAIL": "kbmem@localhost",
-}
+KBMEM_NAME = "kbmem"
+KBMEM_EMAIL = "kbmem@localhost"
+TREE_MODE = b"40000"
+GIT = git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git"
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "kb_template"
 
 
@@ -46,27 +56,22 @@ class CommitInfo:
     path: str | None = None  # the file's path in that commit (it may have been renamed since)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half."""
+def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half
+    (``durable`` also flushes it to disk before it replaces the old one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        return ""
 
 
 class KnowledgeBase:
@@ -94,6 +99,8 @@ class KnowledgeBase:
         self._lock_depth = 0
         self._lock_file: int | None = None
         self._thread_lock = threading.RLock()
+        # Tree objects never change, so what we read or wrote once can be kept.
+        self._trees: dict[bytes, dict[bytes, tuple[bytes, bytes]]] = {}
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -123,36 +130,54 @@ class KnowledgeBase:
         return repo
 
     def head(self) -> str | None:
+        """The commit HEAD points at, or None before the first commit."""
         try:
-            return self.repo.head.commit.hexsha
+            # Reads the ref files directly, without asking git what type the object has.
+            return SymbolicReference.dereference_recursive(self.repo, "HEAD")
         except ValueError:  # unborn branch: no commit yet
             return None
 
     def resolve(self, rev: str) -> str:
         """The full commit id of ``rev``, or NotFound."""
-        if not rev or rev.startswith("-") or "\x00" in rev:
+        if not rev or rev.startswith("-") or "\x00" in rev or "\n" in rev:
             raise ValidationError(f"{rev!r} is not a revision", "rev")
+        if rev == "HEAD":
+            head = self.head()
+            if head is None:
+                raise NotFound("no such revision: HEAD (the knowledge base has no commit yet)")
+            return head
         try:
             return self.repo.commit(rev).hexsha
         except (BadName, ValueError, GitCommandError) as exc:
             raise NotFound(f"no such revision: {rev}") from exc
 
+    def _object_at(self, relpath: str, commit: str) -> tuple[str, str, int] | None:
+        """``(id, type, size)`` of the object at ``relpath`` in ``commit``; one round trip to
+        the repository's long-running ``git cat-file``."""
+        if not relpath or "\n" in relpath or "\x00" in relpath:
+            return None
+        try:
+            sha, kind, size = self.repo.git.get_object_header(f"{commit}:{relpath}")
+        except ValueError:
+            return None
+        return _text(sha), _text(kind), int(size)
+
     def read_bytes(self, relpath: str, rev: str = "HEAD") -> bytes:
         """The file at ``relpath`` as committed in ``rev``."""
         sha = self.resolve(rev)
-        try:
-            blob = self.repo.commit(sha).tree / relpath
-        except KeyError as exc:
-            raise NotFound(f"{relpath} does not exist at {sha[:10]}") from exc
-        if blob.type != "blob":
+        found = self._object_at(relpath, sha)
+        if found is None:
+            raise NotFound(f"{relpath} does not exist at {sha[:10]}")
+        if found[1] != "blob":
             raise NotFound(f"{relpath} is not a file at {sha[:10]}")
-        return blob.data_stream.read()
+        return self.read_blob(found[0])
 
     def blob_id(self, relpath: str, rev: str = "HEAD") -> str | None:
         try:
-            return (self.repo.commit(self.resolve(rev)).tree / relpath).hexsha
-        except (KeyError, NotFound):
+            found = self._object_at(relpath, self.resolve(rev))
+        except NotFound:
             return None
+        return found[0] if found and found[1] == "blob" else None
 
     def list_files(self, prefix: str, rev: str = "HEAD") -> dict[str, str]:
         """``{path: blob id}`` of every file below ``prefix`` at ``rev`` (empty if none)."""
@@ -235,6 +260,13 @@ class KnowledgeBase:
                             ) from None
                         time.sleep(0.02)
                 self._lock_file = fd
+                try:
+                    self._recover()
+                except BaseException:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+                    self._lock_file = None
+                    raise
             self._lock_depth += 1
             try:
                 yield
@@ -256,15 +288,23 @@ class KnowledgeBase:
         paths. Returns the new commit id, or None when nothing changed (no empty commits)."""
         for relpath in writes:
             self._check_relpath(relpath)
+        when = _git_date(date)
         with self.write_lock():
-            for relpath, data in writes.items():
+            paths = sorted(writes)
+            # The journal names the paths about to change; if we die before HEAD moves, the
+            # next writer puts them back as HEAD has them (see _recover).
+            atomic_write(self._journal, "\n".join(paths).encode(), durable=False)
+            for relpath in paths:
+                data = writes[relpath]
                 path = self.root / relpath
                 if data is None:
                     with suppress(FileNotFoundError):
                         path.unlink()
                 else:
                     atomic_write(path, data)
-            return self._commit_paths(sorted(writes), message, trailers or {}, date)
+            sha = self._commit(writes, message, trailers or {}, when)
+            self._journal.unlink()
+            return sha
 
     def _check_relpath(self, relpath: str) -> None:
         parts = relpath.split("/")
@@ -274,60 +314,220 @@ class KnowledgeBase:
             or any(p in ("", ".", "..") for p in parts)
             or parts[0] in (".git", STATE_DIR)
             or "\x00" in relpath
+            or "\n" in relpath
         ):
             raise ValidationError(f"{relpath!r} is not a path kbmem may write", "path")
 
-    def _git_env(self, index: Path, date: str | None) -> dict[str, str]:
-        env = {"GIT_INDEX_FILE": str(index), **KBMEM_AUTHOR}
-        if date:
-            env["GIT_AUTHOR_DATE"] = date
-            env["GIT_COMMITTER_DATE"] = date
-        return env
+    @property
+    def _journal(self) -> Path:
+        return self.state_dir / "pending-write"
 
-    def _commit_paths(
-        self, paths: list[str], message: str, trailers: Mapping[str, str], date: str | None
-    ) -> str | None:
-        g = self.repo.git
-        parent = self.head()
-        # A private index, kept between commits: while HEAD has not moved under us it already
-        # matches HEAD, and re-reading the whole tree into it can be skipped.
-        index = self.state_dir / "commit-index"
-        marker = self.state_dir / "commit-index.head"
-        env = self._git_env(index, date)
+    def _recover(self) -> None:
+        """Undo the work-tree half of a write that died before its commit: the journal's
+        paths are put back as HEAD has them (deleted when HEAD has none)."""
         try:
-            if not parent:
-                g.read_tree("--empty", env=env)
-            elif not index.exists() or _read_text(marker) != parent:
-                g.read_tree(parent, env=env)
-            # Adds the paths that exist, drops the ones that do not: exactly our writes.
-            g.update_index("--add", "--remove", "--", *paths, env=env)
-            tree = g.write_tree(env=env)
-            if parent and tree == self.repo.commit(parent).tree.hexsha:
-                return None
-            body = message.rstrip() + "\n"
-            if trailers:
-                body += "\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
-            args = [tree, "-m", body] + (["-p", parent] if parent else [])
-            sha = g.commit_tree(*args, env=env)
-            # Compare-and-swap: fails if someone moved HEAD since we read it.
-            g.update_ref("-m", f"kbmem: {message.splitlines()[0]}", "HEAD", sha, parent or "0" * 40)
-            atomic_write(marker, sha.encode())
-        except GitCommandError as exc:
-            for stale in (index, marker):
+            paths = [p for p in self._journal.read_text().split("\n") if p]
+        except FileNotFoundError:
+            return
+        head = self.head()
+        for relpath in paths:
+            self._check_relpath(relpath)
+            blob = self.blob_id(relpath, head) if head else None
+            if blob is None:
                 with suppress(FileNotFoundError):
-                    stale.unlink()
-            raise StorageError(f"git failed while committing: {exc.stderr.strip() or exc}") from exc
-        self._refresh_user_index(paths)
+                    (self.root / relpath).unlink()
+            else:
+                atomic_write(self.root / relpath, self.read_blob(blob))
+        if head and paths:
+            self._refresh_user_index(paths)
+        self._journal.unlink()
+        log.warning("recovered from an interrupted write of %d path(s)", len(paths))
+
+    # -- building commits without an index -------------------------------------------------
+    # Blobs, trees and the commit are written as loose objects in-process, exactly as git
+    # writes them; only the compare-and-swap of HEAD and the refresh of the user's index run
+    # git itself. That keeps a commit to two git processes.
+
+    @property
+    def _objects_dir(self) -> Path:
+        return Path(self.repo.common_dir) / "objects"
+
+    def _write_object(self, kind: bytes, data: bytes) -> bytes:
+        """Store one object (if new) and return its binary id."""
+        raw = b"%s %d\x00%s" % (kind, len(data), data)
+        binsha = hashlib.sha1(raw).digest()
+        hexsha = binsha.hex()
+        folder = self._objects_dir / hexsha[:2]
+        target = folder / hexsha[2:]
+        if target.exists():
+            return binsha
+        folder.mkdir(exist_ok=True)
+        # git's own name for object temp files: fsck and gc know to ignore and clean them.
+        tmp = folder / f"tmp_obj_{os.getpid()}_{secrets.token_hex(4)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(zlib.compress(raw, 1))
+            os.replace(tmp, target)
+        except BaseException:
+            with suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        return binsha
+
+    def _tree_entries(self, binsha: bytes | None) -> dict[bytes, tuple[bytes, bytes]]:
+        """``{name: (mode, binsha)}`` of a tree object (empty for None)."""
+        if binsha is None:
+            return {}
+        cached = self._trees.get(binsha)
+        if cached is not None:
+            return dict(cached)
+        data = self.repo.odb.stream(binsha).read()
+        entries: dict[bytes, tuple[bytes, bytes]] = {}
+        pos = 0
+        while pos < len(data):
+            space = data.index(b" ", pos)
+            nul = data.index(b"\x00", space)
+            entries[data[space + 1 : nul]] = (data[pos:space], data[nul + 1 : nul + 21])
+            pos = nul + 21
+        self._trees[binsha] = entries
+        return dict(entries)
+
+    def _write_tree(self, entries: dict[bytes, tuple[bytes, bytes]]) -> bytes:
+        # git orders entries by name, comparing a folder's name as if it ended in '/'.
+        def key(name: bytes) -> bytes:
+            return name + b"/" if entries[name][0] == TREE_MODE else name
+
+        data = b"".join(
+            b"%s %s\x00%s" % (entries[n][0], n, entries[n][1]) for n in sorted(entries, key=key)
+        )
+        binsha = self._write_object(b"tree", data)
+        self._trees[binsha] = entries
+        return binsha
+
+    def _edit_tree(self, base: bytes | None, changes: dict[bytes, bytes | None]) -> bytes | None:
+        """The tree ``base`` with ``changes`` (``{path: blob id or None}``) applied; None when
+        the result is empty (git keeps no empty folders)."""
+        entries = self._tree_entries(base)
+        below: dict[bytes, dict[bytes, bytes | None]] = {}
+        for path, blob in changes.items():
+            head, sep, rest = path.partition(b"/")
+            if sep:
+                below.setdefault(head, {})[rest] = blob
+            elif blob is None:
+                entries.pop(head, None)
+            else:
+                old = entries.get(head)
+                mode = old[0] if old and old[0] in (b"100644", b"100755") else b"100644"
+                entries[head] = (mode, blob)
+        for name, sub_changes in below.items():
+            old = entries.get(name)
+            sub = self._edit_tree(old[1] if old and old[0] == TREE_MODE else None, sub_changes)
+            if sub is None:
+                entries.pop(name, None)
+            else:
+                entries[name] = (TREE_MODE, sub)
+        if not entries and base is not None:
+            return None
+        return self._write_tree(entries) if entries else None
+
+    def _commit_tree(self, commit: str) -> bytes:
+        data = self.repo.odb.stream(bytes.fromhex(commit)).read()
+        assert data.startswith(b"tree ")
+        return bytes.fromhex(data[5:45].decode())
+
+    def _commit(
+        self,
+        writes: Mapping[str, bytes | None],
+        message: str,
+        trailers: Mapping[str, str],
+        when: str,
+    ) -> str | None:
+        parent = self.head()
+        base = self._commit_tree(parent) if parent else None
+        changes = {
+            path.encode(): None if data is None else self._write_object(b"blob", data)
+            for path, data in writes.items()
+        }
+        tree = self._edit_tree(base, changes)
+        if tree is None:
+            tree = self._write_tree({})
+        if tree == base:
+            return None
+        body = message.rstrip() + "\n"
+        if trailers:
+            body += "\n" + "".join(f"{k}: {v}\n" for k, v in trailers.items())
+        ident = f"{KBMEM_NAME} <{KBMEM_EMAIL}> {when}"
+        lines = [f"tree {tree.hex()}"]
+        if parent:
+            lines.append(f"parent {parent}")
+        lines += [f"author {ident}", f"committer {ident}", "", body]
+        sha = self._write_object(b"commit", "\n".join(lines).encode("utf-8")).hex()
+        # Compare-and-swap of HEAD: fails if anyone moved it since we read it. The user's index
+        # is brought to the new commit meanwhile (two short git processes at once rather than
+        # one after the other) and put back if the swap fails.
+        reflog = f"kbmem: {message.splitlines()[0]}"
+        swap = subprocess.Popen(
+            [GIT, "update-ref", "-m", reflog, "HEAD", sha, parent or "0" * 40],
+            cwd=self.root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            self._refresh_user_index(sorted(writes), sha)
+        finally:
+            _out, err = swap.communicate()
+        if swap.returncode != 0:
+            self._refresh_user_index(sorted(writes))
+            raise StorageError(
+                f"git failed while committing: {err.decode(errors='replace').strip()}"
+            )
         return sha
 
-    def _refresh_user_index(self, paths: list[str]) -> None:
-        """Make the user's index agree with the new HEAD for our paths, so that ``git status``
-        stays clean and a later ``git commit`` by hand cannot undo our change."""
-        for _attempt in range(50):
-            try:
-                self.repo.git.reset("-q", "HEAD", "--", *paths)
+    def _refresh_user_index(self, paths: list[str], rev: str = "HEAD") -> None:
+        """Make the user's index agree with ``rev`` (the new HEAD) for our paths, so that ``git
+        status`` stays clean and a later ``git commit`` by hand cannot undo our change."""
+        for _attempt in range(100):
+            done = subprocess.run(
+                [GIT, "reset", "-q", rev, "--", *paths],
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            if done.returncode == 0:
                 return
-            except GitCommandError as exc:
-                if "index.lock" not in str(exc):
-                    raise StorageError(f"git reset failed: {exc.stderr.strip()}") from exc
-                time.sleep(0.05)
+            err = done.stderr.decode(errors="replace").strip()
+            if "index.lock" not in err:
+                raise StorageError(f"git reset failed: {err}")
+            time.sleep(0.05)
+        log.warning(
+            "the git index stayed locked by another git command; 'git status' may show "
+            "kbmem's last commit as staged changes until 'git reset -q HEAD -- %s'",
+            " ".join(paths),
+        )
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _git_date(date: str | None) -> str:
+    """A date as git stores it in a commit (``<unix seconds> <+hhmm>``); now when None.
+    Takes ISO 8601 (a time without a zone is local time) or git's own form."""
+    if date is None:
+        moment = datetime.now().astimezone()
+    elif re.fullmatch(r"@?\d+ [+-]\d{4}", date.strip()):
+        return date.strip().lstrip("@")
+    else:
+        try:
+            moment = datetime.fromisoformat(date.strip().replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise ValidationError(f"{date!r} is not an ISO 8601 date", "date") from exc
+        if moment.tzinfo is None:
+            moment = moment.astimezone()
+    offset = moment.utcoffset() or timedelta(0)
+    minutes = int(offset.total_seconds()) // 60
+    sign = "-" if minutes < 0 else "+"
+    return f"{int(moment.timestamp())} {sign}{abs(minutes) // 60:02d}{abs(minutes) % 60:02d}"
