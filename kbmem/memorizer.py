@@ -135,6 +135,29 @@ def ingest_session(
     """Memorize ``session`` into the knowledge base: a no-op if this exact session is already
     committed; new versions of the same pages if its content changed."""
     started = time.perf_counter()
+    with kb.write_lock():
+        writes, result = memorize_writes(kb, session, engine)
+        if result.status != "unchanged":
+            sid, title = session.session_id, session.title
+            subject = f"Memorize session {sid}" + (f": {title}" if title else "")
+            result.commit = kb.commit_files(
+                writes,
+                subject[:120],
+                {"Kbmem-Session": sid, "Kbmem-Tenant": session.tenant_id},
+                date=date,
+            )
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def memorize_writes(
+    kb: KnowledgeBase, session: Session, engine: MemoEngine | None = None
+) -> tuple[dict[str, bytes | None], IngestResult]:
+    """The files memorizing ``session`` writes (``{path: bytes, or None to delete}``) and the
+    result, without committing: for callers that commit them together with other files. Hold
+    ``kb.write_lock()`` from this call until the commit, so the memory it read stays current.
+    Status ``unchanged`` comes with no writes."""
+    started = time.perf_counter()
     limit = int(kb.settings.section("memorizer")["max_session_bytes"])
     if session.size_bytes > limit:
         raise ValidationError(
@@ -150,7 +173,7 @@ def ingest_session(
     with kb.write_lock():
         previous = _committed_record(kb, record_path)
         if previous and previous.get("content_sha256") == digest:
-            return IngestResult(
+            return {}, IngestResult(
                 tenant,
                 sid,
                 "unchanged",
@@ -201,16 +224,12 @@ def ingest_session(
         entries = [*memory, (when, sid, one_line(memo.text))]
         writes[prefix + "MEMORY.md"] = render_memory(tenant, entries).encode("utf-8")
         status = "updated" if previous else "created"
-        subject = f"Memorize session {sid}" + (f": {session.title}" if session.title else "")
-        commit = kb.commit_files(
-            writes, subject[:120], {"Kbmem-Session": sid, "Kbmem-Tenant": tenant}, date=date
-        )
-    return IngestResult(
+    return writes, IngestResult(
         tenant,
         sid,
         status,
         page_ids,
-        commit,
+        None,
         memo.text,
         memo.fallback_reason,
         time.perf_counter() - started,

@@ -1,0 +1,232 @@
+"""Batch commits of chat turns: one commit adds the turns' provenance snapshots and the chat
+itself memorized as a session (so later chats can research what was said), with the trailers
+``Kbmem-Turns: <chat-id> <first>-<last>``, ``Kbmem-Session`` and ``Kbmem-Tenant``.
+
+Exactly once: under the write lock, the turns that git already records (by their trailer) are
+left out, so replaying a journal after a crash between the commit and the journal's
+``committed`` line adds nothing. Another writer holding the lock makes the commit wait and
+retry until ``git.lock_timeout_s``; on LockTimeout the turns stay in the journal.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from ..errors import LockTimeout, NotFound, StorageError
+from ..memo import memo_engine
+from ..memorizer import memorize_writes
+from ..sessions import Session, SessionTurn
+from ..store import KnowledgeBase
+from .events import AgentEvent, BatchCommitted, Notice
+from .journal import ChatJournal
+from .provenance import committed_turn_numbers, read_turn, snapshot_files
+from .records import TurnRecord
+
+TRAILER = "Kbmem-Turns"
+LOCK_POLL_S = 0.5
+_TRAILER_LINE = re.compile(rf"^{TRAILER}: (\S+) (\d+)-(\d+)\s*$", re.M)
+
+
+def chat_session_id(chat_id: str) -> str:
+    """The session id a chat is memorized under."""
+    return f"chat-{chat_id}"
+
+
+@dataclass
+class ChatLine:
+    """One exchange of a chat, as memorized: the user's message and the agent's answer."""
+
+    turn: int
+    question: str
+    answer: str
+    status: str
+    started_at: float
+    finished_at: float
+
+    @classmethod
+    def from_record(cls, record: TurnRecord) -> ChatLine:
+        return cls(
+            record.turn,
+            record.question,
+            record.answer,
+            record.status,
+            record.started_at,
+            record.finished_at,
+        )
+
+
+def _stamp(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="seconds")
+
+
+def chat_session(tenant: str, chat_id: str, lines: list[ChatLine]) -> Session:
+    """The chat as a session for the memorizer: two turns per exchange, ``q<n>`` (the user)
+    and ``a<n>`` (kbmem)."""
+    turns = []
+    for line in sorted(lines, key=lambda x: x.turn):
+        meta = {"chat_id": chat_id, "turn": line.turn}
+        turns.append(
+            SessionTurn(
+                f"q{line.turn}", "user", "user", _stamp(line.started_at), line.question, meta
+            )
+        )
+        turns.append(
+            SessionTurn(
+                f"a{line.turn}",
+                "assistant",
+                "kbmem",
+                _stamp(line.finished_at),
+                line.answer,
+                {**meta, "status": line.status},
+            )
+        )
+    return Session(
+        tenant_id=tenant,
+        session_id=chat_session_id(chat_id),
+        turns=turns,
+        agent_id="kbmem-chat",
+        title=f"Chat {chat_id}",
+        tags=["chat"],
+        metadata={"chat_id": chat_id},
+    )
+
+
+def load_chat_lines(kb: KnowledgeBase, tenant: str, chat_id: str) -> list[ChatLine]:
+    """The committed exchanges of a chat, from its snapshots at HEAD (empty for a new chat)."""
+    if kb.head() is None:
+        return []
+    numbers = committed_turn_numbers(kb, tenant, chat_id).get(chat_id, [])
+    lines = []
+    for n in numbers:
+        try:
+            lines.append(ChatLine.from_record(read_turn(kb, tenant, chat_id, n)))
+        except NotFound:
+            continue
+    return lines
+
+
+def committed_turns(kb: KnowledgeBase, chat_id: str) -> set[int]:
+    """Turns of ``chat_id`` that a commit's ``Kbmem-Turns`` trailer names, in all of history."""
+    if kb.head() is None:
+        return set()
+    out = kb.repo.git.log(
+        "--fixed-strings", f"--grep={TRAILER}: {chat_id} ", "--format=%B%x00", "HEAD"
+    )
+    found: set[int] = set()
+    for m in _TRAILER_LINE.finditer(out):
+        if m.group(1) == chat_id:
+            found.update(range(int(m.group(2)), int(m.group(3)) + 1))
+    return found
+
+
+class BatchCommitter:
+    """Commits batches of journaled turns for any chat of the knowledge base."""
+
+    def __init__(self, kb: KnowledgeBase, lock_timeout_s: float | None = None):
+        self.kb = kb
+        self.lock_timeout_s = float(
+            kb.settings.data["git"]["lock_timeout_s"] if lock_timeout_s is None else lock_timeout_s
+        )
+        self.last_commit_ms = 0.0
+
+    def commit(
+        self,
+        chat_id: str,
+        records: list[TurnRecord],
+        history: list[ChatLine],
+        journal: ChatJournal,
+        on_event: Callable[[AgentEvent], None],
+        recovered: bool = False,
+    ) -> str | None:
+        """One commit with ``records``' snapshots and the chat memorized from ``history``
+        (every exchange so far); then the journal marks the turns committed."""
+        if not records:
+            return None
+        started = time.perf_counter()
+        deadline = time.monotonic() + self.lock_timeout_s
+        warned = False
+        while True:
+            try:
+                with self.kb.write_lock(timeout=LOCK_POLL_S):
+                    sha = self._commit_locked(chat_id, records, history)
+                break
+            except LockTimeout:
+                if time.monotonic() >= deadline:
+                    raise
+                if not warned:
+                    warned = True
+                    on_event(
+                        Notice(
+                            chat_id=chat_id,
+                            turn=0,
+                            level="info",
+                            message="another writer holds the knowledge base; "
+                            "the batch commit waits",
+                        )
+                    )
+            except StorageError:
+                # HEAD moved under us (someone committed by hand): try once more on top of it.
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(LOCK_POLL_S)
+        first, last = records[0].turn, records[-1].turn
+        journal.mark_committed(first, last, sha)
+        self.last_commit_ms = (time.perf_counter() - started) * 1000
+        if sha:
+            on_event(
+                BatchCommitted(
+                    chat_id=chat_id,
+                    turn=0,
+                    first=first,
+                    last=last,
+                    commit=sha,
+                    duration_ms=round(self.last_commit_ms, 1),
+                    recovered=recovered,
+                )
+            )
+        return sha
+
+    def recover(
+        self,
+        chat_id: str,
+        pending: list[TurnRecord],
+        journal: ChatJournal,
+        on_event: Callable[[AgentEvent], None],
+    ) -> str | None:
+        """Commit turns a crashed run left in the journal (its earlier turns come from git)."""
+        tenant = pending[0].tenant
+        known = {line.turn: line for line in load_chat_lines(self.kb, tenant, chat_id)}
+        for record in pending:
+            known[record.turn] = ChatLine.from_record(record)
+        history = [known[n] for n in sorted(known)]
+        return self.commit(chat_id, pending, history, journal, on_event, recovered=True)
+
+    def _commit_locked(
+        self, chat_id: str, records: list[TurnRecord], history: list[ChatLine]
+    ) -> str | None:
+        done = committed_turns(self.kb, chat_id)
+        todo = [r for r in records if r.turn not in done]
+        if not todo:
+            return None
+        tenant = todo[0].tenant
+        writes: dict[str, bytes | None] = {}
+        for record in todo:
+            writes.update(snapshot_files(record))
+        session = chat_session(tenant, chat_id, history)
+        memorized, result = memorize_writes(self.kb, session, memo_engine(self.kb.settings))
+        writes.update(memorized)
+        first, last = todo[0].turn, todo[-1].turn
+        span = f"{first}-{last}"
+        return self.kb.commit_files(
+            writes,
+            f"Record chat {chat_id} turns {span}",
+            {
+                TRAILER: f"{chat_id} {span}",
+                "Kbmem-Session": result.session_id,
+                "Kbmem-Tenant": tenant,
+            },
+        )

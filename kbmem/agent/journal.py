@@ -1,0 +1,190 @@
+"""The chat journal: finished turns are safe on disk before anyone is told they are done.
+
+Layout under ``.kbmem/journal/``::
+
+    <chat-id>.jsonl   one JSON object a line: {"type": "turn", "record": {...}} for each
+                      finished turn, {"type": "committed", "first": n, "last": m, "commit": sha}
+                      once a batch commit holding those turns has landed
+    <chat-id>.lock    held (flock) by the process whose chat is open
+
+Each line is appended, flushed and fsynced. A line torn by a crash is the last one and is
+ignored (its turn was never reported done). A journal whose lock nobody holds belongs to a
+chat that ended or crashed: :func:`recover_journals` commits its uncommitted turns, checking
+git for the ``Kbmem-Turns`` trailer first, so that a crash after the commit but before the
+``committed`` line cannot commit a turn twice.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import KbmemError, StorageError, ValidationError
+from ..ids import check_segment
+from ..store import KnowledgeBase
+from .events import AgentEvent, Notice
+from .records import TurnRecord
+
+if TYPE_CHECKING:
+    from .batch import BatchCommitter
+
+JOURNAL_DIR = "journal"
+
+
+def journal_dir(kb: KnowledgeBase) -> Path:
+    path = kb.state_dir / JOURNAL_DIR
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@dataclass
+class JournalState:
+    """What a journal file says: every turn it holds and which of them are committed."""
+
+    turns: list[TurnRecord]
+    committed: set[int]
+
+    @property
+    def pending(self) -> list[TurnRecord]:
+        return [r for r in self.turns if r.turn not in self.committed]
+
+
+def read_journal(path: Path) -> JournalState:
+    turns: dict[int, TurnRecord] = {}
+    committed: set[int] = set()
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return JournalState([], set())
+    for line in raw.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            if entry.get("type") == "turn":
+                record = TurnRecord.from_dict(entry["record"])
+                turns[record.turn] = record
+            elif entry.get("type") == "committed":
+                committed.update(range(int(entry["first"]), int(entry["last"]) + 1))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue  # a line torn by a crash: its turn was never reported done
+    return JournalState([turns[n] for n in sorted(turns)], committed)
+
+
+def _try_lock(path: Path) -> int | None:
+    """An exclusive flock on ``path``, or None when another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EAGAIN, errno.EACCES):
+            return None
+        raise
+    return fd
+
+
+def _unlock(fd: int) -> None:
+    with suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
+
+
+class ChatJournal:
+    """The journal of one open chat (this process holds its lock)."""
+
+    def __init__(self, path: Path, lock_fd: int, chat_id: str, tenant: str):
+        self.path = path
+        self.chat_id = chat_id
+        self.tenant = tenant
+        self._lock_fd: int | None = lock_fd
+
+    @classmethod
+    def open(cls, kb: KnowledgeBase, chat_id: str, tenant: str) -> ChatJournal:
+        check_segment(chat_id, "chat_id")
+        folder = journal_dir(kb)
+        fd = _try_lock(folder / f"{chat_id}.lock")
+        if fd is None:
+            raise ValidationError(f"chat {chat_id!r} is open in another process", "chat_id")
+        return cls(folder / f"{chat_id}.jsonl", fd, chat_id, tenant)
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
+        try:
+            with open(self.path, "ab") as handle:
+                handle.write(line.encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as exc:
+            raise StorageError(f"cannot write the chat journal {self.path}: {exc}") from exc
+
+    def append(self, record: TurnRecord) -> None:
+        """Journal a finished turn (flushed and fsynced when this returns)."""
+        self._append({"type": "turn", "record": record.to_dict()})
+
+    def mark_committed(self, first: int, last: int, commit: str | None) -> None:
+        self._append({"type": "committed", "first": first, "last": last, "commit": commit})
+
+    def state(self) -> JournalState:
+        return read_journal(self.path)
+
+    def close(self, remove: bool) -> None:
+        """Release the chat; ``remove`` deletes the journal (everything in it committed)."""
+        if remove:
+            with suppress(FileNotFoundError):
+                self.path.unlink()
+        if self._lock_fd is not None:
+            _unlock(self._lock_fd)
+            self._lock_fd = None
+
+
+def recover_journals(
+    kb: KnowledgeBase,
+    committer: BatchCommitter,
+    on_event: Callable[[AgentEvent], None],
+) -> list[str]:
+    """Commit the turns that chats which are no longer open left in the journal (a crash, a
+    kill, a commit that could not get the lock), once each. Returns the commit ids made.
+    Chats of other tenants are recovered too: the journal belongs to the knowledge base."""
+    commits: list[str] = []
+    folder = journal_dir(kb)
+    for path in sorted(folder.glob("*.jsonl")):
+        chat_id = path.stem
+        try:
+            check_segment(chat_id, "chat_id")
+        except ValidationError:
+            continue
+        fd = _try_lock(folder / f"{chat_id}.lock")
+        if fd is None:
+            continue  # that chat is open in a live process
+        try:
+            state = read_journal(path)
+            pending = state.pending
+            if pending:
+                journal = ChatJournal(path, fd, chat_id, pending[0].tenant)
+                try:
+                    sha = committer.recover(chat_id, pending, journal, on_event)
+                except KbmemError as exc:
+                    on_event(
+                        Notice(
+                            chat_id=chat_id,
+                            turn=0,
+                            level="warning",
+                            message=f"journaled turns of chat {chat_id} not committed yet: {exc}",
+                        )
+                    )
+                    continue
+                if sha:
+                    commits.append(sha)
+            with suppress(FileNotFoundError):
+                path.unlink()
+        finally:
+            _unlock(fd)
+    return commits

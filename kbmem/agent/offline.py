@@ -1,0 +1,195 @@
+"""The offline agent: deterministic, no network. It calls ``research`` and answers from the
+briefing: the few evidence sentences that share the most of the question's rare words, each
+with the citation of the turn or paragraph it comes from, and it says plainly when memory
+holds nothing on the question."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from ..index import analyze
+from ..pages import TURN_HEADER, unescape_line
+from ..research.offline import QUESTION_WORDS
+from ..research.types import BriefingContext, EvidenceItem
+from ..textutil import truncate_tokens
+from .context import TurnContext
+from .records import ContextItem
+
+MAX_SENTENCES = 3
+MAX_SENTENCE_TOKENS = 60
+NOTHING = "Memory holds nothing on this question."
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])")
+_HEADING = re.compile(r"^#{1,6}\s")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
+@dataclass
+class Sentence:
+    text: str
+    speaker: str
+    item: EvidenceItem
+    start: int  # file lines of the turn or paragraph that holds it
+    end: int
+    terms: frozenset[str]
+    order: int
+
+
+def _units(item: EvidenceItem) -> list[tuple[str, int, int, list[str]]]:
+    """``(speaker, start, end, text lines)`` of each turn (session pages) or paragraph (notes)
+    in an evidence excerpt; line numbers are the file's."""
+    lines = item.excerpt.split("\n")
+    base = item.interval.start
+    units: list[tuple[str, int, int, list[str]]] = []
+    current: tuple[str, int, list[str]] | None = None
+    is_turns = any(TURN_HEADER.match(line) for line in lines)
+
+    def close(end: int) -> None:
+        nonlocal current
+        if current is not None:
+            speaker, start, body = current
+            while body and not body[-1].strip():
+                body.pop()
+            if body:
+                units.append((speaker, start, start + len(body) - (0 if is_turns else 1), body))
+        current = None
+
+    for n, line in enumerate(lines):
+        number = base + n
+        header = TURN_HEADER.match(line)
+        if header:
+            close(number - 1)
+            current = (header.group(2), number, [])
+        elif is_turns:
+            if current is not None:
+                current[2].append(unescape_line(line))
+        elif not line.strip() or _HEADING.match(line):
+            close(number - 1)
+        else:
+            if current is None:
+                current = ("", number, [])
+            current[2].append(line)
+    close(base + len(lines) - 1)
+    return units
+
+
+def split_sentences(text: str) -> list[str]:
+    text = " ".join(_LIST_MARK.sub("", line) for line in text.split("\n") if line.strip())
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def question_terms(question: str) -> list[str]:
+    return [t for t in analyze(question) if t not in QUESTION_WORDS]
+
+
+class OfflineAgent:
+    name = "offline"
+
+    def run(self, ctx: TurnContext) -> None:
+        result = ctx.tools.call(ctx, "research", {"request": ctx.message}, origin="agent")
+        ctx.check_cancel()
+        briefing = result.briefing
+        if briefing is None:
+            ctx.note(f"research failed: {result.error}")
+            ctx.status, ctx.error = "failed", result.error
+            self._stream(ctx, f"I could not search memory: {result.error}")
+            return
+        ctx.note(
+            f"Researched the question: {len(briefing.evidence)} evidence passage(s) from "
+            f"pages {', '.join(briefing.pages_used) or 'none'}."
+        )
+        chosen = self.select(ctx, briefing)
+        if not chosen:
+            ctx.note("No evidence sentence shares a content word with the question.")
+            self._stream(ctx, NOTHING)
+            return
+        lines = []
+        for sentence in chosen:
+            citation = f"[{sentence.item.page_id}:L{sentence.start}-L{sentence.end}]"
+            who = f"{sentence.speaker}: " if sentence.speaker else ""
+            lines.append(f"- {who}{sentence.text} {citation}")
+            ctx.add_context(
+                ContextItem(
+                    page_id=sentence.item.page_id,
+                    path=sentence.item.interval.path,
+                    start=sentence.start,
+                    end=sentence.end,
+                    commit=sentence.item.interval.commit,
+                    retriever=sentence.item.retriever_type,
+                    score=round(float(sentence.item.relevance_score), 6),
+                    blob=sentence.item.interval.blob,
+                    turn_ids=[
+                        t for t in sentence.item.interval.turn_ids if t in _turns_of(sentence)
+                    ],
+                    call_id=result.call_id,
+                    cited=True,
+                )
+            )
+        missing = [q for q in briefing.open_questions if q.startswith("Not found in memory")]
+        text = "From memory:\n" + "\n".join(lines)
+        if missing:
+            text += "\n\n" + missing[0].rstrip(".") + "."
+        self._stream(ctx, text)
+
+    def select(self, ctx: TurnContext, briefing: BriefingContext) -> list[Sentence]:
+        """The evidence sentences that best cover the question's content words, rarer words
+        counting more; at most one sentence per turn, in order of merit."""
+        terms = question_terms(ctx.message)
+        if not terms or not briefing.evidence:
+            return []
+        stats = ctx.tools.toolkit.term_stats(terms)
+        total = max(1, stats.pop("__total__", 1))
+        weight = {t: math.log(1 + total / (1 + stats.get(t, 0))) for t in terms}
+        candidates: list[tuple[float, int, Sentence]] = []
+        order = 0
+        for rank, item in enumerate(briefing.evidence):
+            for speaker, start, end, body in _units(item):
+                for text in split_sentences("\n".join(body)):
+                    found = frozenset(analyze(text)) & set(terms)
+                    order += 1
+                    if not found:
+                        continue
+                    score = sum(weight[t] for t in found) + 0.3 / (1 + rank)
+                    sentence = Sentence(
+                        truncate_tokens(text, MAX_SENTENCE_TOKENS),
+                        speaker,
+                        item,
+                        start,
+                        end,
+                        found,
+                        order,
+                    )
+                    candidates.append((score, order, sentence))
+        candidates.sort(key=lambda c: (-c[0], c[1]))
+        chosen: list[Sentence] = []
+        seen_units: set[tuple[str, int]] = set()
+        for _score, _order, sentence in candidates:
+            unit = (sentence.item.interval.path, sentence.start)
+            if unit in seen_units or any(s.text == sentence.text for s in chosen):
+                continue
+            seen_units.add(unit)
+            chosen.append(sentence)
+            if len(chosen) == MAX_SENTENCES:
+                break
+        return chosen
+
+    @staticmethod
+    def _stream(ctx: TurnContext, text: str, words: int = 6) -> None:
+        """Stream ``text`` a few words at a time (whitespace kept exactly)."""
+        pieces = re.findall(r"\S+\s*|\s+", text)
+        for n in range(0, len(pieces), words):
+            ctx.check_cancel()
+            ctx.reply("".join(pieces[n : n + words]))
+
+
+def _turns_of(sentence: Sentence) -> set[str]:
+    lines = sentence.item.excerpt.split("\n")
+    base = sentence.item.interval.start
+    out = set()
+    for number in range(sentence.start, sentence.end + 1):
+        line = lines[number - base] if 0 <= number - base < len(lines) else ""
+        m = TURN_HEADER.match(line)
+        if m:
+            out.add(m.group(1))
+    return out

@@ -1,0 +1,278 @@
+"""Provenance of chat turns: the snapshot a turn leaves under
+``tenants/<tenant>/turns/<chat-id>/<turn>/``, reading it back from git, and the audit.
+
+Snapshot files:
+
+- ``reasoning.md``: for people: the request, the plan, each tool call and what was used.
+- ``tool_calls.jsonl``: one JSON object per tool call: name, arguments, start and end times,
+  duration, result size, intervals (page, path, lines, commit, retriever, score), error.
+- ``context_pack.yaml``: the turn (question, status, agent, times) and every interval the
+  answer rested on: page id, path, lines, commit, blob, retriever, score, cited or not.
+- ``answer.md``: the answer, exactly as the user saw it.
+
+Intervals name the commit they were read at, so an audit shows the text the answer rested on
+even after the page was edited or deleted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+
+from ..errors import NotFound, ValidationError
+from ..ids import check_segment, check_tenant
+from ..pages import Loader, dump_yaml
+from ..pagestore import tenant_prefix
+from ..store import KnowledgeBase
+from .records import ContextItem, ToolCallRecord, TurnRecord
+
+SNAPSHOT_FILES = ("reasoning.md", "tool_calls.jsonl", "context_pack.yaml", "answer.md")
+MAX_TURN = 999_999
+
+
+def check_turn_number(value: object) -> int:
+    """A turn number as a path segment: a whole number from 1 to 999999."""
+    text = str(value)
+    check_segment(text, "turn")
+    if not text.isdigit() or text.startswith("0") or not 1 <= int(text) <= MAX_TURN:
+        raise ValidationError(f"{value!r} is not a turn number (1 to {MAX_TURN})", "turn")
+    return int(text)
+
+
+def turn_dir(tenant: str, chat_id: str, turn: int) -> str:
+    """Repository-relative folder of a turn's snapshot (every part validated)."""
+    check_segment(chat_id, "chat_id")
+    return f"{tenant_prefix(tenant)}turns/{chat_id}/{check_turn_number(turn)}/"
+
+
+def iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).isoformat(timespec="milliseconds")
+
+
+def _epoch(value: Any) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.timestamp()
+    try:
+        return datetime.fromisoformat(str(value)).timestamp()
+    except ValueError:
+        return 0.0
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+
+def snapshot_files(record: TurnRecord) -> dict[str, bytes]:
+    """``{repository path: bytes}`` of the turn's snapshot."""
+    folder = turn_dir(record.tenant, record.chat_id, record.turn)
+    calls = "".join(
+        json.dumps(_call_line(c), ensure_ascii=False, sort_keys=False) + "\n"
+        for c in record.tool_calls
+    )
+    answer = record.answer if record.answer.endswith("\n") else record.answer + "\n"
+    return {
+        folder + "reasoning.md": render_reasoning(record).encode("utf-8"),
+        folder + "tool_calls.jsonl": calls.encode("utf-8"),
+        folder + "context_pack.yaml": dump_yaml(context_pack(record)).encode("utf-8"),
+        folder + "answer.md": answer.encode("utf-8"),
+    }
+
+
+def _call_line(call: ToolCallRecord) -> dict[str, Any]:
+    return {
+        "call_id": call.call_id,
+        "name": call.name,
+        "arguments": call.arguments,
+        "origin": call.origin,
+        "started_at": iso(call.started_at),
+        "finished_at": iso(call.finished_at),
+        "duration_ms": call.duration_ms,
+        "result_chars": call.result_chars,
+        "intervals": call.intervals,
+        "error": call.error,
+    }
+
+
+def context_pack(record: TurnRecord) -> dict[str, Any]:
+    return {
+        "chat_id": record.chat_id,
+        "turn": record.turn,
+        "tenant": record.tenant,
+        "question": record.question,
+        "status": record.status,
+        "error": record.error,
+        "agent": record.agent,
+        "model": record.model,
+        "started_at": iso(record.started_at),
+        "finished_at": iso(record.finished_at),
+        "duration_ms": record.duration_ms,
+        "intervals": [
+            {
+                "page_id": c.page_id,
+                "path": c.path,
+                "lines": [c.start, c.end],
+                "commit": c.commit,
+                "blob": c.blob,
+                "retriever": c.retriever,
+                "score": c.score,
+                "cited": c.cited,
+                "call_id": c.call_id,
+                "turn_ids": list(c.turn_ids),
+            }
+            for c in record.context
+        ],
+    }
+
+
+def render_reasoning(record: TurnRecord) -> str:
+    model = f", model {record.model}" if record.model else ""
+    lines = [
+        f"# Turn {record.turn} of chat {record.chat_id}",
+        "",
+        f"- Tenant: {record.tenant}",
+        f"- Agent: {record.agent}{model}",
+        f"- Status: {record.status}" + (f" ({record.error})" if record.error else ""),
+        f"- Started: {iso(record.started_at)}; took {record.duration_ms:.0f} ms",
+        "",
+        "## Request",
+        "",
+        record.question.strip(),
+        "",
+        "## Tool calls",
+        "",
+    ]
+    if not record.tool_calls:
+        lines.append("None.")
+    for n, call in enumerate(record.tool_calls, start=1):
+        args = json.dumps(call.arguments, ensure_ascii=False)
+        lines.append(
+            f"{n}. `{call.name}` {args} ({call.origin}, {call.duration_ms:.0f} ms): {call.summary}"
+        )
+        lines += [f"   - {step}" for step in _plan_lines(call.trace)]
+    lines += ["", "## Reasoning", ""]
+    lines += [f"- {note}" for note in record.reasoning] or ["None recorded."]
+    lines += ["", "## Used", ""]
+    if not record.context:
+        lines.append("No interval of memory.")
+    for item in record.context:
+        mark = "cited" if item.cited else "shown to the agent"
+        lines.append(
+            f"- {item.citation()} `{item.path}` at {item.commit[:10]} "
+            f"({item.retriever}, score {item.score:.4f}, {mark})"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _plan_lines(trace: list[dict[str, Any]]) -> list[str]:
+    """The research plan, step by step, from a research call's trace."""
+    out = []
+    for event in trace:
+        kind, step = event.get("kind"), event.get("step")
+        if kind == "plan":
+            actions = [
+                f"{a.get('tool')} {a.get('query') or ','.join(a.get('pageIds') or [])!r}"
+                for a in event.get("actions") or []
+            ]
+            out.append(f"step {step} plan: " + ("; ".join(actions) or "nothing new to search"))
+        elif kind == "reflect":
+            verdict = "done" if event.get("done") else "continue"
+            missing = f", missing: {event['missingInfo']}" if event.get("missingInfo") else ""
+            out.append(f"step {step} reflect: {verdict}{missing}")
+        elif kind == "fallback":
+            out.append(
+                f"step {step} fallback to offline {event.get('stage')}: {event.get('error')}"
+            )
+        elif kind == "done":
+            out.append(
+                f"done: {event.get('evidence')} evidence passage(s), pages "
+                f"{', '.join(event.get('pagesUsed') or []) or 'none'}"
+            )
+    return out
+
+
+# -- reading back ---------------------------------------------------------------------------
+
+
+@dataclass
+class TurnSummary:
+    """One line of ``kbmem turns``."""
+
+    chat_id: str
+    turn: int
+    question: str
+    status: str
+    started_at: float
+    committed: bool
+
+    @property
+    def turn_id(self) -> str:
+        return f"{self.chat_id}/{self.turn}"
+
+
+def _load_yaml(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        value = yaml.load(data, Loader=Loader)
+    except yaml.YAMLError as exc:
+        raise ValidationError(f"malformed YAML ({exc})", where) from exc
+    if not isinstance(value, dict):
+        raise ValidationError("must be a mapping", where)
+    return value
+
+
+def read_turn(
+    kb: KnowledgeBase, tenant: str, chat_id: str, turn: int, rev: str = "HEAD"
+) -> TurnRecord:
+    """A committed turn, rebuilt from its snapshot at ``rev``. NotFound if it has none."""
+    folder = turn_dir(tenant, chat_id, turn)
+    try:
+        pack = _load_yaml(kb.read_bytes(folder + "context_pack.yaml", rev), "context_pack.yaml")
+        answer = kb.read_bytes(folder + "answer.md", rev).decode("utf-8")
+        calls_raw = kb.read_bytes(folder + "tool_calls.jsonl", rev).decode("utf-8")
+    except NotFound as exc:
+        raise NotFound(f"no committed turn {chat_id}/{turn} in tenant {tenant!r}") from exc
+    calls = []
+    for line in calls_raw.splitlines():
+        if line.strip():
+            data = json.loads(line)
+            data["started_at"] = _epoch(data.get("started_at"))
+            data["finished_at"] = _epoch(data.get("finished_at"))
+            calls.append(ToolCallRecord.from_dict(data))
+    context = []
+    for item in pack.get("intervals") or []:
+        lines = item.get("lines") or [0, 0]
+        context.append(ContextItem.from_dict({**item, "start": lines[0], "end": lines[1]}))
+    return TurnRecord(
+        chat_id=chat_id,
+        turn=turn,
+        tenant=tenant,
+        question=str(pack.get("question") or ""),
+        answer=answer[:-1] if answer.endswith("\n") else answer,
+        status=str(pack.get("status") or "complete"),
+        agent=str(pack.get("agent") or ""),
+        started_at=_epoch(pack.get("started_at")),
+        finished_at=_epoch(pack.get("finished_at")),
+        model=pack.get("model"),
+        tool_calls=calls,
+        context=context,
+        error=pack.get("error"),
+    )
+
+
+def committed_turn_numbers(
+    kb: KnowledgeBase, tenant: str, chat_id: str | None = None
+) -> dict[str, list[int]]:
+    """``{chat id: [turn, ...]}`` of the snapshots committed at HEAD (one chat or all)."""
+    prefix = f"{tenant_prefix(check_tenant(tenant))}turns/"
+    if chat_id is not None:
+        prefix += check_segment(chat_id, "chat_id") + "/"
+    out: dict[str, set[int]] = {}
+    for path in kb.list_files(prefix):
+        parts = path[len(tenant_prefix(tenant)) :].split("/")
+        if len(parts) == 4 and parts[3] == "context_pack.yaml" and parts[2].isdigit():
+            out.setdefault(parts[1], set()).add(int(parts[2]))
+    return {chat: sorted(turns) for chat, turns in sorted(out.items())}
