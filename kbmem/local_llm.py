@@ -64,7 +64,7 @@ class LocalLLMServer:
         cmd = [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            "kbmem.local_llm",
             "--model",
             str(self.model_path),
             "--host",
@@ -105,3 +105,26 @@ class LocalLLMServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _serve() -> None:
+    """Run llama-cpp-python's server with weight repacking ("extra buffer types") off: on CPUs
+    that report AMX, ggml repacks the weights for AMX kernels that crash (SIGSEGV in
+    ggml_backend_amx_mul_mat) on any prompt longer than one token where the kernel does not
+    grant AMX state; the plain CPU kernels are correct everywhere."""
+    import llama_cpp.llama_cpp as low_level
+    from llama_cpp.server.__main__ import main
+
+    default_params = low_level.llama_model_default_params
+
+    def model_params() -> object:
+        params = default_params()
+        params.use_extra_bufts = False
+        return params
+
+    low_level.llama_model_default_params = model_params
+    main()
+
+
+if __name__ == "__main__":
+    _serve()
