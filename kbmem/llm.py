@@ -106,14 +106,21 @@ def stream_chat(
     messages: list[dict[str, Any]],
     *,
     tools: list[dict[str, Any]] | None = None,
+    tool_choice: str | dict[str, Any] | None = None,
     max_tokens: int = 1024,
     temperature: float = 0.0,
 ) -> Iterator[Any]:
-    """Stream a chat completion (with tools, when given); yields litellm chunks."""
+    """Stream a chat completion (with tools, when given; ``tool_choice`` as OpenAI takes it,
+    e.g. ``{"type": "function", "function": {"name": "research"}}``); yields litellm chunks."""
     litellm = litellm_module()
     kwargs = _call_kwargs(config)
     if tools:
         kwargs["tools"] = tools
+        # litellm's MCP bridge would import the optional 'mcp' package for any call with
+        # tools; our tools are plain functions.
+        kwargs["_skip_mcp_handler"] = True
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
     try:
         yield from litellm.completion(
             messages=messages,
