@@ -160,6 +160,11 @@ class Researcher:
                 return getattr(self.engine, what)(*args)
             except KbmemError as exc:
                 emit("fallback", step, stage=what, error=str(exc), engine="offline")
+            finally:
+                for note in getattr(self.engine, "notes", []):
+                    emit("warning", step, stage=what, message=note)
+                if hasattr(self.engine, "notes"):
+                    self.engine.notes.clear()
         return getattr(self.offline, what)(*args)
 
     def _dedupe(self, actions: list[PlanAction], state: ResearchState) -> list[PlanAction]:
