@@ -242,11 +242,13 @@ class LLMMemo:
         fallback: OfflineMemo | None = None,
         memory_lines: int = 20,
         session_tokens: int = 3000,
+        max_tokens: int = 160,
     ):
         self.config = config
         self.fallback = fallback or OfflineMemo()
         self.memory_lines = memory_lines
         self.session_tokens = session_tokens
+        self.max_tokens = max_tokens  # the answer's budget; a 60-word line needs about 100
 
     def prompt(self, session: Session, memory: list[str]) -> list[dict[str, str]]:
         recent = memory[-self.memory_lines :]
@@ -265,7 +267,9 @@ class LLMMemo:
         reason = ""
         for _attempt in range(max(1, self.config.retries + 1)):
             try:
-                answer = complete(self.config, self.prompt(session, memory), max_tokens=160)
+                answer = complete(
+                    self.config, self.prompt(session, memory), max_tokens=self.max_tokens
+                )
             except LLMError as exc:
                 reason = str(exc)
                 continue

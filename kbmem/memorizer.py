@@ -129,6 +129,18 @@ def _session_record(
     }
 
 
+def check_session_size(kb: KnowledgeBase, session: Session) -> None:
+    """Refuse a session over the documented limit (``memorizer.max_session_bytes``) rather
+    than storing part of it; callers ingesting many sessions check them all first."""
+    limit = int(kb.settings.section("memorizer")["max_session_bytes"])
+    if session.size_bytes > limit:
+        raise ValidationError(
+            f"session {session.session_id!r} holds {session.size_bytes} bytes of text; the "
+            f"limit is {limit} (memorizer.max_session_bytes)",
+            "turns",
+        )
+
+
 def ingest_session(
     kb: KnowledgeBase, session: Session, engine: MemoEngine | None = None, date: str | None = None
 ) -> IngestResult:
@@ -158,13 +170,7 @@ def memorize_writes(
     ``kb.write_lock()`` from this call until the commit, so the memory it read stays current.
     Status ``unchanged`` comes with no writes."""
     started = time.perf_counter()
-    limit = int(kb.settings.section("memorizer")["max_session_bytes"])
-    if session.size_bytes > limit:
-        raise ValidationError(
-            f"the session holds {session.size_bytes} bytes of text; the limit is {limit} "
-            "(memorizer.max_session_bytes)",
-            "turns",
-        )
+    check_session_size(kb, session)
     engine = engine or OfflineMemo(int(kb.settings.section("memorizer")["memo_sentences"]))
     tenant, sid = session.tenant_id, session.session_id
     prefix = tenant_prefix(tenant)

@@ -269,11 +269,15 @@ def is_locomo(data: Any) -> bool:
     return isinstance(data, dict) and "session_1" in data and "turns" not in data
 
 
-def load_sessions(path: Path, tenant: str | None) -> list[Session]:
-    """The sessions in one input file (a Summit session, a list of them, or LoCoMo)."""
+def load_sessions(path: Path, tenant: str | None, default_tenant: str = "default") -> list[Session]:
+    """The sessions in one input file (a Summit session, a list of them, or LoCoMo). A
+    Summit session names its tenant (``tenant`` stands in when it does not); a LoCoMo file has
+    none, so its sessions go to ``tenant``, else ``default_tenant``."""
+    if tenant is not None:
+        check_tenant(tenant)
     data = load_document(path)
     if is_locomo(data):
-        return sessions_from_locomo(data, tenant or "default", path.stem)
+        return sessions_from_locomo(data, tenant or default_tenant, path.stem)
     items = data if isinstance(data, list) else [data]
     out = []
     for n, item in enumerate(items):

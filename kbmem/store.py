@@ -19,6 +19,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
@@ -56,12 +57,26 @@ class CommitInfo:
     path: str | None = None  # the file's path in that commit (it may have been renamed since)
 
 
+def _current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _current_umask()
+
+
 def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half
     (``durable`` also flushes it to disk before it replaces the old one)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)  # keep an executable bit, for one
+    except FileNotFoundError:
+        mode = 0o666 & ~_UMASK  # what open() would have given a new file
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             if durable:
@@ -302,7 +317,14 @@ class KnowledgeBase:
                         path.unlink()
                 else:
                     atomic_write(path, data)
-            sha = self._commit(writes, message, trailers or {}, when)
+            try:
+                sha = self._commit(writes, message, trailers or {}, when)
+            except BaseException:
+                # No commit: put the work tree back as HEAD has it (the journal stays if
+                # even that fails, for the next writer to finish).
+                with suppress(Exception):
+                    self._recover()
+                raise
             self._journal.unlink()
             return sha
 

@@ -34,7 +34,7 @@ class Context:
     def tenant(self) -> str:
         from ..ids import check_tenant
 
-        if self.tenant_arg:
+        if self.tenant_arg is not None:  # --tenant "" is an error, not the default
             return check_tenant(self.tenant_arg)
         return check_tenant(self.kb.settings.data["default_tenant"])
 

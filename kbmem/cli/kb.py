@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..memo import memo_engine
-from ..memorizer import ingest_session
+from ..memorizer import check_session_size, ingest_session
 from ..pagestore import PageStore
 from ..sessions import load_sessions
 from ..template import init_kb
@@ -71,10 +71,13 @@ def cmd_init(ctx: Any, args: argparse.Namespace) -> int:
 
 def cmd_ingest(ctx: Any, args: argparse.Namespace) -> int:
     kb = ctx.kb
+    tenant = ctx.tenant  # validates --tenant before anything is read
     engine = memo_engine(kb.settings, args.model)
-    # Validate every file before writing anything: one bad file leaves no commit behind.
-    batches = [load_sessions(path, ctx.tenant_arg) for path in args.files]
+    # Validate every file and session before writing anything: bad input leaves no commit.
+    batches = [load_sessions(path, ctx.tenant_arg, default_tenant=tenant) for path in args.files]
     sessions = [s for batch in batches for s in batch]
+    for session in sessions:
+        check_session_size(kb, session)
     counts: dict[str, int] = {}
     with progress_bar(len(sessions), "ingest") as bar:
         for session in sessions:

@@ -1,0 +1,322 @@
+"""The knowledge base's git discipline: commits of exactly kbmem's paths, built in-process as
+git would build them, a compare-and-swap on HEAD, one writer across processes, and a crash
+that leaves the old state or the new one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from kbgit import ROOT, commit_count, fsck, git, head, status
+
+from kbmem.errors import LockTimeout, NotFound, StorageError, ValidationError
+from kbmem.store import KnowledgeBase
+
+NOTE = "tenants/default/notes/a.md"
+
+
+def _user_changes(root: Path) -> dict[str, bytes]:
+    """Give the repository a user's own work in progress: staged edits, a staged new file,
+    an unstaged edit and an untracked file. Returns the files' contents."""
+    (root / "README.md").write_text("# Edited by hand, staged\n")
+    (root / "staged-new.txt").write_text("new and staged\n")
+    git(root, "add", "README.md", "staged-new.txt")
+    with (root / "kbmem.yaml").open("a") as handle:
+        handle.write("# an unstaged comment\n")
+    (root / "untracked.txt").write_text("not added\n")
+    return {
+        name: (root / name).read_bytes()
+        for name in ("README.md", "staged-new.txt", "kbmem.yaml", "untracked.txt")
+    }
+
+
+def test_commit_holds_exactly_the_written_paths_and_never_the_users_changes(
+    empty_kb: KnowledgeBase,
+) -> None:
+    root = empty_kb.root
+    before = head(root)
+    readme_at_head = git(root, "show", "HEAD:README.md")
+    user_files = _user_changes(root)
+    staged = git(root, "diff", "--cached", "--name-status")
+    unstaged = git(root, "diff", "--name-status")
+
+    sha = empty_kb.commit_files(
+        {NOTE: b"# A note\n", "tenants/default/MEMORY.md": b"# Memory\n"}, "Add a note"
+    )
+
+    assert sha == head(root)
+    assert git(root, "rev-parse", "HEAD~1").strip() == before
+    changed = git(root, "show", "--format=", "--name-status", "HEAD").splitlines()
+    assert sorted(changed) == ["A\ttenants/default/MEMORY.md", "A\t" + NOTE]
+    assert git(root, "show", "HEAD:README.md") == readme_at_head
+    # The user's work in progress is exactly as it was: staged, unstaged and untracked.
+    assert git(root, "diff", "--cached", "--name-status") == staged
+    assert git(root, "diff", "--name-status") == unstaged
+    for name, data in user_files.items():
+        assert (root / name).read_bytes() == data
+    assert "?? untracked.txt" in status(root)
+    # kbmem's own files are committed, not shown as changes.
+    assert "tenants/" not in status(root)
+    fsck(root)
+
+
+def test_same_content_makes_no_commit(empty_kb: KnowledgeBase) -> None:
+    first = empty_kb.commit_files({NOTE: b"same\n"}, "Add")
+    count = commit_count(empty_kb.root)
+    assert empty_kb.commit_files({NOTE: b"same\n"}, "Add again") is None
+    assert head(empty_kb.root) == first
+    assert commit_count(empty_kb.root) == count
+
+
+def test_delete_removes_the_file_and_the_folders_it_leaves_empty(empty_kb: KnowledgeBase) -> None:
+    root = empty_kb.root
+    deep = "tenants/t1/pages/s1/1.md"
+    empty_kb.commit_files({deep: b"x", NOTE: b"y"}, "Add")
+    empty_kb.commit_files({deep: None}, "Delete")
+    assert not (root / deep).exists()
+    assert git(root, "ls-tree", "-r", "--name-only", "HEAD", "tenants/").split() == [NOTE]
+    assert git(root, "ls-tree", "-d", "HEAD", "tenants/t1") == ""
+    assert empty_kb.commit_files({"tenants/none/x.md": None}, "Delete nothing") is None
+    fsck(root)
+
+
+def test_trees_are_the_ones_git_itself_would_write(empty_kb: KnowledgeBase, tmp_path) -> None:
+    root = empty_kb.root
+    # Names whose order differs between a plain sort and git's (a folder sorts as 'name/').
+    names = ["foo.md", "foo/1.md", "foo0.md", "foo-a.md", "Foo.md", "é.md", "foo/bar/2.md", "a"]
+    script = root / "tool.sh"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    git(root, "add", "tool.sh")
+    git(root, "commit", "-q", "-m", "Add a tool by hand")
+    empty_kb.commit_files({f"x/{n}": n.encode() for n in names}, "Add tricky names")
+    empty_kb.commit_files({"tool.sh": b"#!/bin/sh\necho kbmem\n", "x/foo/1.md": None}, "Edit")
+    fsck(root)
+    # git rebuilds the tree from an index read from ours: the same id means the same bytes.
+    env = {"GIT_INDEX_FILE": str(tmp_path / "check-index")}
+    git(root, "read-tree", "HEAD", env=env)
+    assert git(root, "write-tree", env=env).strip() == git(root, "rev-parse", "HEAD^{tree}").strip()
+    # An executable file that kbmem rewrites stays executable.
+    assert git(root, "ls-tree", "HEAD", "tool.sh").startswith("100755 blob ")
+    assert status(root) == ""
+
+
+@pytest.mark.parametrize(
+    ("date", "iso"),
+    [
+        ("2026-01-05T09:30:00+01:00", "2026-01-05T09:30:00+01:00"),
+        ("2026-01-05T09:30:00Z", "2026-01-05T09:30:00+00:00"),
+        ("2026-01-05T09:30:00-05:30", "2026-01-05T09:30:00-05:30"),
+        ("1767605400 +0000", "2026-01-05T09:30:00+00:00"),
+    ],
+)
+def test_commit_dates(empty_kb: KnowledgeBase, date: str, iso: str) -> None:
+    empty_kb.commit_files({NOTE: date.encode()}, "Dated", date=date)
+    assert git(empty_kb.root, "log", "-1", "--format=%aI|%cI").strip() == f"{iso}|{iso}"
+
+
+def test_a_bad_date_writes_nothing(empty_kb: KnowledgeBase) -> None:
+    before = head(empty_kb.root)
+    with pytest.raises(ValidationError, match="date"):
+        empty_kb.commit_files({NOTE: b"x"}, "Dated", date="last Tuesday")
+    assert head(empty_kb.root) == before
+    assert not (empty_kb.root / NOTE).exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["../x.md", "/abs.md", "a//b.md", "a/./b.md", ".git/config", ".kbmem/x", "", "a\nb", "a\0b"],
+)
+def test_paths_kbmem_may_not_write(empty_kb: KnowledgeBase, path: str) -> None:
+    before = head(empty_kb.root)
+    with pytest.raises(ValidationError, match="path"):
+        empty_kb.commit_files({NOTE: b"ok", path: b"bad"}, "Bad")
+    assert head(empty_kb.root) == before
+    assert not (empty_kb.root / NOTE).exists()
+
+
+def test_read_a_file_at_an_older_commit(empty_kb: KnowledgeBase) -> None:
+    old = empty_kb.commit_files({NOTE: b"version 1\n"}, "v1")
+    new = empty_kb.commit_files({NOTE: b"version 2\n"}, "v2")
+    assert empty_kb.read_bytes(NOTE, old) == b"version 1\n"
+    assert empty_kb.read_bytes(NOTE) == b"version 2\n"
+    assert empty_kb.read_bytes(NOTE, "HEAD~1") == b"version 1\n"
+    assert empty_kb.blob_id(NOTE, old) != empty_kb.blob_id(NOTE, new)
+    assert empty_kb.blob_id("tenants", new) is None  # a folder is not a file
+    with pytest.raises(NotFound):
+        empty_kb.read_bytes("tenants/default/notes/none.md")
+    with pytest.raises(NotFound):
+        empty_kb.read_bytes("tenants/default/notes")
+    with pytest.raises(NotFound):
+        empty_kb.read_bytes(NOTE, "no-such-branch")
+    for rev in ("", "-n1", "--upload-pack=x", "HEAD\nHEAD"):
+        with pytest.raises(ValidationError):
+            empty_kb.read_bytes(NOTE, rev)
+    assert "-version 1\n+version 2\n" in empty_kb.diff(old, new, NOTE)
+
+
+def test_a_knowledge_base_must_be_a_repository_top(tmp_path: Path, empty_kb) -> None:
+    with pytest.raises(NotFound, match="kbmem init"):
+        KnowledgeBase(tmp_path / "nowhere")
+    (empty_kb.root / "sub").mkdir()
+    with pytest.raises(NotFound, match="not a kbmem knowledge base"):
+        KnowledgeBase(empty_kb.root / "sub")
+
+
+def _spawn(script: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+HOLD_LOCK = """
+    import sys, time
+    from kbmem.store import KnowledgeBase
+    kb = KnowledgeBase(sys.argv[1])
+    with kb.write_lock():
+        print("locked", flush=True)
+        time.sleep(30)
+"""
+
+
+def test_one_writer_across_processes_and_readers_never_wait(empty_kb: KnowledgeBase) -> None:
+    empty_kb.commit_files({NOTE: b"v1"}, "v1")
+    holder = _spawn(HOLD_LOCK, str(empty_kb.root))
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().strip() == "locked"
+        started = time.monotonic()
+        with (
+            pytest.raises(LockTimeout, match="another kbmem process"),
+            empty_kb.write_lock(timeout=0.3),
+        ):
+            pass
+        assert time.monotonic() - started < 5
+        assert empty_kb.read_bytes(NOTE) == b"v1"  # reading needs no lock
+    finally:
+        holder.kill()
+        holder.wait()
+    # The lock dies with its holder.
+    assert empty_kb.commit_files({NOTE: b"v2"}, "v2") == head(empty_kb.root)
+
+
+DIE_BEFORE_COMMIT = """
+    import os, signal, sys
+    from kbmem.store import KnowledgeBase
+
+    class DiesBeforeCommit(KnowledgeBase):
+        def _commit(self, *args, **kwargs):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    kb = DiesBeforeCommit(sys.argv[1])
+    kb.commit_files(
+        {
+            "tenants/default/MEMORY.md": b"half of a new memory",
+            "tenants/default/notes/new.md": b"a new page",
+            "tenants/default/notes/a.md": None,
+        },
+        "Never lands",
+    )
+"""
+
+
+def test_a_write_killed_before_its_commit_is_undone_by_the_next_writer(
+    empty_kb: KnowledgeBase,
+) -> None:
+    root = empty_kb.root
+    empty_kb.commit_files({"tenants/default/MEMORY.md": b"old memory\n", NOTE: b"note\n"}, "Old")
+    before = head(root)
+    dying = _spawn(DIE_BEFORE_COMMIT, str(root))
+    dying.communicate(timeout=60)
+    assert dying.returncode == -signal.SIGKILL
+    # HEAD is the old commit; the work tree holds the dead writer's files for now.
+    assert head(root) == before
+    fsck(root)
+    assert (root / "tenants/default/notes/new.md").exists()
+    assert (root / "kbmem.yaml").exists()
+    # The next writer (here: anyone taking the lock) puts the work tree back.
+    with empty_kb.write_lock():
+        pass
+    assert (root / "tenants/default/MEMORY.md").read_bytes() == b"old memory\n"
+    assert (root / NOTE).read_bytes() == b"note\n"
+    assert not (root / "tenants/default/notes/new.md").exists()
+    assert status(root) == ""
+    assert not (root / ".kbmem" / "pending-write").exists()
+
+
+DIE_DURING_SWAP = """
+    import os, signal, sys
+    from kbmem.store import KnowledgeBase
+
+    class DiesDuringSwap(KnowledgeBase):
+        def _refresh_user_index(self, paths, rev="HEAD"):
+            super()._refresh_user_index(paths, rev)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    kb = DiesDuringSwap(sys.argv[1])
+    kb.commit_files({"tenants/default/notes/a.md": b"new text\\n"}, "Maybe lands")
+"""
+
+
+def test_a_write_killed_while_head_moves_leaves_the_old_commit_or_the_new(
+    empty_kb: KnowledgeBase,
+) -> None:
+    root = empty_kb.root
+    before = empty_kb.commit_files({NOTE: b"old text\n"}, "Old")
+    dying = _spawn(DIE_DURING_SWAP, str(root))
+    dying.communicate(timeout=60)
+    assert dying.returncode == -signal.SIGKILL
+    for _ in range(100):  # git update-ref, started by the dead process, may still be running
+        if not (root / ".git" / "refs" / "heads" / "main.lock").exists():
+            break
+        time.sleep(0.05)
+    after = head(root)
+    fsck(root)
+    expected = b"old text\n" if after == before else b"new text\n"
+    if after != before:
+        assert git(root, "rev-parse", "HEAD~1").strip() == before
+    with empty_kb.write_lock():
+        pass
+    assert empty_kb.read_bytes(NOTE) == expected
+    assert (root / NOTE).read_bytes() == expected
+    assert status(root) == ""
+
+
+def test_head_moved_by_someone_else_fails_the_swap_and_keeps_their_commit(
+    empty_kb: KnowledgeBase,
+) -> None:
+    root = empty_kb.root
+    empty_kb.commit_files({NOTE: b"old\n"}, "Old")
+
+    class RacedKnowledgeBase(KnowledgeBase):
+        def _write_object(self, kind: bytes, data: bytes) -> bytes:
+            if kind == b"commit":  # a user commits by hand between our read and our swap
+                git(root, "commit", "-q", "--allow-empty", "-m", "A commit by hand")
+            return super()._write_object(kind, data)
+
+    raced = RacedKnowledgeBase(root)
+    with pytest.raises(StorageError, match="git failed while committing"):
+        raced.commit_files({NOTE: b"new\n"}, "Loses the race")
+    assert git(root, "log", "-1", "--format=%s").strip() == "A commit by hand"
+    assert raced.read_bytes(NOTE) == b"old\n"
+    assert (root / NOTE).read_bytes() == b"old\n"  # the work tree is put back
+    assert status(root) == ""
+    fsck(root)
+
+
+def test_objects_are_written_read_only_like_gits(empty_kb: KnowledgeBase) -> None:
+    sha = empty_kb.commit_files({NOTE: b"x"}, "x")
+    assert sha is not None
+    path = empty_kb.root / ".git" / "objects" / sha[:2] / sha[2:]
+    assert path.exists() and (os.stat(path).st_mode & 0o777) == 0o444
+    assert not list((empty_kb.root / ".git" / "objects").glob("*/tmp_obj_*"))
