@@ -1,0 +1,366 @@
+"""The kbmem terminal app: three screens (Chat, History, Audit) as modes, a status bar, the
+command palette, help; slow work (embedding model, index, chat, git) in workers.
+
+``kbmem chat`` calls :func:`run_app`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, ClassVar
+
+from textual import on, work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.reactive import var
+from textual.worker import Worker, WorkerState
+
+from kbmem.store import KnowledgeBase
+
+from .chat_service import ChatService
+from .commands import KbmemCommands
+from .render import error_text, short_sha
+from .screens.audit import AuditScreen
+from .screens.chat import ChatScreen
+from .screens.help import HelpScreen
+from .screens.history import HistoryScreen
+from .screens.prompt import ChoiceScreen, PromptScreen
+from .widgets.status_bar import Status
+from .workspace import Workspace
+
+Marker = Callable[[str], None]
+
+
+class KbmemApp(App[None]):
+    """Chat with a live research trace, page history in git, and the audit of any turn."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "kbmem"
+    COMMANDS = App.COMMANDS | {KbmemCommands}
+    MODES: ClassVar[dict[str, Any]] = {
+        "chat": ChatScreen,
+        "history": HistoryScreen,
+        "audit": AuditScreen,
+    }
+    DEFAULT_MODE = "chat"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "help", "Help"),
+        Binding("f2", "show('chat')", "Chat"),
+        Binding("f3", "show('history')", "History"),
+        Binding("f4", "show('audit')", "Audit"),
+        Binding("ctrl+n", "new_chat", "New chat", show=False),
+        Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+    ]
+
+    status: var[Status] = var(Status)
+
+    class ChatEventReceived(Message):
+        """A chat-wide event (turns recovered at start, the batch commit at close) arrived."""
+
+        def __init__(self, event: Any) -> None:
+            super().__init__()
+            self.event = event
+
+    def __init__(
+        self,
+        kb: KnowledgeBase,
+        tenant: str,
+        model: str | None = None,
+        *,
+        kb_label: str = "",
+        chat_id: str | None = None,
+        cursor_blink: bool = True,
+        show_times: bool = True,
+        suggestions: bool = True,
+        background: bool = True,
+        marker: Marker | None = None,
+    ):
+        """``kb_label`` names the knowledge base in the status bar (default: its folder name);
+        ``chat_id`` continues or names the first chat. For reproducible screenshots:
+        ``cursor_blink=False``, ``show_times=False`` (no wall-clock times or durations) and
+        ``background=False`` (no model preload or index sync at start: they happen on the
+        first turn). ``marker`` receives timing marks for ``kbmem bench tui``
+        ("first_paint", "embedder_ready", "index_ready", "answer")."""
+        super().__init__()
+        self.workspace = Workspace(kb, tenant, model, kb_label)
+        self.cursor_blink = cursor_blink
+        self.show_times = show_times
+        self.suggestions = suggestions
+        self.marker = marker
+        self.background = background
+        self.chat = ChatService(self.workspace, self._chat_event_from_thread, chat_id)
+        self._records: dict[str, Any] = {}
+        self._marks: set[str] = set()
+        self.set_reactive(
+            KbmemApp.status,
+            Status(
+                kb=self.workspace.kb_label,
+                tenant=tenant,
+                engine=self.workspace.engine,
+                model=self.workspace.model,
+                batch_turns=self.workspace.batch_turns,
+                embedder="loading" if background else "not loaded",
+            ),
+        )
+
+    # -- status, marks, failures -------------------------------------------------------------
+
+    def set_status(self, **changes: Any) -> None:
+        self.status = replace(self.status, **changes)
+
+    def mark(self, name: str) -> None:
+        """Record a timing mark once (for ``kbmem bench tui``)."""
+        if self.marker is not None and name not in self._marks:
+            self._marks.add(name)
+            self.marker(name)
+
+    def report_failure(self, error: BaseException, what: str = "") -> None:
+        """A failure as a toast; never markup, never a crash."""
+        title = {
+            "chat-send": "The turn failed",
+            "chat-open": "The chat could not open",
+            "index": "Indexing failed",
+            "embedder": "The embedding model failed to load",
+        }.get(what, "Something failed")
+        self.notify(error_text(error), title=title, severity="error", timeout=10, markup=False)
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.report_failure(event.worker.error, event.worker.group)
+
+    # -- start-up ---------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        if self.background:
+            # After the first paint: heavy imports in threads still compete for the GIL.
+            self.call_after_refresh(self.start_background)
+
+    def start_background(self) -> None:
+        self.preload_embedder()
+        self.sync_index()
+        self.open_chat()
+
+    @work(thread=True, exit_on_error=False, group="embedder")
+    def preload_embedder(self) -> None:
+        from kbmem import embedder
+
+        try:
+            embedder.preload()
+        except BaseException:
+            self.call_from_thread(self.set_status, embedder="failed")
+            raise
+        self.call_from_thread(self.set_status, embedder="ready")
+        self.mark("embedder_ready")
+
+    @work(thread=True, exit_on_error=False, group="index", exclusive=True)
+    def sync_index(self, full: bool = False) -> None:
+        """Bring the tenant's index to HEAD, showing "syncing" while it runs."""
+        from kbmem.errors import KbmemError
+        from kbmem.index import TenantIndex
+
+        kb = self.workspace.kb
+        index = TenantIndex(kb, self.workspace.tenant)
+        try:
+            gen = index.current()
+        except KbmemError:
+            gen = None
+        current = gen.commit if gen is not None else None
+        self.call_from_thread(self.set_status, index_commit=current)
+        if current is not None and current == kb.head() and not full:
+            self.mark("index_ready")
+            return
+        self.call_from_thread(self.set_status, syncing=True)
+        try:
+            report = index.sync(full=full)
+        finally:
+            self.call_from_thread(self.set_status, syncing=False)
+        gen = index.current()
+        self.call_from_thread(self.set_status, index_commit=gen.commit if gen else None)
+        self.mark("index_ready")
+        if full or report.mode == "full":
+            self.call_from_thread(
+                self.notify,
+                f"Index rebuilt at {short_sha(report.commit)}: {report.intervals_added} "
+                f"intervals in {report.seconds:.1f} s",
+                markup=False,
+            )
+
+    @work(thread=True, exit_on_error=False, group="chat-open", exclusive=True)
+    def open_chat(self, new: bool = False, model: str | None = None) -> None:
+        session = self.chat.new(model) if new else self.chat.get()
+        self.call_from_thread(
+            self.set_status,
+            engine=session.agent_name,
+            model=session.model,
+            pending_turns=len(session.pending_turns),
+        )
+        if new:
+            self.call_from_thread(self._chat_restarted, session.chat_id)
+
+    def _chat_restarted(self, chat_id: str) -> None:
+        self.notify(f"New chat {chat_id}", markup=False, timeout=3)
+        for screen in self._screens_of(ChatScreen):
+            screen.reset()
+
+    # -- chat-wide events -------------------------------------------------------------------
+
+    def remember_turn(self, record: Any) -> None:
+        """Keep this session's turn records: the Audit screen shows them before they are
+        committed."""
+        self._records[record.turn_id] = record
+
+    def turn_records(self) -> list[Any]:
+        return list(self._records.values())
+
+    def _chat_event_from_thread(self, event: Any) -> None:
+        self.post_message(self.ChatEventReceived(event))
+
+    @on(ChatEventReceived)
+    def _chat_event(self, message: ChatEventReceived) -> None:
+        self.chat_event(message.event)
+
+    def chat_event(self, event: Any) -> None:
+        """Status and notifications for events of any turn (called on the UI thread)."""
+        kind = event.kind
+        if kind == "turn_finished":
+            self.set_status(pending_turns=event.pending_turns)
+            self.mark("answer")
+        elif kind == "batch_committed":
+            self.set_status(pending_turns=0)
+            what = "recovered turns" if event.recovered else "turns"
+            self.notify(
+                f"Committed {what} {event.first}–{event.last} of chat {event.chat_id} "
+                f"as {short_sha(event.commit)}",
+                markup=False,
+                timeout=4,
+            )
+            self.sync_index()
+            for screen in self._screens_of(AuditScreen):
+                screen.load_turns()
+        elif kind == "notice":
+            severity = {"warning": "warning", "error": "error"}.get(event.level, "information")
+            self.notify(event.message, severity=severity, markup=False)  # type: ignore[arg-type]
+
+    def _screens_of(self, kind: type) -> list[Any]:
+        return [
+            screen
+            for stack in self._screen_stacks.values()
+            for screen in stack
+            if isinstance(screen, kind)
+        ]
+
+    # -- navigation -------------------------------------------------------------------------
+
+    def action_show(self, mode: str) -> None:
+        self.show(mode)
+
+    def show(self, mode: str) -> None:
+        if self.current_mode != mode:
+            self.switch_mode(mode)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    async def open_page(
+        self,
+        page_id: str,
+        rev: str = "HEAD",
+        lines: tuple[int, int] | None = None,
+        tenant: str | None = None,
+    ) -> None:
+        """Switch to History showing ``page_id`` at ``rev`` (cited ``lines`` highlighted)."""
+        if self.current_mode != "history":
+            await self.switch_mode("history")
+        screen = self.screen
+        if isinstance(screen, HistoryScreen):
+            screen.show_page(page_id, rev, lines, tenant)
+
+    async def open_audit(self, turn_id: str | None = None) -> None:
+        """Switch to Audit, with ``turn_id`` (``<chat-id>/<n>``) selected."""
+        if self.current_mode != "audit":
+            await self.switch_mode("audit")
+        screen = self.screen
+        if isinstance(screen, AuditScreen):
+            screen.select_turn(turn_id)
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def action_new_chat(self) -> None:
+        self.new_chat()
+
+    def new_chat(self) -> None:
+        self.open_chat(new=True)
+
+    def reindex(self) -> None:
+        self.sync_index(full=False)
+        self.notify("Syncing the index to the latest commit…", markup=False, timeout=3)
+
+    def commit_now(self) -> None:
+        self._commit_now()
+
+    @work(thread=True, exit_on_error=False, group="commit", exclusive=True)
+    def _commit_now(self) -> None:
+        if self.chat.session is None or not self.chat.session.pending_turns:
+            self.call_from_thread(self.notify, "No turns are pending.", markup=False, timeout=3)
+            return
+        self.call_from_thread(self.set_status, busy="committing…")
+        try:
+            self.chat.commit_now()
+        finally:
+            self.call_from_thread(self.set_status, busy="")
+
+    def choose_model(self) -> None:
+        configured = self.workspace.kb.settings.model
+        current = self.workspace.model or ""
+        choices = [("", "offline — the offline agent, no network")]
+        for model in dict.fromkeys(m for m in (configured, current) if m):
+            choices.append((model, f"{model} — litellm"))
+        choices.append(("?", "another litellm model…"))
+
+        def chosen(value: str | None) -> None:
+            if value == "?":
+                self.push_screen(
+                    PromptScreen(
+                        "litellm model (e.g. ollama/llama3, openai/gpt-4o-mini):",
+                        value=current,
+                        placeholder="provider/model",
+                    ),
+                    lambda typed: self._use_model(typed.strip()) if typed else None,
+                )
+            elif value is not None:
+                self._use_model(value)
+
+        self.push_screen(ChoiceScreen("Which engine should answer?", choices, current), chosen)
+
+    def _use_model(self, model: str) -> None:
+        self.set_status(engine="llm" if model else "offline", model=model or None)
+        self.open_chat(new=True, model=model)
+
+    # -- shutdown ---------------------------------------------------------------------------
+
+    async def action_quit(self) -> None:
+        if self.chat.session is not None and self.chat.session.pending_turns:
+            self.notify("Committing pending turns…", markup=False, timeout=2)
+        await self._close_chat()
+        self.exit()
+
+    async def _close_chat(self) -> None:
+        import asyncio
+
+        self.chat.cancel()
+        try:
+            await asyncio.to_thread(self.chat.close)
+        except Exception as exc:  # the turns stay journaled; the next start commits them
+            self.report_failure(exc, "commit")
+
+    async def on_unmount(self) -> None:
+        await self._close_chat()
+
+
+def run_app(kb: KnowledgeBase, tenant: str, model: str | None = None) -> None:
+    """Open the TUI on ``kb`` for ``tenant``; ``model`` is a litellm model string (None: the
+    settings' ``llm.model`` / ``KBMEM_MODEL``, and when that is empty the offline agent)."""
+    KbmemApp(kb, tenant, model).run()

@@ -1,0 +1,396 @@
+"""The History screen: a tree of pages (by tenant, session and notes), a page viewer (front
+matter as a table, content rendered, the raw file with line numbers), the page's versions from
+git, the diff between any two versions, and the page as it was at any commit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Markdown,
+    Static,
+    TabbedContent,
+    TabPane,
+    Tree,
+)
+
+from kbmem.errors import KbmemError, NotFound
+from kbmem.pages import parse_page
+from kbmem.store import CommitInfo
+
+from ..render import diff_text, plain, short_date, short_sha, value_text
+from ..widgets.interval_view import NumberedLines
+from ..widgets.status_bar import StatusBar
+from .base import KbmemScreen
+from .prompt import PromptScreen
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A file the History screen can show: a page, or the tenant's MEMORY.md."""
+
+    tenant: str
+    path: str  # repository-relative
+    page_id: str | None  # None for a file that is not a page
+
+    @property
+    def name(self) -> str:
+        return f"{self.tenant}:{self.page_id or PurePosixPath(self.path).name}"
+
+
+@dataclass
+class Shown:
+    """The version of a file currently on screen."""
+
+    entry: Entry
+    commit: str
+    text: str
+    meta: dict[str, Any]
+    body: str
+    problem: str = ""
+
+
+class HistoryScreen(KbmemScreen):
+    """Browse pages and their history in git."""
+
+    CSS_PATH = "history.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("p", "tab('page')", "Page"),
+        Binding("s", "tab('source')", "Source"),
+        Binding("v", "tab('versions')", "Versions"),
+        Binding("m", "mark", "Mark base"),
+        Binding("d", "diff", "Diff"),
+        Binding("g", "goto", "At commit…"),
+        Binding("f5", "reload", "Reload", show=False),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shown: Shown | None = None
+        self.versions: list[CommitInfo] = []
+        self.marked: str | None = None
+        self.head_seen: str | None = None
+        self.shown_latest = True
+        self.shown_lines: tuple[int, int] | None = None
+
+    def compose(self) -> ComposeResult:
+        yield StatusBar()
+        with Horizontal():
+            tree: Tree[Entry] = Tree("pages", id="page-tree")
+            tree.show_root = False
+            tree.border_title = "Pages"
+            yield tree
+            with Vertical(id="page-pane"):
+                yield Static("Choose a page on the left.", id="page-title", markup=False)
+                with TabbedContent(id="page-tabs", initial="page"):
+                    with TabPane("Page", id="page"), VerticalScroll(id="page-scroll"):
+                        table: DataTable[Text] = DataTable(
+                            id="front-matter", show_cursor=False, zebra_stripes=True
+                        )
+                        yield table
+                        yield Markdown(id="page-body", open_links=False)
+                    with TabPane("Source", id="source"):
+                        yield VerticalScroll(id="source-scroll")
+                    with TabPane("Versions", id="versions"):
+                        versions: DataTable[Text] = DataTable(
+                            id="version-table", cursor_type="row", zebra_stripes=True
+                        )
+                        yield versions
+                        yield Static(
+                            "enter: show this version · m: mark as diff base · "
+                            "d: diff base → this version · g: the page at any commit",
+                            id="versions-help",
+                            markup=False,
+                        )
+                    with TabPane("Diff", id="diff"), VerticalScroll(id="diff-scroll"):
+                        yield Static("Pick two versions on the Versions tab.", id="diff-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one("#front-matter", DataTable)
+        table.add_columns("field", "value")
+        table.display = False
+        self.query_one("#version-table", DataTable).add_columns(
+            " ", "commit", "date", "author", "message"
+        )
+        self.load_tree()
+
+    def on_screen_resume(self) -> None:
+        # Pages may have been committed (a chat batch) since this screen was last shown.
+        if self.head_seen is not None and self.workspace.kb.head() != self.head_seen:
+            self.load_tree()
+
+    # -- the tree ---------------------------------------------------------------------------
+
+    @work(thread=True, exit_on_error=False, group="history-tree", exclusive=True)
+    def load_tree(self) -> None:
+        ws = self.workspace
+        head = ws.kb.head()
+        listing = []
+        for tenant in ws.tenants():
+            files = ws.store(tenant).files() if head else {}
+            memory = f"tenants/{tenant}/MEMORY.md"
+            has_memory = head is not None and ws.kb.blob_id(memory) is not None
+            listing.append((tenant, files, memory if has_memory else None))
+        self.app.call_from_thread(self._fill_tree, head, listing)
+
+    def _fill_tree(
+        self, head: str | None, listing: list[tuple[str, dict[str, tuple[str, str]], str | None]]
+    ) -> None:
+        self.head_seen = head
+        tree: Tree[Entry] = self.query_one("#page-tree", Tree)
+        tree.clear()
+        for n, (tenant, files, memory) in enumerate(listing):
+            top = tree.root.add(plain(tenant, "bold"), expand=n == 0)
+            if memory:
+                top.add_leaf(plain("MEMORY.md", "italic"), data=Entry(tenant, memory, None))
+            sessions: dict[str, list[tuple[int, str, str]]] = {}
+            notes: list[tuple[str, str]] = []
+            for page_id, (path, _blob) in files.items():
+                session, _, seq = page_id.rpartition("/")
+                if not page_id.endswith(".md") and seq.isdigit():
+                    sessions.setdefault(session, []).append((int(seq), page_id, path))
+                else:
+                    notes.append((page_id, path))
+            branch = top.add(plain(f"sessions ({len(sessions)})"), expand=n == 0)
+            for session in sorted(sessions):
+                pages = sorted(sessions[session])
+                node = branch.add(plain(session))
+                for seq, page_id, path in pages:
+                    node.add_leaf(plain(f"page {seq}"), data=Entry(tenant, path, page_id))
+            branch = top.add(plain(f"notes ({len(notes)})"), expand=n == 0)
+            for page_id, path in sorted(notes):
+                branch.add_leaf(plain(page_id), data=Entry(tenant, path, page_id))
+        if self.shown is not None and not self._loading():
+            # Refresh the versions; a page shown at an older commit stays at that commit.
+            rev = "HEAD" if self.shown_latest else self.shown.commit
+            self.load_file(self.shown.entry, rev, self.shown_lines)
+
+    def _loading(self) -> bool:
+        return any(w.group == "history-page" and w.is_running for w in self.workers)
+
+    @on(Tree.NodeSelected, "#page-tree")
+    def _node_selected(self, event: Tree.NodeSelected[Entry]) -> None:
+        if event.node.data is not None:
+            self.marked = None
+            self.load_file(event.node.data)
+
+    # -- one file ---------------------------------------------------------------------------
+
+    def show_page(
+        self,
+        page_id: str,
+        rev: str = "HEAD",
+        lines: tuple[int, int] | None = None,
+        tenant: str | None = None,
+    ) -> None:
+        """Open ``page_id`` as it was at ``rev``; with ``lines``, on the Source tab with those
+        lines highlighted (how the Audit screen and citations jump here)."""
+        store = self.workspace.store(tenant)
+        self.marked = None
+        self.load_file(Entry(store.tenant, store.path_of(page_id), page_id), rev, lines)
+
+    @work(thread=True, exit_on_error=False, group="history-page", exclusive=True)
+    def load_file(
+        self, entry: Entry, rev: str = "HEAD", lines: tuple[int, int] | None = None
+    ) -> None:
+        kb = self.workspace.kb
+        commit = kb.resolve(rev)
+        versions = kb.log(entry.path)
+        path = _path_at(entry.path, commit, versions, kb)
+        try:
+            text = kb.read_bytes(path, commit).decode("utf-8", "replace")
+        except NotFound:
+            raise NotFound(f"{entry.name} did not exist at {commit[:10]}") from None
+        meta: dict[str, Any] = {}
+        body, problem = text, ""
+        if entry.page_id is not None:
+            try:
+                page = parse_page(text, entry.name)
+                meta, body = dict(page.meta), page.body
+            except KbmemError as exc:
+                problem = str(exc)
+        shown = Shown(entry, commit, text, meta, body, problem)
+        self.app.call_from_thread(self._show, shown, versions, lines)
+
+    async def _show(
+        self, shown: Shown, versions: list[CommitInfo], lines: tuple[int, int] | None
+    ) -> None:
+        self.shown = shown
+        self.versions = versions
+        self.shown_lines = lines
+        latest = versions[0].sha if versions else ""
+        self.shown_latest = not versions or shown.commit == self.workspace.kb.head()
+        when = "latest" if shown.commit == latest else f"as of {short_sha(shown.commit)}"
+        title = Text.assemble(
+            (shown.entry.name, "bold"),
+            (f"  {when}", "dim"),
+            (f"  · {len(versions)} version(s)", "dim"),
+        )
+        self.query_one("#page-title", Static).update(title)
+        table = self.query_one("#front-matter", DataTable)
+        table.clear()
+        if shown.problem:
+            table.add_row(plain("problem", "bold red"), plain(shown.problem), height=None)
+        for key, value in shown.meta.items():
+            table.add_row(plain(key, "bold"), plain(value_text(value)), height=None)
+        table.display = bool(shown.meta or shown.problem)
+        await self.query_one("#page-body", Markdown).update(shown.body)
+        source = self.query_one("#source-scroll", VerticalScroll)
+        await source.remove_children()
+        start, end = lines or (0, 0)
+        numbered = NumberedLines(shown.text, start, end)
+        await source.mount(numbered)
+        self._fill_versions()
+        tabs = self.query_one(TabbedContent)
+        if lines:
+            tabs.active = "source"
+            cited = numbered.cited()
+            if cited is not None:
+                source.scroll_to_widget(cited, top=True, animate=False)
+        elif tabs.active == "diff":
+            tabs.active = "page"
+        self.refresh_bindings()
+
+    def _fill_versions(self) -> None:
+        table = self.query_one("#version-table", DataTable)
+        table.clear()
+        shown = self.shown.commit if self.shown else None
+        cursor = 0
+        for n, c in enumerate(self.versions):
+            mark = "◆" if c.sha == self.marked else ("▶" if c.sha == shown else "")
+            if c.sha == shown:
+                cursor = n
+            table.add_row(
+                plain(mark, "bold"),
+                plain(short_sha(c.sha)),
+                plain(short_date(c.date)),
+                plain(c.author),
+                plain(c.message.splitlines()[0] if c.message else ""),
+                key=c.sha,
+            )
+        if self.versions:
+            table.move_cursor(row=cursor, animate=False)
+
+    @on(DataTable.RowSelected, "#version-table")
+    def _version_chosen(self, event: DataTable.RowSelected) -> None:
+        if self.shown is not None and event.row_key.value:
+            self.load_file(self.shown.entry, event.row_key.value)
+
+    def _cursor_sha(self) -> str | None:
+        table = self.query_one("#version-table", DataTable)
+        if not self.versions or table.cursor_row < 0 or table.cursor_row >= len(self.versions):
+            return None
+        return self.versions[table.cursor_row].sha
+
+    # -- actions ----------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in ("mark", "goto", "tab") and self.shown is None:
+            return None if action != "tab" else True
+        if action == "diff" and (self.shown is None or len(self.versions) < 2):
+            return None
+        return True
+
+    def action_tab(self, name: str) -> None:
+        self.query_one(TabbedContent).active = name
+        focus = {"page": "#page-scroll", "source": "#source-scroll", "versions": "#version-table"}
+        if name in focus:
+            self.query_one(focus[name]).focus()
+
+    def action_reload(self) -> None:
+        self.load_tree()
+
+    def action_mark(self) -> None:
+        sha = self._cursor_sha()
+        if sha is None:
+            self.query_one(TabbedContent).active = "versions"
+            return
+        self.marked = None if self.marked == sha else sha
+        row = self.query_one("#version-table", DataTable).cursor_row
+        self._fill_versions()
+        self.query_one("#version-table", DataTable).move_cursor(row=row, animate=False)
+        if self.marked:
+            self.notify(f"Diff base: {short_sha(sha)}", markup=False, timeout=2)
+
+    def action_diff(self) -> None:
+        """Diff the marked version (or the one before) against the version under the cursor
+        (or the one shown)."""
+        if self.shown is None or len(self.versions) < 2:
+            return
+        shas = [c.sha for c in self.versions]
+        tabs = self.query_one(TabbedContent)
+        new = self._cursor_sha() if tabs.active == "versions" else None
+        new = new or (self.shown.commit if self.shown.commit in shas else shas[0])
+        old = self.marked
+        if old is None or old == new:
+            index = shas.index(new)
+            old = shas[index + 1] if index + 1 < len(shas) else shas[index - 1]
+        # Older first, so that the diff reads forward in time.
+        if shas.index(old) < shas.index(new):
+            old, new = new, old
+        self.show_diff(old, new)
+
+    def show_diff(self, old: str, new: str) -> None:
+        if self.shown is not None:
+            self.query_one("#diff-text", Static).update(Text("Computing the diff…", style="dim"))
+            self.query_one(TabbedContent).active = "diff"
+            self.load_diff(self.shown.entry, old, new)
+
+    @work(thread=True, exit_on_error=False, group="history-diff", exclusive=True)
+    def load_diff(self, entry: Entry, old: str, new: str) -> None:
+        kb = self.workspace.kb
+        paths = {c.sha: c.path for c in self.versions}
+        old_sha, new_sha = kb.resolve(old), kb.resolve(new)
+        diff = kb.diff(
+            old_sha,
+            new_sha,
+            paths.get(old_sha) or entry.path,
+            paths.get(new_sha) or entry.path,
+        )
+        header = Text.assemble(
+            ("diff ", "bold"),
+            (entry.name, "bold"),
+            f"  {short_sha(old_sha)} → {short_sha(new_sha)}\n\n",
+        )
+        self.app.call_from_thread(self._show_diff, header + diff_text(diff))
+
+    def _show_diff(self, text: Text) -> None:
+        self.query_one("#diff-text", Static).update(text)
+        self.query_one("#diff-scroll", VerticalScroll).scroll_home(animate=False)
+
+    def action_goto(self) -> None:
+        if self.shown is None:
+            return
+        entry = self.shown.entry
+
+        def chosen(rev: str | None) -> None:
+            if rev:
+                self.load_file(entry, rev.strip())
+
+        self.app.push_screen(
+            PromptScreen(
+                f"Show {entry.name} as it was at commit (id, tag, HEAD~3, …):",
+                placeholder="revision",
+            ),
+            chosen,
+        )
+
+
+def _path_at(path: str, commit: str, versions: list[CommitInfo], kb: Any) -> str:
+    """The file's path at ``commit``: where the newest version at or before it put it."""
+    if not versions or kb.blob_id(path, commit) is not None:
+        return path
+    for c in versions:
+        if c.path and kb.blob_id(c.path, commit) is not None:
+            return c.path
+    return path

@@ -1,0 +1,28 @@
+"""A scrolling log that stays pinned to its end while content grows (``anchor()``), but only
+once it overflows: an anchored container shorter than its viewport would sit at the bottom."""
+
+from __future__ import annotations
+
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+
+
+class FollowScroll(VerticalScroll):
+    """Call :meth:`follow` after adding or resizing content."""
+
+    def follow(self) -> None:
+        self.call_after_refresh(self._follow)
+
+    def _follow(self) -> None:
+        overflowing = self.max_scroll_y > 0
+        if overflowing and not self.is_anchored:
+            self.anchor()
+        elif not overflowing and self.is_anchored:
+            self.anchor(False)
+
+    def on_resize(self) -> None:
+        self.follow()
+
+    def append(self, *widgets: Widget) -> None:
+        self.mount(*widgets)
+        self.follow()

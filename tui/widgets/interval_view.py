@@ -1,0 +1,69 @@
+"""A cited interval shown in place: a few lines of context, dimmed, around the cited lines,
+highlighted, all as the file was at the interval's commit."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from ..render import numbered
+
+
+def split_lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines = lines[:-1]
+    return lines
+
+
+class NumberedLines(Vertical):
+    """A file's lines with numbers; the lines ``start..end`` highlighted (class ``-cited``)."""
+
+    DEFAULT_CSS = """
+    NumberedLines { height: auto; }
+    NumberedLines > Static { height: auto; }
+    NumberedLines > .-context { color: $text-muted; }
+    NumberedLines > .-cited { background: $warning 25%; text-style: bold; }
+    """
+
+    def __init__(
+        self,
+        file_text: str,
+        start: int = 0,
+        end: int = 0,
+        context: int | None = None,
+        **kwargs: object,
+    ):
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.lines = split_lines(file_text)
+        self.start = start
+        self.end = end
+        self.context = context
+
+    def parts(self) -> list[tuple[str, Table]]:
+        """``(class, text)`` blocks: before, cited, after (only non-empty ones)."""
+        n = len(self.lines)
+        width = len(str(max(n, 1)))
+        if not self.start:
+            return [("-plain", numbered(self.lines, 1, width))] if self.lines else []
+        start, end = max(1, self.start), min(n, self.end)
+        lo, hi = 1, n
+        if self.context is not None:
+            lo, hi = max(1, start - self.context), min(n, end + self.context)
+        blocks = [
+            ("-context", lo, start - 1),
+            ("-cited", start, end),
+            ("-context", end + 1, hi),
+        ]
+        return [(cls, numbered(self.lines[a - 1 : b], a, width)) for cls, a, b in blocks if a <= b]
+
+    def compose(self) -> ComposeResult:
+        for cls, text in self.parts():
+            yield Static(text, classes=cls)
+
+    def cited(self) -> Static | None:
+        """The highlighted block, if any (to scroll to it)."""
+        found = self.query(".-cited")
+        return found.first(Static) if found else None

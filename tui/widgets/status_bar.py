@@ -1,0 +1,79 @@
+"""The status bar: knowledge base, tenant, engine and model, the commit the index reflects
+(and whether it is syncing), the embedding model, and turns pending until the batch commit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+@dataclass(frozen=True)
+class Status:
+    """Everything the status bar shows; the app replaces it as a whole (one reactive)."""
+
+    kb: str = ""
+    tenant: str = ""
+    engine: str = "offline"
+    model: str | None = None
+    index_commit: str | None = None
+    syncing: bool = False
+    embedder: str = "loading"  # loading | ready | failed
+    pending_turns: int = 0
+    batch_turns: int = 5
+    busy: str = ""  # what a long-running job is doing, e.g. "researching…"
+
+
+def status_text(status: Status) -> Text:
+    sep = (" │ ", "dim")
+    engine = status.engine if not status.model else f"{status.engine} · {status.model}"
+    if status.syncing:
+        index = ("index syncing…", "bold yellow")
+    elif status.index_commit:
+        index = (f"index @{status.index_commit[:7]}", "")
+    else:
+        index = ("index not built", "yellow")
+    embedder = {
+        "loading": ("embedder loading…", "yellow"),
+        "ready": ("embedder ready", "green"),
+        "failed": ("embedder failed", "bold red"),
+    }.get(status.embedder, (status.embedder, ""))
+    parts: list[tuple[str, str]] = [
+        ("KB ", "dim"),
+        (status.kb, "bold"),
+        sep,
+        ("tenant ", "dim"),
+        (status.tenant, "bold"),
+        sep,
+        (engine, ""),
+        sep,
+        index,
+        sep,
+        embedder,
+        sep,
+        (f"turns pending {status.pending_turns}/{status.batch_turns}", ""),
+    ]
+    if status.busy:
+        parts += [sep, (status.busy, "bold magenta")]
+    return Text.assemble(*parts, end="")
+
+
+class StatusBar(Static):
+    """One line at the top of every screen, following ``App.status``."""
+
+    DEFAULT_CSS = """
+    StatusBar {
+        dock: top;
+        height: 1;
+        padding: 0 1;
+        background: $panel;
+        color: $text;
+    }
+    """
+
+    def on_mount(self) -> None:
+        self.watch(self.app, "status", self._show)
+
+    def _show(self, status: Status) -> None:
+        self.update(status_text(status))
