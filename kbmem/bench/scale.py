@@ -1,0 +1,441 @@
+"""``kbmem bench scale``: what the indexes cost on a synthetic knowledge base of N pages.
+
+The knowledge base is generated from a seeded random number generator (names, places, projects,
+amounts, dates and a few thousand made-up words drawn with a Zipf-like skew, so that BM25 has
+rare and common terms to tell apart), written as session pages in the memorizer's format (plus
+one hand-written note in twenty) and committed in bulk. Then:
+
+- the full build time of the index at 1,000 pages and at N;
+- the cost of syncing one new page (one commit adding one page), median of a few repeats, at
+  1,000 pages and at N: it must not grow with N; also one edited page at N, and the first
+  hybrid query after a commit (which syncs first);
+- query latency p50/p95 of bm25, dense and hybrid (k=10, as the researcher asks) over distinct
+  queries, through the toolkit (so every query also checks whether HEAD moved);
+- peak RSS of the process and the index's size on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ..errors import ValidationError
+from ..index import TenantIndex
+from ..pages import Page, Turn, render_page, render_turns
+from ..store import KnowledgeBase
+from ..template import init_kb
+from ..toolkit import TOOLS, Toolkit
+from .stats import peak_rss_mb, percentile, tree_bytes
+
+TENANT = "bench"
+SMALL = 1000
+COMMIT_CHUNK = 1000
+SYNC_REPEATS = 5
+MAX_PAGES = 100_000
+
+FIRST = (
+    "Ada Bram Cleo Dmitri Elif Farid Greta Hugo Ilse Jonas Kaia Lior Mira Nadia Omar Petra "
+    "Quinn Rosa Soren Tamsin Ugo Vera Wiktor Xenia Yusuf Zora Anouk Bastian Carmen Dario "
+    "Esme Felix Ines Joaquin Katya Lucan Maren Nico Oona Pavel"
+).split()
+LAST = (
+    "Abernethy Brandt Castellano Dunmore Eriksen Fairweather Gallagher Hollis Ibarra Jansen "
+    "Kowalczyk Lindgren Mbeki Novak Okonkwo Pellegrini Quist Rasmussen Szabo Thorne Uddin "
+    "Varga Whitlock Yilmaz Zeller Achterberg Bellweather Corcoran Delacroix Esposito"
+).split()
+PLACES = (
+    "Aberdeen Bergen Cork Dundee Esbjerg Faro Galway Hamburg Inverness Juneau Kiel Lisbon "
+    "Malmo Nantes Oban Porto Quimper Rostock Stavanger Tromso Umea Valencia Wick Ystad "
+    "Zeebrugge Antwerp Brest Cadiz Dover Eastbourne Flensburg Gdansk Harwich Ipswich Larne "
+    "Mallaig Narvik Ostend Plymouth Riga Sligo Tallinn Ullapool Vigo Whitby"
+).split()
+PROJECTS = (
+    "Albatross Beacon Cormorant Driftwood Estuary Fathom Gannet Halyard Isobar Jetsam Kelp "
+    "Lodestar Mooring Nautilus Osprey Pelican Quayside Riptide Saltmarsh Tidewater Undertow "
+    "Voyager Windlass Yardarm Zephyr"
+).split()
+OBJECTS = (
+    "invoice manifest roster gangway tablet firmware crane forklift contract budget schedule "
+    "timetable dashboard backup pipeline migration report audit license warehouse pallet "
+    "container barcode scanner printer server database certificate permit forecast payroll "
+    "newsletter prototype sensor battery charger antenna radar winch hull propeller engine "
+    "generator ferry trailer van ticket kiosk website app checklist handbook"
+).split()
+ADJS = (
+    "late urgent broken new old spare quarterly monthly annual weekly damaged upgraded "
+    "delayed draft final revised missing backup secondary primary cheap expensive"
+).split()
+DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
+MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
+SYLLABLES = (
+    "ka lo mi ne ru sa ti vo ba de fi gu ho ja ke li mo nu pa re si to va we xa yo zu "
+    "bra cle dri fro gla kri plo sta tre vri"
+).split()
+
+TEMPLATES = (
+    "{p} will meet {q} in {place} on {day} {date} {month} to go over the {project} {obj}.",
+    "The {obj} budget for {project} is {amount} euros, approved by {p} last {day}.",
+    "{p} says the {adj} {obj} in {place} failed {n} times this week.",
+    "Ticket {ticket} about the {adj} {obj} is assigned to {p}, due {day}.",
+    "We should move the {project} launch to {month}, the {obj} in {place} is not ready.",
+    "Can you send me the {obj} numbers for {place} before {day}?",
+    "{p} ordered {n} new {obj}s from the supplier in {place} for {amount} euros.",
+    "Reminder: the {project} review with {q} moved to {day} {date} {month}.",
+    "The {obj} from {place} arrived {adj}; {p} is chasing the {word} paperwork.",
+    "I talked to {q} about the {word} {obj}; it should be fixed by {month}.",
+    "{p} asked whether {project} can reuse the {obj} we built for {other}.",
+    "Numbers for {month}: {n} sailings out of {place}, {amount} passengers, {m} cancellations.",
+)
+SMALL_TALK = (
+    "Thanks, {q}.",
+    "Sounds good to me.",
+    "Agreed, let's do that.",
+    "I'll check and come back to you.",
+    "Good morning everyone.",
+    "Noted, {q}.",
+    "Any objections? None, then it's decided.",
+)
+
+
+class Corpus:
+    """Deterministic synthetic pages: the same seed gives the same knowledge base."""
+
+    def __init__(self, seed: int = 7):
+        self.rng = random.Random(seed)
+        words: set[str] = set()
+        while len(words) < 3000:
+            words.add("".join(self.rng.choice(SYLLABLES) for _ in range(self.rng.randint(2, 4))))
+        self.words = sorted(words)
+        self.rng.shuffle(self.words)
+        self.weights = [1.0 / (rank + 10) for rank in range(len(self.words))]
+        self.people = [f"{f} {ln}" for f in FIRST for ln in LAST]
+        self.rng.shuffle(self.people)
+
+    def word(self) -> str:
+        return self.rng.choices(self.words, self.weights)[0]
+
+    def fill(self, template: str, people: list[str]) -> str:
+        r = self.rng
+        return template.format(
+            p=r.choice(people).split()[0],
+            q=r.choice(people).split()[0],
+            place=r.choice(PLACES),
+            project=r.choice(PROJECTS),
+            other=r.choice(PROJECTS),
+            obj=r.choice(OBJECTS),
+            adj=r.choice(ADJS),
+            day=r.choice(DAYS),
+            month=r.choice(MONTHS),
+            date=r.randint(1, 28),
+            n=r.randint(2, 90),
+            m=r.randint(0, 9),
+            amount=f"{r.randint(1, 250) * 100:,}",
+            ticket=f"OPS-{r.randint(100, 9999)}",
+            word=self.word(),
+        )
+
+    def turn_text(self, people: list[str]) -> str:
+        r = self.rng
+        if r.random() < 0.15:
+            return self.fill(r.choice(SMALL_TALK), people)
+        sentences = [self.fill(r.choice(TEMPLATES), people) for _ in range(r.randint(1, 3))]
+        if r.random() < 0.5:
+            sentences.append(
+                " ".join(self.word() for _ in range(r.randint(4, 12))).capitalize() + "."
+            )
+        return " ".join(sentences)
+
+    def session_page(self, n: int) -> tuple[str, bytes]:
+        """Page number ``n``: path and file bytes (a session page in the memorizer's format)."""
+        r = self.rng
+        people = r.sample(self.people, r.randint(2, 4))
+        project = r.choice(PROJECTS)
+        sid = f"s{n:06d}-{project.lower()}"
+        day = 1 + n % 28
+        stamp = f"2025-{1 + n % 12:02d}-{day:02d}T09:00:00"
+        turns = [
+            Turn(f"t{i}", r.choice(people), stamp, self.turn_text(people))
+            for i in range(1, r.randint(4, 8) + 1)
+        ]
+        title = f"{project} sync with {people[0].split()[0]} in {r.choice(PLACES)}"
+        meta = {
+            "id": f"{sid}/1",
+            "session_id": sid,
+            "tenant_id": TENANT,
+            "agent_id": "bench",
+            "sequence": 1,
+            "title": title,
+            "created_at": stamp,
+            "tags": sorted({project.lower(), r.choice(OBJECTS)}),
+            "classification": r.choice(("internal", "internal", "confidential")),
+            "policy_tags": [],
+            "turns": [turns[0].id, turns[-1].id],
+        }
+        body = f"# {title} (page 1)\n\n" + render_turns(turns)
+        page = Page(meta=meta, body=body)
+        return f"tenants/{TENANT}/pages/{sid}/1.md", render_page(page).encode()
+
+    def note(self, n: int) -> tuple[str, bytes]:
+        """A hand-written note: a title, sections, paragraphs."""
+        r = self.rng
+        people = r.sample(self.people, 3)
+        project = r.choice(PROJECTS)
+        parts = [
+            "---",
+            f"title: {project} notes {n}",
+            f"tags: [{project.lower()}, notes]",
+            "---",
+            f"# {project} notes {n}",
+            "",
+        ]
+        for _ in range(r.randint(2, 3)):
+            parts += [f"## {r.choice(ADJS).capitalize()} {r.choice(OBJECTS)}", ""]
+            for _ in range(r.randint(1, 3)):
+                parts += [self.turn_text(people), ""]
+        return f"tenants/{TENANT}/notes/n{n:06d}.md", "\n".join(parts).encode()
+
+    def page(self, n: int) -> tuple[str, bytes]:
+        return self.note(n) if n % 20 == 19 else self.session_page(n)
+
+    def pages(self, start: int, stop: int) -> Iterator[tuple[str, bytes]]:
+        for n in range(start, stop):
+            yield self.page(n)
+
+    def queries(self, count: int) -> list[str]:
+        """Distinct queries: questions in the corpus's words, and bags of its rarer terms."""
+        r = self.rng
+        forms = (
+            "Who approved the {obj} budget for {project}?",
+            "When is {p} meeting {q} in {place}?",
+            "what happened to the {adj} {obj} in {place}",
+            "{project} launch {month}",
+            "ticket {ticket}",
+            "{word} {word2} {obj}",
+            "How many {obj}s were ordered from {place}?",
+            "{p} {place} {project}",
+        )
+        seen: dict[str, None] = {}
+        while len(seen) < count:
+            q = r.choice(forms).format(
+                p=r.choice(self.people).split()[0],
+                q=r.choice(self.people).split()[0],
+                place=r.choice(PLACES),
+                project=r.choice(PROJECTS),
+                obj=r.choice(OBJECTS),
+                adj=r.choice(ADJS),
+                month=r.choice(MONTHS),
+                ticket=f"OPS-{r.randint(100, 9999)}",
+                word=self.word(),
+                word2=self.word(),
+            )
+            seen.setdefault(q, None)
+        return list(seen)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pages", type=int, default=SMALL, help="pages to generate (1000)")
+    parser.add_argument("--queries", type=int, default=120, help="distinct queries per tool (120)")
+    parser.add_argument("--seed", type=int, default=7, help="random seed (7)")
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="build the knowledge base in this new folder and keep it (default: a temporary "
+        "folder, removed at the end)",
+    )
+
+
+def _say(message: str) -> None:
+    print(f"[scale {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def commit_pages(kb: KnowledgeBase, corpus: Corpus, start: int, stop: int) -> None:
+    for lo in range(start, stop, COMMIT_CHUNK):
+        hi = min(stop, lo + COMMIT_CHUNK)
+        kb.commit_files(dict(corpus.pages(lo, hi)), f"Add synthetic pages {lo}..{hi - 1}")
+
+
+def time_full_build(index: TenantIndex) -> tuple[float, int]:
+    started = time.perf_counter()
+    report = index.sync(full=True)
+    seconds = time.perf_counter() - started
+    if report.mode != "full":
+        raise RuntimeError(f"expected a full build, got {report}")
+    gen = index.current()
+    assert gen is not None
+    return seconds, gen.count
+
+
+def time_one_page_syncs(
+    kb: KnowledgeBase, index: TenantIndex, corpus: Corpus, first: int, repeats: int
+) -> list[float]:
+    """Seconds of each incremental sync after a commit that adds one page."""
+    times = []
+    for n in range(first, first + repeats):
+        kb.commit_files(dict([corpus.session_page(n)]), f"Add page {n}")
+        started = time.perf_counter()
+        report = index.sync()
+        times.append(time.perf_counter() - started)
+        if report.mode != "incremental" or report.pages_changed != 1:
+            raise RuntimeError(f"expected an incremental one-page sync, got {report}")
+    return times
+
+
+def time_queries(toolkit: Toolkit, queries: list[str], k: int = 10) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for tool in TOOLS:
+        for q in queries[:5]:  # warm up: model loaded, searchers open, vectors in memory
+            toolkit.search(q + " warmup", tool, k)
+        latencies, empty = [], 0
+        for q in queries:
+            started = time.perf_counter()
+            hits = toolkit.search(q, tool, k)
+            latencies.append((time.perf_counter() - started) * 1000)
+            empty += not hits
+        out[tool] = {
+            "p50": round(percentile(latencies, 50), 2),
+            "p95": round(percentile(latencies, 95), 2),
+            "mean": round(statistics.fmean(latencies), 2),
+            "queries": len(queries),
+            "no_hits": empty,
+        }
+    return out
+
+
+def run(pages: int = SMALL, queries: int = 120, seed: int = 7, dir: Path | None = None) -> dict:
+    if not 1 <= pages <= MAX_PAGES:
+        raise ValidationError(f"must be from 1 to {MAX_PAGES}", "--pages")
+    if not 100 <= queries <= 10_000:
+        raise ValidationError("must be from 100 to 10000", "--queries")
+    if dir is not None and dir.exists() and any(dir.iterdir()):
+        raise ValidationError(f"{dir} exists and is not empty", "--dir")
+    root = dir or Path(tempfile.mkdtemp(prefix="kbmem-scale-")) / "kb"
+    try:
+        return _run(root, pages, queries, seed)
+    finally:
+        if dir is None:
+            shutil.rmtree(root.parent, ignore_errors=True)
+
+
+def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
+    corpus = Corpus(seed)
+    kb = init_kb(root, with_history=False)
+    toolkit = Toolkit(kb, TENANT)
+    index = toolkit.index
+    small = min(SMALL, pages)
+    next_page = pages  # numbers of the extra pages committed one at a time
+    full_build: dict[str, float] = {}
+    sync_one: dict[str, float] = {}
+    sync_one_max: dict[str, float] = {}
+    intervals: dict[str, int] = {}
+
+    started = time.perf_counter()
+    commit_pages(kb, corpus, 0, small)
+    commit_seconds = time.perf_counter() - started
+    _say(f"committed {small} pages in {commit_seconds:.1f} s; full build at {small}")
+    seconds, count = time_full_build(index)
+    full_build[str(small)], intervals[str(small)] = round(seconds, 2), count
+    _say(f"full build at {small} pages: {count} intervals in {seconds:.1f} s")
+    times = time_one_page_syncs(kb, index, corpus, next_page, SYNC_REPEATS)
+    next_page += SYNC_REPEATS
+    sync_one[str(small)] = round(statistics.median(times), 3)
+    sync_one_max[str(small)] = round(max(times), 3)
+    _say(f"one-page sync at {small}: {[round(t, 3) for t in times]} s")
+
+    if pages > small:
+        started = time.perf_counter()
+        commit_pages(kb, corpus, small, pages)
+        commit_seconds += time.perf_counter() - started
+        _say(f"committed {pages} pages; full build at {pages}")
+        seconds, count = time_full_build(index)
+        full_build[str(pages)], intervals[str(pages)] = round(seconds, 2), count
+        _say(f"full build at {pages} pages: {count} intervals in {seconds:.1f} s")
+        times = time_one_page_syncs(kb, index, corpus, next_page, SYNC_REPEATS)
+        next_page += SYNC_REPEATS
+        sync_one[str(pages)] = round(statistics.median(times), 3)
+        sync_one_max[str(pages)] = round(max(times), 3)
+        _say(f"one-page sync at {pages}: {[round(t, 3) for t in times]} s")
+
+    # One edited page (its old intervals are deleted, the new ones added).
+    path = min(kb.list_files(f"tenants/{TENANT}/pages"))
+    data = kb.read_bytes(path)
+    edited = data.replace(b"\n### t2 |", b"\nAn added line.\n\n### t2 |", 1)
+    kb.commit_files({path: edited}, "Edit one page")
+    started = time.perf_counter()
+    report = index.sync()
+    sync_edit = time.perf_counter() - started
+    if report.mode != "incremental":
+        raise RuntimeError(f"expected an incremental sync, got {report}")
+
+    qs = Corpus(seed + 1).queries(n_queries)
+    # A search first checks whether HEAD moved and syncs: the first query after a commit.
+    kb.commit_files(dict([corpus.session_page(next_page)]), "Add one more page")
+    started = time.perf_counter()
+    toolkit.hybrid(qs[0], 10)
+    first_query_after_commit = (time.perf_counter() - started) * 1000
+    _say(f"timing {len(qs)} queries per tool")
+    query_ms = time_queries(toolkit, qs)
+    gen = index.current()
+    assert gen is not None
+    result = {
+        "pages": pages,
+        "intervals": intervals[str(pages)],
+        "commit_pages_s": round(commit_seconds, 2),
+        "full_build_s": full_build[str(pages)],
+        "full_build_s_by_pages": full_build,
+        "intervals_by_pages": intervals,
+        "embed_intervals_per_s": round(intervals[str(pages)] / full_build[str(pages)], 1),
+        "sync_one_page_s": sync_one,
+        "sync_one_page_max_s": sync_one_max,
+        "sync_one_edit_s": round(sync_edit, 3),
+        "first_hybrid_after_commit_ms": round(first_query_after_commit, 1),
+        "query_ms": query_ms,
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "index_bytes": tree_bytes(gen.path),
+        "kb": str(root),
+    }
+    return result
+
+
+def render(result: dict[str, Any]) -> str:
+    n = str(result["pages"])
+    lines = [
+        f"pages {result['pages']}  intervals {result['intervals']}  "
+        f"(committed in {result['commit_pages_s']} s)",
+        "full build: "
+        + ", ".join(f"{p} pages {s} s" for p, s in result["full_build_s_by_pages"].items())
+        + f"  ({result['embed_intervals_per_s']} intervals/s)",
+        "one-page sync (median of "
+        f"{SYNC_REPEATS}): "
+        + ", ".join(
+            f"{p} pages {s} s (max {result['sync_one_page_max_s'][p]})"
+            for p, s in result["sync_one_page_s"].items()
+        ),
+        f"one edited page at {n}: {result['sync_one_edit_s']} s;  first hybrid query after a "
+        f"commit: {result['first_hybrid_after_commit_ms']} ms",
+        f"{'query (ms)':<12}{'p50':>8}{'p95':>8}{'mean':>8}",
+    ]
+    for tool, row in result["query_ms"].items():
+        lines.append(f"{tool:<12}{row['p50']:>8}{row['p95']:>8}{row['mean']:>8}")
+    lines.append(
+        f"peak RSS {result['peak_rss_mb']} MB;  index on disk {result['index_bytes'] / 1e6:.1f} MB"
+    )
+    hybrid = result["query_ms"]["hybrid"]["p50"]
+    sync_n = result["sync_one_page_s"][n]
+    if result["pages"] >= 10_000:
+        lines.append(
+            f"targets at 10,000 pages: hybrid p50 {hybrid} ms (≤ 50: "
+            f"{'met' if hybrid <= 50 else 'MISSED'}), one-page sync {sync_n} s (≤ 1: "
+            f"{'met' if sync_n <= 1 else 'MISSED'})"
+        )
+    return "\n".join(lines)
