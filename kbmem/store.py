@@ -57,6 +57,16 @@ class CommitInfo:
     path: str | None = None  # the file's path in that commit (it may have been renamed since)
 
 
+def _remove_temp_files(path: Path) -> None:
+    """Delete the temp files that :func:`atomic_write` of ``path`` may have left behind when
+    its process was killed."""
+    with suppress(FileNotFoundError, NotADirectoryError):
+        for entry in os.scandir(path.parent):
+            if entry.name.startswith(f".{path.name}.") and entry.name.endswith(".tmp"):
+                with suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+
+
 def _current_umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
@@ -354,6 +364,7 @@ class KnowledgeBase:
         head = self.head()
         for relpath in paths:
             self._check_relpath(relpath)
+            _remove_temp_files(self.root / relpath)
             blob = self.blob_id(relpath, head) if head else None
             if blob is None:
                 with suppress(FileNotFoundError):
