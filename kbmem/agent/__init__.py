@@ -1,5 +1,10 @@
 """The chat agent: turns with tool calls and streamed replies, per-turn provenance, a journal
-and batch commits. Start at :class:`ChatSession`; events are in :mod:`kbmem.agent.events`."""
+and batch commits. Start at :class:`ChatSession`; events are in :mod:`kbmem.agent.events`.
+
+Importing the events or records stays light; ``ChatSession`` (which loads the researcher and
+its indexes) is imported on first use."""
+
+from typing import Any
 
 from .events import (
     AgentEvent,
@@ -13,7 +18,6 @@ from .events import (
     TurnStarted,
 )
 from .records import ContextItem, ToolCallRecord, TurnRecord
-from .session import ChatSession, check_chat_id, new_chat_id
 
 __all__ = [
     "AgentEvent",
@@ -29,6 +33,12 @@ __all__ = [
     "TurnFinished",
     "TurnRecord",
     "TurnStarted",
-    "check_chat_id",
-    "new_chat_id",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ChatSession":
+        from .session import ChatSession
+
+        return ChatSession
+    raise AttributeError(name)

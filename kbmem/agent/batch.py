@@ -27,13 +27,15 @@ from .provenance import committed_turn_numbers, read_turn, snapshot_files
 from .records import TurnRecord
 
 TRAILER = "Kbmem-Turns"
+CHAT_PREFIX = "chat-"  # session ids of memorized chats start with it
+CHAT_AGENT = "kbmem"  # the speaker of kbmem's answers in them
 LOCK_POLL_S = 0.5
 _TRAILER_LINE = re.compile(rf"^{TRAILER}: (\S+) (\d+)-(\d+)\s*$", re.M)
 
 
 def chat_session_id(chat_id: str) -> str:
     """The session id a chat is memorized under."""
-    return f"chat-{chat_id}"
+    return f"{CHAT_PREFIX}{chat_id}"
 
 
 @dataclass
@@ -78,7 +80,7 @@ def chat_session(tenant: str, chat_id: str, lines: list[ChatLine]) -> Session:
             SessionTurn(
                 f"a{line.turn}",
                 "assistant",
-                "kbmem",
+                CHAT_AGENT,
                 _stamp(line.finished_at),
                 line.answer,
                 {**meta, "status": line.status},

@@ -14,12 +14,18 @@ from ..pages import TURN_HEADER, unescape_line
 from ..research.offline import QUESTION_WORDS
 from ..research.types import BriefingContext, EvidenceItem
 from ..textutil import truncate_tokens
+from .batch import CHAT_AGENT, CHAT_PREFIX
 from .context import TurnContext
 from .records import ContextItem
 
 MAX_SENTENCES = 3
 MAX_SENTENCE_TOKENS = 60
 NOTHING = "Memory holds nothing on this question."
+ANSWER_HEAD = "From memory:"
+# A sentence must carry this share of the question's weight (rare words weigh more) to count.
+MIN_COVERAGE = 0.5
+PLACE_CREDIT = 0.5  # share of a term's weight when only the session or page name has it
+_CITED = re.compile(r"\s*\[[A-Za-z0-9][A-Za-z0-9._/-]*:L\d+-L\d+\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])")
 _HEADING = re.compile(r"^#{1,6}\s")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -80,7 +86,16 @@ def split_sentences(text: str) -> list[str]:
 
 
 def question_terms(question: str) -> list[str]:
-    return [t for t in analyze(question) if t not in QUESTION_WORDS]
+    """The question's content terms as the index spells them (question words dropped before
+    stemming, so that "was" does not survive as "wa")."""
+    words = [w for w in re.findall(r"[\w'’-]+", question) if w.lower() not in QUESTION_WORDS]
+    return analyze(" ".join(words))
+
+
+def _place_terms(item: EvidenceItem) -> set[str]:
+    """Terms of where a passage sits (session and page names): a sentence in the session
+    "datastore-decision" is about the datastore even when it does not say so."""
+    return set(analyze(re.sub(r"[-_/.]+", " ", f"{item.session_id} {item.page_id}")))
 
 
 class OfflineAgent:
@@ -127,30 +142,41 @@ class OfflineAgent:
                 )
             )
         missing = [q for q in briefing.open_questions if q.startswith("Not found in memory")]
-        text = "From memory:\n" + "\n".join(lines)
+        text = ANSWER_HEAD + "\n" + "\n".join(lines)
         if missing:
             text += "\n\n" + missing[0].rstrip(".") + "."
         self._stream(ctx, text)
 
     def select(self, ctx: TurnContext, briefing: BriefingContext) -> list[Sentence]:
         """The evidence sentences that best cover the question's content words, rarer words
-        counting more; at most one sentence per turn, in order of merit."""
+        counting more; at most one sentence per turn, in order of merit. Questions are never
+        answers, and kbmem's own earlier answers count less than the sources they quoted.
+        Empty when no sentence covers enough of the question (memory holds nothing on it)."""
         terms = question_terms(ctx.message)
         if not terms or not briefing.evidence:
             return []
         stats = ctx.tools.toolkit.term_stats(terms)
         total = max(1, stats.pop("__total__", 1))
         weight = {t: math.log(1 + total / (1 + stats.get(t, 0))) for t in terms}
+        whole = sum(weight.values())
         candidates: list[tuple[float, int, Sentence]] = []
         order = 0
         for rank, item in enumerate(briefing.evidence):
+            own_chat = item.session_id.startswith(CHAT_PREFIX)
+            place = _place_terms(item) & set(terms)
             for speaker, start, end, body in _units(item):
+                factor = 0.5 if own_chat and speaker == CHAT_AGENT else 1.0
                 for text in split_sentences("\n".join(body)):
-                    found = frozenset(analyze(text)) & set(terms)
                     order += 1
-                    if not found:
+                    text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
+                    if text.endswith("?") or not text:
                         continue
-                    score = sum(weight[t] for t in found) + 0.3 / (1 + rank)
+                    found = frozenset(analyze(text)) & set(terms)
+                    covered = sum(weight[t] for t in found)
+                    covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
+                    if covered < MIN_COVERAGE * whole:
+                        continue
+                    score = factor * covered + 0.3 / (1 + rank)
                     sentence = Sentence(
                         truncate_tokens(text, MAX_SENTENCE_TOKENS),
                         speaker,

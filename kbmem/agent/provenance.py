@@ -276,3 +276,198 @@ def committed_turn_numbers(
         if len(parts) == 4 and parts[3] == "context_pack.yaml" and parts[2].isdigit():
             out.setdefault(parts[1], set()).add(int(parts[2]))
     return {chat: sorted(turns) for chat, turns in sorted(out.items())}
+
+
+# -- listing and audit ------------------------------------------------------------------------
+
+
+def list_turns(kb: KnowledgeBase, tenant: str, chat_id: str | None = None) -> list[TurnSummary]:
+    """Every turn of the tenant's chats (or of one chat): committed ones from HEAD, and the
+    ones still waiting in the journal; oldest first."""
+    from .journal import journal_dir, read_journal
+
+    out: dict[tuple[str, int], TurnSummary] = {}
+    if kb.head() is not None:
+        for chat, numbers in committed_turn_numbers(kb, tenant, chat_id).items():
+            for n in numbers:
+                folder = turn_dir(tenant, chat, n)
+                try:
+                    pack = _load_yaml(kb.read_bytes(folder + "context_pack.yaml"), folder)
+                except (NotFound, ValidationError):
+                    continue
+                out[(chat, n)] = TurnSummary(
+                    chat,
+                    n,
+                    str(pack.get("question") or ""),
+                    str(pack.get("status") or ""),
+                    _epoch(pack.get("started_at")),
+                    True,
+                )
+    pattern = f"{check_segment(chat_id, 'chat_id')}.jsonl" if chat_id else "*.jsonl"
+    for path in sorted(journal_dir(kb).glob(pattern)):
+        state = read_journal(path)
+        for record in state.turns:
+            if record.tenant != tenant or (record.chat_id, record.turn) in out:
+                continue
+            out[(record.chat_id, record.turn)] = TurnSummary(
+                record.chat_id,
+                record.turn,
+                record.question,
+                record.status,
+                record.started_at,
+                record.turn in state.committed,
+            )
+    return sorted(out.values(), key=lambda s: (s.started_at, s.chat_id, s.turn))
+
+
+def parse_turn_id(text: str) -> tuple[str, int]:
+    """``<chat-id>/<n>`` → ``(chat id, n)``, validated."""
+    chat, sep, number = text.strip().rpartition("/")
+    if not sep or not chat:
+        raise ValidationError(f"{text!r} is not a turn; write it as <chat-id>/<n>", "TURN")
+    return check_segment(chat, "chat_id"), check_turn_number(number)
+
+
+def load_turn(kb: KnowledgeBase, tenant: str, chat_id: str, turn: int) -> tuple[TurnRecord, bool]:
+    """A turn from git, else from the journal; and whether it is committed."""
+    from .journal import journal_dir, read_journal
+
+    if kb.head() is not None:
+        try:
+            return read_turn(kb, tenant, chat_id, turn), True
+        except NotFound:
+            pass
+    state = read_journal(journal_dir(kb) / f"{check_segment(chat_id, 'chat_id')}.jsonl")
+    for record in state.turns:
+        if record.turn == turn and record.tenant == tenant:
+            return record, turn in state.committed
+    raise NotFound(f"no turn {chat_id}/{turn} in tenant {tenant!r}")
+
+
+@dataclass
+class ResolvedInterval:
+    """An interval of a turn's context, read at the commit it was retrieved from."""
+
+    item: ContextItem
+    text: str
+    error: str | None = None  # why it could not be read
+    changed_since: bool = False  # the page at HEAD differs from the version cited
+
+
+@dataclass
+class TurnAudit:
+    record: TurnRecord
+    committed: bool
+    recorded_in: str | None  # the commit that added the snapshot
+    intervals: list[ResolvedInterval]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "turn": self.record.turn_id,
+            "committed": self.committed,
+            "recorded_in": self.recorded_in,
+            "question": self.record.question,
+            "status": self.record.status,
+            "agent": self.record.agent,
+            "model": self.record.model,
+            "tool_calls": [
+                {k: v for k, v in c.to_dict().items() if k != "trace"}
+                for c in self.record.tool_calls
+            ],
+            "intervals": [
+                {
+                    **r.item.to_dict(),
+                    "text": r.text,
+                    "error": r.error,
+                    "changed_since": r.changed_since,
+                }
+                for r in self.intervals
+            ],
+            "answer": self.record.answer,
+        }
+
+
+def resolve_item(kb: KnowledgeBase, item: ContextItem) -> ResolvedInterval:
+    """The interval's lines exactly as they were at its commit."""
+    try:
+        raw = kb.read_bytes(item.path, item.commit or "HEAD")
+    except (NotFound, ValidationError) as exc:
+        return ResolvedInterval(item, "", str(exc))
+    lines = raw.decode("utf-8", "replace").split("\n")
+    if item.start < 1 or item.end < item.start or item.end > len(lines):
+        return ResolvedInterval(
+            item, "", f"lines {item.start}-{item.end} are outside the file ({len(lines)} lines)"
+        )
+    at_head = kb.blob_id(item.path) if kb.head() else None
+    cited_blob = item.blob or kb.blob_id(item.path, item.commit or "HEAD")
+    return ResolvedInterval(
+        item, "\n".join(lines[item.start - 1 : item.end]), None, at_head != cited_blob
+    )
+
+
+def audit_turn(kb: KnowledgeBase, tenant: str, chat_id: str, turn: int) -> TurnAudit:
+    """Everything ``kbmem audit`` shows for one turn."""
+    record, committed = load_turn(kb, tenant, chat_id, turn)
+    recorded_in = None
+    if committed and kb.head() is not None:
+        history = kb.log(turn_dir(tenant, chat_id, turn) + "answer.md")
+        recorded_in = history[-1].sha if history else None
+    return TurnAudit(record, committed, recorded_in, [resolve_item(kb, c) for c in record.context])
+
+
+def last_turn(kb: KnowledgeBase, tenant: str) -> tuple[str, int]:
+    turns = list_turns(kb, tenant)
+    if not turns:
+        raise NotFound(f"tenant {tenant!r} has no chat turns yet")
+    latest = max(turns, key=lambda s: (s.started_at, s.turn))
+    return latest.chat_id, latest.turn
+
+
+def render_audit(audit: TurnAudit) -> str:
+    r = audit.record
+    where = (
+        f"recorded in commit {audit.recorded_in[:10]}"
+        if audit.recorded_in
+        else "committed"
+        if audit.committed
+        else "journaled, not committed yet"
+    )
+    model = f" ({r.model})" if r.model else ""
+    out = [
+        f"Turn {r.turn_id} — tenant {r.tenant}, {r.agent} agent{model}, {r.status}, "
+        f"{iso(r.started_at)}, {r.duration_ms:.0f} ms; {where}",
+    ]
+    if r.error:
+        out.append(f"Error: {r.error}")
+    out += ["", "Question:", _indent(r.question), "", "Tools called:"]
+    if not r.tool_calls:
+        out.append("  none")
+    for n, call in enumerate(r.tool_calls, start=1):
+        args = json.dumps(call.arguments, ensure_ascii=False)
+        result = f"error: {call.error}" if call.error else f"{call.result_chars} chars"
+        out.append(
+            f"  {n}. {call.name} {args} [{call.origin}] {call.duration_ms:.0f} ms, {result}, "
+            f"{len(call.intervals)} interval(s)"
+        )
+    out += ["", "Intervals the answer rested on (read at their commits):"]
+    if not audit.intervals:
+        out.append("  none")
+    for res in audit.intervals:
+        item = res.item
+        flags = ["cited" if item.cited else "shown to the agent"]
+        if res.changed_since:
+            flags.append("page changed since")
+        out.append(
+            f"  {item.citation()} {item.path} @ {item.commit[:10] or 'HEAD'} "
+            f"({item.retriever}, score {item.score:.4f}; {', '.join(flags)})"
+        )
+        if res.error:
+            out.append(f"    ! {res.error}")
+        else:
+            out += [f"    | {line}" for line in res.text.split("\n")]
+    out += ["", "Answer:", _indent(r.answer)]
+    return "\n".join(out) + "\n"
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.split("\n"))

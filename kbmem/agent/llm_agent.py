@@ -1,0 +1,262 @@
+"""The LLM agent: any litellm model, with tool calling and a streamed reply.
+
+A turn runs in rounds. The first round asks the model for a ``research`` call (``tool_choice``
+names it, so the model writes the request; servers that constrain output to the tool's schema,
+like llama.cpp's, make even a small model manage it). Later rounds offer all four tools with
+``tool_choice=auto`` and stream the reply; a tool call mid-answer runs and the model goes on.
+
+Degradation, so that a model without tool calling still answers from memory: when the first
+round fails or comes back without a usable tool call, the agent runs ``research`` itself and
+asks the model to answer from the briefing. Invalid tool arguments go back to the model as the
+tool's result. A stream that dies keeps what came before, marked ``partial``; a model that
+fails before saying anything is replaced by the offline answer from the briefing, marked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import LLMError
+from ..llm import LLMConfig, stream_chat
+from ..textutil import count_tokens, truncate_tokens
+from .context import TurnContext
+from .offline import NOTHING, OfflineAgent
+from .tools import CITATION, TOOL_SCHEMAS, ToolResult, render_briefing
+
+MAX_ROUNDS = 4
+HISTORY_TURNS = 4
+HISTORY_TOKENS = 120
+ANSWER_TOKENS = 400
+PLAN_TOKENS = 120
+
+SYSTEM = """You are kbmem, an assistant with a memory of a team's past conversations and notes.
+Answer from memory, not from general knowledge. Tools: research(request) builds a cited
+briefing; search(query, tool, k) finds passages; read_page(id, start, end) reads a page;
+expand(interval, mode, pad) shows more around a citation. Cite every fact you take from memory
+with its citation exactly as given, like [page-id:L12-L18]. If memory holds nothing on the
+question, say so plainly. Be brief."""
+
+DEGRADED = """Memory research for the question below. Answer it from this briefing only, in a
+few sentences, citing facts with their citations exactly as given, like [page-id:L12-L18]. If
+the briefing holds nothing on the question, say that memory holds nothing on it.
+
+{briefing}"""
+
+
+@dataclass
+class RoundResult:
+    """What one streamed model call produced."""
+
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+class LLMAgent:
+    name = "llm"
+
+    def __init__(self, config: LLMConfig):
+        self.config = config
+        self.result_tokens = max(300, min(1800, config.max_prompt_tokens // 3))
+
+    # -- the turn ---------------------------------------------------------------------------
+
+    def run(self, ctx: TurnContext) -> None:
+        messages = self._messages(ctx)
+        briefing_result: ToolResult | None = None
+        first = self._round(ctx, messages, tool_choice=_force("research"), stream_text=False)
+        ctx.check_cancel()
+        if first.tool_calls:
+            ctx.note(f"The model asked for {len(first.tool_calls)} tool call(s).")
+            briefing_result = self._run_calls(ctx, messages, first)
+        if not any(call.error is None for call in ctx.tool_calls):
+            if first.tool_calls:
+                why = "its tool calls failed"
+            else:
+                why = first.error or "it answered without calling a tool"
+            ctx.notice(
+                f"The model did not research memory ({why}); kbmem researched the question "
+                "itself and asks the model to answer from the briefing.",
+                level="warning",
+            )
+            briefing_result = ctx.tools.call(
+                ctx, "research", {"request": ctx.message}, origin="agent"
+            )
+            ctx.check_cancel()
+            degraded = self._degraded_message(ctx, briefing_result)
+            if first.tool_calls:
+                messages.append(degraded)
+            else:
+                messages = [*messages[:-1], degraded]
+        for round_no in range(2, MAX_ROUNDS + 2):
+            last = round_no > MAX_ROUNDS
+            result = self._round(ctx, messages, tool_choice=None if last else "auto")
+            if result.error is not None:
+                self._stream_died(ctx, result, briefing_result)
+                break
+            if result.tool_calls and not last:
+                found = self._run_calls(ctx, messages, result)
+                briefing_result = found or briefing_result
+                continue
+            if not result.text.strip():
+                ctx.note("The model's answer was empty; answering offline from the briefing.")
+                self._offline_answer(ctx, briefing_result, "the model's answer was empty")
+            break
+        self._mark_cited(ctx)
+
+    # -- model calls ------------------------------------------------------------------------
+
+    def _round(
+        self,
+        ctx: TurnContext,
+        messages: list[dict[str, Any]],
+        tool_choice: str | dict[str, Any] | None,
+        stream_text: bool = True,
+    ) -> RoundResult:
+        """One streamed call. Text is streamed to the user as it comes (unless
+        ``stream_text`` is off); tool-call fragments are put together by their index."""
+        result = RoundResult()
+        calls: dict[int, dict[str, Any]] = {}
+        tools = TOOL_SCHEMAS if tool_choice is not None else None
+        stream = stream_chat(
+            self.config,
+            messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            max_tokens=PLAN_TOKENS if not stream_text else ANSWER_TOKENS,
+        )
+        try:
+            for chunk in stream:
+                ctx.check_cancel()
+                choices = getattr(chunk, "choices", None) or []
+                if not choices:
+                    continue
+                delta = choices[0].delta
+                text = getattr(delta, "content", None)
+                if text:
+                    result.text += text
+                    if stream_text:
+                        ctx.reply(text)
+                for call in getattr(delta, "tool_calls", None) or []:
+                    index = getattr(call, "index", None) or 0
+                    slot = calls.setdefault(index, {"id": "", "name": "", "arguments": ""})
+                    if getattr(call, "id", None):
+                        slot["id"] = call.id
+                    function = getattr(call, "function", None)
+                    if function is not None:
+                        if getattr(function, "name", None):
+                            slot["name"] = function.name
+                        if getattr(function, "arguments", None):
+                            slot["arguments"] += function.arguments
+        except LLMError as exc:
+            result.error = str(exc)
+        finally:
+            stream.close()
+        result.tool_calls = [calls[i] for i in sorted(calls) if calls[i]["name"]]
+        return result
+
+    def _run_calls(
+        self, ctx: TurnContext, messages: list[dict[str, Any]], result: RoundResult
+    ) -> ToolResult | None:
+        """Run the round's tool calls and add them and their results to the conversation;
+        returns the last research result, if any."""
+        assistant: dict[str, Any] = {"role": "assistant", "content": result.text or ""}
+        assistant["tool_calls"] = []
+        replies = []
+        found = None
+        for n, call in enumerate(result.tool_calls):
+            call_id = call["id"] or f"call_{ctx.turn}_{len(ctx.tool_calls) + 1}_{n}"
+            assistant["tool_calls"].append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": call["arguments"] or "{}"},
+                }
+            )
+            tool_result = ctx.tools.call(ctx, call["name"], call["arguments"], origin="model")
+            ctx.check_cancel()
+            if tool_result.briefing is not None:
+                found = tool_result
+            for item in tool_result.items:
+                ctx.add_context(item)
+            text = truncate_tokens(tool_result.text, self.result_tokens)
+            replies.append({"role": "tool", "tool_call_id": call_id, "content": text})
+            outcome = f"failed: {tool_result.error}" if tool_result.error else "ran"
+            ctx.note(f"Tool {call['name']} {outcome}.")
+        messages.append(assistant)
+        messages.extend(replies)
+        return found
+
+    # -- prompts ----------------------------------------------------------------------------
+
+    def _history(self, ctx: TurnContext) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for _turn, question, answer in ctx.history[-HISTORY_TURNS:]:
+            out.append({"role": "user", "content": truncate_tokens(question, HISTORY_TOKENS)})
+            out.append({"role": "assistant", "content": truncate_tokens(answer, HISTORY_TOKENS)})
+        return out
+
+    def _messages(self, ctx: TurnContext) -> list[dict[str, Any]]:
+        return [
+            {"role": "system", "content": SYSTEM},
+            *self._history(ctx),
+            {"role": "user", "content": ctx.message},
+        ]
+
+    def _degraded_message(self, ctx: TurnContext, research: ToolResult) -> dict[str, Any]:
+        """The question again, with the briefing the agent made for it."""
+        for item in research.items:
+            ctx.add_context(item)
+        if research.briefing is not None:
+            briefing = render_briefing(research.briefing, self.result_tokens)
+        else:
+            briefing = f"(research failed: {research.error})"
+        budget = self.config.max_prompt_tokens - count_tokens(SYSTEM) - ANSWER_TOKENS
+        content = truncate_tokens(DEGRADED.format(briefing=briefing), max(200, budget))
+        return {"role": "user", "content": content + f"\n\nQuestion: {ctx.message}"}
+
+    # -- failures ---------------------------------------------------------------------------
+
+    def _stream_died(
+        self, ctx: TurnContext, result: RoundResult, research: ToolResult | None
+    ) -> None:
+        error = f"the model's stream ended early: {result.error}"
+        if result.text.strip():
+            ctx.mark("partial", error)
+            return
+        self._offline_answer(ctx, research, error)
+        ctx.status, ctx.error = "partial", error
+
+    def _offline_answer(self, ctx: TurnContext, research: ToolResult | None, why: str) -> None:
+        """Answer as the offline agent would, from the briefing already made."""
+        if ctx.answer:
+            ctx.reply("\n\n")
+        if research is None or research.briefing is None:
+            ctx.reply(f"[{why}; no briefing to answer from]")
+            return
+        ctx.reply(f"[{why}; answering offline from the briefing]\n")
+        agent = OfflineAgent()
+        chosen = agent.select(ctx, research.briefing)
+        if not chosen:
+            ctx.reply(NOTHING)
+            return
+        for sentence in chosen:
+            who = f"{sentence.speaker}: " if sentence.speaker else ""
+            ctx.reply(
+                f"- {who}{sentence.text} "
+                f"[{sentence.item.page_id}:L{sentence.start}-L{sentence.end}]\n"
+            )
+
+    @staticmethod
+    def _mark_cited(ctx: TurnContext) -> None:
+        """Mark the context intervals that the answer's citations point into."""
+        for m in CITATION.finditer(ctx.answer):
+            page_id, start, end = m.group(1), int(m.group(2)), int(m.group(3))
+            for item in ctx.context:
+                if item.page_id == page_id and item.start <= end and start <= item.end:
+                    item.cited = True
+
+
+def _force(name: str) -> dict[str, Any]:
+    return {"type": "function", "function": {"name": name}}

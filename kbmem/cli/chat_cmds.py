@@ -1,0 +1,236 @@
+"""Chat and provenance commands: chat (the TUI, or a line-per-message script with --no-tui),
+turns, audit, and ask (one-shot research)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import KbmemError, ValidationError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "chat",
+        help="chat with the memory (the TUI; --no-tui reads one message per line from stdin)",
+    )
+    p.add_argument("--no-tui", action="store_true", help="no terminal UI: stdin in, stdout out")
+    p.add_argument("--model", help="litellm model for the LLM agent (default: $KBMEM_MODEL)")
+    p.add_argument("--chat", dest="chat_id", help="continue this chat (default: a new one)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="with --no-tui: print one JSON object per turn instead of the answer",
+    )
+    p.set_defaults(handler=cmd_chat)
+
+    p = sub.add_parser("turns", help="list chat turns (committed, and pending in the journal)")
+    p.add_argument("chat", nargs="?", help="only this chat")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_turns)
+
+    p = sub.add_parser("audit", help="what a turn's answer rested on, read at its commits")
+    p.add_argument("turn", nargs="?", help="<chat-id>/<n>")
+    p.add_argument("--last", action="store_true", help="the most recent turn")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_audit)
+
+    p = sub.add_parser("ask", help="one-shot research: a cited briefing for a request")
+    p.add_argument("request")
+    p.add_argument("--json", action="store_true", help="print the briefing as JSON")
+    p.add_argument("--engine", choices=("offline", "llm"), default=None)
+    p.add_argument("--model", help="litellm model for --engine llm")
+    p.add_argument("--max-pages", type=int, default=None)
+    p.add_argument("--depth", type=int, default=None, help="reflection depth")
+    p.add_argument("--trace", action="store_true", help="print the research steps to stderr")
+    p.set_defaults(handler=cmd_ask)
+
+
+# -- chat -----------------------------------------------------------------------------------
+
+
+def cmd_chat(ctx: Any, args: argparse.Namespace) -> int:
+    if not args.no_tui:
+        if args.json:
+            raise ValidationError("--json needs --no-tui", "--json")
+        try:
+            from tui.app import run_app
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.split(".")[0] in ("tui", "textual"):
+                print(
+                    f"kbmem: the terminal UI is not available ({exc.name} is missing); "
+                    "use 'kbmem chat --no-tui'",
+                    file=sys.stderr,
+                )
+                return 2
+            raise
+        run_app(kb=ctx.kb, tenant=ctx.tenant, model=args.model)
+        return 0
+    return _chat_lines(ctx, args)
+
+
+def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
+    from ..agent.events import AgentEvent, BatchCommitted, Notice, ReplyDelta
+    from ..agent.session import ChatSession
+
+    streaming = not args.json
+
+    def on_event(event: AgentEvent) -> None:
+        if isinstance(event, ReplyDelta) and streaming:
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+        elif isinstance(event, Notice):
+            print(f"kbmem: {event.message}", file=sys.stderr)
+        elif isinstance(event, BatchCommitted):
+            what = "recovered turns" if event.recovered else "turns"
+            print(
+                f"kbmem: committed chat {event.chat_id} {what} {event.first}-{event.last} "
+                f"({event.commit[:10]})",
+                file=sys.stderr,
+            )
+
+    chat = ChatSession(ctx.kb, ctx.tenant, args.model, args.chat_id, on_event=on_event)
+    print(f"kbmem: chat {chat.chat_id} ({chat.agent_name} agent)", file=sys.stderr)
+    try:
+        for line in sys.stdin:
+            message = line.strip()
+            if not message:
+                continue
+            record = chat.send(message, on_event)
+            if args.json:
+                print(
+                    json.dumps(
+                        {
+                            "chat_id": record.chat_id,
+                            "turn": record.turn,
+                            "status": record.status,
+                            "answer": record.answer,
+                            "citations": [c.citation() for c in record.context if c.cited],
+                            "error": record.error,
+                        },
+                        ensure_ascii=False,
+                    )
+                )
+            else:
+                print("\n")
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        print("\nkbmem: interrupted; committing the chat's turns", file=sys.stderr)
+        chat.close()
+        return 130
+    chat.close()
+    return 0
+
+
+# -- turns and audit ------------------------------------------------------------------------
+
+
+def cmd_turns(ctx: Any, args: argparse.Namespace) -> int:
+    from ..agent.provenance import iso, list_turns
+
+    turns = list_turns(ctx.kb, ctx.tenant, args.chat)
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "turn": t.turn_id,
+                        "chat_id": t.chat_id,
+                        "n": t.turn,
+                        "question": t.question,
+                        "status": t.status,
+                        "started_at": iso(t.started_at),
+                        "committed": t.committed,
+                    }
+                    for t in turns
+                ],
+                ensure_ascii=False,
+                indent=1,
+            )
+        )
+        return 0
+    if not turns:
+        print("no turns", file=sys.stderr)
+    for t in turns:
+        question = " ".join(t.question.split())
+        if len(question) > 80:
+            question = question[:77] + "..."
+        pending = "" if t.committed else "  (pending)"
+        print(f"{t.turn_id}\t{iso(t.started_at)[:19]}\t{t.status}\t{question}{pending}")
+    return 0
+
+
+def cmd_audit(ctx: Any, args: argparse.Namespace) -> int:
+    from ..agent.provenance import audit_turn, last_turn, parse_turn_id, render_audit
+
+    if args.last == bool(args.turn):
+        raise ValidationError("name a turn (<chat-id>/<n>) or give --last, not both", "TURN")
+    chat_id, turn = last_turn(ctx.kb, ctx.tenant) if args.last else parse_turn_id(args.turn)
+    audit = audit_turn(ctx.kb, ctx.tenant, chat_id, turn)
+    if args.json:
+        print(json.dumps(audit.to_dict(), ensure_ascii=False, indent=1))
+    else:
+        sys.stdout.write(render_audit(audit))
+    return 0
+
+
+# -- ask ------------------------------------------------------------------------------------
+
+
+def cmd_ask(ctx: Any, args: argparse.Namespace) -> int:
+    from ..research.researcher import Researcher
+
+    kb = ctx.kb
+    researcher = Researcher(kb, ctx.tenant)
+    engine = args.engine or kb.settings.section("research")["engine"]
+    if engine == "llm":
+        try:
+            from ..research.llm_engine import make_llm_engine
+        except ImportError as exc:
+            raise KbmemError(f"the LLM research engine is not available ({exc})") from exc
+        researcher.engine = make_llm_engine(kb.settings, args.model)(researcher)
+
+    def on_event(event: Any) -> None:
+        print(json.dumps(event.to_dict(), ensure_ascii=False), file=sys.stderr)
+
+    try:
+        briefing = researcher.research(
+            args.request,
+            max_pages=args.max_pages,
+            max_depth=args.depth,
+            on_event=on_event if args.trace else None,
+        )
+    finally:
+        researcher.close()
+    if args.json:
+        print(json.dumps(briefing.to_dict(), ensure_ascii=False, indent=1))
+        return 0
+    sys.stdout.write(render_briefing_text(briefing))
+    return 0
+
+
+def render_briefing_text(briefing: Any) -> str:
+    """A briefing for people: summary, facts, open questions, cited evidence."""
+    out = [f"Briefing: {briefing.request}", "", briefing.executive_summary]
+    if briefing.key_facts:
+        out += ["", "Key facts:"] + [f"  - {f}" for f in briefing.key_facts]
+    if briefing.open_questions:
+        out += ["", "Open questions:"] + [f"  - {q}" for q in briefing.open_questions]
+    out += ["", "Evidence:"]
+    if not briefing.evidence:
+        out.append("  none: memory holds nothing that matches this request")
+    for e in briefing.evidence:
+        out.append(
+            f"  {e.interval.citation()} @ {e.interval.commit[:10]} "
+            f"({e.retriever_type}, {e.relevance_score:.4f})"
+        )
+        out += [f"    | {line}" for line in e.excerpt.rstrip("\n").split("\n")]
+    out += [
+        "",
+        f"{briefing.tokens_used} tokens, {len(briefing.pages_used)} page(s), "
+        f"{briefing.reflection_steps} reflection step(s), engine {briefing.engine}"
+        + (", partial" if briefing.partial else ""),
+    ]
+    return "\n".join(out) + "\n"
