@@ -19,6 +19,7 @@ class ValidationError(KbmemError):
     def __init__(self, message: str, field: str | None = None):
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
+        self.problem = message
 
 
 class NotFound(KbmemError):

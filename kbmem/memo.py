@@ -19,6 +19,7 @@ from .sessions import Session
 from .textutil import truncate_tokens
 
 MAX_MEMO_CHARS = 400
+MAX_MEMO_SENTENCES = 5000  # sentences the offline memo reads at most
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]+|\d[\d:.,/-]*")
 STOPWORDS = frozenset(
@@ -193,12 +194,17 @@ class OfflineMemo:
         self.max_words = max_words
 
     def write(self, session: Session, memory: list[str]) -> Memo:
+        raw = [s for turn in session.turns for s in _SENTENCE.split(turn.text)]
+        if len(raw) > MAX_MEMO_SENTENCES:
+            # A huge session (a book, a 10 MB log) is read at evenly spread sentences, so the
+            # memo stays quick and deterministic; the pages still keep every byte.
+            step = len(raw) / MAX_MEMO_SENTENCES
+            raw = [raw[int(n * step)] for n in range(MAX_MEMO_SENTENCES)]
         candidates: list[tuple[int, str]] = []
-        for turn in session.turns:
-            for sentence in _SENTENCE.split(turn.text):
-                sentence = one_line(sentence)
-                if len(_WORD.findall(sentence)) >= 4:
-                    candidates.append((len(candidates), sentence))
+        for sentence in raw:
+            sentence = one_line(sentence)
+            if len(_WORD.findall(sentence)) >= 4:
+                candidates.append((len(candidates), sentence))
         words_per = [
             [w.lower() for w in _WORD.findall(s) if w.lower() not in STOPWORDS]
             for _, s in candidates

@@ -192,11 +192,21 @@ def _check_meta(meta: dict[str, Any], where: str) -> None:
             # People write `created_at: 2026-01-05` unquoted; YAML reads that as a date.
             meta[key] = value = value.isoformat()
         if key in _STR_FIELDS and not isinstance(value, str):
-            raise PageFormatError(f"{where}: field {key!r} must be text, got {value!r}")
+            raise PageFormatError(f"field {key!r} must be text, got {value!r}", where)
         if key in _LIST_FIELDS and not isinstance(value, list):
-            raise PageFormatError(f"{where}: field {key!r} must be a list, got {value!r}")
+            raise PageFormatError(f"field {key!r} must be a list, got {value!r}", where)
         if key in _INT_FIELDS and (isinstance(value, bool) or not isinstance(value, int)):
-            raise PageFormatError(f"{where}: field {key!r} must be an integer, got {value!r}")
+            raise PageFormatError(f"field {key!r} must be an integer, got {value!r}", where)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line saying what is wrong and where, in the file's own line numbers."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        # The YAML starts on the file's second line, after the opening '---'.
+        where = f"line {mark.line + 2}, column {mark.column + 1}"
+        return f"{exc.problem or exc.context or 'syntax error'} at {where}"
+    return " ".join(str(exc).split())
 
 
 def parse_page(text: str, where: str = "page") -> Page:
@@ -209,16 +219,18 @@ def parse_page(text: str, where: str = "page") -> Page:
         text += "\n"  # a page that is all front matter, without a final newline
         end = len(text) - len("\n---\n")
     if end < 0:
-        raise PageFormatError(f"{where}: front matter opened with '---' is never closed")
+        raise PageFormatError("front matter opened with '---' is never closed", where)
     raw = text[len(FRONT) : end + 1]
     try:
         meta = yaml.load(raw, Loader=Loader)
     except yaml.YAMLError as exc:
-        raise PageFormatError(f"{where}: front matter is not valid YAML ({exc})") from exc
+        raise PageFormatError(
+            f"front matter is not valid YAML ({_yaml_problem(exc)})", where
+        ) from exc
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
-        raise PageFormatError(f"{where}: front matter must be a mapping of fields")
+        raise PageFormatError("front matter must be a mapping of fields", where)
     _check_meta(meta, where)
     body = text[end + len("\n---\n") :]
     # Lines: the opening '---', the YAML, the closing '---'; the body starts after them.

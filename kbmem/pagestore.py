@@ -96,7 +96,7 @@ class PageStore:
             try:
                 self._record(page_id, path, blob, commit)
             except PageFormatError as exc:
-                problems.append((path, str(exc)))
+                problems.append((path, exc.problem))
         return problems
 
     def history(self, page_id: str) -> list[CommitInfo]:

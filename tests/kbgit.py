@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+LOCOMO = ROOT.parent / "shared" / "data" / "locomo"
 
 
 def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:

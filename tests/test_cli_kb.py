@@ -1,0 +1,428 @@
+"""The knowledge-base commands (init, ingest, pages, show, log) as a user runs them, and every
+kind of bad input: a clear error naming the field, a non-zero exit, and no commit behind."""
+
+from __future__ import annotations
+
+import json
+import logging
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from kbgit import LOCOMO, commit_count, fsck, git, head, kbmem, status, summit_session, write_json
+
+from kbmem.cli import main
+from kbmem.pagestore import PageStore
+from kbmem.store import KnowledgeBase
+
+PREFIX = "tenants/default/"
+TEXTS = [
+    "Maya: the Skerrick pilot goes live on Monday 26 January with a fee of 300 pounds.",
+    "Noted: owner Maya Lindqvist; Tobias writes the schema by 19 January.",
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """``kbmem ARGS`` in this process: (exit code, stdout, stderr)."""
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def kb(empty_kb: KnowledgeBase) -> Path:
+    return empty_kb.root
+
+
+# -- init ------------------------------------------------------------------------------------
+
+
+def test_init_creates_the_example_knowledge_base(tmp_path: Path) -> None:
+    target = tmp_path / "team-kb"
+    done = kbmem("init", str(target))
+    assert done.returncode == 0, done.stderr
+    assert "created knowledge base" in done.stdout
+    assert (target / "kbmem.yaml").exists() and (target / ".gitignore").exists()
+    assert commit_count(target) > 10
+    assert status(target) == ""
+    listing = kbmem("pages", env={"KBMEM_KB": str(target)}, cwd=tmp_path)
+    assert listing.returncode == 0, listing.stderr
+    pages = [line.split("\t")[0] for line in listing.stdout.splitlines()]
+    assert len([p for p in pages if p.endswith(".md")]) >= 3  # hand-written notes
+    assert len([p for p in pages if not p.endswith(".md")]) >= 8  # memorized sessions
+    # A second init on the same folder refuses and changes nothing.
+    before = head(target)
+    again = kbmem("init", str(target))
+    assert again.returncode == 2
+    assert "not empty" in again.stderr
+    assert head(target) == before
+
+
+def test_init_empty_and_a_missing_knowledge_base(tmp_path: Path, capsys) -> None:
+    code, out, _err = run(capsys, "init", "--empty", str(tmp_path / "kb"))
+    assert code == 0 and "created knowledge base" in out
+    assert commit_count(tmp_path / "kb") == 1
+    code, out, _err = run(capsys, "--kb", str(tmp_path / "kb"), "pages")
+    assert (code, out) == (0, "")
+    code, _out, err = run(capsys, "--kb", str(tmp_path / "nowhere"), "pages")
+    assert code == 3 and "not a kbmem knowledge base" in err
+
+
+# -- ingest: the accepted shapes -------------------------------------------------------------
+
+
+def test_ingest_summit_json_yaml_and_lists(kb: Path, tmp_path: Path, capsys) -> None:
+    one = write_json(tmp_path / "one.json", summit_session("kickoff", TEXTS, title="Kickoff"))
+    as_yaml = tmp_path / "two.yaml"
+    as_yaml.write_text(
+        textwrap.dedent(
+            """
+            tenantId: default
+            sessionId: review
+            agentId: team-assistant
+            title: Sprint review
+            classification: confidential
+            policyTags: [engineering, finance]
+            turns:
+              - role: user
+                content: "Oskar: staging is up; the budget is 4,200 pounds."
+                timestamp: 2026-01-21T10:00:00
+                metadata: {speaker: Oskar Brennan}
+              - role: assistant
+                content: |
+                  Recorded the budget.
+                  ### not | a | header
+                timestamp: 2026-01-21
+            """
+        ).lstrip()
+    )
+    many = write_json(
+        tmp_path / "many.json",
+        [summit_session(f"batch-{n}", [f"Batch item {n} decided by Ines."]) for n in range(2)],
+    )
+    code, out, err = run(capsys, "--kb", str(kb), "ingest", str(one), str(as_yaml), str(many))
+    assert code == 0, err
+    assert "4 session(s): 4 created" in out
+    store = PageStore(KnowledgeBase(kb), "default")
+    assert set(store.files()) == {"kickoff/1", "review/1", "batch-0/1", "batch-1/1"}
+    review = store.read("review/1").page
+    assert review.meta["classification"] == "confidential"
+    assert review.meta["policy_tags"] == ["engineering", "finance"]
+    assert review.meta["agent_id"] == "team-assistant"
+    turns = review.turns()
+    assert turns[0].speaker == "Oskar Brennan" and turns[0].timestamp == "2026-01-21T10:00:00"
+    assert turns[1].timestamp == "2026-01-21"
+    assert turns[1].text == "Recorded the budget.\n### not | a | header\n"
+    # The same files again: nothing new, no commit.
+    before = head(kb)
+    code, out, _err = run(capsys, "--kb", str(kb), "ingest", str(one), str(as_yaml), str(many))
+    assert code == 0 and "4 session(s): 4 unchanged" in out
+    assert head(kb) == before
+
+
+def test_ingest_without_a_session_id_is_still_idempotent(kb: Path, tmp_path: Path, capsys):
+    path = write_json(tmp_path / "s.json", summit_session(None, TEXTS, title="Kickoff: v1!"))
+    code, out, _err = run(capsys, "--kb", str(kb), "ingest", "--json", str(path))
+    assert code == 0
+    result = json.loads(out)
+    assert result["status"] == "created" and result["sessionId"].startswith("kickoff-v1-")
+    code, out, _err = run(capsys, "--kb", str(kb), "ingest", "--json", str(path))
+    assert json.loads(out)["status"] == "unchanged"
+
+
+def _locomo_slice(tmp_path: Path, sessions: int = 3) -> Path:
+    data = json.loads((LOCOMO / "conv-26.json").read_text())
+    part = {"speaker_a": data["speaker_a"], "speaker_b": data["speaker_b"]}
+    for n in range(1, sessions + 1):
+        part[f"session_{n}"] = data[f"session_{n}"]
+        part[f"session_{n}_date_time"] = data[f"session_{n}_date_time"]
+    return write_json(tmp_path / "conv-26.json", part)
+
+
+def test_ingest_a_locomo_conversation(kb: Path, tmp_path: Path, capsys) -> None:
+    path = _locomo_slice(tmp_path)
+    source = json.loads(path.read_text())
+    code, out, err = run(
+        capsys, "--kb", str(kb), "--tenant", "locomo", "ingest", "--json", str(path)
+    )
+    assert code == 0, err
+    results = [json.loads(line) for line in out.splitlines()]
+    assert [r["sessionId"] for r in results] == ["conv-26-s1", "conv-26-s2", "conv-26-s3"]
+    assert {r["tenantId"] for r in results} == {"locomo"}
+    store = PageStore(KnowledgeBase(kb), "locomo")
+    page = store.read("conv-26-s1/1").page
+    turns = page.turns()
+    raw = source["session_1"]
+    assert [t.id for t in turns] == [r["dia_id"] for r in raw]  # dia_id kept as the turn id
+    assert {t.timestamp for t in turns} == {"2023-05-08T13:56:00"}  # "1:56 pm on 8 May, 2023"
+    assert [t.speaker for t in turns] == [r["speaker"] for r in raw]
+    for turn, item in zip(turns, raw, strict=True):
+        expected = item["text"]
+        if item.get("blip_caption"):
+            expected += f"\n[shares an image: {item['blip_caption']}]"
+        assert turn.text == expected
+    assert page.meta["title"] == "Caroline and Melanie — session 1"
+    assert session_count(kb, "locomo") == 3
+    # Without --tenant a LoCoMo file goes to the knowledge base's default tenant.
+    code, _out, _err = run(capsys, "--kb", str(kb), "ingest", str(path))
+    assert code == 0 and session_count(kb, "default") == 3
+
+
+def session_count(kb: Path, tenant: str) -> int:
+    return len(KnowledgeBase(kb).list_files(f"tenants/{tenant}/sessions"))
+
+
+def test_a_10_mb_turn_is_stored_whole(kb: Path, tmp_path: Path, capsys) -> None:
+    line = "Ferry log: MV Corran Belle left Skerrick at 07:15 — naïve 東京 🚢 tab\tCR\r end."
+    text = "\n".join(f"{n:07d} {line}" for n in range(10 * 1024 * 1024 // len(line) + 1))
+    assert len(text.encode()) > 10 * 1024 * 1024
+    path = write_json(tmp_path / "big.json", summit_session("big", [text, "short reply"]))
+    code, _out, err = run(capsys, "--kb", str(kb), "ingest", str(path))
+    assert code == 0, err
+    stored = KnowledgeBase(kb).read_bytes(f"{PREFIX}pages/big/1.md").decode()
+    assert f"### t1 | Maya | 2026-04-01T10:00:00\n{text}\n\n" in stored  # byte for byte
+    assert PageStore(KnowledgeBase(kb), "default").read("big/1").page.turns()[0].text == text
+    code, out, _err = run(capsys, "--kb", str(kb), "show", "big/1")
+    assert code == 0 and out == stored
+
+
+# -- pages, show, log ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two_versions(kb: Path, tmp_path: Path, capsys) -> tuple[str, str]:
+    """kickoff/1 in two versions; returns (old commit, new commit)."""
+    path = write_json(tmp_path / "s.json", summit_session("kickoff", TEXTS, title="Kickoff"))
+    run(capsys, "--kb", str(kb), "ingest", str(path))
+    old = head(kb)
+    changed = [TEXTS[0], "Correction: the pilot goes live on Monday 2 February."]
+    write_json(path, summit_session("kickoff", changed, title="Kickoff"))
+    code, out, _err = run(capsys, "--kb", str(kb), "ingest", str(path))
+    assert code == 0 and "1 updated" in out
+    return old, head(kb)
+
+
+def test_pages_show_and_log(kb: Path, two_versions: tuple[str, str], capsys) -> None:
+    old, new = two_versions
+    code, out, _err = run(capsys, "--kb", str(kb), "pages")
+    assert code == 0
+    assert out == "kickoff/1\t2026-04-01\tKickoff\n"
+    code, out, err = run(capsys, "--kb", str(kb), "pages", "--check")
+    assert code == 0 and out == "" and "1 page(s), 0 with problems" in err
+
+    code, out, _err = run(capsys, "--kb", str(kb), "show", "kickoff/1")
+    assert code == 0 and out == git(kb, "show", f"HEAD:{PREFIX}pages/kickoff/1.md")
+    assert "Correction" in out
+    code, out, _err = run(capsys, "--kb", str(kb), "show", "kickoff/1", "--at", old)
+    assert code == 0 and out == git(kb, "show", f"{old}:{PREFIX}pages/kickoff/1.md")
+    assert "Tobias writes the schema" in out and "Correction" not in out
+    code, out_rel, _err = run(capsys, "--kb", str(kb), "show", "kickoff/1", "--at", "HEAD~1")
+    assert out_rel == out
+
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "kickoff/1")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2
+    assert lines[0].startswith(new[:10]) and lines[1].startswith(old[:10])
+    assert "Memorize session kickoff: Kickoff" in lines[0]
+    assert f"[{PREFIX}pages/kickoff/1.md]" in lines[0]
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "-n", "1", "kickoff/1")
+    assert out.splitlines() == lines[:1]
+    code, out, _err = run(capsys, "--kb", str(kb), "log")
+    assert code == 0 and len(out.splitlines()) == 3  # init + two ingests
+
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "kickoff/1", "--diff", old, new)
+    assert code == 0
+    assert "+Correction: the pilot goes live on Monday 2 February." in out
+    assert "-Noted: owner Maya Lindqvist; Tobias writes the schema by 19 January." in out
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "kickoff/1", "--diff", "HEAD~1", "HEAD")
+    assert "+Correction" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["show", "nope/1"], 3, "no page 'nope/1'"),
+        (["log", "nope/1"], 3, "no page 'nope/1'"),
+        (["show", "notes/none.md"], 3, "no page"),
+        (["show", "../x"], 2, "pageId"),
+        (["show", "notes/../../x.md"], 2, "pageId"),
+        (["log", "notes/../../x.md"], 2, "pageId"),
+        (["show", "/etc/passwd"], 2, "pageId"),
+        (["log", "../x"], 2, "pageId"),
+        (["show", "pages/kickoff/1.md"], 2, "not a page"),
+        (["show", "MEMORY.md"], 2, "not a page"),
+        (["show", "kickoff/0"], 2, "pageId"),
+        (["show", ""], 2, "pageId"),
+        (["show", "kickoff/1", "--at", "no-such-rev"], 3, "no such revision"),
+        (["show", "kickoff/1", "--at=--upload-pack=x"], 2, "not a revision"),
+        (["log", "kickoff/1", "--diff", "HEAD", "no-such-rev"], 3, "no such revision"),
+        (["log", "--diff", "HEAD~1", "HEAD"], 2, "PAGE"),
+        (["log", "-n", "0"], 2, "-n"),
+        (["--tenant", "../x", "pages"], 2, "tenantId"),
+        (["--tenant", "", "show", "kickoff/1"], 2, "tenantId"),
+        (["--tenant", "other", "show", "kickoff/1"], 3, "no page"),
+    ],
+)
+def test_bad_page_ids_and_revisions(
+    kb: Path, two_versions, capsys, args: list[str], code: int, message: str
+) -> None:
+    before = head(kb)
+    got, out, err = run(capsys, "--kb", str(kb), *args)
+    assert got == code
+    assert message in err and err.startswith("kbmem: error:")
+    assert "Traceback" not in err and out == ""
+    assert head(kb) == before
+
+
+def test_a_hand_edited_page_with_broken_front_matter(kb: Path, two_versions, capsys, caplog):
+    broken = kb / PREFIX / "notes" / "broken.md"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("---\ntitle: [never closed\nowner: Priya\n---\n# Broken\n")
+    (kb / PREFIX / "notes" / "fine.md").write_text("---\ntitle: Fine\n---\n# Fine\n")
+    git(kb, "add", f"{PREFIX}notes")
+    git(kb, "commit", "-q", "-m", "Add notes by hand")
+
+    code, out, err = run(capsys, "--kb", str(kb), "pages", "--check")
+    assert code == 1
+    assert out.startswith(f"{PREFIX}notes/broken.md: ")
+    assert out.splitlines() == [
+        f"{PREFIX}notes/broken.md: front matter is not valid YAML "
+        "(did not find expected ',' or ']' at line 3, column 6)"
+    ]
+    assert "3 page(s), 1 with problems" in err
+
+    # Listing skips it with a warning and lists the rest; so does every reader of pages.
+    listing = kbmem("--kb", str(kb), "pages")
+    assert listing.returncode == 0, listing.stderr
+    assert [line.split("\t")[0] for line in listing.stdout.splitlines()] == [
+        "kickoff/1",
+        "notes/fine.md",
+    ]
+    assert f"skipping {PREFIX}notes/broken.md" in listing.stderr
+    with caplog.at_level(logging.WARNING, logger="kbmem"):
+        records = list(PageStore(KnowledgeBase(kb), "default").iter_pages())
+    assert [r.page_id for r in records] == ["kickoff/1", "notes/fine.md"]
+    assert "broken.md" in caplog.text
+
+    code, out, err = run(capsys, "--kb", str(kb), "show", "notes/broken.md")
+    assert code == 2 and "not valid YAML" in err and "Traceback" not in err
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "notes/broken.md")
+    assert code == 0 and "Add notes by hand" in out
+    # kbmem keeps working around it.
+    path = write_json(kb.parent / "later.json", summit_session("later", TEXTS))
+    code, _out, err = run(capsys, "--kb", str(kb), "ingest", str(path))
+    assert code == 0, err
+
+
+# -- ingest: bad input -----------------------------------------------------------------------
+
+BAD_IDS = ["../x", "/abs", "", "a\x00b", "x" * 129, "a/b", "..", ".hidden", "new\nline"]
+
+
+def _bad_documents() -> list[tuple[str, str, str]]:
+    """(file name, file text, what the error must name)."""
+    good = summit_session("ok", TEXTS)
+    cases = [
+        ("bad.json", '{"tenantId": "default", "turns": [}', "malformed JSON at line 1"),
+        ("bad.json", "", "malformed JSON"),
+        ("bad.yaml", "tenantId: [default\nturns:\n  - role: user\n", "malformed YAML"),
+        ("bad.yml", "tenantId: default\n\tturns: []\n", "malformed YAML"),
+        ("bad.json", json.dumps({k: v for k, v in good.items() if k != "tenantId"}), "tenantId"),
+        ("bad.json", json.dumps({**good, "tenantId": None}), "tenantId: missing"),
+        ("bad.json", json.dumps({**good, "turns": []}), "turns: is empty"),
+        ("bad.json", json.dumps({k: v for k, v in good.items() if k != "turns"}), "turns: missing"),
+        ("bad.json", json.dumps({**good, "turns": "hello"}), "turns: must be a list"),
+        ("bad.json", json.dumps({**good, "turns": [{"role": "user"}]}), "turns[0].content"),
+        ("bad.json", json.dumps({**good, "turns": [{"content": "x"}]}), "turns[0].role"),
+        (
+            "bad.json",
+            json.dumps({**good, "turns": [{"role": "user", "content": 5}]}),
+            "turns[0].content: must be text",
+        ),
+        (
+            "bad.json",
+            json.dumps({**good, "turns": [{"role": "u", "content": "x", "timestamp": "soon"}]}),
+            "turns[0].timestamp",
+        ),
+        ("bad.json", json.dumps({**good, "turns": [{"role": "u", "content": "  "}]}), "turns"),
+        ("bad.json", json.dumps([good, {**good, "sessionId": "../x"}]), "[1]: sessionId"),
+        ("bad.json", json.dumps({**good, "agentId": "../agent"}), "agentId"),
+        ("bad.json", json.dumps({**good, "policyTags": "secret"}), "policyTags"),
+        ("bad.json", json.dumps(["not a session"]), "session"),
+        ("bad.json", json.dumps({**good, "tenantId": 7}), "tenantId: must be a string"),
+        ("bad.json", "\udcff", "not UTF-8"),
+    ]
+    cases += [("bad.json", json.dumps({**good, "sessionId": v}), "sessionId") for v in BAD_IDS]
+    cases += [("bad.json", json.dumps({**good, "tenantId": v}), "tenantId") for v in BAD_IDS]
+    return cases
+
+
+@pytest.mark.parametrize(("name", "text", "field"), _bad_documents())
+def test_bad_input_names_the_field_and_leaves_no_commit(
+    kb: Path, tmp_path: Path, capsys, name: str, text: str, field: str
+) -> None:
+    good = write_json(tmp_path / "good.json", summit_session("good-first", TEXTS))
+    bad = tmp_path / name
+    bad.write_bytes(text.encode("utf-8", "surrogateescape"))
+    before = head(kb)
+    code, out, err = run(capsys, "--kb", str(kb), "ingest", str(good), str(bad))
+    assert code == 2
+    assert err.startswith("kbmem: error:") and field in err, err
+    assert "Traceback" not in err and out == ""
+    assert head(kb) == before  # the good file before it was not committed either
+    assert status(kb) == ""
+
+
+@pytest.mark.parametrize("tenant", BAD_IDS)
+def test_bad_tenant_option_is_refused(kb: Path, tmp_path: Path, capsys, tenant: str) -> None:
+    no_tenant = write_json(tmp_path / "s.json", summit_session("s1", TEXTS, tenant=None))
+    with_tenant = write_json(tmp_path / "t.json", summit_session("s2", TEXTS))
+    locomo = _locomo_slice(tmp_path, 1)
+    before = head(kb)
+    for path in (no_tenant, with_tenant, locomo):
+        code, _out, err = run(capsys, "--kb", str(kb), "--tenant", tenant, "ingest", str(path))
+        assert code == 2 and "tenantId" in err, err
+    assert head(kb) == before
+
+
+def test_tenant_option_and_file_must_agree(kb: Path, tmp_path: Path, capsys) -> None:
+    path = write_json(tmp_path / "s.json", summit_session("s1", TEXTS, tenant="acme"))
+    code, _out, err = run(capsys, "--kb", str(kb), "--tenant", "other", "ingest", str(path))
+    assert code == 2 and "tenantId" in err and "'acme'" in err
+    no_tenant = write_json(tmp_path / "n.json", summit_session("s2", TEXTS, tenant=None))
+    code, _out, err = run(capsys, "--kb", str(kb), "--tenant", "acme", "ingest", str(no_tenant))
+    assert code == 0, err
+    assert session_count(kb, "acme") == 1
+
+
+def test_a_missing_input_file(kb: Path, tmp_path: Path, capsys) -> None:
+    code, _out, err = run(capsys, "--kb", str(kb), "ingest", str(tmp_path / "none.json"))
+    assert code == 2 and "none.json" in err and "cannot read" in err
+
+
+def test_a_session_over_the_documented_limit_leaves_no_commit(
+    kb: Path, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.setenv("KBMEM_MEMORIZER__MAX_SESSION_BYTES", "5000")
+    small = write_json(tmp_path / "small.json", summit_session("small", TEXTS))
+    big = write_json(tmp_path / "big.json", summit_session("big", ["x " * 3000]))
+    before = head(kb)
+    code, _out, err = run(capsys, "--kb", str(kb), "ingest", str(small), str(big))
+    assert code == 2
+    assert "memorizer.max_session_bytes" in err and "'big'" in err and "turns" in err
+    assert head(kb) == before
+    fsck(kb)
+
+
+def test_ingest_prints_a_progress_bar_only_on_a_terminal(kb: Path, tmp_path: Path) -> None:
+    path = write_json(
+        tmp_path / "many.json",
+        [summit_session(f"p{n}", [f"Progress item {n} for Ines."]) for n in range(3)],
+    )
+    done = kbmem("--kb", str(kb), "ingest", str(path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "3 session(s): 3 created\n"
+    assert done.stderr == ""  # not a TTY: tqdm stays quiet
+    saved = yaml.safe_load(KnowledgeBase(kb).read_bytes(f"{PREFIX}sessions/p0.yaml"))
+    assert saved["pages"] == ["p0/1"]
