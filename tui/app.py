@@ -5,6 +5,7 @@ command palette, help; slow work (embedding model, index, chat, git) in workers.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -13,6 +14,7 @@ from textual import on, work
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
@@ -92,6 +94,7 @@ class KbmemApp(App[None]):
         self.chat = ChatService(self.workspace, self._chat_event_from_thread, chat_id)
         self._records: dict[str, Any] = {}
         self._marks: set[str] = set()
+        self._last_toast: tuple[tuple[str, str], float] = (("", ""), 0.0)
         self.set_reactive(
             KbmemApp.status,
             Status(
@@ -124,6 +127,24 @@ class KbmemApp(App[None]):
             "embedder": "The embedding model failed to load",
         }.get(what, "Something failed")
         self.notify(error_text(error), title=title, severity="error", timeout=10, markup=False)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """A toast; the same toast twice within a few seconds shows once (one failure can
+        reach the UI both as a failed turn and as a failed worker)."""
+        now = time.monotonic()
+        key = (title, message)
+        if key == self._last_toast[0] and now - self._last_toast[1] < 3:
+            return
+        self._last_toast = (key, now)
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
@@ -363,4 +384,10 @@ class KbmemApp(App[None]):
 def run_app(kb: KnowledgeBase, tenant: str, model: str | None = None) -> None:
     """Open the TUI on ``kb`` for ``tenant``; ``model`` is a litellm model string (None: the
     settings' ``llm.model`` / ``KBMEM_MODEL``, and when that is empty the offline agent)."""
+    from . import bench
+
+    out = bench.requested()
+    if out is not None:
+        bench.run_bench(kb, tenant, model, out)
+        return
     KbmemApp(kb, tenant, model).run()

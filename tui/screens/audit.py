@@ -96,10 +96,10 @@ class AuditScreen(KbmemScreen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("a", "tab('answer')", "Answer"),
         Binding("i", "tab('intervals')", "Intervals"),
-        Binding("t", "tab('calls')", "Tool calls"),
+        Binding("t", "tab('calls')", "Calls"),
         Binding("r", "tab('reasoning')", "Reasoning"),
-        Binding("o", "open_interval", "Open page"),
-        Binding("c", "commit_now", "Commit now"),
+        Binding("o", "open_interval", "Open"),
+        Binding("c", "commit_now", "Commit"),
         Binding("f5", "reload", "Reload", show=False),
     ]
 
@@ -132,9 +132,13 @@ class AuditScreen(KbmemScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#turn-table", DataTable).add_columns(
-            "time", "question", "status", "#", "chat"
-        )
+        table = self.query_one("#turn-table", DataTable)
+        table.add_column(" ", key="where")
+        table.add_column("question", key="question")
+        table.add_column("status", key="status")
+        if self.kbmem.show_times:
+            table.add_column("time (UTC)", key="time")
+        table.add_column("turn", key="turn")
         self.load_turns()
 
     def on_screen_resume(self) -> None:
@@ -177,15 +181,15 @@ class AuditScreen(KbmemScreen):
         for turn_id in self.order:
             audited = found[turn_id]
             r = audited.record
-            status = r.status if audited.committed else f"{r.status}, pending"
-            table.add_row(
-                plain(self._time(r.started_at)),
-                plain(one_line(r.question, 48)),
-                plain(status, "" if r.status == "complete" else "yellow"),
-                plain(str(r.turn)),
-                plain(r.chat_id),
-                key=turn_id,
-            )
+            cells = [
+                plain("✓", "green") if audited.committed else plain("●", "yellow"),
+                plain(one_line(r.question, 28)),
+                plain(r.status, "" if r.status == "complete" else "bold yellow"),
+            ]
+            if self.kbmem.show_times:
+                cells.append(plain(self._time(r.started_at)))
+            cells.append(plain(turn_id))
+            table.add_row(*cells, key=turn_id)
         if not self.order:
             self.query_one("#turn-title", Static).update(
                 Text("No turns yet: ask something on the Chat screen (F2).", style="dim")
@@ -193,14 +197,17 @@ class AuditScreen(KbmemScreen):
             return
         target = keep if keep in found else self.order[0]
         table.move_cursor(row=self.order.index(target), animate=False)
-        if self.wanted or self.current is None or self.current.turn_id != target:
-            self.wanted = None
+        self.wanted = None
+        previous = self.current
+        if (
+            previous is None
+            or previous.turn_id != target
+            or previous.committed != found[target].committed
+        ):
             self.show_turn(found[target])
-        elif self.current is not None:
-            self.current = found[target]
 
     def _time(self, epoch: float) -> str:
-        if not self.kbmem.show_times or not epoch:
+        if not epoch:
             return ""
         return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M")
 
@@ -290,7 +297,7 @@ class AuditScreen(KbmemScreen):
     async def _show_details(
         self, audited: AuditedTurn, resolved: list[ResolvedInterval], reasoning: str
     ) -> None:
-        if self.current is not audited:
+        if self.current is None or self.current.turn_id != audited.turn_id:
             return
         items = self.query_one("#interval-list", ListView)
         await items.clear()

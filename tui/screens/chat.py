@@ -30,7 +30,7 @@ from .base import KbmemScreen
 from .interval import IntervalScreen
 from .prompt import ChoiceScreen
 
-EXCERPT_CHARS = 160
+EXCERPT_CHARS = 90
 
 
 class ChatScreen(KbmemScreen):
@@ -234,7 +234,11 @@ class ChatScreen(KbmemScreen):
             )
             if reply is not None:
                 reply.remember_intervals(event.intervals)
-            if event.intervals and not event.error:
+            if event.error:
+                self.notify(
+                    event.error, title=f"{event.name} failed", severity="warning", markup=False
+                )
+            elif event.intervals:
                 self.read_excerpts(event.call_id, event.intervals)
             self.kbmem.set_status(busy="answering…")
         elif kind == "reply_delta":
@@ -254,6 +258,13 @@ class ChatScreen(KbmemScreen):
                     self.kbmem.show_times,
                 )
                 await reply.finish(event.status, event.answer, error=event.error, foot=foot)
+            if event.status == "failed":
+                self.notify(
+                    event.error or "unknown error",
+                    title="The turn failed",
+                    severity="error",
+                    markup=False,
+                )
                 self.query_one("#chat-log", FollowScroll).follow()
             self.kbmem.chat_event(event)
         elif kind in ("batch_committed", "notice"):

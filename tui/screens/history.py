@@ -67,9 +67,9 @@ class HistoryScreen(KbmemScreen):
         Binding("p", "tab('page')", "Page"),
         Binding("s", "tab('source')", "Source"),
         Binding("v", "tab('versions')", "Versions"),
-        Binding("m", "mark", "Mark base"),
+        Binding("m", "mark", "Mark"),
         Binding("d", "diff", "Diff"),
-        Binding("g", "goto", "At commit…"),
+        Binding("g", "goto", "At rev"),
         Binding("f5", "reload", "Reload", show=False),
     ]
 
