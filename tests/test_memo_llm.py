@@ -1,0 +1,148 @@
+"""The llm memo engine against a real llama.cpp server running SmolLM2, its checks, and its
+fallback to the offline memo when the model answers badly or not at all."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kbgit import git, kbmem, summit_session, write_json
+
+from kbmem.cli import main
+from kbmem.errors import ValidationError
+from kbmem.llm import LLMConfig
+from kbmem.local_llm import LocalLLMServer, free_port
+from kbmem.memo import MAX_MEMO_CHARS, LLMMemo, OfflineMemo, memo_engine
+from kbmem.memorizer import read_memory
+from kbmem.pagestore import PageStore
+from kbmem.sessions import Session, session_from_mapping
+from kbmem.store import KnowledgeBase
+
+# One small session for every model call here: the server reuses the prompt it has already
+# read, so only the first test pays for reading it.
+SESSION = summit_session(
+    "pilot",
+    [
+        "Maya: the Skerrick pilot goes live on Monday 26 January, 300 pounds a month.",
+        "Noted: Skerrick Island Ferries pilot, live 26 January, fee 300 pounds, owner Maya.",
+    ],
+    title="Pilot",
+    day="2026-01-05",
+)
+
+
+@pytest.fixture
+def session() -> Session:
+    return session_from_mapping(SESSION)
+
+
+def _config(server: LocalLLMServer, **changes: object) -> LLMConfig:
+    config = LLMConfig(model=server.model, api_base=server.api_base, timeout_s=60, retries=1)
+    for name, value in changes.items():
+        setattr(config, name, value)
+    return config
+
+
+def test_the_model_writes_a_checked_memo(llm_server: LocalLLMServer, session: Session) -> None:
+    memo = LLMMemo(_config(llm_server)).write(session, [])
+    assert memo.engine == "llm", memo.fallback_reason
+    assert memo.fallback_reason == ""
+    head = "2026-01-05 · Maya, Assistant: "
+    assert memo.text.startswith(head)
+    answer = memo.text[len(head) :]
+    assert LLMMemo.check(answer, session) == ""  # the answer passed the engine's own check
+    assert len(answer) <= MAX_MEMO_CHARS and "\n" not in answer
+    assert answer != OfflineMemo().write(session, []).text[len(head) :]
+
+
+def test_a_useless_answer_falls_back_to_the_offline_memo(
+    llm_server: LocalLLMServer, session: Session
+) -> None:
+    # Two tokens is all the model may say: a real answer, and too short to be a memo.
+    memo = LLMMemo(_config(llm_server), max_tokens=2).write(session, [])
+    assert memo.engine == "offline"
+    assert memo.fallback_reason.startswith("llm memo unusable (too short")
+    assert memo.fallback_reason.endswith("used the offline memo")
+    assert memo.text == OfflineMemo().write(session, []).text
+
+
+def test_an_unreachable_model_falls_back_with_the_reason(session: Session) -> None:
+    dead = LLMConfig(
+        model="openai/smollm2",
+        api_base=f"http://127.0.0.1:{free_port()}/v1",
+        timeout_s=10,
+        retries=1,
+    )
+    memo = LLMMemo(dead).write(session, [])
+    assert memo.engine == "offline"
+    assert "openai/smollm2" in memo.fallback_reason
+    assert "Connection" in memo.fallback_reason
+    assert memo.text == OfflineMemo().write(session, []).text
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        ("", "empty answer"),
+        ("   \n  ", "empty answer"),
+        ("Skerrick pilot.", "too short"),
+        ('{"memo": "Skerrick pilot goes live on 26 January"}', "structured data"),
+        ("[Skerrick pilot goes live on 26 January]", "structured data"),
+        ("Quarterly revenue forecasts for widgets improved slightly overall.", "not grounded"),
+        ("Skerrick " * 60, "too long"),
+    ],
+)
+def test_the_check_rejects_unusable_answers(session: Session, answer: str, problem: str) -> None:
+    assert problem in LLMMemo.check(answer, session)
+
+
+def test_the_check_accepts_a_grounded_line(session: Session) -> None:
+    answer = '"Skerrick Island Ferries pilot starts 26 January at 300 pounds a month."'
+    assert LLMMemo.check(answer, session) == ""
+
+
+def test_settings_choose_the_engine(empty_kb: KnowledgeBase) -> None:
+    settings = empty_kb.settings
+    assert isinstance(memo_engine(settings), OfflineMemo)
+    assert isinstance(memo_engine(settings, "openai/smollm2"), LLMMemo)
+    settings.data["memorizer"]["memo_engine"] = "llm"
+    with pytest.raises(ValidationError, match=r"llm\.model"):
+        memo_engine(settings)
+
+
+def test_kbmem_ingest_with_a_local_model_end_to_end(
+    llm_server: LocalLLMServer, empty_kb: KnowledgeBase, tmp_path: Path
+) -> None:
+    path = write_json(tmp_path / "pilot.json", SESSION)
+    env = {"KBMEM_API_BASE": llm_server.api_base, "KBMEM_LLM__RETRIES": "1"}
+    done = kbmem(
+        "--kb", str(empty_kb.root), "ingest", "--model", "openai/smollm2", "--json", str(path),
+        env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["status"] == "created"
+    assert result["memoNote"] == ""  # the model's memo was used, not the fallback
+    offline = OfflineMemo().write(session_from_mapping(SESSION), []).text
+    assert result["memo"] != offline
+    page = PageStore(empty_kb, "default").read("pilot/1").page
+    assert page.meta["memo"] == result["memo"]
+    assert read_memory(empty_kb, "default") == [("2026-01-05", "pilot", result["memo"])]
+    assert git(empty_kb.root, "log", "-1", "--format=%(trailers:key=Kbmem-Session,valueonly)")
+
+
+def test_kbmem_ingest_notes_the_fallback_when_the_model_is_unreachable(
+    empty_kb: KnowledgeBase, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    path = write_json(tmp_path / "pilot.json", SESSION)
+    monkeypatch.setenv("KBMEM_API_BASE", f"http://127.0.0.1:{free_port()}/v1")
+    monkeypatch.setenv("KBMEM_LLM__TIMEOUT_S", "10")
+    code = main(["--kb", str(empty_kb.root), "ingest", "--model", "openai/smollm2", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out == "1 session(s): 1 created\n"
+    assert "note: pilot: llm memo unusable (openai/smollm2: " in err
+    assert "used the offline memo" in err
+    page = PageStore(empty_kb, "default").read("pilot/1").page
+    assert page.meta["memo"] == OfflineMemo().write(session_from_mapping(SESSION), []).text
