@@ -23,7 +23,9 @@ MAX_SENTENCE_TOKENS = 60
 NOTHING = "Memory holds nothing on this question."
 ANSWER_HEAD = "From memory:"
 # A sentence must carry this share of the question's weight (rare words weigh more) to count.
-MIN_COVERAGE = 0.5
+MIN_COVERAGE = 0.3
+# Words that shape a question ("how much", "how long") without saying what it is about.
+MODIFIERS = frozenset(["much", "many", "long", "often", "far", "old", "take", "place", "happen"])
 PLACE_CREDIT = 0.5  # share of a term's weight when only the session or page name has it
 _CITED = re.compile(r"\s*\[[A-Za-z0-9][A-Za-z0-9._/-]*:L\d+-L\d+\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])")
@@ -89,7 +91,7 @@ def question_terms(question: str) -> list[str]:
     """The question's content terms as the index spells them (question words dropped before
     stemming, so that "was" does not survive as "wa")."""
     words = [w for w in re.findall(r"[\w'’-]+", question) if w.lower() not in QUESTION_WORDS]
-    return analyze(" ".join(words))
+    return analyze(" ".join(w for w in words if w.lower() not in MODIFIERS))
 
 
 def _place_terms(item: EvidenceItem) -> set[str]:
@@ -116,8 +118,10 @@ class OfflineAgent:
         )
         chosen = self.select(ctx, briefing)
         if not chosen:
-            ctx.note("No evidence sentence shares a content word with the question.")
-            self._stream(ctx, NOTHING)
+            ctx.note("No evidence sentence covers enough of the question's content words.")
+            unknown = self.unknown_words(ctx)
+            extra = f" It never mentions: {', '.join(unknown)}." if unknown else ""
+            self._stream(ctx, NOTHING + extra)
             return
         lines = []
         for sentence in chosen:
@@ -141,11 +145,23 @@ class OfflineAgent:
                     cited=True,
                 )
             )
-        missing = [q for q in briefing.open_questions if q.startswith("Not found in memory")]
         text = ANSWER_HEAD + "\n" + "\n".join(lines)
-        if missing:
-            text += "\n\n" + missing[0].rstrip(".") + "."
+        unknown = self.unknown_words(ctx)
+        if unknown:
+            text += f"\n\nMemory never mentions: {', '.join(unknown)}."
         self._stream(ctx, text)
+
+    @staticmethod
+    def unknown_words(ctx: TurnContext) -> list[str]:
+        """The question's content words that no interval of memory contains."""
+        words = [w for w in re.findall(r"[\w'’-]+", ctx.message) if w.lower() not in MODIFIERS]
+        words = [w for w in words if w.lower() not in QUESTION_WORDS]
+        terms = {w: analyze(w) for w in words}
+        flat = sorted({t for ts in terms.values() for t in ts})
+        if not flat:
+            return []
+        stats = ctx.tools.toolkit.term_stats(flat)
+        return [w for w, ts in terms.items() if ts and all(stats.get(t, 0) == 0 for t in ts)]
 
     def select(self, ctx: TurnContext, briefing: BriefingContext) -> list[Sentence]:
         """The evidence sentences that best cover the question's content words, rarer words
@@ -157,7 +173,11 @@ class OfflineAgent:
             return []
         stats = ctx.tools.toolkit.term_stats(terms)
         total = max(1, stats.pop("__total__", 1))
-        weight = {t: math.log(1 + total / (1 + stats.get(t, 0))) for t in terms}
+        # Words memory never uses cannot be covered: they are reported, not weighed.
+        terms = [t for t in terms if stats.get(t, 0) > 0]
+        if not terms:
+            return []
+        weight = {t: math.log(1 + total / (1 + stats[t])) for t in terms}
         whole = sum(weight.values())
         candidates: list[tuple[float, int, Sentence]] = []
         order = 0
