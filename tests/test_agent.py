@@ -1,0 +1,404 @@
+"""The chat agent on a real knowledge base with real indexes and real git: offline turns,
+batch commits with trailers, the journal across a SIGKILL, a writer holding the lock,
+cancellation, tool-argument errors, and a chat's content found again by a later chat."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from kbgit import ROOT, git, head
+
+from kbmem.agent.batch import committed_turns
+from kbmem.agent.context import TurnContext
+from kbmem.agent.events import (
+    AgentEvent,
+    BatchCommitted,
+    Notice,
+    ReplyDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnFinished,
+    TurnStarted,
+)
+from kbmem.agent.journal import journal_dir, read_journal
+from kbmem.agent.offline import NOTHING
+from kbmem.agent.provenance import SNAPSHOT_FILES, turn_dir
+from kbmem.agent.session import ChatSession
+from kbmem.errors import ValidationError
+from kbmem.index import TenantIndex
+from kbmem.store import KnowledgeBase
+
+TENANT = "default"
+QUESTIONS = [
+    "Who is Femi Adeyemi's onboarding buddy?",
+    "Which recruitment agency did the team use for the backend engineer hire?",
+    "When did the duplicate-sailings incident at Calloway Sound Lines happen?",
+    "What is Ferrylog's public launch date?",
+    "What is the team's monthly AWS budget?",
+    "In which city will the team's April offsite take place?",
+]
+
+
+# -- fixtures shared with test_provenance.py and test_audit_cli.py ---------------------------
+
+
+@pytest.fixture(scope="session")
+def indexed_master(example_kb_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example knowledge base with its index built once (copy before writing)."""
+    target = tmp_path_factory.mktemp("indexed") / "kb"
+    shutil.copytree(example_kb_master, target, symlinks=True)
+    TenantIndex(KnowledgeBase(target), TENANT).sync()
+    return target
+
+
+@pytest.fixture
+def kb(indexed_master: Path, tmp_path: Path) -> KnowledgeBase:
+    """A private, writable, already indexed copy of the example knowledge base."""
+    target = tmp_path / "kb"
+    shutil.copytree(indexed_master, target, symlinks=True)
+    return KnowledgeBase(target)
+
+
+def trailers_of(root: Path, chat_id: str) -> list[str]:
+    """The ``Kbmem-Turns`` trailer values of every commit, oldest first."""
+    out = git(root, "log", "--reverse", "--format=%(trailers:key=Kbmem-Turns,valueonly)")
+    return [line for line in out.splitlines() if line.startswith(chat_id + " ")]
+
+
+def run_script(kb_root: Path, body: str) -> subprocess.Popen[str]:
+    """Run Python code in a child process with ``kb`` opened at ``kb_root``."""
+    code = textwrap.dedent(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from kbmem.store import KnowledgeBase
+        from kbmem.agent.session import ChatSession
+        kb = KnowledgeBase(Path({str(kb_root)!r}))
+        """
+    ) + textwrap.dedent(body)
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_line(proc: subprocess.Popen[str], expected: str, timeout: float = 300) -> None:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if line.strip() == expected:
+            return
+        if not line and proc.poll() is not None:
+            raise AssertionError(f"child exited early: {proc.stderr.read() if proc.stderr else ''}")
+    raise AssertionError(f"child never printed {expected!r}")
+
+
+# -- turns and batches ---------------------------------------------------------------------
+
+
+def test_twelve_offline_turns_make_three_batch_commits_with_snapshots(kb: KnowledgeBase) -> None:
+    events: list[AgentEvent] = []
+    chat = ChatSession(kb, TENANT, on_event=events.append)
+    assert chat.agent_name == "offline" and chat.batch_turns == 5
+    start = head(kb.root)
+    records = []
+    for n in range(12):
+        records.append(chat.send(QUESTIONS[n % len(QUESTIONS)], on_event=events.append))
+        if n == 6:
+            assert chat.pending_turns == [6, 7]
+    assert chat.pending_turns == [11, 12]
+    chat.close()
+    assert chat.pending_turns == []
+
+    assert trailers_of(kb.root, chat.chat_id) == [
+        f"{chat.chat_id} 1-5",
+        f"{chat.chat_id} 6-10",
+        f"{chat.chat_id} 11-12",
+    ]
+    new_commits = git(kb.root, "rev-list", f"{start}..HEAD").split()
+    assert len(new_commits) == 3
+    last = git(kb.root, "log", "-1", "--format=%B")
+    assert f"Kbmem-Session: chat-{chat.chat_id}" in last and "Kbmem-Tenant: default" in last
+    # Every snapshot file of every turn, and nothing else changed but the chat's memory.
+    files = kb.list_files(f"tenants/{TENANT}/turns/{chat.chat_id}")
+    for n in range(1, 13):
+        for name in SNAPSHOT_FILES:
+            assert turn_dir(TENANT, chat.chat_id, n) + name in files
+    changed = set(git(kb.root, "diff", "--name-only", start, "HEAD").split())
+    pages = {p for p in changed if p.startswith(f"tenants/{TENANT}/pages/chat-{chat.chat_id}/")}
+    assert changed - set(files) - pages == {
+        f"tenants/{TENANT}/MEMORY.md",
+        f"tenants/{TENANT}/sessions/chat-{chat.chat_id}.yaml",
+    }
+    text = "".join(kb.read_bytes(p).decode() for p in sorted(pages))
+    assert "### q1 | user |" in text and "### a12 | kbmem |" in text
+    assert git(kb.root, "status", "--porcelain") == ""
+    assert not (journal_dir(kb) / f"{chat.chat_id}.jsonl").exists()
+
+    # Events: each turn starts, streams exactly its answer, and finishes; three batches.
+    for record in records:
+        mine = [e for e in events if e.turn == record.turn and e.chat_id == chat.chat_id]
+        assert isinstance(mine[0], TurnStarted) and isinstance(mine[-1], TurnFinished)
+        streamed = "".join(e.text for e in mine if isinstance(e, ReplyDelta))
+        assert streamed == record.answer and record.status == "complete"
+        assert sum(isinstance(e, ReplyDelta) for e in mine) > 1  # streamed in pieces
+        assert [e.name for e in mine if isinstance(e, ToolCallStarted)] == ["research"]
+        json.dumps([e.to_dict() for e in mine])  # every event is JSON-serialisable
+    batches = [e for e in events if isinstance(e, BatchCommitted)]
+    assert [(b.first, b.last) for b in batches] == [(1, 5), (6, 10), (11, 12)]
+    assert batches[-1].commit == head(kb.root)
+
+
+def test_offline_answer_quotes_and_cites_the_evidence(kb: KnowledgeBase) -> None:
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send("Who is Femi Adeyemi's onboarding buddy?")
+    assert "Tobias Ferrante" in record.answer
+    cited = [c for c in record.context if c.cited]
+    assert cited and all(c.citation() in record.answer for c in cited)
+    for item in cited:
+        lines = kb.read_bytes(item.path, item.commit).decode().split("\n")
+        text = "\n".join(lines[item.start - 1 : item.end])
+        assert text.startswith("### ") or item.page_id.startswith("notes/")
+        assert item.retriever and item.score > 0 and len(item.commit) == 40
+
+
+def test_offline_says_plainly_when_memory_holds_nothing(kb: KnowledgeBase) -> None:
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send("What is the airspeed of an unladen swallow?")
+    assert record.answer.startswith(NOTHING)
+    assert "airspeed" in record.answer and record.context == []
+    assert record.tool_calls[0].name == "research" and record.tool_calls[0].error is None
+
+
+def test_a_later_chat_finds_what_an_earlier_chat_said(kb: KnowledgeBase) -> None:
+    fact = "Remember this: the spare wheelhouse key is kept in the blue biscuit tin."
+    with ChatSession(kb, TENANT) as first:
+        first.send(fact)
+    with ChatSession(kb, TENANT) as second:
+        record = second.send("Where is the spare wheelhouse key kept?")
+    assert "blue biscuit tin" in record.answer
+    assert any(c.page_id == f"chat-{first.chat_id}/1" and c.cited for c in record.context)
+
+
+def test_a_chat_can_be_continued_by_its_id(kb: KnowledgeBase) -> None:
+    with ChatSession(kb, TENANT, batch_turns=2) as chat:
+        chat.send(QUESTIONS[0])
+        chat.send(QUESTIONS[1])
+        chat.send(QUESTIONS[2])
+    with ChatSession(kb, TENANT, chat_id=chat.chat_id) as again:
+        assert [h[0] for h in again.history] == [1, 2, 3]
+        assert again.send(QUESTIONS[3]).turn == 4
+    assert trailers_of(kb.root, chat.chat_id)[-1] == f"{chat.chat_id} 4-4"
+    with pytest.raises(ValidationError, match="chat_id"):
+        ChatSession(kb, TENANT, chat_id="../escape")
+
+
+# -- failures ------------------------------------------------------------------------------
+
+
+def test_cancel_journals_the_turn_as_interrupted(kb: KnowledgeBase) -> None:
+    chat = ChatSession(kb, TENANT)
+
+    def cancel_on_first_delta(event: AgentEvent) -> None:
+        if isinstance(event, ReplyDelta):
+            chat.cancel()
+
+    record = chat.send(QUESTIONS[0], on_event=cancel_on_first_delta)
+    assert record.status == "interrupted" and "[interrupted" in record.answer
+    journaled = read_journal(journal_dir(kb) / f"{chat.chat_id}.jsonl").turns
+    assert [(r.turn, r.status) for r in journaled] == [(1, "interrupted")]
+    assert chat.send(QUESTIONS[1]).status == "complete"  # the next turn is not cancelled
+    chat.close()
+    answer = kb.read_bytes(turn_dir(TENANT, chat.chat_id, 1) + "answer.md").decode()
+    assert answer.rstrip("\n") == record.answer
+
+
+def test_ctrl_c_during_a_turn_is_journaled_then_raised(kb: KnowledgeBase) -> None:
+    chat = ChatSession(kb, TENANT)
+
+    def ctrl_c(event: AgentEvent) -> None:
+        if isinstance(event, ToolCallFinished):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        chat.send(QUESTIONS[0], on_event=ctrl_c)
+    assert chat.pending_turns == [1]
+    journaled = read_journal(journal_dir(kb) / f"{chat.chat_id}.jsonl").turns
+    assert journaled[0].status == "interrupted" and "Ctrl-C" in (journaled[0].error or "")
+    chat.close()
+    assert trailers_of(kb.root, chat.chat_id) == [f"{chat.chat_id} 1-1"]
+
+
+def test_sigkill_between_batches_then_every_turn_committed_exactly_once(
+    kb: KnowledgeBase,
+) -> None:
+    child = run_script(
+        kb.root,
+        f"""
+        chat = ChatSession(kb, "default", chat_id="killed", batch_turns=5)
+        for q in {QUESTIONS + QUESTIONS[:2]!r}:
+            chat.send(q)
+        print("ready", flush=True)
+        time.sleep(600)
+        """,
+    )
+    try:
+        wait_for_line(child, "ready")
+        assert trailers_of(kb.root, "killed") == ["killed 1-5"]
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    state = read_journal(journal_dir(kb) / "killed.jsonl")
+    assert [r.turn for r in state.pending] == [6, 7, 8]
+
+    events: list[AgentEvent] = []
+    with ChatSession(kb, TENANT, on_event=events.append) as other:
+        assert other.chat_id != "killed"
+        recovered = [e for e in events if isinstance(e, BatchCommitted)]
+        assert [(e.chat_id, e.first, e.last, e.recovered) for e in recovered] == [
+            ("killed", 6, 8, True)
+        ]
+    assert trailers_of(kb.root, "killed") == ["killed 1-5", "killed 6-8"]
+    assert committed_turns(kb, "killed") == set(range(1, 9))
+    for n in range(1, 9):
+        assert kb.blob_id(turn_dir(TENANT, "killed", n) + "answer.md") is not None
+    page = kb.read_bytes(f"tenants/{TENANT}/pages/chat-killed/1.md").decode()
+    assert "### q8 | user |" in page and "### q1 | user |" in page
+    assert not (journal_dir(kb) / "killed.jsonl").exists()
+    before = head(kb.root)
+    ChatSession(kb, TENANT).close()  # nothing left to recover: no new commit
+    assert head(kb.root) == before
+
+
+def test_crash_after_the_commit_before_the_journal_mark_does_not_commit_twice(
+    kb: KnowledgeBase,
+) -> None:
+    chat = ChatSession(kb, TENANT, chat_id="late-mark")
+    chat.send(QUESTIONS[0])
+    chat.send(QUESTIONS[1])
+    journal = journal_dir(kb) / "late-mark.jsonl"
+    unmarked = journal.read_bytes()  # what the disk held between the commit and the mark
+    chat.close()
+    assert trailers_of(kb.root, "late-mark") == ["late-mark 1-2"]
+    journal.write_bytes(unmarked)
+    before = head(kb.root)
+    ChatSession(kb, TENANT).close()
+    assert head(kb.root) == before and trailers_of(kb.root, "late-mark") == ["late-mark 1-2"]
+    assert not journal.exists()
+
+
+def test_a_writer_holding_the_lock_makes_the_batch_wait_nothing_lost(kb: KnowledgeBase) -> None:
+    holder = run_script(
+        kb.root,
+        """
+        with kb.write_lock():
+            print("locked", flush=True)
+            time.sleep(3)
+        """,
+    )
+    events: list[AgentEvent] = []
+    chat = ChatSession(kb, TENANT, batch_turns=1, on_event=events.append)
+    try:
+        wait_for_line(holder, "locked", timeout=60)
+        started = time.monotonic()
+        record = chat.send(QUESTIONS[0], on_event=events.append)
+        assert holder.wait(timeout=60) == 0
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    assert record.status == "complete"
+    assert any(isinstance(e, Notice) and "waits" in e.message for e in events)
+    assert time.monotonic() - started > 0.5
+    assert trailers_of(kb.root, chat.chat_id) == [f"{chat.chat_id} 1-1"]
+    chat.close()
+
+
+def test_a_lock_held_past_the_timeout_keeps_the_turns_journaled(kb: KnowledgeBase) -> None:
+    kb.settings.data["git"]["lock_timeout_s"] = 1
+    holder = run_script(
+        kb.root,
+        """
+        with kb.write_lock():
+            print("locked", flush=True)
+            time.sleep(4)
+        """,
+    )
+    events: list[AgentEvent] = []
+    chat = ChatSession(kb, TENANT, batch_turns=1, on_event=events.append)
+    try:
+        wait_for_line(holder, "locked", timeout=60)
+        record = chat.send(QUESTIONS[0], on_event=events.append)
+        assert record.status == "complete" and chat.pending_turns == [1]
+        assert any(isinstance(e, Notice) and "postponed" in e.message for e in events)
+        assert holder.wait(timeout=60) == 0
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    chat.send(QUESTIONS[1])  # the next batch takes both turns
+    assert trailers_of(kb.root, chat.chat_id) == [f"{chat.chat_id} 1-2"]
+    chat.close()
+
+
+def test_invalid_tool_arguments_come_back_as_the_tools_result(kb: KnowledgeBase) -> None:
+    chat = ChatSession(kb, TENANT)
+    events: list[AgentEvent] = []
+    ctx = TurnContext(
+        chat_id=chat.chat_id,
+        turn=1,
+        tenant=TENANT,
+        message="test",
+        history=[],
+        tools=chat.tools,
+        emit=events.append,
+        cancel_event=threading.Event(),
+    )
+    bad = {
+        "search": ['{"query": 5}', '{"query": "offsite", "k": 0}', '{"query": "x", "tool": "ls"}'],
+        "read_page": ['{"id": "../../etc/passwd"}', '{"id": "nope/1"}', "{not json"],
+        "expand": ['{"interval": "offsite"}', '{"interval": "x:L1-L2", "pad": 99}'],
+        "research": ['{"request": ""}', '["a list"]', '{"request": "x", "extra": 1}'],
+        "delete_everything": ["{}"],
+    }
+    for name, arguments in bad.items():
+        for raw in arguments:
+            result = chat.tools.call(ctx, name, raw)
+            assert result.error and result.text.startswith("error: "), (name, raw)
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert len(finished) == sum(len(v) for v in bad.values())
+    assert all(e.error for e in finished) and len(ctx.tool_calls) == len(finished)
+    good = chat.tools.call(ctx, "search", '{"query": "offsite", "k": 3}')
+    assert good.error is None and len(good.items) == 3
+    page = chat.tools.call(ctx, "read_page", {"id": good.items[0].page_id, "start": 1, "end": 5})
+    assert page.error is None and page.items[0].end == 5
+    citation = good.items[0].citation().strip("[]")
+    grown = chat.tools.call(ctx, "expand", {"interval": citation, "mode": "turn", "pad": 1})
+    assert grown.error is None and grown.items[0].start <= good.items[0].start
+    chat.close()
+
+
+def test_send_refuses_empty_messages_without_journaling(kb: KnowledgeBase) -> None:
+    chat = ChatSession(kb, TENANT)
+    with pytest.raises(ValidationError, match="message"):
+        chat.send("   ")
+    assert chat.next_turn == 1 and chat.pending_turns == []
+    chat.close()
+    assert os.listdir(journal_dir(kb)) == [f"{chat.chat_id}.lock"]
