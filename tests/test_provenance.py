@@ -1,0 +1,133 @@
+"""Provenance snapshots: what each file of a turn holds, reading a turn back from git, safe
+path segments, and an audit that resolves intervals at their commits after the page changed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
+
+from kbmem.agent.provenance import (
+    SNAPSHOT_FILES,
+    audit_turn,
+    check_turn_number,
+    list_turns,
+    parse_turn_id,
+    read_turn,
+    render_audit,
+    turn_dir,
+)
+from kbmem.agent.session import ChatSession, check_chat_id
+from kbmem.errors import NotFound, ValidationError
+from kbmem.store import KnowledgeBase
+
+QUESTION = "Who is Femi Adeyemi's onboarding buddy?"
+
+
+def test_snapshot_files_hold_the_turn(kb: KnowledgeBase) -> None:  # noqa: F811
+    with ChatSession(kb, TENANT, chat_id="snap") as chat:
+        record = chat.send(QUESTION)
+    folder = turn_dir(TENANT, "snap", 1)
+    assert folder == f"tenants/{TENANT}/turns/snap/1/"
+    files = {name: kb.read_bytes(folder + name).decode() for name in SNAPSHOT_FILES}
+
+    assert files["answer.md"] == record.answer + "\n"
+
+    reasoning = files["reasoning.md"]
+    assert QUESTION in reasoning and "`research`" in reasoning and "## Used" in reasoning
+    assert "step 0 plan:" in reasoning  # the researcher's plan, step by step
+    assert all(c.citation() in reasoning for c in record.context)
+
+    calls = [json.loads(line) for line in files["tool_calls.jsonl"].splitlines()]
+    assert [c["name"] for c in calls] == ["research"]
+    call = calls[0]
+    assert call["arguments"] == {"request": QUESTION} and call["error"] is None
+    assert call["started_at"] <= call["finished_at"] and call["result_chars"] > 100
+    assert call["intervals"] and {"page_id", "path", "start", "end", "commit"} <= set(
+        call["intervals"][0]
+    )
+
+    pack = yaml.safe_load(files["context_pack.yaml"])
+    assert pack["question"] == QUESTION and pack["status"] == "complete"
+    assert pack["chat_id"] == "snap" and pack["turn"] == 1 and pack["agent"] == "offline"
+    assert len(pack["intervals"]) == len(record.context) > 0
+    for item in pack["intervals"]:
+        assert set(item) >= {"page_id", "path", "lines", "commit", "retriever", "score"}
+        start, end = item["lines"]
+        assert 1 <= start <= end and len(item["commit"]) == 40
+        assert kb.read_bytes(item["path"], item["commit"])  # the version cited exists
+
+    again = read_turn(kb, TENANT, "snap", 1)
+    assert (again.question, again.answer, again.status) == (QUESTION, record.answer, "complete")
+    assert [c.citation() for c in again.context] == [c.citation() for c in record.context]
+    assert [c.commit for c in again.context] == [c.commit for c in record.context]
+    assert [c.name for c in again.tool_calls] == ["research"]
+
+
+def test_turn_ids_and_chat_ids_are_safe_path_segments() -> None:
+    for bad in ("../x", "a/b", "", ".hidden", "x" * 101, "a b", "a\x00b"):
+        with pytest.raises(ValidationError):
+            check_chat_id(bad)
+    for bad in ("0", "01", "-1", "1/2", "..", "x", "1000000"):
+        with pytest.raises(ValidationError):
+            check_turn_number(bad)
+    with pytest.raises(ValidationError):
+        turn_dir(TENANT, "../../etc", 1)
+    with pytest.raises(ValidationError):
+        turn_dir("../other", "chat", 1)
+    assert parse_turn_id("my-chat.2/12") == ("my-chat.2", 12)
+    for bad in ("12", "chat/", "/3", "chat/0", "../x/1"):
+        with pytest.raises(ValidationError):
+            parse_turn_id(bad)
+
+
+def test_audit_resolves_intervals_at_their_commit_after_the_page_changed(
+    kb: KnowledgeBase,  # noqa: F811
+) -> None:
+    with ChatSession(kb, TENANT, chat_id="audited") as chat:
+        record = chat.send(QUESTION)
+    cited = [c for c in record.context if c.cited]
+    assert cited
+    target = cited[0]
+    before = kb.read_bytes(target.path, target.commit).decode().split("\n")
+    original = "\n".join(before[target.start - 1 : target.end])
+    # Someone rewrites the cited lines (and shifts everything by adding lines on top).
+    current = kb.read_bytes(target.path).decode().split("\n")
+    edited = current[: target.start - 1] + ["REWRITTEN"] * (target.end - target.start + 1)
+    edited += current[target.end :]
+    edited.insert(target.start - 1, "An extra line written later.")
+    kb.commit_files({target.path: "\n".join(edited).encode()}, "Edit a page by hand")
+
+    audit = audit_turn(kb, TENANT, "audited", 1)
+    assert audit.committed and audit.recorded_in is not None
+    resolved = {r.item.citation(): r for r in audit.intervals}
+    assert resolved[target.citation()].text == original
+    assert resolved[target.citation()].changed_since is True
+    assert resolved[target.citation()].error is None
+    text = render_audit(audit)
+    assert QUESTION in text and record.answer.split("\n")[1] in text
+    assert "research" in text and "page changed since" in text
+    assert all(f"    | {line}" in text for line in original.split("\n"))
+    assert "REWRITTEN" not in text
+
+    # Still resolves after the page is deleted outright.
+    kb.commit_files({target.path: None}, "Delete the page")
+    gone = audit_turn(kb, TENANT, "audited", 1)
+    assert {r.item.citation(): r.text for r in gone.intervals}[target.citation()] == original
+
+
+def test_turns_are_listed_from_git_and_from_the_journal(kb: KnowledgeBase) -> None:  # noqa: F811
+    chat = ChatSession(kb, TENANT, chat_id="listed", batch_turns=2)
+    for question in (QUESTION, "What is the team's monthly AWS budget?", "Who owns FL-212?"):
+        chat.send(question)
+    listed = list_turns(kb, TENANT, "listed")
+    assert [(t.turn, t.committed) for t in listed] == [(1, True), (2, True), (3, False)]
+    pending = audit_turn(kb, TENANT, "listed", 3)
+    assert pending.record.question == "Who owns FL-212?" and not pending.committed
+    assert "journaled, not committed yet" in render_audit(pending)
+    chat.close()
+    assert [t.committed for t in list_turns(kb, TENANT, "listed")] == [True, True, True]
+    with pytest.raises(NotFound):
+        audit_turn(kb, TENANT, "listed", 4)
