@@ -26,6 +26,7 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -45,6 +46,7 @@ KBMEM_NAME = "kbmem"
 KBMEM_EMAIL = "kbmem@localhost"
 TREE_MODE = b"40000"
 GIT = git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git"
+_UNKNOWN = object()
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "kb_template"
 
 
@@ -76,9 +78,9 @@ def _current_umask() -> int:
 _UMASK = _current_umask()
 
 
-def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half
-    (``durable`` also flushes it to disk before it replaces the old one)."""
+def _temp_beside(path: Path, data: bytes) -> tuple[int, str]:
+    """A temp file next to ``path`` holding ``data`` with the mode ``path`` has (or a new
+    file's): ``(open descriptor, temp path)``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = stat.S_IMODE(os.stat(path).st_mode)  # keep an executable bit, for one
@@ -87,16 +89,81 @@ def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
     except BaseException:
+        os.close(fd)
         with suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    return fd, tmp
+
+
+def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the new one, never half
+    (``durable`` also flushes it to disk before it replaces the old one)."""
+    fd, tmp = _temp_beside(path, data)
+    try:
+        if durable:
+            os.fsync(fd)
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, path)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+class _StagedFiles:
+    """A commit's files written beside their targets and flushed to disk in parallel; then
+    each moved into place (or all thrown away). Deletions happen when they are moved."""
+
+    def __init__(self, root: Path, writes: Mapping[str, bytes | None], pool: ThreadPoolExecutor):
+        self._temps: list[tuple[int, str, Path]] = []
+        self._deletes: list[Path] = []
+        self._flushes: list[Future[None]] = []
+        try:
+            for relpath, data in writes.items():
+                path = root / relpath
+                if data is None:
+                    self._deletes.append(path)
+                    continue
+                fd, tmp = _temp_beside(path, data)
+                self._temps.append((fd, tmp, path))
+                self._flushes.append(pool.submit(os.fsync, fd))
+        except BaseException:
+            self.discard()
+            raise
+
+    def _close(self) -> None:
+        wait(self._flushes)
+        for fd, _tmp, _path in self._temps:
+            with suppress(OSError):
+                os.close(fd)
+
+    def discard(self) -> None:
+        self._close()
+        for _fd, tmp, _path in self._temps:
+            with suppress(FileNotFoundError):
+                os.unlink(tmp)
+
+    def finish(self) -> None:
+        try:
+            for flush in self._flushes:
+                flush.result()
+        except BaseException:
+            self.discard()
+            raise
+        self._close()
+        for _fd, tmp, path in self._temps:
+            os.replace(tmp, path)
+        for path in self._deletes:
+            with suppress(FileNotFoundError):
+                path.unlink()
 
 
 class KnowledgeBase:
@@ -124,8 +191,12 @@ class KnowledgeBase:
         self._lock_depth = 0
         self._lock_file: int | None = None
         self._thread_lock = threading.RLock()
-        # Tree objects never change, so what we read or wrote once can be kept.
+        # Objects never change, so what we read or wrote can be kept: trees, the tree of each
+        # commit, and the blobs of the last commit (what the memorizer reads back next).
         self._trees: dict[bytes, dict[bytes, tuple[bytes, bytes]]] = {}
+        self._commit_trees: dict[str, bytes] = {}
+        self._blobs: dict[str, bytes] = {}
+        self._flush_pool: ThreadPoolExecutor | None = None
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -176,16 +247,37 @@ class KnowledgeBase:
         except (BadName, ValueError, GitCommandError) as exc:
             raise NotFound(f"no such revision: {rev}") from exc
 
-    def _object_at(self, relpath: str, commit: str) -> tuple[str, str, int] | None:
-        """``(id, type, size)`` of the object at ``relpath`` in ``commit``; one round trip to
-        the repository's long-running ``git cat-file``."""
+    def _object_at(self, relpath: str, commit: str) -> tuple[str, str] | None:
+        """``(id, type)`` of the object at ``relpath`` in ``commit``: from the trees already
+        known when they cover the path, else one round trip to ``git cat-file``."""
         if not relpath or "\n" in relpath or "\x00" in relpath:
             return None
+        known = self._known_object_at(relpath, commit)
+        if known is not _UNKNOWN:
+            return known  # type: ignore[return-value]
         try:
-            sha, kind, size = self.repo.git.get_object_header(f"{commit}:{relpath}")
+            sha, kind, _size = self.repo.git.get_object_header(f"{commit}:{relpath}")
         except ValueError:
             return None
-        return _text(sha), _text(kind), int(size)
+        return _text(sha), _text(kind)
+
+    def _known_object_at(self, relpath: str, commit: str) -> object:
+        tree = self._commit_trees.get(commit)
+        parts = relpath.encode().split(b"/")
+        for depth, part in enumerate(parts):
+            entries = self._trees.get(tree) if tree is not None else None
+            if entries is None:
+                return _UNKNOWN
+            entry = entries.get(part)
+            if entry is None:
+                return None
+            mode, tree = entry
+            if depth == len(parts) - 1:
+                kind = {TREE_MODE: "tree", b"160000": "commit"}.get(mode, "blob")
+                return tree.hex(), kind
+            if mode != TREE_MODE:
+                return None
+        return None
 
     def read_bytes(self, relpath: str, rev: str = "HEAD") -> bytes:
         """The file at ``relpath`` as committed in ``rev``."""
@@ -216,6 +308,9 @@ class KnowledgeBase:
         return {item.path: item.hexsha for item in sub.traverse() if item.type == "blob"}
 
     def read_blob(self, blob_id: str) -> bytes:
+        kept = self._blobs.get(blob_id)
+        if kept is not None:
+            return kept
         return self.repo.odb.stream(bytes.fromhex(blob_id)).read()
 
     def log(self, relpath: str | None = None, max_count: int | None = None) -> list[CommitInfo]:
@@ -319,16 +414,16 @@ class KnowledgeBase:
             # The journal names the paths about to change; if we die before HEAD moves, the
             # next writer puts them back as HEAD has them (see _recover).
             atomic_write(self._journal, "\n".join(paths).encode(), durable=False)
-            for relpath in paths:
-                data = writes[relpath]
-                path = self.root / relpath
-                if data is None:
-                    with suppress(FileNotFoundError):
-                        path.unlink()
-                else:
-                    atomic_write(path, data)
             try:
-                sha = self._commit(writes, message, trailers or {}, when)
+                # Files reach the disk (in parallel) while the commit's objects are built.
+                staged = _StagedFiles(self.root, writes, self._flusher())
+                try:
+                    commit = self._build_commit(writes, message, trailers or {}, when)
+                except BaseException:
+                    staged.discard()
+                    raise
+                staged.finish()
+                sha = self._swap_head(commit, paths, message) if commit else None
             except BaseException:
                 # No commit: put the work tree back as HEAD has it (the journal stays if
                 # even that fails, for the next writer to finish).
@@ -337,6 +432,11 @@ class KnowledgeBase:
                 raise
             self._journal.unlink()
             return sha
+
+    def _flusher(self) -> ThreadPoolExecutor:
+        if self._flush_pool is None:
+            self._flush_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="kbmem-fsync")
+        return self._flush_pool
 
     def _check_relpath(self, relpath: str) -> None:
         parts = relpath.split("/")
@@ -385,11 +485,14 @@ class KnowledgeBase:
     def _objects_dir(self) -> Path:
         return Path(self.repo.common_dir) / "objects"
 
-    def _write_object(self, kind: bytes, data: bytes) -> bytes:
-        """Store one object (if new) and return its binary id."""
+    def _write_object(self, kind: bytes, data: bytes, keep: bool = False) -> bytes:
+        """Store one object (if new) and return its binary id; ``keep`` remembers a blob's
+        bytes until the next commit is built."""
         raw = b"%s %d\x00%s" % (kind, len(data), data)
         binsha = hashlib.sha1(raw).digest()
         hexsha = binsha.hex()
+        if keep:
+            self._blobs[hexsha] = data
         folder = self._objects_dir / hexsha[:2]
         target = folder / hexsha[2:]
         if target.exists():
@@ -465,21 +568,30 @@ class KnowledgeBase:
         return self._write_tree(entries) if entries else None
 
     def _commit_tree(self, commit: str) -> bytes:
-        data = self.repo.odb.stream(bytes.fromhex(commit)).read()
-        assert data.startswith(b"tree ")
-        return bytes.fromhex(data[5:45].decode())
+        tree = self._commit_trees.get(commit)
+        if tree is None:
+            data = self.repo.odb.stream(bytes.fromhex(commit)).read()
+            assert data.startswith(b"tree ")
+            tree = self._commit_trees[commit] = bytes.fromhex(data[5:45].decode())
+        return tree
 
-    def _commit(
+    def _build_commit(
         self,
         writes: Mapping[str, bytes | None],
         message: str,
         trailers: Mapping[str, str],
         when: str,
-    ) -> str | None:
+    ) -> tuple[str, str | None] | None:
+        """Write the objects of a commit of ``writes`` on top of HEAD; ``(commit, parent)``,
+        or None when the tree would not change."""
         parent = self.head()
         base = self._commit_tree(parent) if parent else None
+        if len(self._trees) > 100_000:  # bound the caches of a long-running process
+            self._trees.clear()
+            self._commit_trees.clear()
+        self._blobs = {}
         changes = {
-            path.encode(): None if data is None else self._write_object(b"blob", data)
+            path.encode(): None if data is None else self._write_object(b"blob", data, keep=True)
             for path, data in writes.items()
         }
         tree = self._edit_tree(base, changes)
@@ -496,6 +608,11 @@ class KnowledgeBase:
             lines.append(f"parent {parent}")
         lines += [f"author {ident}", f"committer {ident}", "", body]
         sha = self._write_object(b"commit", "\n".join(lines).encode("utf-8")).hex()
+        self._commit_trees[sha] = tree
+        return sha, parent
+
+    def _swap_head(self, commit: tuple[str, str | None], paths: list[str], message: str) -> str:
+        sha, parent = commit
         # Compare-and-swap of HEAD: fails if anyone moved it since we read it. The user's index
         # is brought to the new commit meanwhile (two short git processes at once rather than
         # one after the other) and put back if the swap fails.
@@ -508,11 +625,11 @@ class KnowledgeBase:
             stderr=subprocess.PIPE,
         )
         try:
-            self._refresh_user_index(sorted(writes), sha)
+            self._refresh_user_index(paths, sha)
         finally:
             _out, err = swap.communicate()
         if swap.returncode != 0:
-            self._refresh_user_index(sorted(writes))
+            self._refresh_user_index(paths)
             raise StorageError(
                 f"git failed while committing: {err.decode(errors='replace').strip()}"
             )

@@ -215,7 +215,7 @@ DIE_BEFORE_COMMIT = """
     from kbmem.store import KnowledgeBase
 
     class DiesBeforeCommit(KnowledgeBase):
-        def _commit(self, *args, **kwargs):
+        def _swap_head(self, *args, **kwargs):
             os.kill(os.getpid(), signal.SIGKILL)
 
     kb = DiesBeforeCommit(sys.argv[1])
@@ -299,10 +299,10 @@ def test_head_moved_by_someone_else_fails_the_swap_and_keeps_their_commit(
     empty_kb.commit_files({NOTE: b"old\n"}, "Old")
 
     class RacedKnowledgeBase(KnowledgeBase):
-        def _write_object(self, kind: bytes, data: bytes) -> bytes:
+        def _write_object(self, kind: bytes, data: bytes, keep: bool = False) -> bytes:
             if kind == b"commit":  # a user commits by hand between our read and our swap
                 git(root, "commit", "-q", "--allow-empty", "-m", "A commit by hand")
-            return super()._write_object(kind, data)
+            return super()._write_object(kind, data, keep)
 
     raced = RacedKnowledgeBase(root)
     with pytest.raises(StorageError, match="git failed while committing"):
@@ -320,3 +320,34 @@ def test_objects_are_written_read_only_like_gits(empty_kb: KnowledgeBase) -> Non
     path = empty_kb.root / ".git" / "objects" / sha[:2] / sha[2:]
     assert path.exists() and (os.stat(path).st_mode & 0o777) == 0o444
     assert not list((empty_kb.root / ".git" / "objects").glob("*/tmp_obj_*"))
+
+
+def test_writers_always_read_what_git_has(empty_kb: KnowledgeBase) -> None:
+    """Two knowledge-base objects on one repository (as two processes would be) take turns
+    writing; each reads the other's commits exactly as git shows them, whatever either has
+    remembered of its own."""
+    root = empty_kb.root
+    other = KnowledgeBase(root)
+    paths = [NOTE, "tenants/default/MEMORY.md", "tenants/x/pages/s/1.md", "top.md"]
+    for n in range(6):
+        writer, reader = (empty_kb, other) if n % 2 == 0 else (other, empty_kb)
+        writes: dict[str, bytes | None] = {p: f"{p} v{n}\n".encode() for p in paths[: n % 4 + 1]}
+        if n == 4:
+            writes["tenants/x/pages/s/1.md"] = None
+        writer.commit_files(writes, f"Write {n}")
+        for kb in (writer, reader):
+            for path in [*paths, "tenants", "tenants/default", "top.md/x", "none.md"]:
+                shown = subprocess.run(
+                    ["git", "rev-parse", "--verify", "-q", f"HEAD:{path}"],
+                    cwd=root,
+                    capture_output=True,
+                    text=True,
+                ).stdout.strip()
+                kind = git(root, "cat-file", "-t", shown).strip() if shown else None
+                assert kb.blob_id(path) == (shown if kind == "blob" else None), (n, path)
+                if kind == "blob":
+                    assert kb.read_bytes(path) == git(root, "show", f"HEAD:{path}").encode()
+                else:
+                    with pytest.raises(NotFound):
+                        kb.read_bytes(path)
+    fsck(root)
