@@ -6,7 +6,7 @@ that overlap are merged; everything stops at the token budget, deterministically
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..intervals import Interval
 from ..textutil import count_tokens, truncate_tokens
@@ -32,30 +32,41 @@ class Window:
 
 
 def select_evidence(
-    toolkit: Toolkit, state: ResearchState, max_pages: int, budget: int, pad: int = 1
+    toolkit: Toolkit, state: ResearchState, max_pages: int, budget: int, first_per_page: bool = True
 ) -> list[EvidenceItem]:
+    """Evidence windows within ``budget`` tokens from the best ``max_pages`` pages. A turn
+    comes with the turn after it (answers follow questions); a note paragraph comes alone."""
     ranked = state.ranked()
     if not ranked:
         return []
     pages = [p for p, _s in state.page_scores()[:max_pages]]
     allowed = set(pages)
-    best = ranked[0].score
-    firsts: dict[str, Candidate] = {}
-    for cand in ranked:
-        if cand.hit.page_id in allowed and cand.hit.page_id not in firsts:
-            firsts[cand.hit.page_id] = cand
-    order = [firsts[p] for p in pages if p in firsts]
+    best = state.effective(ranked[0])
+    order: list[Candidate] = []
+    if first_per_page:
+        firsts: dict[str, Candidate] = {}
+        for cand in ranked:
+            if cand.hit.page_id in allowed and cand.hit.page_id not in firsts:
+                firsts[cand.hit.page_id] = cand
+        order = [firsts[p] for p in pages if p in firsts]
+    chosen = {id(c) for c in order}
     order += [
         c
         for c in ranked
-        if c.hit.page_id in allowed and c not in order and c.score >= RELATIVE_FLOOR * best
+        if c.hit.page_id in allowed
+        and id(c) not in chosen
+        and state.effective(c) >= RELATIVE_FLOOR * best
     ]
     windows: list[Window] = []
     used = 0
     for n, cand in enumerate(order):
         iv = cand.hit.interval
-        expanded = toolkit.expand(iv, "turn" if iv.kind == "turn" else "paragraph", pad)
-        ei = expanded.interval
+        score = state.effective(cand)
+        if iv.kind == "turn":
+            grown = toolkit.expand(iv, "turn", 1).interval
+            ei = replace(grown, start=iv.start)
+        else:
+            ei = toolkit.expand(iv, "paragraph", 0).interval
         merged = None
         for w in windows:
             if (
@@ -74,13 +85,13 @@ def select_evidence(
             if used + extra > budget:
                 continue
             merged.start, merged.end = lo, hi
-            merged.score = max(merged.score, cand.score)
+            merged.score = max(merged.score, score)
             merged.retrievers |= cand.retrievers
             used += extra
             continue
         cost = _tokens(toolkit, ei.path, ei.commit, ei.start, ei.end)
         if used + cost > budget:
-            # Too big with its neighbours: try the interval alone.
+            # Too big with its neighbour: try the interval alone.
             cost = _tokens(toolkit, iv.path, iv.commit, iv.start, iv.end)
             if used + cost > budget:
                 continue
@@ -94,7 +105,7 @@ def select_evidence(
                 ei.start,
                 ei.end,
                 ei.blob,
-                cand.score,
+                score,
                 set(cand.retrievers),
                 n,
             )

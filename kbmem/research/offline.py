@@ -12,70 +12,35 @@ import re
 from dataclasses import dataclass
 
 from ..index import analyze
+from ..memo import STOPWORDS
 from ..textutil import truncate_tokens
+from .dates import MONTHS, date_windows, sessions_in
 from .state import ResearchState
 from .types import IntegrationState, PlanAction, ReflectionDecision
 
 QUESTION_WORDS = frozenset(
-    [
-        "what",
-        "when",
-        "where",
-        "who",
-        "whom",
-        "whose",
-        "which",
-        "why",
-        "how",
-        "did",
-        "does",
-        "do",
-        "is",
-        "are",
-        "was",
-        "were",
-        "will",
-        "would",
-        "could",
-        "should",
-        "can",
-        "has",
-        "have",
-        "had",
-        "tell",
-        "describe",
-        "give",
-        "list",
-        "name",
-        "kind",
-        "type",
-        "sort",
-        "likely",
-        "anything",
-        "something",
-        "someone",
-        "recently",
-        "ever",
-    ]
+    "what when where who whom whose which why how did does do is are was were will would "
+    "could should can has have had tell describe give list name kind type sort likely "
+    "anything something someone recently ever".split()
 )
 _ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9'’&.-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'’&.-]*)*")
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
 _QUOTED = re.compile(r"[\"“']([^\"”']{3,60})[\"”']")
-_MY_NOUN = re.compile(r"\bmy\s+((?:[a-z]+\s+){0,1}[a-z]+)\b", re.I)
-MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
+_MY_NOUN = re.compile(
+    r"\bmy\s+(?:(?:own|new|old|older|younger|little|big|best|dear|late|former)\s+)?([a-z]+)\b",
+    re.I,
+)
+# Words that say little about what a request is after; never worth a follow-up search.
+GENERIC = (
+    QUESTION_WORDS
+    | STOPWORDS
+    | frozenset(
+        "take place make go come happen thing things way time people feel felt want say said "
+        "tell told get give use used start new old first last next many much monday tuesday "
+        "wednesday thursday friday saturday sunday today yesterday tomorrow".split()
+    )
+    | frozenset(MONTHS)
+)
 COMMON_SHARE = 0.15  # a term in more than this share of intervals says little
 RARE_SHARE = 0.03
 
@@ -133,14 +98,34 @@ class OfflineEngine:
         ]
         terms = self.content_terms(request)
         shares = self.term_shares(terms)
-        rare = [t for t in terms if 0 < shares.get(t, 0) <= RARE_SHARE]
+        # The request's rarest terms that memory holds at all (a relative choice: an absolute
+        # threshold fails on small knowledge bases).
+        present = sorted((shares[t], t) for t in terms if shares.get(t, 0) > 0)
+        rare = [t for share, t in present[:3] if share <= COMMON_SHARE]
         names = entities(request)
         focus = " ".join(dict.fromkeys(names + rare))
         if focus and analyze(focus) != analyze(request):
             actions.append(
                 PlanAction("bm25", focus, k=self.k, note="the request's names and rare terms")
             )
-        sessions = self.memo_sessions(request, memory, rare, names)
+        dated = sessions_in(date_windows(request), memory)
+        state.focus_sessions = set(dated)
+        dated_pages = [p for sid in dated for p in self.toolkit.session_pages(sid)]
+        if dated_pages:
+            actions.append(
+                PlanAction(
+                    "page_id",
+                    request,
+                    page_ids=dated_pages[:8],
+                    k=self.k,
+                    note="sessions held on the dates the request names",
+                )
+            )
+        sessions = [
+            s
+            for s in self.memo_sessions(request, memory, rare, names)
+            if s not in state.focus_sessions
+        ]
         if sessions:
             page_ids = [p for sid in sessions for p in self.toolkit.session_pages(sid)]
             if page_ids:
@@ -211,7 +196,9 @@ class OfflineEngine:
         terms = self.content_terms(request)
         shares = self.term_shares(terms)
         missing = [
-            t for t in terms if t not in evidence_terms and 0 < shares.get(t, 0) <= COMMON_SHARE
+            t
+            for t in terms
+            if t not in evidence_terms and t not in GENERIC and 0 < shares.get(t, 0) <= COMMON_SHARE
         ]
         follow: list[PlanAction] = []
         names = [n for n in entities(request)]
@@ -224,7 +211,7 @@ class OfflineEngine:
                     )
                 )
         for bridge in self.bridges(request, top[:4], state):
-            query = f"{bridge} {' '.join(terms)}"
+            query = bridge
             follow.append(PlanAction("bm25", query, k=self.k, note=f"follow '{bridge}'"))
             state.followed.add(bridge.lower())
         if not follow:
@@ -237,23 +224,36 @@ class OfflineEngine:
         return ReflectionDecision(False, missing_info, follow, reason=missing_info)
 
     def bridges(self, request: str, top: list, state: ResearchState) -> list[str]:
-        """Phrases in the best evidence that point elsewhere: "my sister" said by Dara
-        becomes "Dara sister"."""
-        request_terms = set(analyze(request))
-        out: list[str] = []
+        """Things the best evidence points to elsewhere, read from the sentences that share a
+        term with the request (and the sentence after each): a name the request does not
+        mention ("Niamh"), or a relation said in the first person ("my sister", said by
+        Dara, becomes "Dara sister")."""
+        request_terms = set(self.content_terms(request))
+        request_lower = request.lower()
+        relations: list[str] = []
+        names: list[str] = []
         for cand in top:
             hit = cand.hit
             text = hit.excerpt.split(": ", 1)[-1] if hit.speaker else hit.excerpt
-            for m in _MY_NOUN.finditer(text):
-                noun = m.group(1).split()[-1].lower()
-                if noun in QUESTION_WORDS or len(noun) < 3:
-                    continue
-                first = hit.speaker.split()[0] if hit.speaker else ""
-                phrase = f"{first} {noun}".strip()
-                if (
-                    phrase.lower() not in state.followed
-                    and phrase not in out
-                    and not set(analyze(noun)) <= request_terms - set(analyze(first))
-                ):
-                    out.append(phrase)
-        return out[:2]
+            first = hit.speaker.split()[0] if hit.speaker else ""
+            sentences = [x for x in re.split(r"(?<=[.!?])\s+|\n+", text) if x.strip()]
+            relevant: list[str] = []
+            for i, sentence in enumerate(sentences):
+                if request_terms & set(analyze(sentence)):
+                    relevant += sentences[i : i + 2]
+            for sentence in dict.fromkeys(relevant):
+                for m in _MY_NOUN.finditer(sentence):
+                    noun = m.group(1).lower()
+                    if noun in GENERIC or len(noun) < 3 or set(analyze(noun)) <= request_terms:
+                        continue
+                    relations.append(f"{first} {noun}".strip())
+                for name in entities(sentence[1:]):
+                    if (
+                        name.lower() not in request_lower
+                        and not name[0].isdigit()
+                        and name.lower() not in GENERIC
+                        and name != first
+                    ):
+                        names.append(name)
+        fresh = [b for b in dict.fromkeys(relations + names) if b.lower() not in state.followed]
+        return fresh[:2]

@@ -187,7 +187,7 @@ class Researcher:
             for page_id in action.page_ids:
                 self.toolkit.store.read(page_id)  # refuses ids this tenant does not have
                 if action.query:
-                    hits += self.toolkit.bm25(action.query, action.k, {"page": page_id})
+                    hits += self.toolkit.hybrid(action.query, action.k, {"page": page_id})
                 else:
                     hits += self.toolkit.index.intervals_of(page_id)[: action.k]
             hits.sort(key=lambda h: -h.score)

@@ -27,6 +27,14 @@ class ResearchState:
     integration: IntegrationState = field(default_factory=IntegrationState)
     step: int = 0
     followed: set[str] = field(default_factory=set)  # bridge terms already searched
+    # Sessions the request points at (by the dates it names): their intervals count more.
+    focus_sessions: set[str] = field(default_factory=set)
+    focus_boost: float = 4.0
+
+    def effective(self, cand: Candidate) -> float:
+        if cand.hit.session_id and cand.hit.session_id in self.focus_sessions:
+            return cand.score * self.focus_boost
+        return cand.score
 
     def add(self, action: PlanAction, hits: list[Hit], weight: float = 1.0) -> int:
         """Fold one action's ranked hits into the pool; returns how many were new."""
@@ -45,7 +53,7 @@ class ResearchState:
         """Pages ranked by their best intervals (decaying credit for further ones)."""
         per_page: dict[str, list[float]] = {}
         for cand in self.candidates.values():
-            per_page.setdefault(cand.hit.page_id, []).append(cand.score)
+            per_page.setdefault(cand.hit.page_id, []).append(self.effective(cand))
         scored = []
         for page_id, values in per_page.items():
             values.sort(reverse=True)
@@ -53,4 +61,6 @@ class ResearchState:
         return sorted(scored, key=lambda item: (-item[1], item[0]))
 
     def ranked(self) -> list[Candidate]:
-        return sorted(self.candidates.values(), key=lambda c: (-c.score, c.hit.interval.key))
+        return sorted(
+            self.candidates.values(), key=lambda c: (-self.effective(c), c.hit.interval.key)
+        )
