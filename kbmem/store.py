@@ -197,6 +197,8 @@ class KnowledgeBase:
         self._commit_trees: dict[str, bytes] = {}
         self._blobs: dict[str, bytes] = {}
         self._flush_pool: ThreadPoolExecutor | None = None
+        self._objects_dir = os.path.join(self._main_repo.common_dir, "objects")
+        self._object_dirs: set[str] = set()
 
     # -- creation ---------------------------------------------------------------------------
 
@@ -481,10 +483,6 @@ class KnowledgeBase:
     # writes them; only the compare-and-swap of HEAD and the refresh of the user's index run
     # git itself. That keeps a commit to two git processes.
 
-    @property
-    def _objects_dir(self) -> Path:
-        return Path(self.repo.common_dir) / "objects"
-
     def _write_object(self, kind: bytes, data: bytes, keep: bool = False) -> bytes:
         """Store one object (if new) and return its binary id; ``keep`` remembers a blob's
         bytes until the next commit is built."""
@@ -493,13 +491,15 @@ class KnowledgeBase:
         hexsha = binsha.hex()
         if keep:
             self._blobs[hexsha] = data
-        folder = self._objects_dir / hexsha[:2]
-        target = folder / hexsha[2:]
-        if target.exists():
+        folder = os.path.join(self._objects_dir, hexsha[:2])
+        target = os.path.join(folder, hexsha[2:])
+        if os.path.exists(target):
             return binsha
-        folder.mkdir(exist_ok=True)
+        if folder not in self._object_dirs:
+            os.makedirs(folder, exist_ok=True)
+            self._object_dirs.add(folder)
         # git's own name for object temp files: fsck and gc know to ignore and clean them.
-        tmp = folder / f"tmp_obj_{os.getpid()}_{secrets.token_hex(4)}"
+        tmp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{secrets.token_hex(4)}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
         try:
             with os.fdopen(fd, "wb") as handle:
