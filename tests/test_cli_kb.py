@@ -3,8 +3,15 @@ kind of bad input: a clear error naming the field, a non-zero exit, and no commi
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
 import textwrap
 from pathlib import Path
 
@@ -426,3 +433,39 @@ def test_ingest_prints_a_progress_bar_only_on_a_terminal(kb: Path, tmp_path: Pat
     assert done.stderr == ""  # not a TTY: tqdm stays quiet
     saved = yaml.safe_load(KnowledgeBase(kb).read_bytes(f"{PREFIX}sessions/p0.yaml"))
     assert saved["pages"] == ["p0/1"]
+
+
+def test_ingest_shows_a_progress_bar_on_a_terminal(kb: Path, tmp_path: Path) -> None:
+    path = write_json(
+        tmp_path / "many.json",
+        [summit_session(f"p{n}", [f"Progress item {n} for Ines."]) for n in range(3)],
+    )
+    leader, follower = pty.openpty()
+    # A terminal of 100 columns (a new pty has none, and tqdm would draw a bar of no width).
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kbmem.cli", "--kb", str(kb), "ingest", str(path)],
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            text=True,
+        )
+        out, _err = proc.communicate(timeout=120)
+        os.close(follower)
+        follower = -1
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: everything has been read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if follower >= 0:
+            os.close(follower)
+        os.close(leader)
+    assert proc.returncode == 0
+    assert out == "3 session(s): 3 created\n"
+    assert b"\ringest:   0%|" in shown and b"0/3 [" in shown and b"session/s]" in shown

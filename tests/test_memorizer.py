@@ -282,6 +282,7 @@ CONCURRENT_INGEST = """
     from kbmem.cli import main
 
     go = Path(sys.argv[1])
+    print("ready", flush=True)
     while not go.exists():
         time.sleep(0.005)
     started = time.time()
@@ -317,7 +318,9 @@ def test_two_processes_ingesting_at_once_both_land(empty_kb: KnowledgeBase, tmp_
         )
         for f in files
     ]
-    time.sleep(2)  # both interpreters up and waiting
+    for proc in procs:  # both interpreters up, kbmem imported, waiting for the word
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
     go.touch()
     runs = []
     for proc in procs:
