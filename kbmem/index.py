@@ -3,14 +3,26 @@
 Layout under ``.kbmem/index/<tenant>/``::
 
     CURRENT            name of the generation readers use (replaced atomically)
-    gen-<id>/          meta.json, whoosh/ (BM25 + the interval table), vectors.hnsw
+    gen-<id>/          meta.json; whoosh/ (BM25 postings + the interval table);
+                       vectors.hnsw (the base vector graph); delta.npz (vectors added since)
     sync.lock          one syncing process at a time
 
 A sync builds a new generation beside the live one and swaps ``CURRENT`` at the end, so a
 reader always sees a consistent index of some commit; a sync killed half-way leaves the old
-generation serving and a stray folder that the next sync removes. An incremental sync starts
-from hard links of the live generation's Whoosh files (Whoosh never rewrites a file in place)
-and applies only the pages that ``git diff`` names.
+generation serving and a stray folder that the next sync removes.
+
+An incremental sync costs what changed, not the size of the index: it starts from hard links
+of the live generation's files (Whoosh never rewrites a file in place, and the vector graph is
+never written in place either), applies only the pages that ``git diff`` names to Whoosh, and
+keeps the new intervals' vectors in a small ``delta`` beside the base graph, together with the
+labels of base vectors that died. Searches read the base graph (approximate) plus the delta
+(exact). Once the delta grows past a threshold, a sync folds it into a new base graph (dead
+vectors are marked deleted, and their slots are reused by new ones).
+
+BM25 is scored with numpy over Whoosh's postings and field lengths, counting live intervals
+only, so an index that was synced incrementally (with deletions still inside segments) scores
+exactly like a fresh build, and a query costs a few array operations rather than a Python call
+per matching document.
 """
 
 from __future__ import annotations
@@ -19,25 +31,28 @@ import errno
 import fcntl
 import json
 import logging
+import math
 import os
 import shutil
 import threading
 import time
 import uuid
+import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import hnswlib
 import numpy as np
+from whoosh import columns as whoosh_columns
 from whoosh import index as whoosh_index
 from whoosh.analysis import StemmingAnalyzer
-from whoosh.fields import ID, KEYWORD, NUMERIC, STORED, TEXT, Schema
-from whoosh.query import And, Or, Term
-from whoosh.reading import SegmentReader
-from whoosh.scoring import BM25F
+from whoosh.fields import COLUMN, ID, KEYWORD, STORED, TEXT, Schema
+from whoosh.reading import SegmentReader, TermNotFound
+from whoosh.util.numeric import byte_to_length
 
 from . import embedder
 from .errors import StorageError, ValidationError
@@ -49,18 +64,33 @@ from .store import KnowledgeBase, atomic_write
 
 log = logging.getLogger("kbmem")
 
-INDEX_FORMAT = 1
-SEGMENT_DOCS = 2000
+INDEX_FORMAT = 2
+SEGMENT_DOCS = 2000  # intervals embedded per step of a build (and per progress report)
+SMALL_SEGMENT = 500  # Whoosh segments smaller than this are folded together...
+MERGE_SMALL_AT = 8  # ...once there are this many of them
+REWRITE_DELETED_SHARE = 0.3  # a segment with this share of deleted intervals is rewritten
+DELTA_MAX = 4096  # vectors kept beside the base graph before they are folded into it
+DELTA_SHARE = 0.05  # ...or this share of the base graph, whichever is larger
+EXACT_MAX = 4096  # filtered dense searches over at most this many vectors are exact
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 200
+BM25_B = 0.75
+BM25_K1 = 1.2
 MAX_K = 1000
 MAX_QUERY_TERMS = 256
+MAX_EMBED_CHARS = 4096  # the model reads 256 word pieces; longer queries are cut first
 ANALYZER = StemmingAnalyzer()
 FILTER_FIELDS = ("session", "page", "tags", "classification", "kind")
+LABELS = "label_col"
+LENGTHS = "_text_len"  # Whoosh's per-document length column of the ``text`` field
+_BYTE_TO_LENGTH = np.array([byte_to_length(b) for b in range(256)], dtype=np.int64)
 
 
 def make_schema() -> Schema:
     return Schema(
         key=ID(stored=True, unique=True),
-        label=NUMERIC(stored=True, numtype=int, bits=64),
+        label=STORED,
+        label_col=COLUMN(whoosh_columns.NumericColumn("q", default=-1)),
         session=ID(stored=True),
         page=ID(stored=True),
         path=ID(stored=True),
@@ -139,107 +169,269 @@ def check_query(query: object, k: object) -> tuple[str, int]:
 
 
 def check_filters(filters: dict[str, Any] | None) -> dict[str, str]:
+    if filters is not None and not isinstance(filters, dict):
+        raise ValidationError("must be a mapping of field to value", "filters")
     out = {}
     for name, value in (filters or {}).items():
         if name not in FILTER_FIELDS:
             raise ValidationError(
                 f"unknown filter (known: {', '.join(FILTER_FIELDS)})", f"filters.{name}"
             )
-        if not isinstance(value, str) or not value:
+        if not isinstance(value, str) or not value.strip():
             raise ValidationError("must be non-empty text", f"filters.{name}")
-        out[name] = value.lower() if name == "tags" else value
+        out[name] = value.strip().lower() if name == "tags" else value
     return out
 
 
-def _merge_deleted_and_small(writer: Any, segments: list[Any]) -> list[Any]:
-    """Whoosh merge policy: rewrite only segments that hold deletions (so that BM25 statistics
-    equal a fresh build's) and fold small segments together; big clean segments stay."""
+def _merge_policy(writer: Any, segments: list[Any]) -> list[Any]:
+    """Whoosh merge policy: rewrite segments that are mostly deleted, fold small segments
+    together once there are several; everything else stays as it is (a sync must not cost
+    the size of the index). Deletions left inside segments do not change scores: BM25 here
+    counts live intervals only."""
     keep, small = [], []
     for segment in segments:
-        if segment.has_deletions():
-            reader = SegmentReader(writer.storage, writer.schema, segment)
-            writer.add_reader(reader)
-            reader.close()
-        elif segment.doc_count_all() < SEGMENT_DOCS // 4:
+        total = segment.doc_count_all()
+        if segment.has_deletions() and segment.deleted_count() >= REWRITE_DELETED_SHARE * total:
+            _rewrite(writer, segment)
+        elif total < SMALL_SEGMENT:
             small.append(segment)
         else:
             keep.append(segment)
-    if len(small) > 1:
+    if len(small) >= MERGE_SMALL_AT:
         for segment in small:
-            reader = SegmentReader(writer.storage, writer.schema, segment)
-            writer.add_reader(reader)
-            reader.close()
+            _rewrite(writer, segment)
     else:
         keep += small
     return keep
 
 
-class Generation:
-    """One immutable, openable index generation."""
+def _rewrite(writer: Any, segment: Any) -> None:
+    reader = SegmentReader(writer.storage, writer.schema, segment)
+    writer.add_reader(reader)
+    reader.close()
 
-    def __init__(self, path: Path):
-        self.path = path
-        self.name = path.name
-        try:
-            self.meta = json.loads((path / "meta.json").read_text())
-            if self.meta.get("format") != INDEX_FORMAT:
-                raise StorageError(f"index format {self.meta.get('format')} is not {INDEX_FORMAT}")
-            self.ix = whoosh_index.open_dir(str(path / "whoosh"), readonly=True)
-            doc_count = self.ix.doc_count()
-        except StorageError:
-            raise
-        except Exception as exc:
-            raise StorageError(f"index {path} cannot be opened: {exc}") from exc
-        if doc_count != self.meta.get("count"):
-            raise StorageError(
-                f"index {path} holds {doc_count} intervals, meta says {self.meta.get('count')}"
-            )
-        self._local = threading.local()
-        self._vectors: hnswlib.Index | None = None
-        self._vectors_lock = threading.Lock()
 
-    @property
-    def commit(self) -> str | None:
-        return self.meta.get("commit")
+# -- fast reads of Whoosh's structures --------------------------------------------------------
 
-    @property
-    def count(self) -> int:
-        return int(self.meta.get("count", 0))
 
-    def searcher(self) -> Any:
-        """A Whoosh searcher for this thread (searchers are not shared across threads)."""
-        s = getattr(self._local, "searcher", None)
-        if s is None:
-            s = self.ix.searcher(weighting=BM25F(B=0.75, K1=1.2))
-            self._local.searcher = s
-        return s
+def _column(reader: SegmentReader, name: str, typecode: str, default: int) -> np.ndarray:
+    """One per-document column of a segment as an int64 array (fixed-size big-endian values
+    as Whoosh writes them; documents past the written end hold the default)."""
+    n = reader.doc_count_all()
+    out = np.full(n, default, dtype=np.int64)
+    perdoc = getattr(reader, "_perdoc", None)
+    if perdoc is None or not perdoc.has_column(name):
+        return out
+    column = whoosh_columns.NumericColumn(typecode, default=default)
+    creader = perdoc.column_reader(name, column)
+    size = np.dtype(typecode).itemsize
+    dbfile, base, count = (
+        getattr(creader, "_dbfile", None),
+        getattr(creader, "_basepos", None),
+        getattr(creader, "_count", None),
+    )
+    if dbfile is not None and base is not None and count is not None:
+        count = min(int(count), n)
+        raw = dbfile.get(base, count * size)
+        out[:count] = np.frombuffer(raw, dtype=np.dtype(typecode).newbyteorder(">"))
+    else:  # another Whoosh version: the slow, public way
+        out[:] = np.fromiter((creader[i] for i in range(n)), dtype=np.int64, count=n)
+    return out
 
-    def vectors(self) -> hnswlib.Index:
-        with self._vectors_lock:
-            if self._vectors is None:
-                self._vectors = load_vectors(self.path / "vectors.hnsw", self.meta)
-            return self._vectors
 
-    def close(self) -> None:
-        s = getattr(self._local, "searcher", None)
-        if s is not None:
-            s.close()
+def _postings(reader: SegmentReader, fieldname: str, term: str) -> tuple[np.ndarray, np.ndarray]:
+    """Document numbers (local to the segment) and weights of ``term``, deleted ones
+    included, read a block at a time."""
+    try:
+        matcher = reader.postings(fieldname, term)
+    except TermNotFound:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    ids: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
+    blockwise = all(
+        hasattr(matcher, a) for a in ("_read_ids", "_read_weights", "_next_block", "_blocklength")
+    )
+    if blockwise:
+        while matcher.is_active():
+            matcher._read_ids()
+            matcher._read_weights()
+            ids.append(np.asarray(matcher._ids, dtype=np.int64))
+            weights.append(np.asarray(matcher._weights, dtype=np.float64))
+            matcher._next_block()
+    else:
+        one_ids, one_weights = [], []
+        while matcher.is_active():
+            one_ids.append(matcher.id())
+            one_weights.append(matcher.weight())
+            matcher.next()
+        ids.append(np.asarray(one_ids, dtype=np.int64))
+        weights.append(np.asarray(one_weights, dtype=np.float64))
+    if not ids:
+        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+    return np.concatenate(ids), np.concatenate(weights)
+
+
+_SEGMENT_CACHE: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+_SEGMENT_CACHE_LOCK = threading.Lock()
+_SEGMENT_CACHE_SIZE = 256
+
+
+def _segment_arrays(reader: SegmentReader) -> tuple[np.ndarray, np.ndarray]:
+    """(labels, field lengths) of a segment's documents. A segment never changes once
+    written (deletions live in the table of contents), so they are cached by segment id."""
+    segment = reader.segment()
+    key = (segment.segment_id(), reader.doc_count_all())
+    with _SEGMENT_CACHE_LOCK:
+        if key in _SEGMENT_CACHE:
+            _SEGMENT_CACHE.move_to_end(key)
+            return _SEGMENT_CACHE[key]
+    labels = _column(reader, LABELS, "q", -1)
+    lengths = _BYTE_TO_LENGTH[_column(reader, LENGTHS, "B", 0)]
+    with _SEGMENT_CACHE_LOCK:
+        _SEGMENT_CACHE[key] = (labels, lengths)
+        while len(_SEGMENT_CACHE) > _SEGMENT_CACHE_SIZE:
+            _SEGMENT_CACHE.popitem(last=False)
+    return labels, lengths
+
+
+class _View:
+    """Whole-index arrays over global document numbers: which are live, their labels and
+    field lengths, and labels back to document numbers."""
+
+    def __init__(self, reader: Any):
+        leaves = list(reader.leaf_readers())
+        self.offsets = [offset for _r, offset in leaves]
+        total = reader.doc_count_all()
+        self.live = np.ones(total, dtype=bool)
+        self.labels = np.full(total, -1, dtype=np.int64)
+        self.lengths = np.zeros(total, dtype=np.int64)
+        for leaf, offset in leaves:
+            n = leaf.doc_count_all()
+            labels, lengths = _segment_arrays(leaf)
+            self.labels[offset : offset + n] = labels
+            self.lengths[offset : offset + n] = lengths
+            segment = leaf.segment()
+            if segment.has_deletions():
+                dead = np.fromiter(segment.deleted_docs(), dtype=np.int64)
+                self.live[offset + dead[dead < n]] = False
+        self.n_live = int(self.live.sum())
+        # Exact integer sums: the same live intervals give the same statistics, bit for bit.
+        total_length = int(self.lengths[self.live].sum())
+        self.avg_length = (total_length / self.n_live) if self.n_live else 1.0
+        self.avg_length = self.avg_length or 1.0
+        self.live_docs = np.flatnonzero(self.live)
+        live_labels = self.labels[self.live_docs]
+        if len(live_labels) and live_labels.min() < 0:
+            raise StorageError("an interval of the index has no vector label")
+        size = int(live_labels.max()) + 1 if len(live_labels) else 0
+        self.doc_of_label = np.full(size, -1, dtype=np.int64)
+        self.doc_of_label[live_labels] = self.live_docs
+        self._live_label_set: set[int] | None = None
+
+    def live_label_set(self) -> set[int]:
+        if self._live_label_set is None:
+            self._live_label_set = set(self.labels[self.live_docs].tolist())
+        return self._live_label_set
+
+    def docs_of(self, labels: np.ndarray) -> np.ndarray:
+        """Document numbers of live intervals by label (-1 where none is live)."""
+        labels = np.asarray(labels, dtype=np.int64)
+        out = np.full(len(labels), -1, dtype=np.int64)
+        ok = (labels >= 0) & (labels < len(self.doc_of_label))
+        out[ok] = self.doc_of_label[labels[ok]]
+        return out
+
+
+# -- vectors ----------------------------------------------------------------------------------
+
+_BASES: OrderedDict[str, hnswlib.Index] = OrderedDict()
+_BASES_LOCK = threading.Lock()
+_BASES_KEPT = 4
+
+
+def _file_crc(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 22):
+            crc = zlib.crc32(chunk, crc)
+    return crc
 
 
 def load_vectors(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
+    """The base vector graph of a generation, checked against its meta (size and checksum)
+    before hnswlib reads it, so that a damaged file is an error and never a crash."""
+    vec = meta.get("vectors") or {}
     index = hnswlib.Index(space="cosine", dim=embedder.DIM)
-    capacity = int(meta.get("capacity", 0))
-    if meta.get("vectors", 0) == 0:
-        index.init_index(max_elements=max(capacity, 16), ef_construction=200, M=16)
-    else:
-        try:
-            index.load_index(str(path), max_elements=max(capacity, 16))
-        except Exception as exc:
-            raise StorageError(f"vector index {path} cannot be read: {exc}") from exc
-        if index.get_current_count() != meta.get("vectors"):
-            raise StorageError(f"vector index {path} does not match its meta")
+    capacity = max(int(vec.get("capacity", 0)), 16)
+    if int(vec.get("base_count", 0)) == 0:
+        index.init_index(
+            max_elements=capacity,
+            ef_construction=HNSW_EF_CONSTRUCTION,
+            M=HNSW_M,
+            allow_replace_deleted=True,
+        )
+        return index
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise StorageError(f"vector index {path} is missing: {exc}") from exc
+    if size != vec.get("base_bytes") or _file_crc(path) != vec.get("base_crc"):
+        raise StorageError(f"vector index {path} is damaged (size or checksum differ)")
+    try:
+        index.load_index(str(path), max_elements=capacity, allow_replace_deleted=True)
+    except Exception as exc:
+        raise StorageError(f"vector index {path} cannot be read: {exc}") from exc
+    if index.get_current_count() != vec.get("base_count"):
+        raise StorageError(f"vector index {path} does not match its meta")
     index.set_ef(64)
     return index
+
+
+def _shared_base(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
+    """The base graph, loaded once per process and shared by the generations that hard-link
+    it (read-only: a sync that changes the graph loads a private copy)."""
+    base_id = str((meta.get("vectors") or {}).get("base_id") or path)
+    with _BASES_LOCK:
+        if base_id in _BASES:
+            _BASES.move_to_end(base_id)
+            return _BASES[base_id]
+    index = load_vectors(path, meta)
+    with _BASES_LOCK:
+        _BASES[base_id] = index
+        while len(_BASES) > _BASES_KEPT:
+            _BASES.popitem(last=False)
+    return index
+
+
+def _save_base(index: hnswlib.Index, path: Path) -> dict[str, Any]:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    index.save_index(str(tmp))
+    with open(tmp, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+    return {
+        "base_id": uuid.uuid4().hex,
+        "base_count": index.get_current_count(),
+        "base_bytes": path.stat().st_size,
+        "base_crc": _file_crc(path),
+        "capacity": index.get_max_elements(),
+    }
+
+
+def _save_delta(path: Path, labels: np.ndarray, vectors: np.ndarray, dead: np.ndarray) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as handle:
+        np.savez(handle, labels=labels, vectors=vectors, dead=dead)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def _link(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 @contextmanager
@@ -264,6 +456,111 @@ def _flock(path: Path, timeout: float) -> Any:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+class Generation:
+    """One immutable, openable index generation."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.name = path.name
+        try:
+            self.meta = json.loads((path / "meta.json").read_text())
+            if not isinstance(self.meta, dict) or self.meta.get("format") != INDEX_FORMAT:
+                raise StorageError(f"index format is not {INDEX_FORMAT}")
+            self.ix = whoosh_index.open_dir(str(path / "whoosh"), readonly=True)
+            doc_count = self.ix.doc_count()
+            vec = self.meta["vectors"]
+            if int(vec["base_count"]) and (path / "vectors.hnsw").stat().st_size != int(
+                vec["base_bytes"]
+            ):
+                raise StorageError("the vector index's size differs from its meta")
+            if int(vec["delta"]) and not (path / "delta.npz").is_file():
+                raise StorageError("the vector delta is missing")
+        except StorageError as exc:
+            raise StorageError(f"index {path} cannot be opened: {exc}") from exc
+        except Exception as exc:
+            raise StorageError(f"index {path} cannot be opened: {exc}") from exc
+        if doc_count != self.meta.get("count"):
+            raise StorageError(
+                f"index {path} holds {doc_count} intervals, meta says {self.meta.get('count')}"
+            )
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._view: _View | None = None
+        self._delta: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    @property
+    def commit(self) -> str | None:
+        return self.meta.get("commit")
+
+    @property
+    def count(self) -> int:
+        return int(self.meta.get("count", 0))
+
+    def searcher(self) -> Any:
+        """A Whoosh searcher for this thread (searchers are not shared across threads)."""
+        s = getattr(self._local, "searcher", None)
+        if s is None:
+            s = self.ix.searcher()
+            self._local.searcher = s
+        return s
+
+    def view(self) -> _View:
+        with self._lock:
+            if self._view is None:
+                self._view = _View(self.searcher().reader())
+            return self._view
+
+    def base(self) -> hnswlib.Index | None:
+        if not int(self.meta["vectors"]["base_count"]):
+            return None
+        return _shared_base(self.path / "vectors.hnsw", self.meta)
+
+    def delta(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(labels, vectors) added since the base graph, and base labels that died since."""
+        with self._lock:
+            if self._delta is None:
+                vec = self.meta["vectors"]
+                if not (int(vec["delta"]) or int(vec["dead"])):
+                    self._delta = (
+                        np.zeros(0, np.int64),
+                        np.zeros((0, embedder.DIM), np.float32),
+                        np.zeros(0, np.int64),
+                    )
+                else:
+                    try:
+                        with np.load(self.path / "delta.npz", allow_pickle=False) as data:
+                            labels, vectors = data["labels"], data["vectors"]
+                            dead = data["dead"]
+                    except Exception as exc:
+                        raise StorageError(
+                            f"vector delta of {self.path} is damaged: {exc}"
+                        ) from exc
+                    if (
+                        len(labels) != int(vec["delta"])
+                        or vectors.shape != (len(labels), embedder.DIM)
+                        or len(dead) != int(vec["dead"])
+                    ):
+                        raise StorageError(f"vector delta of {self.path} does not match meta")
+                    self._delta = (
+                        labels.astype(np.int64),
+                        vectors.astype(np.float32),
+                        dead.astype(np.int64),
+                    )
+            return self._delta
+
+    def doc_frequency(self, term: str, fieldname: str = "text") -> int:
+        """How many live intervals hold ``term`` (an analyzed term)."""
+        view = self.view()
+        leaves = list(self.searcher().reader().leaf_readers())
+        ids = TenantIndex._term_postings(leaves, fieldname, term)[0]
+        return int(view.live[ids].sum())
+
+    def close(self) -> None:
+        s = getattr(self._local, "searcher", None)
+        if s is not None:
+            s.close()
 
 
 class TenantIndex:
@@ -322,6 +619,31 @@ class TenantIndex:
             raise StorageError(f"no usable index for tenant {self.tenant}: {problem}")
         return gen
 
+    def _guarded(self, action: Callable[[Generation], Any]) -> Any:
+        """Run a read against the current generation; if the index turns out to be damaged
+        while reading it (a file that opened but does not read back), rebuild it from scratch
+        with a warning and try once more."""
+        gen = self.ensure_synced()
+        try:
+            return action(gen)
+        except ValidationError:
+            raise
+        except Exception as exc:
+            if self._current_name() != gen.name:
+                # A sync replaced (and may have removed) the generation under this read:
+                # nothing is damaged, read the new one.
+                return action(self.ensure_synced())
+            log.warning(
+                "tenant %s: the index failed while reading it (%s: %s); rebuilding it",
+                self.tenant,
+                type(exc).__name__,
+                exc,
+            )
+        with self._lock:
+            self._gen = None
+        self.sync(full=True)
+        return action(self.ensure_synced())
+
     def sync(
         self,
         full: bool = False,
@@ -351,6 +673,7 @@ class TenantIndex:
                         "tenant %s: incremental sync failed (%s); rebuilding", self.tenant, exc
                     )
                     report = self._build_full(head, progress)
+                    report.reason = f"incremental sync failed: {exc}"
             self._collect_garbage()
         report.seconds = time.perf_counter() - started
         return report
@@ -384,13 +707,18 @@ class TenantIndex:
 
     # -- building ---------------------------------------------------------------------------
 
-    def _intervals_at(self, commit: str, paths: Iterable[str] | None = None) -> list[IntervalText]:
-        """Intervals of every page (or of ``paths``) at ``commit``; broken pages are skipped."""
+    def _intervals_at(
+        self, commit: str, paths: Iterable[str] | None = None
+    ) -> tuple[list[IntervalText], dict[str, dict[str, Any]]]:
+        """Intervals of every page (or of ``paths``) at ``commit`` and each page's header;
+        broken pages are skipped with a warning."""
         out: list[IntervalText] = []
+        metas: dict[str, dict[str, Any]] = {}
         if paths is None:
             for record in self.store.iter_pages(commit):
+                metas[record.page_id] = record.page.meta
                 out += cut_page(record.page, record.page_id, record.path, commit, record.blob)
-            return out
+            return out, metas
         for path in paths:
             page_id = self.store.page_id_of(path)
             if page_id is None:
@@ -404,20 +732,23 @@ class TenantIndex:
             except ValidationError as exc:
                 log.warning("skipping %s: %s", path, exc)
                 continue
+            metas[page_id] = page.meta
             out += cut_page(page, page_id, path, commit, blob)
-        return out
+        return out, metas
 
     def _doc(self, item: IntervalText, label: int, meta_of: dict[str, dict[str, Any]]) -> dict:
         iv = item.interval
         page_meta = meta_of.get(iv.page_id, {})
+        tags = page_meta.get("tags") or []
         return {
             "key": iv.key,
             "label": label,
+            "label_col": label,
             "session": str(page_meta.get("session_id") or ""),
             "page": iv.page_id,
             "path": iv.path,
             "kind": iv.kind,
-            "tags": ",".join(str(t) for t in page_meta.get("tags") or []),
+            "tags": ",".join(str(t) for t in tags) if isinstance(tags, list) else "",
             "classification": str(page_meta.get("classification") or ""),
             "start": iv.start,
             "end": iv.end,
@@ -429,17 +760,6 @@ class TenantIndex:
             "content": item.text,
             "text": item.text,
         }
-
-    def _page_meta(self, items: list[IntervalText], commit: str) -> dict[str, dict[str, Any]]:
-        metas: dict[str, dict[str, Any]] = {}
-        for item in items:
-            pid = item.interval.page_id
-            if pid not in metas:
-                try:
-                    metas[pid] = self.store.read(pid, commit).page.meta
-                except Exception:
-                    metas[pid] = {}
-        return metas
 
     def _embed(
         self,
@@ -456,37 +776,39 @@ class TenantIndex:
                 progress(done + min(i + step, len(items)), total or len(items))
         return np.vstack(chunks) if chunks else np.zeros((0, embedder.DIM), np.float32)
 
-    def _write_docs(self, ix: Any, docs: list[dict], deletions: list[str]) -> None:
-        writer = ix.writer(procs=1, limitmb=128)
-        try:
-            for path in deletions:
-                writer.delete_by_term("path", path)
-            for doc in docs:
-                writer.add_document(**doc)
-            writer.commit(mergetype=_merge_deleted_and_small)
-        except BaseException:
-            writer.cancel()
-            raise
-
     def _build_full(
         self, head: str | None, progress: Callable[[int, int], None] | None
     ) -> SyncReport:
         path = self._new_dir(head)
         (path / "whoosh").mkdir()
         ix = whoosh_index.create_in(str(path / "whoosh"), make_schema())
-        items = self._intervals_at(head) if head else []
-        metas = self._page_meta(items, head) if head else {}
+        items, metas = self._intervals_at(head) if head else ([], {})
         vectors = hnswlib.Index(space="cosine", dim=embedder.DIM)
         capacity = max(16, int(len(items) * 1.25))
-        vectors.init_index(max_elements=capacity, ef_construction=200, M=16)
-        for i in range(0, len(items), SEGMENT_DOCS):
-            chunk = items[i : i + SEGMENT_DOCS]
-            emb = self._embed(chunk, progress, i, len(items))
-            vectors.add_items(emb, np.arange(i, i + len(chunk)))
-            self._write_docs(ix, [self._doc(it, i + n, metas) for n, it in enumerate(chunk)], [])
-        if items:
-            vectors.save_index(str(path / "vectors.hnsw"))
+        vectors.init_index(
+            max_elements=capacity,
+            ef_construction=HNSW_EF_CONSTRUCTION,
+            M=HNSW_M,
+            allow_replace_deleted=True,
+        )
+        # One writer, one segment: the fewest postings lists for a query to read.
+        writer = ix.writer(procs=1, limitmb=256)
+        try:
+            for i in range(0, len(items), SEGMENT_DOCS):
+                chunk = items[i : i + SEGMENT_DOCS]
+                emb = self._embed(chunk, progress, i, len(items))
+                vectors.add_items(emb, np.arange(i, i + len(chunk)))
+                for n, item in enumerate(chunk):
+                    writer.add_document(**self._doc(item, i + n, metas))
+            writer.commit()
+        except BaseException:
+            writer.cancel()
+            raise
         ix.close()
+        vec: dict[str, Any] = {"base_count": 0, "capacity": capacity, "delta": 0, "dead": 0}
+        if items:
+            vec.update(_save_base(vectors, path / "vectors.hnsw"))
+        vec.update({"delta": 0, "dead": 0, "marked_deleted": 0})
         self._publish(
             path,
             {
@@ -495,10 +817,8 @@ class TenantIndex:
                 "commit": head,
                 "embedder": embedder.embedder_id(),
                 "count": len(items),
-                "vectors": len(items),
-                "capacity": capacity,
                 "next_label": len(items),
-                "deleted": 0,
+                "vectors": vec,
             },
         )
         return SyncReport(self.tenant, head, "full", len(metas), len(items), 0)
@@ -518,49 +838,56 @@ class TenantIndex:
                 added_paths.add(new or old)
         removed_paths = {p for p in removed_paths if self.store.page_id_of(p)}
         added_paths = {p for p in added_paths if self.store.page_id_of(p)}
+        meta = json.loads(json.dumps(gen.meta))
+        vec = meta["vectors"]
+        searcher = gen.searcher()
+        dropped = [
+            int(doc["label"]) for p in sorted(removed_paths) for doc in searcher.documents(path=p)
+        ]
+        items, metas = self._intervals_at(head, sorted(added_paths))
+        emb = self._embed(items, progress)
+        first = int(meta["next_label"])
+        new_labels = np.arange(first, first + len(items), dtype=np.int64)
+
+        # Vectors: the new ones join the delta; dropped ones leave it, or die in the base.
+        delta_labels, delta_vectors, dead = gen.delta()
+        dropped_arr = np.asarray(dropped, dtype=np.int64)
+        in_delta = np.isin(dropped_arr, delta_labels)
+        keep = ~np.isin(delta_labels, dropped_arr)
+        delta_labels = np.concatenate([delta_labels[keep], new_labels])
+        delta_vectors = np.vstack([delta_vectors[keep], emb.astype(np.float32)])
+        dead = np.union1d(dead, dropped_arr[~in_delta])
+
         path = self._new_dir(head)
         (path / "whoosh").mkdir()
         for f in (gen.path / "whoosh").iterdir():
             if not f.name.endswith("LOCK"):
-                os.link(f, path / "whoosh" / f.name)
-        meta = dict(gen.meta)
-        vectors = load_vectors(gen.path / "vectors.hnsw", meta)
-        searcher = gen.searcher()
-        dropped = []
-        for p in sorted(removed_paths):
-            for doc in searcher.documents(path=p):
-                dropped.append(int(doc["label"]))
-        for label in dropped:
-            vectors.mark_deleted(label)
-        items = self._intervals_at(head, sorted(added_paths))
-        metas = self._page_meta(items, head)
-        first = int(meta["next_label"])
-        emb = self._embed(items, progress)
-        if items:
-            needed = vectors.get_current_count() + len(items)
-            if needed > vectors.get_max_elements():
-                vectors.resize_index(int(needed * 1.5))
-            vectors.add_items(emb, np.arange(first, first + len(items)))
+                _link(f, path / "whoosh" / f.name)
         ix = whoosh_index.open_dir(str(path / "whoosh"))
-        self._write_docs(
-            ix,
-            [self._doc(it, first + n, metas) for n, it in enumerate(items)],
-            sorted(removed_paths),
-        )
+        writer = ix.writer(procs=1, limitmb=128)
+        try:
+            for p in sorted(removed_paths):
+                writer.delete_by_term("path", p)
+            for n, item in enumerate(items):
+                writer.add_document(**self._doc(item, first + n, metas))
+            writer.commit(mergetype=_merge_policy)
+        except BaseException:
+            writer.cancel()
+            raise
         count = ix.doc_count()
         ix.close()
-        if vectors.get_current_count():
-            vectors.save_index(str(path / "vectors.hnsw"))
-        meta.update(
-            {
-                "commit": head,
-                "count": count,
-                "vectors": vectors.get_current_count(),
-                "capacity": vectors.get_max_elements(),
-                "next_label": first + len(items),
-                "deleted": int(meta.get("deleted", 0)) + len(dropped),
-            }
-        )
+
+        base_count = int(vec["base_count"])
+        if len(delta_labels) + len(dead) > max(DELTA_MAX, DELTA_SHARE * base_count):
+            vec.update(self._fold_delta(gen, path, delta_labels, delta_vectors, dead))
+            delta_labels = np.zeros(0, np.int64)
+            dead = np.zeros(0, np.int64)
+        elif base_count:
+            _link(gen.path / "vectors.hnsw", path / "vectors.hnsw")
+        if len(delta_labels) or len(dead):
+            _save_delta(path / "delta.npz", delta_labels, delta_vectors, dead)
+        vec.update({"delta": len(delta_labels), "dead": len(dead)})
+        meta.update({"commit": head, "count": count, "next_label": first + len(items)})
         self._publish(path, meta)
         return SyncReport(
             self.tenant,
@@ -570,6 +897,34 @@ class TenantIndex:
             len(items),
             len(dropped),
         )
+
+    def _fold_delta(
+        self,
+        gen: Generation,
+        path: Path,
+        labels: np.ndarray,
+        vectors: np.ndarray,
+        dead: np.ndarray,
+    ) -> dict[str, Any]:
+        """A new base graph: the old one (a private copy) with the dead marked deleted and
+        the delta added into free or deleted slots."""
+        vec = gen.meta["vectors"]
+        index = load_vectors(gen.path / "vectors.hnsw", gen.meta)
+        for label in dead.tolist():
+            with suppress(RuntimeError):  # already gone
+                index.mark_deleted(int(label))
+        marked = int(vec.get("marked_deleted", 0)) + len(dead)
+        if len(labels):
+            reusable = min(marked, len(labels))
+            fresh = len(labels) - reusable
+            needed = index.get_current_count() + fresh
+            if needed > index.get_max_elements():
+                index.resize_index(int(needed * 1.25) + 16)
+            index.add_items(vectors, labels, replace_deleted=True)
+            marked -= reusable
+        out = _save_base(index, path / "vectors.hnsw")
+        out["marked_deleted"] = max(0, marked)
+        return out
 
     # -- searching --------------------------------------------------------------------------
 
@@ -596,20 +951,82 @@ class TenantIndex:
             doc.get("timestamp", ""),
         )
 
-    def _filter_query(self, filters: dict[str, str]) -> Any:
-        terms = [Term(name, value) for name, value in filters.items()]
-        return And(terms) if len(terms) > 1 else (terms[0] if terms else None)
+    @staticmethod
+    def _term_postings(
+        leaves: list[tuple[SegmentReader, int]], fieldname: str, term: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Global document numbers and weights of a term across all segments."""
+        ids, weights = [], []
+        for leaf, offset in leaves:
+            leaf_ids, leaf_weights = _postings(leaf, fieldname, term)
+            ids.append(leaf_ids + offset)
+            weights.append(leaf_weights)
+        if not ids:
+            return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        return np.concatenate(ids), np.concatenate(weights)
+
+    def _allowed_docs(self, gen: Generation, flt: dict[str, str]) -> np.ndarray | None:
+        """Global document numbers (live) that pass every filter, or None for no filter."""
+        if not flt:
+            return None
+        view = gen.view()
+        allowed: np.ndarray | None = None
+        leaves = list(gen.searcher().reader().leaf_readers())
+        for name, value in flt.items():
+            found = self._term_postings(leaves, name, value)[0]
+            allowed = found if allowed is None else np.intersect1d(allowed, found)
+        assert allowed is not None
+        return allowed[view.live[allowed]]
+
+    def _ranked(
+        self, gen: Generation, docs: np.ndarray, scores: np.ndarray, k: int, retriever: str
+    ) -> list[Hit]:
+        """The best ``k`` documents by score; ties broken by interval key, so that equal
+        scores come out in the same order however the index was built."""
+        if len(docs) == 0:
+            return []
+        if len(docs) > k:
+            cut = np.partition(scores, len(scores) - k)[len(scores) - k]
+            pick = np.flatnonzero(scores >= cut)
+            if len(pick) > k + 256:  # a huge tie: keep the best-scored, then any
+                pick = pick[np.argsort(-scores[pick], kind="stable")[: k + 256]]
+            docs, scores = docs[pick], scores[pick]
+        searcher = gen.searcher()
+        found = [
+            (float(s), searcher.stored_fields(int(d))) for d, s in zip(docs, scores, strict=True)
+        ]
+        found.sort(key=lambda item: (-item[0], item[1]["key"]))
+        return [self._hit(doc, s, retriever) for s, doc in found[:k]]
 
     def bm25(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
         query, k = check_query(query, k)
         flt = check_filters(filters)
-        gen = self.ensure_synced()
         terms = analyze(query)
-        if not terms or gen.count == 0:
+        if not terms:
             return []
-        q = Or([Term("text", t) for t in terms])
-        results = gen.searcher().search(q, limit=k, filter=self._filter_query(flt))
-        return [self._hit(r.fields(), r.score, "bm25") for r in results]
+        return self._guarded(lambda gen: self._bm25(gen, terms, k, flt))
+
+    def _bm25(self, gen: Generation, terms: list[str], k: int, flt: dict[str, str]) -> list[Hit]:
+        if gen.count == 0:
+            return []
+        view = gen.view()
+        allowed = self._allowed_docs(gen, flt)
+        if allowed is not None and len(allowed) == 0:
+            return []
+        leaves = list(gen.searcher().reader().leaf_readers())
+        scores = np.zeros(len(view.live), dtype=np.float64)
+        n_live = view.n_live
+        for term in terms:
+            ids, weights = self._term_postings(leaves, "text", term)
+            live = view.live[ids]
+            ids, weights = ids[live], weights[live]
+            if len(ids) == 0:
+                continue
+            idf = math.log(n_live / (len(ids) + 1)) + 1.0
+            norm = BM25_K1 * ((1 - BM25_B) + BM25_B * view.lengths[ids] / view.avg_length)
+            scores[ids] += idf * (weights * (BM25_K1 + 1)) / (weights + norm)
+        docs = np.flatnonzero(scores > 0) if allowed is None else allowed[scores[allowed] > 0]
+        return self._ranked(gen, docs, scores[docs], k, "bm25")
 
     def dense(
         self,
@@ -620,35 +1037,118 @@ class TenantIndex:
     ) -> list[Hit]:
         query, k = check_query(query, k)
         flt = check_filters(filters)
-        gen = self.ensure_synced()
-        vectors = gen.vectors()
-        live = vectors.get_current_count() - int(gen.meta.get("deleted", 0))
-        if live <= 0:
+        if vector is None and not analyze(query):
+            return []  # only stop words or punctuation: nothing to look for
+        return self._guarded(lambda gen: self._dense(gen, query, k, flt, vector))
+
+    def _dense(
+        self,
+        gen: Generation,
+        query: str,
+        k: int,
+        flt: dict[str, str],
+        vector: np.ndarray | None,
+    ) -> list[Hit]:
+        if gen.count == 0:
             return []
-        vec = embedder.embed([query]) if vector is None else vector.reshape(1, -1)
-        searcher = gen.searcher()
-        allowed: Callable[[int], bool] | None = None
-        want = min(k, live)
-        if flt:
-            labels = {
-                int(searcher.stored_fields(n)["label"])
-                for n in searcher.docs_for_query(self._filter_query(flt))
-            }
-            if not labels:
-                return []
-            allowed = labels.__contains__
-            want = min(k, len(labels))
-        vectors.set_ef(max(64, want * 2))
-        labels_out, distances = vectors.knn_query(vec, k=want, filter=allowed)
-        hits = []
-        for label, distance in zip(labels_out[0], distances[0], strict=True):
-            doc = searcher.document(label=int(label))
-            if doc is not None:
-                hits.append(self._hit(doc, 1.0 - float(distance), "dense"))
-        return hits
+        view = gen.view()
+        allowed = self._allowed_docs(gen, flt)
+        if allowed is not None and len(allowed) == 0:
+            return []
+        base = gen.base()
+        delta_labels, delta_vectors, dead = gen.delta()
+        vec = (
+            embedder.embed([query[:MAX_EMBED_CHARS]])[0]
+            if vector is None
+            else np.asarray(vector, dtype=np.float32).reshape(-1)
+        )
+        labels: list[np.ndarray] = []
+        sims: list[np.ndarray] = []
+        # The delta: exact.
+        if len(delta_labels):
+            ok = view.docs_of(delta_labels) >= 0
+            if allowed is not None:
+                allowed_labels = view.labels[allowed]
+                ok &= np.isin(delta_labels, allowed_labels)
+            labels.append(delta_labels[ok])
+            sims.append(delta_vectors[ok] @ vec)
+        # The base graph: approximate, or exact over a small filtered set.
+        if base is not None:
+            delta_set = delta_labels
+            if allowed is not None:
+                wanted = view.labels[allowed]
+                wanted = wanted[~np.isin(wanted, delta_set)]
+                if len(wanted) <= EXACT_MAX:
+                    if len(wanted):
+                        items = np.asarray(base.get_items(wanted), dtype=np.float32)
+                        labels.append(wanted)
+                        sims.append(items @ vec)
+                else:
+                    wanted_set = set(wanted.tolist())
+                    found = self._knn(base, vec, min(k, len(wanted)), wanted_set.__contains__)
+                    labels.append(found[0])
+                    sims.append(found[1])
+            else:
+                base_live = view.n_live - len(delta_labels)
+                if base_live > 0:
+                    check = view.live_label_set().__contains__ if len(dead) else None
+                    found = self._knn(base, vec, min(k, base_live), check)
+                    labels.append(found[0])
+                    sims.append(found[1])
+        if not labels:
+            return []
+        all_labels = np.concatenate(labels)
+        all_sims = np.concatenate(sims).astype(np.float64)
+        docs = view.docs_of(all_labels)
+        keep = docs >= 0
+        return self._ranked(gen, docs[keep], all_sims[keep], k, "dense")
+
+    def _knn(
+        self,
+        base: hnswlib.Index,
+        vec: np.ndarray,
+        k: int,
+        allowed: Callable[[int], bool] | None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Nearest labels and cosine similarities from the base graph."""
+        if k <= 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        ef = max(64, 2 * k)
+        base.set_ef(ef)
+        try:
+            labels, distances = base.knn_query(vec.reshape(1, -1), k=k, filter=allowed)
+        except RuntimeError:
+            # Fewer than k reachable: ask for what the graph can give, at a wider search.
+            base.set_ef(max(ef, 4 * k, 256))
+            try:
+                labels, distances = base.knn_query(vec.reshape(1, -1), k=k, filter=allowed)
+            except RuntimeError:
+                ids = np.asarray(base.get_ids_list(), dtype=np.int64)
+                if allowed is not None:
+                    ids = ids[np.fromiter((allowed(int(i)) for i in ids), bool, len(ids))]
+                items = np.asarray(base.get_items(ids), dtype=np.float32)
+                sims = items @ vec
+                order = np.argsort(-sims)[:k]
+                return ids[order], sims[order]
+        return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
+
+    def all_intervals(self) -> list[Hit]:
+        """Every live interval of the index, sorted by key (score 0): what the index holds."""
+
+        def read(gen: Generation) -> list[Hit]:
+            searcher = gen.searcher()
+            docs = (searcher.stored_fields(int(d)) for d in gen.view().live_docs)
+            hits = [self._hit(d, 0.0, "page") for d in docs]
+            return sorted(hits, key=lambda h: h.interval.key)
+
+        return self._guarded(read)
 
     def intervals_of(self, page_id: str) -> list[Hit]:
         """Every indexed interval of one page, in line order (score 0)."""
-        gen = self.ensure_synced()
-        docs = list(gen.searcher().documents(page=page_id))
-        return sorted((self._hit(d, 0.0, "page") for d in docs), key=lambda h: h.interval.start)
+
+        def read(gen: Generation) -> list[Hit]:
+            docs = list(gen.searcher().documents(page=page_id))
+            hits = (self._hit(d, 0.0, "page") for d in docs)
+            return sorted(hits, key=lambda h: h.interval.start)
+
+        return self._guarded(read)

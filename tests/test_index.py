@@ -1,0 +1,793 @@
+"""The hybrid index, with real indexes: the real embedding model, real Whoosh and hnswlib
+files, real git history.
+
+- after add / edit / delete / rename commits (pages from the memorizer, notes committed by
+  kbmem and with plain git), an incremental sync answers exactly as a full rebuild does;
+- tenants never see each other's intervals or pages;
+- a sync killed half-way leaves the old index serving, and the next search recovers;
+- damaged, foreign or missing index files are rebuilt with a warning, never a crash;
+- bad input is plain text or a clear error; filters narrow both retrievers.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kbmem import embedder
+from kbmem import index as index_module
+from kbmem.errors import NotFound, ValidationError
+from kbmem.index import Hit, TenantIndex, analyze
+from kbmem.intervals import Interval
+from kbmem.memorizer import ingest_session
+from kbmem.sessions import session_from_mapping
+from kbmem.store import KnowledgeBase
+from kbmem.template import init_kb
+from kbmem.toolkit import Toolkit
+
+ROOT = Path(__file__).resolve().parent.parent
+ACME, GLOBEX = "acme", "globex"
+
+QUERIES = (
+    "crane inspection budget",
+    "Who approved the repair?",
+    "restart the ticket server after the outage",
+    "harbour pilot boarding at dawn",
+    "quarterly audit of the ferry manifests",
+)
+
+
+# -- building blocks --------------------------------------------------------------------------
+
+
+def session(tenant: str, sid: str, turns: list[tuple[str, str]], **extra) -> dict:
+    return {
+        "tenantId": tenant,
+        "sessionId": sid,
+        "title": extra.pop("title", sid.replace("-", " ")),
+        "turns": [
+            {
+                "role": "user",
+                "content": text,
+                "timestamp": f"2026-02-0{1 + n % 9}T10:{n:02d}:00",
+                "metadata": {"id": f"t{n + 1}", "speaker": speaker},
+            }
+            for n, (speaker, text) in enumerate(turns)
+        ],
+        **extra,
+    }
+
+
+CRANE_TURNS = [
+    ("Ann", "Morning. The harbour crane inspection moved to Thursday at dawn."),
+    ("Bob", "Noted. The crane is the old Liebherr on pier four."),
+    ("Ann", "The inspector found a cracked hydraulic hose on the crane boom."),
+    ("Chen", "Repair budget is 14,500 euros; Dana approved the repair on Monday."),
+    ("Bob", "The harbour pilot wants boarding moved while the crane is down."),
+    ("Ann", "Wrap up: crane Thursday, budget approved, Chen books the engineer."),
+]
+BUDGET_TURNS = [
+    ("Dana", "Quarterly audit: the ferry manifests for January are missing two sailings."),
+    ("Eve", "The auditor wants the manifests by Friday, with the cash sales."),
+    ("Dana", "Budget for the new ticket server is approved: 3,200 euros."),
+    ("Eve", "The ticket server outage on Sunday cost us forty walk-on sales."),
+    ("Dana", "Restart procedure for the ticket server goes into the runbook."),
+]
+CRANE_NOTE = """---
+title: Crane handbook
+tags: [harbour, equipment]
+---
+# Crane handbook
+
+The harbour crane on pier four is inspected every quarter by an outside inspector.
+
+## Repairs
+
+Repairs above 10,000 euros need approval from Dana before work starts.
+
+Hydraulic hoses are replaced every five years, or sooner after an inspection finds a crack.
+"""
+RUNBOOK = """# Ticket server runbook
+
+When the ticket server stops answering, restart it from the admin console.
+
+## After an outage
+
+Write down the time of the outage and the walk-on sales lost, and tell the auditor.
+"""
+
+
+def git(kb: KnowledgeBase, *args: str) -> str:
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "Person",
+        "GIT_AUTHOR_EMAIL": "person@example.org",
+        "GIT_COMMITTER_NAME": "Person",
+        "GIT_COMMITTER_EMAIL": "person@example.org",
+    }
+    done = subprocess.run(
+        ["git", *args], cwd=kb.root, env=env, check=True, capture_output=True, text=True
+    )
+    return done.stdout
+
+
+def write(kb: KnowledgeBase, relpath: str, text: str) -> None:
+    path = kb.root / relpath
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def ingest(kb: KnowledgeBase, mapping: dict, page_tokens: int | None = None):
+    saved = kb.settings.data["memorizer"]["page_tokens"]
+    if page_tokens:
+        kb.settings.data["memorizer"]["page_tokens"] = page_tokens
+    try:
+        return ingest_session(kb, session_from_mapping(mapping))
+    finally:
+        kb.settings.data["memorizer"]["page_tokens"] = saved
+
+
+def keys(hits: list[Hit]) -> list[str]:
+    return [h.interval.key for h in hits]
+
+
+_VECTORS: dict[str, np.ndarray] = {}
+
+
+def query_vector(q: str) -> np.ndarray:
+    """Each test query embedded once (the indexes' answers are what is compared)."""
+    if q not in _VECTORS:
+        _VECTORS[q] = embedder.embed([q])[0]
+    return _VECTORS[q]
+
+
+def snapshot(index: TenantIndex) -> dict:
+    """What the index answers: every interval it holds, and the bm25 and dense rankings of a
+    few queries (top 5 and everything)."""
+    held = index.all_intervals()
+    out: dict = {
+        "intervals": [(h.interval.key, h.interval.blob, h.page_id, h.session_id) for h in held]
+    }
+    for q in QUERIES:
+        for k in (5, 1000):
+            out[("bm25", q, k)] = [
+                (h.interval.key, round(h.score, 6), h.page_id, h.session_id, h.excerpt)
+                for h in index.bm25(q, k)
+            ]
+            out[("dense", q, k)] = [
+                (h.interval.key, h.score, h.page_id, h.excerpt)
+                for h in index.dense(q, k, vector=query_vector(q))
+            ]
+    return out
+
+
+def assert_same(incremental: dict, full: dict, where: str) -> None:
+    assert incremental["intervals"] == full["intervals"], where
+    assert len(incremental["intervals"]) > 0, where
+    for key in full:
+        if key == "intervals":
+            continue
+        a, b = incremental[key], full[key]
+        if key[0] == "bm25":
+            assert a == b, f"{where}: {key}"
+        else:
+            assert [x[0] for x in a] == [x[0] for x in b], f"{where}: {key}"
+            assert [x[2:] for x in a] == [x[2:] for x in b], f"{where}: {key}"
+            np.testing.assert_allclose(
+                [x[1] for x in a], [x[1] for x in b], atol=1e-5, err_msg=f"{where}: {key}"
+            )
+
+
+def follow(kb: KnowledgeBase, where: Path) -> KnowledgeBase:
+    """A clone of the repository at ``where``, brought to ``kb``'s HEAD (cloned if new)."""
+    if not where.exists():
+        subprocess.run(
+            ["git", "clone", "-q", str(kb.root), str(where)], check=True, capture_output=True
+        )
+    else:
+        for args in (["fetch", "-q", "origin"], ["reset", "-q", "--hard", "origin/main"]):
+            subprocess.run(["git", *args], cwd=where, check=True, capture_output=True)
+    clone = KnowledgeBase(where)
+    assert clone.head() == kb.head()
+    return clone
+
+
+@pytest.fixture(scope="module")
+def model() -> None:
+    """Load the embedding model once for the module."""
+    from kbmem import embedder
+
+    embedder.preload()
+
+
+@pytest.fixture(scope="module")
+def two_tenants(tmp_path_factory: pytest.TempPathFactory, model: None) -> KnowledgeBase:
+    """A knowledge base with two tenants that talk about the same things, indexed."""
+    kb = init_kb(tmp_path_factory.mktemp("tenants") / "kb", with_history=False)
+    ingest(
+        kb,
+        session(
+            ACME, "s-crane", CRANE_TURNS, tags=["Harbour", "maintenance"], classification="internal"
+        ),
+    )
+    ingest(kb, session(ACME, "s-budget", BUDGET_TURNS, tags=["finance"], classification="secret"))
+    kb.commit_files({f"tenants/{ACME}/notes/crane.md": CRANE_NOTE.encode()}, "Add crane note")
+
+    def gloria(turns: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        return [(w.replace("Dana", "Gloria"), t.replace("Dana", "Gloria")) for w, t in turns]
+
+    ingest(kb, session(GLOBEX, "g-crane", gloria(CRANE_TURNS), tags=["harbour"]))
+    # The same session id in both tenants: each tenant sees its own.
+    ingest(kb, session(GLOBEX, "s-budget", gloria(BUDGET_TURNS[:2]), tags=["finance"]))
+    kb.commit_files({f"tenants/{GLOBEX}/notes/runbook.md": RUNBOOK.encode()}, "Add runbook")
+    for tenant in (ACME, GLOBEX):
+        TenantIndex(kb, tenant).sync()
+    return kb
+
+
+# -- incremental == full ----------------------------------------------------------------------
+
+
+def test_incremental_sync_equals_full_rebuild(
+    empty_kb: KnowledgeBase,
+    tmp_path: Path,
+    model: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """At every step of a history, three indexes of the same commit answer alike: one synced
+    incrementally (new vectors kept in a delta beside the base graph), one synced
+    incrementally folding the delta into the graph at every sync (dead vectors marked deleted,
+    their slots reused), and one built from scratch."""
+    kb = empty_kb
+    index = TenantIndex(kb, ACME)
+    steps = 0
+
+    def check(where: str, mode: str = "incremental", changed: int | None = None) -> None:
+        nonlocal steps
+        steps += 1
+        report = index.sync()
+        assert report.mode == mode, (where, report)
+        assert report.commit == kb.head()
+        if changed is not None:
+            assert report.pages_changed == changed, (where, report)
+        folding = TenantIndex(follow(kb, tmp_path / "folding"), ACME)
+        with monkeypatch.context() as m:
+            m.setattr(index_module, "DELTA_MAX", 0)
+            m.setattr(index_module, "DELTA_SHARE", 0.0)
+            assert folding.sync().mode == mode, where
+        vec = folding.current().meta["vectors"]
+        assert vec["delta"] == 0 and vec["dead"] == 0, where
+        full = TenantIndex(follow(kb, tmp_path / "full"), ACME)
+        assert full.sync(full=True).mode == "full"
+        expected = snapshot(full)
+        assert_same(snapshot(index), expected, where)
+        assert_same(snapshot(folding), expected, f"{where} (folding)")
+
+    # 1. A session page (memorizer), a note (kbmem commit), a note (plain git).
+    ingest(kb, session(ACME, "s-crane", CRANE_TURNS, tags=["harbour"]))
+    kb.commit_files({f"tenants/{ACME}/notes/crane.md": CRANE_NOTE.encode()}, "Add crane note")
+    write(kb, f"tenants/{ACME}/notes/ops/runbook.md", RUNBOOK)
+    git(kb, "add", f"tenants/{ACME}/notes/ops/runbook.md")
+    git(kb, "commit", "-q", "-m", "Add the runbook by hand")
+    check("first sync", mode="full")
+    # Another tenant's commits do not touch this index.
+    ingest(kb, session(GLOBEX, "g-crane", CRANE_TURNS))
+    check("other tenant's commit", changed=0)
+
+    # 2. Add a session.
+    ingest(kb, session(ACME, "s-budget", BUDGET_TURNS, classification="secret"))
+    check("add a session", changed=1)
+
+    # 3. Edit: the session again with a reworded and an extra turn (its page is modified),
+    #    and the crane note edited by hand, committed with plain git.
+    edited = [*CRANE_TURNS[:3], ("Chen", "Repair budget rose to 16,000 euros."), *CRANE_TURNS[4:]]
+    assert ingest(kb, session(ACME, "s-crane", [*edited, ("Dana", "Approved.")])).status == (
+        "updated"
+    )
+    note = kb.root / f"tenants/{ACME}/notes/crane.md"
+    note.write_text(note.read_text().replace("## Repairs\n", "## Repairs\n\nCall Bob first.\n"))
+    git(kb, "commit", "-q", "-am", "Edit the crane note by hand")
+    check("edit a page and a note")
+
+    # 4. A session that grows to several pages, then shrinks back (pages added, deleted).
+    longer = BUDGET_TURNS + [
+        (who, f"{text} Follow-up {n}.") for n, (who, text) in enumerate(BUDGET_TURNS)
+    ]
+    assert len(ingest(kb, session(ACME, "s-budget", longer), page_tokens=60).page_ids) > 1
+    check("session split into pages")
+    ingest(kb, session(ACME, "s-budget", BUDGET_TURNS[:3]))
+    check("pages deleted by the memorizer")
+
+    # 5. Delete a note (kbmem commit).
+    kb.commit_files({f"tenants/{ACME}/notes/crane.md": None}, "Delete the crane note")
+    check("delete a note", changed=1)
+
+    # 6. Rename with git mv (a pure rename, then a rename with an edit).
+    git(kb, "mv", f"tenants/{ACME}/notes/ops/runbook.md", f"tenants/{ACME}/notes/runbook.md")
+    git(kb, "commit", "-q", "-m", "Move the runbook")
+    check("rename", changed=2)
+    assert not any("notes/ops/" in h.interval.path for h in index.all_intervals())
+    assert any(h.page_id == "notes/runbook.md" for h in index.bm25("restart ticket server", 5))
+    git(kb, "mv", f"tenants/{ACME}/notes/runbook.md", f"tenants/{ACME}/notes/ticket-runbook.md")
+    renamed = kb.root / f"tenants/{ACME}/notes/ticket-runbook.md"
+    renamed.write_text(renamed.read_text() + "\nEscalate to Eve if the restart fails.\n")
+    git(kb, "commit", "-q", "-am", "Rename and edit the runbook")
+    check("rename with an edit", changed=2)
+
+    # 7. Several changes in one commit, one of them a page with a broken header (skipped with
+    #    a warning, never a crash), and a file that is not a page.
+    caplog.set_level(logging.WARNING, logger="kbmem")
+    write(kb, f"tenants/{ACME}/notes/broken.md", "---\ntitle: [oops\n---\ncrane crane crane\n")
+    write(kb, f"tenants/{ACME}/notes/data.txt", "crane crane crane\n")
+    write(kb, f"tenants/{ACME}/notes/crane.md", CRANE_NOTE)
+    git(kb, "add", "-A", f"tenants/{ACME}")
+    git(kb, "commit", "-q", "-m", "Several notes at once")
+    check("several changes in one commit")
+    assert "broken.md" in caplog.text
+    assert not any("broken.md" in h.interval.path for h in index.all_intervals())
+    assert not any(h.interval.path.endswith(".txt") for h in index.all_intervals())
+
+    # Two commits in one sync.
+    ingest(kb, session(ACME, "s-ferry", [("Fay", "The ferry crane broke at dawn.")]))
+    kb.commit_files({f"tenants/{ACME}/notes/crane.md": None}, "Delete the note again")
+    check("two commits at once", changed=2)
+    assert steps == 11
+    vec = index.current().meta["vectors"]
+    assert vec["delta"] > 0 and vec["dead"] > 0  # the delta path was exercised too
+
+
+def test_interval_commits_point_at_their_text(two_tenants: KnowledgeBase) -> None:
+    """Every hit's interval reads back, at its commit, the text that was indexed."""
+    toolkit = Toolkit(two_tenants, ACME)
+    for hit in toolkit.bm25("crane budget repair", 20):
+        text = toolkit.resolve(hit.interval).text
+        assert hit.interval.commit and hit.interval.blob
+        words = [w for w in hit.excerpt.split() if len(w) > 3][-3:]
+        assert all(w in text for w in words), (hit.interval, text)
+
+
+# -- tenants ----------------------------------------------------------------------------------
+
+
+def test_searches_never_cross_tenants(two_tenants: KnowledgeBase) -> None:
+    for tenant in (ACME, GLOBEX):
+        toolkit = Toolkit(two_tenants, tenant)
+        for q in (*QUERIES, "Gloria approved", "Dana approved"):
+            for tool in ("bm25", "dense", "hybrid"):
+                hits = toolkit.search(q, tool, 1000)
+                assert hits, (tenant, q, tool)
+                for hit in hits:
+                    assert hit.tenant_id == tenant
+                    assert hit.interval.path.startswith(f"tenants/{tenant}/")
+    # Words only the other tenant has find nothing here.
+    assert Toolkit(two_tenants, ACME).bm25("Gloria", 10) == []
+    assert Toolkit(two_tenants, GLOBEX).bm25("Dana", 10) == []
+    # The same session id in both tenants: each sees its own pages.
+    acme = Toolkit(two_tenants, ACME).bm25("cash sales budget", 50, {"session": "s-budget"})
+    globex = Toolkit(two_tenants, GLOBEX).bm25("cash sales budget", 50, {"session": "s-budget"})
+    assert {h.interval.path.split("/")[1] for h in acme} == {ACME}
+    assert {h.interval.path.split("/")[1] for h in globex} == {GLOBEX}
+    assert len(acme) == 3 and len(globex) == 1
+    # Each tenant has its own index folder, built for it.
+    for tenant in (ACME, GLOBEX):
+        gen = TenantIndex(two_tenants, tenant).current()
+        assert gen is not None and gen.meta["tenant"] == tenant
+        assert gen.path.parent.name == tenant
+
+
+def test_other_tenants_pages_and_intervals_are_refused(two_tenants: KnowledgeBase) -> None:
+    acme = Toolkit(two_tenants, ACME)
+    globex_hit = Toolkit(two_tenants, GLOBEX).bm25("Gloria approved the repair", 1)[0]
+    assert globex_hit.page_id == "g-crane/1"
+    with pytest.raises(NotFound, match=r"no page 'g-crane/1' in tenant 'acme'"):
+        acme.page(["g-crane/1"])
+    with pytest.raises(NotFound, match="acme"):
+        acme.page(["s-crane/1", "notes/runbook.md"])
+    with pytest.raises(NotFound, match="acme"):
+        acme.neighbors("g-crane/1", 1)
+    with pytest.raises(NotFound, match=r"not in tenant 'acme'"):
+        acme.expand(globex_hit.interval, "turn", 1)
+    with pytest.raises(NotFound, match=r"not in tenant 'acme'"):
+        acme.resolve(globex_hit.interval)
+    # A forged interval: this tenant's page id with the other tenant's path.
+    forged = Interval("s-crane/1", globex_hit.interval.path, 1, 3, globex_hit.interval.commit)
+    with pytest.raises(NotFound):
+        acme.expand(forged, "line", 0)
+    # Paths that try to climb out of the tenant are not page ids at all.
+    for bad in ("../globex/notes/runbook.md", "pages/../../globex/x.md", "/etc/passwd"):
+        with pytest.raises(ValidationError):
+            acme.page([bad])
+    assert acme.index.intervals_of("g-crane/1") == []
+    # The same id in both tenants reads this tenant's page.
+    [record] = acme.page(["s-budget/1"])
+    assert record.tenant == ACME and "Restart procedure" in record.text
+
+
+# -- killed syncs, damaged and foreign indexes ------------------------------------------------
+
+KILLED_SYNC = textwrap.dedent(
+    """
+    import sys, time
+    from kbmem.store import KnowledgeBase
+    from kbmem.index import TenantIndex
+
+    def progress(done, total):
+        print("building", done, total, flush=True)
+        time.sleep(120)  # killed here, in the middle of the build
+
+    TenantIndex(KnowledgeBase(sys.argv[1]), sys.argv[2]).sync(full=True, progress=progress)
+    """
+)
+
+
+def copy_kb(kb: KnowledgeBase, target: Path) -> KnowledgeBase:
+    shutil.copytree(kb.root, target, symlinks=True)
+    return KnowledgeBase(target)
+
+
+def test_killed_sync_leaves_the_old_index_serving(
+    two_tenants: KnowledgeBase, tmp_path: Path
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    index = TenantIndex(kb, ACME)
+    old = index.current()
+    assert old is not None and old.commit == kb.head()
+    before = keys(index.bm25("crane", 1000))
+    ingest(kb, session(ACME, "s-storm", [("Ann", "Storm warning: the crane is tied down.")]))
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_SYNC, str(kb.root), ACME],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert line.startswith("building"), proc.stderr.read() if proc.stderr else ""
+        partial = [p for p in index.dir.glob("gen-*") if not (p / "meta.json").exists()]
+        assert partial, "the killed build left no partial generation"
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+    # The old generation is still the current one, opens, and serves the old commit.
+    reader = TenantIndex(kb, ACME)
+    gen = reader.current()
+    assert gen is not None and gen.name == old.name and gen.commit == old.commit
+    assert gen.commit != kb.head()
+    # The next search syncs (the dead process's lock is gone) and sees the new commit.
+    hits = reader.bm25("crane", 1000)
+    assert any(h.session_id == "s-storm" for h in hits)
+    assert set(before) < set(keys(hits))
+    assert reader.current().commit == kb.head()
+    for p in partial:
+        assert not p.exists(), "the partial generation was not cleaned up"
+
+
+def test_partial_generation_on_disk_is_ignored_and_removed(
+    two_tenants: KnowledgeBase, tmp_path: Path
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    index = TenantIndex(kb, ACME)
+    current = index.current()
+    assert current is not None
+    # What a build killed after copying files but before publishing leaves behind.
+    stray = index.dir / "gen-deadbeef0000-00000000"
+    shutil.copytree(current.path, stray)
+    (stray / "meta.json").unlink()
+    (stray / "whoosh" / next(iter(os.listdir(stray / "whoosh")))).write_bytes(b"half")
+    assert TenantIndex(kb, ACME).current().name == current.name
+    ingest(kb, session(ACME, "s-fog", [("Ann", "Fog delays the crane lift.")]))
+    assert any(h.session_id == "s-fog" for h in TenantIndex(kb, ACME).bm25("fog crane", 5))
+    assert not stray.exists()
+
+
+def damage_hnsw_truncate(gen_path: Path) -> None:
+    path = gen_path / "vectors.hnsw"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def damage_hnsw_garbage(gen_path: Path) -> None:
+    path = gen_path / "vectors.hnsw"
+    data = bytearray(path.read_bytes())
+    data[64 : len(data) - 64] = os.urandom(len(data) - 128)  # same size, garbage inside
+    path.unlink()  # a new file: the previous generation keeps its own copy
+    path.write_bytes(bytes(data))
+
+
+def damage_whoosh_toc(gen_path: Path) -> None:
+    for toc in (gen_path / "whoosh").glob("*.toc"):
+        toc.unlink()
+        toc.write_bytes(b"\x00garbage" * 10)
+
+
+def damage_whoosh_segment(gen_path: Path) -> None:
+    for seg in (gen_path / "whoosh").glob("*.seg"):
+        size = seg.stat().st_size
+        seg.unlink()
+        seg.write_bytes(os.urandom(size))
+
+
+def damage_meta(gen_path: Path) -> None:
+    (gen_path / "meta.json").write_text('{"format": 2, "count": ')
+
+
+def damage_current(gen_path: Path) -> None:
+    (gen_path.parent / "CURRENT").write_text("gen-does-not-exist")
+
+
+def damage_delta(gen_path: Path) -> None:
+    (gen_path / "delta.npz").write_bytes(b"PK\x03\x04 not a zip")
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        damage_hnsw_truncate,
+        damage_hnsw_garbage,
+        damage_whoosh_toc,
+        damage_whoosh_segment,
+        damage_meta,
+        damage_current,
+        damage_delta,
+    ],
+    ids=lambda f: f.__name__.removeprefix("damage_"),
+)
+def test_damaged_index_is_rebuilt_with_a_warning(
+    two_tenants: KnowledgeBase,
+    tmp_path: Path,
+    damage,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    index = TenantIndex(kb, ACME)
+    index.sync(full=True)
+    if damage is damage_delta:  # a generation with a vector delta
+        ingest(kb, session(ACME, "s-gale", [("Ann", "A gale closed the crane for a day.")]))
+        assert index.sync().mode == "incremental"
+    expected = {tool: keys(index_search(index, tool)) for tool in ("bm25", "dense")}
+    index_module._BASES.clear()  # as in a new process: no vector graph loaded yet
+    gen = index.current()
+    assert gen is not None
+    damage(gen.path)
+
+    caplog.set_level(logging.WARNING, logger="kbmem")
+    fresh = TenantIndex(kb, ACME)  # another process, say: nothing cached but the model
+    for tool in ("dense", "bm25"):
+        assert keys(index_search(fresh, tool)) == expected[tool], tool
+    assert "rebuild" in caplog.text
+    assert fresh.current().name != gen.name
+    # And it stays healthy.
+    assert TenantIndex(kb, ACME).sync().mode == "none"
+
+
+def index_search(index: TenantIndex, tool: str) -> list[Hit]:
+    return getattr(index, tool)("crane repair budget approved", 8)
+
+
+def test_foreign_embedder_or_tenant_triggers_a_rebuild(
+    two_tenants: KnowledgeBase, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    caplog.set_level(logging.WARNING, logger="kbmem")
+    index = TenantIndex(kb, ACME)
+    gen = index.current()
+    assert gen is not None
+    meta = json.loads((gen.path / "meta.json").read_text())
+    meta["embedder"] = "some-other-model/dim384"
+    (gen.path / "meta.json").write_text(json.dumps(meta))
+    fresh = TenantIndex(kb, ACME)
+    report = fresh.sync()
+    assert report.mode == "full" and "another embedder" in report.reason
+    assert "another embedder" in caplog.text
+    assert fresh.current().meta["embedder"] != "some-other-model/dim384"
+
+    # The other tenant's generation put in place of this one's is not used either.
+    caplog.clear()
+    globex = TenantIndex(kb, GLOBEX).current()
+    assert globex is not None
+    shutil.copytree(globex.path, fresh.dir / globex.name)
+    (fresh.dir / "CURRENT").write_text(globex.name)
+    hits = TenantIndex(kb, ACME).bm25("crane", 1000)
+    assert hits and all(h.interval.path.startswith(f"tenants/{ACME}/") for h in hits)
+    assert "another tenant" in caplog.text
+
+
+def test_search_syncs_when_head_moved_and_is_cheap_when_not(
+    two_tenants: KnowledgeBase, tmp_path: Path
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    toolkit = Toolkit(kb, ACME)
+    gen = toolkit.index.ensure_synced()
+    started = time.perf_counter()
+    for _ in range(20):
+        assert toolkit.index.ensure_synced() is gen  # no sync, the same open generation
+    assert (time.perf_counter() - started) / 20 < 0.05
+    toolkit.bm25("crane", 3)
+    assert toolkit.index.current() is gen
+    # A commit with plain git: the next search sees it, without anyone calling sync.
+    write(kb, f"tenants/{ACME}/notes/new.md", "The zeppelin mooring mast needs paint.\n")
+    git(kb, "add", f"tenants/{ACME}/notes/new.md")
+    git(kb, "commit", "-q", "-m", "A note by hand")
+    for tool in ("bm25", "dense", "hybrid"):
+        assert toolkit.search("zeppelin mooring mast", tool, 3)[0].page_id == "notes/new.md"
+    assert toolkit.index.current().commit == kb.head()
+
+
+def test_readers_see_a_consistent_index_while_syncs_run(
+    two_tenants: KnowledgeBase, tmp_path: Path
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    reader = TenantIndex(kb, ACME)
+    base = set(keys(reader.bm25("crane", 1000)))
+    errors: list[BaseException] = []
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        other = TenantIndex(kb, ACME)
+        while not stop.is_set():
+            try:
+                gen = other.current()
+                assert gen is not None
+                hits = other._bm25(gen, ["crane"], 1000, {})
+                # Every generation holds the base intervals plus whole sessions added since.
+                got = set(keys(hits))
+                assert base <= got
+                assert len(got) == gen.doc_frequency("crane")
+                seen.append(len(got))
+            except BaseException as exc:
+                errors.append(exc)
+                return
+
+    thread = threading.Thread(target=read)
+    thread.start()
+    try:
+        writer = TenantIndex(kb, ACME)
+        for n in range(4):
+            ingest(kb, session(ACME, f"s-wave-{n}", [("Ann", f"Crane shift {n} is done.")]))
+            assert writer.sync().mode == "incremental"
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not errors, errors
+    assert len(set(seen)) >= 2
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["bm25", "dense", "hybrid"])
+def test_bad_queries(two_tenants: KnowledgeBase, tool: str) -> None:
+    toolkit = Toolkit(two_tenants, ACME)
+    search = getattr(toolkit, tool)
+    for empty in ("", "   ", "\n\t"):
+        with pytest.raises(ValidationError, match="query"):
+            search(empty, 5)
+    with pytest.raises(ValidationError, match="query"):
+        search(None, 5)
+    # Only stop words or punctuation: nothing to look for, no error.
+    assert search("the and of to a is it", 5) == []
+    assert search("?! ...", 5) == []
+    # Query syntax is plain text: never a parse error.
+    for text in (
+        "crane AND budget",
+        "title:crane",
+        "*",
+        '"unbalanced quote crane',
+        "budget)",
+        "(crane OR",
+        "NOT crane",
+        "crane~2 budg*",
+        "[a TO z]",
+        "path:/etc/passwd",
+        "crane^5",
+    ):
+        search(text, 5)
+    assert search("*", 5) == []
+    if tool == "bm25":
+        assert keys(search("crane AND budget", 10)) == keys(search("crane budget", 10))
+        assert keys(search("title:crane", 10)) == keys(search("title crane", 10))
+        assert search("title:crane", 10)[0].page_id in ("s-crane/1", "notes/crane.md")
+    # A 100 KB query.
+    big = " ".join(["crane", "budget", "harbour", "pilot"] * 5000)[:100_000] + " zyzzyva"
+    assert len(big) > 99_000
+    started = time.perf_counter()
+    assert search(big, 5)
+    assert time.perf_counter() - started < 20
+    # k must be a whole number from 1 to 1000.
+    for k in (0, -1, 1001, 10**9, 2.5, "5", True, None):
+        with pytest.raises(ValidationError, match="k"):
+            search("crane", k)
+    assert len(search("crane", 1)) == 1
+    assert len(search("crane", 1000)) <= 1000
+    # Unknown or empty filters are errors.
+    for flt in ({"speaker": "Ann"}, {"session": ""}, {"tags": 3}, {"session": "  "}):
+        with pytest.raises(ValidationError, match="filters"):
+            search("crane", 5, flt)
+
+
+def test_analyze_is_plain_text() -> None:
+    assert analyze("Crane AND budget title:Repairs *") == ["crane", "budget", "titl", "repair"]
+    assert analyze("the and of") == []
+    assert len(analyze(" ".join(f"w{n}x" for n in range(5000)))) == 256
+
+
+# -- filters ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def filtered(two_tenants: KnowledgeBase) -> Iterator[Toolkit]:
+    yield Toolkit(two_tenants, ACME)
+
+
+@pytest.mark.parametrize("tool", ["bm25", "dense"])
+@pytest.mark.parametrize("exact_max", [4096, 0], ids=["exact", "graph"])
+def test_filters(
+    filtered: Toolkit, tool: str, exact_max: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # exact_max=0 sends filtered dense searches through the graph's own filter.
+    monkeypatch.setattr(index_module, "EXACT_MAX", exact_max)
+    search = getattr(filtered, tool)
+    everything = filtered.index.all_intervals()
+    by_session = {}
+    for h in everything:
+        by_session.setdefault(h.session_id, []).append(h)
+    q = "crane budget approved repair"
+
+    hits = search(q, 1000, {"session": "s-crane"})
+    assert hits and {h.session_id for h in hits} == {"s-crane"}
+    if tool == "dense":  # dense ranks every interval that passes the filter
+        assert len(hits) == len(by_session["s-crane"])
+    hits = search(q, 1000, {"classification": "secret"})
+    assert hits and {h.session_id for h in hits} == {"s-budget"}
+    hits = search(q, 1000, {"tags": "HARBOUR"})  # tags match whatever their case
+    assert hits and {h.page_id for h in hits} == {"s-crane/1", "notes/crane.md"}
+    hits = search(q, 1000, {"tags": "Maintenance"})
+    assert hits and {h.page_id for h in hits} == {"s-crane/1"}
+    hits = search(q, 1000, {"tags": "equipment"})
+    assert hits and {h.page_id for h in hits} == {"notes/crane.md"}
+    hits = search(q, 1000, {"kind": "paragraph"})
+    assert hits and {h.page_id for h in hits} == {"notes/crane.md"}
+    hits = search(q, 1000, {"session": "s-crane", "classification": "internal"})
+    assert hits and {h.session_id for h in hits} == {"s-crane"}
+    assert search(q, 1000, {"session": "s-crane", "classification": "secret"}) == []
+    assert search(q, 5, {"session": "no-such-session"}) == []
+    assert search(q, 5, {"page": "notes/crane.md"})[0].page_id == "notes/crane.md"
+    # A filtered search ranks like the unfiltered one, restricted.
+    unfiltered = [h for h in search(q, 1000) if h.session_id == "s-crane"]
+    assert keys(search(q, 1000, {"session": "s-crane"})) == keys(unfiltered)
+
+
+def test_hits_carry_everything_a_citation_needs(filtered: Toolkit) -> None:
+    for tool in ("bm25", "dense", "hybrid"):
+        hits = filtered.search("crane repair approved", tool, 5)
+        assert len(hits) == 5
+        for hit in hits:
+            data = hit.to_dict()
+            assert data["tenantId"] == ACME and data["retrieverType"] == tool
+            assert data["pageId"] and data["excerpt"]
+            iv = data["interval"]
+            assert iv["start"] <= iv["end"] and len(iv["commit"]) == 40
+        assert len(set(keys(hits))) == len(hits)  # no duplicates
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+    [top] = filtered.bm25("14,500 euros", 1)
+    assert top.interval.turn_ids == ("t4",) and top.session_id == "s-crane"
+    assert top.speaker == "Chen" and top.timestamp.startswith("2026-02-")
