@@ -59,6 +59,8 @@ class LLMAgent:
     def __init__(self, config: LLMConfig):
         self.config = config
         self.result_tokens = max(300, min(1800, config.max_prompt_tokens // 3))
+        self.plan_tokens = PLAN_TOKENS  # room for the forced research call's arguments
+        self.answer_tokens = ANSWER_TOKENS
 
     # -- the turn ---------------------------------------------------------------------------
 
@@ -124,7 +126,7 @@ class LLMAgent:
             messages,
             tools=tools,
             tool_choice=tool_choice,
-            max_tokens=PLAN_TOKENS if not stream_text else ANSWER_TOKENS,
+            max_tokens=self.answer_tokens if stream_text else self.plan_tokens,
         )
         try:
             for chunk in stream:
@@ -212,7 +214,7 @@ class LLMAgent:
             briefing = render_briefing(research.briefing, self.result_tokens)
         else:
             briefing = f"(research failed: {research.error})"
-        budget = self.config.max_prompt_tokens - count_tokens(SYSTEM) - ANSWER_TOKENS
+        budget = self.config.max_prompt_tokens - count_tokens(SYSTEM) - self.answer_tokens
         content = truncate_tokens(DEGRADED.format(briefing=briefing), max(200, budget))
         return {"role": "user", "content": content + f"\n\nQuestion: {ctx.message}"}
 

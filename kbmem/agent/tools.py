@@ -134,7 +134,7 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, str):
         raise ToolError(f"arguments must be a JSON object, got {type(raw).__name__}")
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, strict=False)  # models put raw newlines in strings
     except json.JSONDecodeError as exc:
         raise ToolError(f"arguments are not valid JSON ({exc.msg} at column {exc.colno})") from exc
     if not isinstance(value, dict):

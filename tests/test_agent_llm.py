@@ -1,0 +1,109 @@
+"""The LLM agent against a real llama.cpp server running SmolLM2-135M: a research call the
+model makes itself (the server holds it to the tool's schema), invalid tool arguments that go
+back to the model while the agent degrades to researching for it, and a stream that dies
+mid-answer (the server is killed) keeping the partial answer, marked and journaled."""
+
+from __future__ import annotations
+
+import pytest
+from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
+
+from kbmem.agent.events import AgentEvent, Notice, ReplyDelta, ToolCallFinished
+from kbmem.agent.journal import journal_dir, read_journal
+from kbmem.agent.provenance import read_turn
+from kbmem.agent.session import ChatSession
+from kbmem.local_llm import LocalLLMServer
+from kbmem.store import KnowledgeBase
+
+
+def llm_chat(kb: KnowledgeBase, server: LocalLLMServer, **kwargs: object) -> ChatSession:  # noqa: F811
+    # Small prompts: the 135M model on two CPU cores reads about 100 tokens a second.
+    kb.settings.data["llm"]["api_base"] = server.api_base
+    kb.settings.data["llm"]["max_prompt_tokens"] = 700
+    chat = ChatSession(kb, TENANT, model=server.model, **kwargs)  # type: ignore[arg-type]
+    assert chat.agent_name == "llm"
+    chat.agent.answer_tokens = 48  # type: ignore[attr-defined]
+    return chat
+
+
+def test_the_model_calls_research_and_the_reply_streams(
+    kb: KnowledgeBase,  # noqa: F811
+    llm_server: LocalLLMServer,
+) -> None:
+    events: list[AgentEvent] = []
+    chat = llm_chat(kb, llm_server)
+    record = chat.send("Who owns FL-212?", on_event=events.append)
+    first = record.tool_calls[0]
+    assert (first.name, first.origin, first.error) == ("research", "model", None)
+    assert isinstance(first.arguments.get("request"), str) and first.arguments["request"].strip()
+    assert record.status == "complete" and record.answer.strip()
+    assert "".join(e.text for e in events if isinstance(e, ReplyDelta)) == record.answer
+    assert record.context and all(len(c.commit) == 40 for c in record.context)
+    assert not any(isinstance(e, Notice) for e in events)
+    chat.close()
+    stored = read_turn(kb, TENANT, chat.chat_id, 1)
+    assert stored.model == llm_server.model and stored.agent == "llm"
+    assert stored.tool_calls[0].origin == "model"
+
+
+def test_invalid_tool_arguments_go_back_and_the_agent_degrades(
+    kb: KnowledgeBase,  # noqa: F811
+    llm_server: LocalLLMServer,
+) -> None:
+    events: list[AgentEvent] = []
+    chat = llm_chat(kb, llm_server)
+    chat.agent.plan_tokens = 4  # type: ignore[attr-defined]  # the arguments get cut off
+    record = chat.send("Who owns FL-212?", on_event=events.append)
+    bad, own = record.tool_calls[0], record.tool_calls[1]
+    assert bad.origin == "model" and "not valid JSON" in (bad.error or "")
+    assert (own.name, own.origin, own.error) == ("research", "agent", None)
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert finished[0].error == bad.error
+    assert any(isinstance(e, Notice) and e.level == "warning" for e in events)
+    assert record.status == "complete" and record.answer.strip()
+    assert any("did not research memory" in note for note in record.reasoning)
+    chat.close()
+
+
+def test_a_stream_that_dies_keeps_the_partial_answer(kb: KnowledgeBase) -> None:  # noqa: F811
+    server = LocalLLMServer().start()
+    try:
+        chat = llm_chat(kb, server)
+        chat.agent.answer_tokens = 200  # type: ignore[attr-defined]
+
+        def kill_on_first_delta(event: AgentEvent) -> None:
+            if isinstance(event, ReplyDelta) and server.process is not None:
+                server.process.kill()
+                server.process.wait()
+
+        record = chat.send("Who owns FL-212?", on_event=kill_on_first_delta)
+    finally:
+        server.stop()
+    assert record.status == "partial"
+    assert "[partial: the model's stream ended early" in record.answer
+    assert record.answer.split("[partial")[0].strip()  # what came before is kept
+    journaled = read_journal(journal_dir(kb) / f"{chat.chat_id}.jsonl").turns
+    assert journaled[0].status == "partial" and journaled[0].answer == record.answer
+
+    # The server is gone: the next turn still answers, offline from the briefing, marked.
+    after = chat.send("What is the team's monthly AWS budget?")
+    assert after.status == "partial" and "answering offline from the briefing" in after.answer
+    assert "5,600 dollars" in after.answer
+    assert [c.origin for c in after.tool_calls] == ["agent"]
+    chat.close()
+    assert read_turn(kb, TENANT, chat.chat_id, 1).status == "partial"
+
+
+@pytest.mark.parametrize("model", ["openai/none"])
+def test_an_unreachable_model_degrades_to_an_offline_answer(
+    kb: KnowledgeBase,  # noqa: F811
+    model: str,
+) -> None:
+    from kbmem.local_llm import free_port
+
+    kb.settings.data["llm"]["api_base"] = f"http://127.0.0.1:{free_port()}/v1"
+    kb.settings.data["llm"]["timeout_s"] = 5
+    with ChatSession(kb, TENANT, model=model) as chat:
+        record = chat.send("Who is Femi Adeyemi's onboarding buddy?")
+    assert record.status == "partial" and "Tobias Ferrante" in record.answer
+    assert record.error and "stream ended early" in record.error
