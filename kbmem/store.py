@@ -59,6 +59,23 @@ class CommitInfo:
     path: str | None = None  # the file's path in that commit (it may have been renamed since)
 
 
+def _flock(fd: int, deadline: float, timeout: float, root: Path) -> None:
+    """Lock ``fd`` exclusively, polling until ``deadline`` (then LockTimeout)."""
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+        if time.monotonic() >= deadline:
+            raise LockTimeout(
+                f"another kbmem process has held {root} for over {timeout:.0f} s; "
+                "try again when it has finished"
+            )
+        time.sleep(0.005)
+
+
 def _remove_temp_files(path: Path) -> None:
     """Delete the temp files that :func:`atomic_write` of ``path`` may have left behind when
     its process was killed."""
@@ -358,29 +375,31 @@ class KnowledgeBase:
 
     # -- writing ----------------------------------------------------------------------------
 
+    def _take_write_lock(self, deadline: float, timeout: float) -> int:
+        """The write lock's descriptor, locked. Writers queue at a turnstile (a second lock held
+        only while waiting for the first): a writer that releases the lock and wants it again
+        must wait behind the one already waiting, so two busy writers take turns instead of
+        one starving the other."""
+        turnstile = os.open(self.state_dir / "write.queue", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.state_dir / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                _flock(turnstile, deadline, timeout, self.root)
+                _flock(fd, deadline, timeout, self.root)
+            except BaseException:
+                os.close(fd)
+                raise
+        finally:
+            os.close(turnstile)  # closing releases the turnstile
+        return fd
+
     @contextmanager
     def write_lock(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the knowledge base's single-writer lock (re-entrant within a process)."""
         timeout = float(self.settings.data["git"]["lock_timeout_s"] if timeout is None else timeout)
         with self._thread_lock:
             if self._lock_depth == 0:
-                fd = os.open(self.state_dir / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
-                deadline = time.monotonic() + timeout
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except OSError as exc:
-                        if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                            os.close(fd)
-                            raise
-                        if time.monotonic() >= deadline:
-                            os.close(fd)
-                            raise LockTimeout(
-                                f"another kbmem process has held {self.root} for over "
-                                f"{timeout:.0f} s; try again when it has finished"
-                            ) from None
-                        time.sleep(0.02)
+                fd = self._take_write_lock(time.monotonic() + timeout, timeout)
                 self._lock_file = fd
                 try:
                     self._recover()

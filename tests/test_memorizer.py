@@ -5,6 +5,7 @@ writers and a writer killed mid-ingest."""
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import signal
 import subprocess
@@ -334,6 +335,10 @@ def test_two_processes_ingesting_at_once_both_land(empty_kb: KnowledgeBase, tmp_
     expected = {f"{p}-{n:03d}" for p in ("alpha", "beta") for n in range(15)}
     trailers = [t for t in session_trailers(root) if t]
     assert sorted(trailers) == sorted(expected)  # each session exactly one commit
+    # The writers took turns at the lock rather than one waiting for the other to finish.
+    writers = [t.split("-")[0] for t in reversed(trailers)]
+    turns = sum(1 for a, b in itertools.pairwise(writers) if a != b)
+    assert turns >= 10, writers
     assert {sid for _d, sid, _m in read_memory(empty_kb, "default")} == expected
     store = PageStore(empty_kb, "default")
     assert set(store.files()) == {f"{sid}/1" for sid in expected}
