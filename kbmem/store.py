@@ -47,6 +47,7 @@ KBMEM_EMAIL = "kbmem@localhost"
 TREE_MODE = b"40000"
 GIT = git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git"
 _UNKNOWN = object()
+RESET_PATHS = [GIT, "--literal-pathspecs", "reset", "-q"]
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "kb_template"
 
 
@@ -140,9 +141,10 @@ class _StagedFiles:
     each moved into place (or all thrown away). Deletions happen when they are moved."""
 
     def __init__(self, root: Path, writes: Mapping[str, bytes | None], pool: ThreadPoolExecutor):
-        self._temps: list[tuple[int, str, Path]] = []
+        self._temps: list[tuple[str, Path]] = []
         self._deletes: list[Path] = []
         self._flushes: list[Future[None]] = []
+        self._fds: list[int] = []
         try:
             for relpath, data in writes.items():
                 path = root / relpath
@@ -150,7 +152,8 @@ class _StagedFiles:
                     self._deletes.append(path)
                     continue
                 fd, tmp = _temp_beside(path, data)
-                self._temps.append((fd, tmp, path))
+                self._fds.append(fd)
+                self._temps.append((tmp, path))
                 self._flushes.append(pool.submit(os.fsync, fd))
         except BaseException:
             self.discard()
@@ -158,13 +161,14 @@ class _StagedFiles:
 
     def _close(self) -> None:
         wait(self._flushes)
-        for fd, _tmp, _path in self._temps:
+        fds, self._fds = self._fds, []  # each descriptor is closed once
+        for fd in fds:
             with suppress(OSError):
                 os.close(fd)
 
     def discard(self) -> None:
         self._close()
-        for _fd, tmp, _path in self._temps:
+        for tmp, _path in self._temps:
             with suppress(FileNotFoundError):
                 os.unlink(tmp)
 
@@ -176,7 +180,7 @@ class _StagedFiles:
             self.discard()
             raise
         self._close()
-        for _fd, tmp, path in self._temps:
+        for tmp, path in self._temps:
             os.replace(tmp, path)
         for path in self._deletes:
             with suppress(FileNotFoundError):
@@ -483,8 +487,13 @@ class KnowledgeBase:
         except FileNotFoundError:
             return
         head = self.head()
-        for relpath in paths:
-            self._check_relpath(relpath)
+        for relpath in list(paths):
+            try:
+                self._check_relpath(relpath)
+            except ValidationError:
+                log.warning("ignoring %r in %s", relpath, self._journal)
+                paths.remove(relpath)
+                continue
             _remove_temp_files(self.root / relpath)
             blob = self.blob_id(relpath, head) if head else None
             if blob is None:
@@ -658,10 +667,11 @@ class KnowledgeBase:
         """Make the user's index agree with ``rev`` (the new HEAD) for our paths, so that ``git
         status`` stays clean and a later ``git commit`` by hand cannot undo our change."""
         for _attempt in range(100):
+            # Paths as literal names ('*' or ':' in a name is no pattern), passed on stdin.
             done = subprocess.run(
-                [GIT, "reset", "-q", rev, "--", *paths],
+                [*RESET_PATHS, rev, "--pathspec-from-file=-", "--pathspec-file-nul"],
                 cwd=self.root,
-                stdin=subprocess.DEVNULL,
+                input="\0".join(paths).encode(),
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
             )

@@ -351,3 +351,18 @@ def test_writers_always_read_what_git_has(empty_kb: KnowledgeBase) -> None:
                     with pytest.raises(NotFound):
                         kb.read_bytes(path)
     fsck(root)
+
+
+def test_names_that_look_like_patterns_touch_only_themselves(empty_kb: KnowledgeBase) -> None:
+    """A path with '*' or a leading ':' is a file name to kbmem, never a git pathspec that
+    could reach the user's other staged files."""
+    root = empty_kb.root
+    (root / "notes").mkdir()
+    (root / "notes" / "mine.md").write_text("the user's staged note\n")
+    git(root, "add", "notes/mine.md")
+    staged = git(root, "diff", "--cached", "--name-status")
+    empty_kb.commit_files({"notes/*.md": b"star\n", ":(glob)x.md": b"magic\n"}, "Odd names")
+    assert git(root, "diff", "--cached", "--name-status") == staged
+    assert git(root, "show", "HEAD:notes/*.md") == "star\n"
+    assert git(root, "show", "HEAD::(glob)x.md") == "magic\n"
+    assert "notes/*.md" not in status(root) and "glob" not in status(root)
