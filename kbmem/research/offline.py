@@ -41,6 +41,7 @@ GENERIC = (
     )
     | frozenset(MONTHS)
 )
+NAME_BRIDGES = 1  # names are noisier bridges than first-person relations
 COMMON_SHARE = 0.15  # a term in more than this share of intervals says little
 RARE_SHARE = 0.03
 
@@ -255,5 +256,9 @@ class OfflineEngine:
                         and name != first
                     ):
                         names.append(name)
-        fresh = [b for b in dict.fromkeys(relations + names) if b.lower() not in state.followed]
+        fresh = [
+            b
+            for b in dict.fromkeys(relations + names[:NAME_BRIDGES])
+            if b.lower() not in state.followed
+        ]
         return fresh[:2]

@@ -24,6 +24,11 @@ from .types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
 EventSink = Callable[[TraceEvent], None]
 MAX_REQUEST_CHARS = 20_000
 ACTION_WEIGHT = {"bm25": 1.0, "dense": 0.6, "page_id": 0.5}
+# A follow-up search answers a specific gap that reflection found: its best few hits must be
+# able to compete with evidence that several first-step searches agreed on; the rest of its
+# list counts as any search's.
+FOLLOW_UP_TOP = 2
+FOLLOW_UP_WEIGHT = 3.0
 MAX_ACTIONS_PER_STEP = 6
 
 
@@ -217,7 +222,11 @@ class Researcher:
                     ms=round((time.perf_counter() - t0) * 1000, 1),
                 )
                 continue
-            new = state.add(action, hits, ACTION_WEIGHT.get(action.tool, 1.0))
+            weight = ACTION_WEIGHT.get(action.tool, 1.0)
+            if step == 0:
+                new = state.add(action, hits, weight)
+            else:
+                new = state.add(action, hits, weight, FOLLOW_UP_TOP, FOLLOW_UP_WEIGHT)
             state.actions_done.append(action)
             emit(
                 "tool_result",

@@ -36,16 +36,25 @@ class ResearchState:
             return cand.score * self.focus_boost
         return cand.score
 
-    def add(self, action: PlanAction, hits: list[Hit], weight: float = 1.0) -> int:
-        """Fold one action's ranked hits into the pool; returns how many were new."""
+    def add(
+        self,
+        action: PlanAction,
+        hits: list[Hit],
+        weight: float = 1.0,
+        top: int = 0,
+        top_weight: float = 1.0,
+    ) -> int:
+        """Fold one action's ranked hits into the pool (the first ``top`` of them with
+        ``top_weight``); returns how many were new."""
         new = 0
         for rank, hit in enumerate(hits, start=1):
+            w = top_weight if rank <= top else weight
             key = hit.interval.key
             cand = self.candidates.get(key)
             if cand is None:
                 cand = self.candidates[key] = Candidate(hit=hit, first_step=self.step)
                 new += 1
-            cand.score += weight / (RRF_K + rank)
+            cand.score += w / (RRF_K + rank)
             cand.retrievers.add(hit.retriever)
         return new
 
