@@ -91,7 +91,6 @@ class ChatSession:
         self._cancel = threading.Event()
         self._busy = threading.Lock()
         self._closed = False
-        self._warmer: threading.Thread | None = None
         self.researcher = Researcher(kb, self.tenant)
         self.tools = AgentTools(kb, self.tenant, self.researcher)
         self.committer = BatchCommitter(kb)
@@ -253,35 +252,7 @@ class ChatSession:
             self.chat_id, list(self._pending), list(self._history), self.journal, sink
         )
         self._pending.clear()
-        if sha:
-            self._warm_index()
         return sha
-
-    def _warm_index(self) -> None:
-        """Bring the index up to the new commit in the background, so the next turn does
-        not pay for indexing the chat's new pages (meanwhile it reads the previous index)."""
-        self._join_warmer()
-
-        def sync() -> None:
-            try:
-                self.researcher.toolkit.index.ensure_synced()
-            except KbmemError as exc:
-                self.on_event(
-                    Notice(
-                        chat_id=self.chat_id,
-                        turn=0,
-                        level="warning",
-                        message=f"indexing the chat's new pages failed: {exc}",
-                    )
-                )
-
-        self._warmer = threading.Thread(target=sync, name="kbmem-index-warm", daemon=True)
-        self._warmer.start()
-
-    def _join_warmer(self) -> None:
-        if self._warmer is not None:
-            self._warmer.join()
-            self._warmer = None
 
     def close(self) -> str | None:
         """End the chat: commit what is pending and release the chat's journal. Returns the
@@ -289,7 +260,6 @@ class ChatSession:
         if self._closed:
             return None
         sha = self.commit_now()
-        self._join_warmer()
         self._closed = True
         self.journal.close(remove=not self._pending)
         self.researcher.close()
