@@ -422,15 +422,15 @@ def test_a_session_over_the_documented_limit_leaves_no_commit(
     fsck(kb)
 
 
-def test_ingest_prints_a_progress_bar_only_on_a_terminal(kb: Path, tmp_path: Path) -> None:
+def test_ingest_prints_a_progress_bar_only_on_a_terminal(kb: Path, tmp_path: Path, capsys) -> None:
     path = write_json(
         tmp_path / "many.json",
         [summit_session(f"p{n}", [f"Progress item {n} for Ines."]) for n in range(3)],
     )
-    done = kbmem("--kb", str(kb), "ingest", str(path))
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == "3 session(s): 3 created\n"
-    assert done.stderr == ""  # not a TTY: tqdm stays quiet
+    code, out, err = run(capsys, "--kb", str(kb), "ingest", str(path))
+    assert code == 0
+    assert out == "3 session(s): 3 created\n"
+    assert err == ""  # not a TTY: tqdm stays quiet
     saved = yaml.safe_load(KnowledgeBase(kb).read_bytes(f"{PREFIX}sessions/p0.yaml"))
     assert saved["pages"] == ["p0/1"]
 

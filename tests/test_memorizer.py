@@ -350,7 +350,7 @@ def test_a_process_killed_during_ingest_leaves_a_consistent_repository(
     empty_kb: KnowledgeBase, tmp_path: Path
 ) -> None:
     root = empty_kb.root
-    total = 150
+    total = 60
     batch = _sessions_file(tmp_path / "many.json", "many", total)
     base = commit_count(root)
     cmd = [sys.executable, "-m", "kbmem.cli", "--kb", str(root), "ingest", str(batch)]
