@@ -9,6 +9,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kbmem.errors import StorageError
 from kbmem.pagestore import PageStore
 from kbmem.store import KnowledgeBase
 
@@ -63,6 +64,12 @@ class Workspace:
 
                 self._toolkit = Toolkit(self.kb, self.tenant)
             return self._toolkit
+
+    def check_available(self) -> None:
+        """Raise StorageError when the knowledge base's folder or repository is gone (moved,
+        deleted, an unmounted disk): git would otherwise just look empty."""
+        if not (self.kb.root / ".git").exists():
+            raise StorageError(f"the knowledge base {self.kb.root} is not there any more")
 
     def tenants(self) -> list[str]:
         """Every tenant that has files in HEAD, the current one first."""

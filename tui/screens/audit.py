@@ -151,6 +151,7 @@ class AuditScreen(KbmemScreen):
         from kbmem.agent.provenance import committed_turn_numbers, read_turn
 
         ws = self.workspace
+        ws.check_available()
         kb = ws.kb
         found: dict[str, AuditedTurn] = {}
         problems: list[str] = []

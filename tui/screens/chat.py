@@ -247,6 +247,7 @@ class ChatScreen(KbmemScreen):
                 self.query_one("#chat-log", FollowScroll).follow()
         elif kind == "turn_finished":
             self.running = False
+            panel.turn_finished()
             self.kbmem.set_status(busy="")
             if reply is not None:
                 status = self.kbmem.status

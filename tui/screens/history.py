@@ -134,6 +134,7 @@ class HistoryScreen(KbmemScreen):
     @work(thread=True, exit_on_error=False, group="history-tree", exclusive=True)
     def load_tree(self) -> None:
         ws = self.workspace
+        ws.check_available()
         head = ws.kb.head()
         listing = []
         for tenant in ws.tenants():
@@ -203,6 +204,7 @@ class HistoryScreen(KbmemScreen):
     def load_file(
         self, entry: Entry, rev: str = "HEAD", lines: tuple[int, int] | None = None
     ) -> None:
+        self.workspace.check_available()
         kb = self.workspace.kb
         commit = kb.resolve(rev)
         versions = kb.log(entry.path)
@@ -225,9 +227,6 @@ class HistoryScreen(KbmemScreen):
     async def _show(
         self, shown: Shown, versions: list[CommitInfo], lines: tuple[int, int] | None
     ) -> None:
-        self.shown = shown
-        self.versions = versions
-        self.shown_lines = lines
         latest = versions[0].sha if versions else ""
         self.shown_latest = not versions or shown.commit == self.workspace.kb.head()
         when = "latest" if shown.commit == latest else f"as of {short_sha(shown.commit)}"
@@ -250,6 +249,10 @@ class HistoryScreen(KbmemScreen):
         start, end = lines or (0, 0)
         numbered = NumberedLines(shown.text, start, end)
         await source.mount(numbered)
+        # Only now is the new version on screen (``shown`` is what tests and actions see).
+        self.shown = shown
+        self.versions = versions
+        self.shown_lines = lines
         self._fill_versions()
         tabs = self.query_one(TabbedContent)
         if lines:

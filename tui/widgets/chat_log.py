@@ -130,6 +130,7 @@ class AgentReply(Vertical):
         self.citations: list[Citation] = []
         self.known: dict[tuple[str, int, int], Citation] = {}
         self.finished = False
+        self.deltas = 0  # pieces streamed so far
 
     def compose(self) -> ComposeResult:
         yield Static(plain(self.who), classes="who")
@@ -168,6 +169,7 @@ class AgentReply(Vertical):
     async def write(self, text: str) -> None:
         if self.stream is None:
             self.stream = Markdown.get_stream(self.markdown)
+        self.deltas += 1
         await self.stream.write(self.linker.feed(text))
 
     async def finish(

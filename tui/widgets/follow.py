@@ -8,12 +8,18 @@ from textual.widget import Widget
 
 
 class FollowScroll(VerticalScroll):
-    """Call :meth:`follow` after adding or resizing content."""
+    """Call :meth:`follow` after adding or resizing content; ``following = False`` stops it
+    (to let the reader start at the top of something)."""
+
+    following = True
 
     def follow(self) -> None:
-        self.call_after_refresh(self._follow)
+        if self.following:
+            self.call_after_refresh(self._follow)
 
     def _follow(self) -> None:
+        if not self.following:
+            return
         overflowing = self.max_scroll_y > 0
         if overflowing and not self.is_anchored:
             self.anchor()

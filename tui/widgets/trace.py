@@ -21,9 +21,9 @@ RUNNING, DONE, FAILED = "running", "done", "failed"
 ICONS = {RUNNING: "◌", DONE: "✓", FAILED: "✗"}
 
 
-def describe_action(data: dict[str, Any]) -> str:
-    """A researcher action or an agent tool call's arguments, in one short line."""
-    tool = data.get("tool") or data.get("name") or "?"
+def describe_action(data: dict[str, Any]) -> tuple[str, str]:
+    """A researcher action or an agent tool call as ``(tool, what it asked for)``."""
+    tool = str(data.get("tool") or data.get("name") or "?")
     if data.get("query"):
         what = f"“{one_line(data['query'], 60)}”"
     elif data.get("pageIds"):
@@ -31,8 +31,9 @@ def describe_action(data: dict[str, Any]) -> str:
     elif data.get("request"):
         what = f"“{one_line(data['request'], 60)}”"
     else:
-        what = ""
-    return f"{tool} {what}".strip()
+        rest = [v for k, v in data.items() if k not in ("tool", "name") and isinstance(v, str)]
+        what = one_line(rest[0], 60) if rest else ""
+    return tool, what
 
 
 def hit_line(page_id: str, start: int, end: int, excerpt: str = "", score: Any = None) -> Text:
@@ -79,14 +80,17 @@ class ToolCallView(Collapsible):
         return plain(json.dumps(shown, ensure_ascii=False, default=str))
 
     def _title_content(self) -> Content:
-        action = describe_action({"name": self.call_name, **self.arguments})
-        parts = [f"{ICONS[self.status]} {action}"]
+        # Status, counts and time first: a long query is what gets cut at the panel's edge.
+        tool, what = describe_action({"name": self.call_name, **self.arguments})
+        parts = [f"{ICONS[self.status]} {tool}"]
         if self.hit_count is not None:
             parts.append(f"{self.hit_count} hit{'s' if self.hit_count != 1 else ''}")
         if self.duration_ms is not None:
             parts.append(f"{self.duration_ms:.0f} ms")
         if self.status == FAILED:
             parts.append("failed")
+        if what:
+            parts.append(what)
         return Content(" · ".join(parts))
 
     def finish(
@@ -145,7 +149,8 @@ class ResearchCallView(Vertical):
         self.head = Static(self._head(RUNNING), classes="head")
 
     def _head(self, status: str, extra: str = "") -> Text:
-        line = f"{ICONS[status]} {describe_action({'name': 'research', **self.arguments})}"
+        tool, what = describe_action({"name": "research", **self.arguments})
+        line = f"{ICONS[status]} {tool} {what}".rstrip()
         return plain(line + (f" · {extra}" if extra else ""))
 
     def compose(self) -> ComposeResult:
@@ -284,12 +289,20 @@ class TracePanel(FollowScroll):
 
     async def start_turn(self, turn: int, message: str, agent: str, model: str | None) -> None:
         await self.remove_children()
+        self.following = True
         self.calls.clear()
         self.briefings.clear()
         self.intervals.clear()
         who = agent + (f" · {model}" if model else "")
         head = plain(f"turn {turn} · {who}\n{one_line(message, 200)}")
         self.append(Static(head, classes="turn-head"))
+
+    def turn_finished(self) -> None:
+        """Stop following the end: show the turn's trace from its top (plan, searches, then
+        the briefing below)."""
+        self.following = False
+        self.anchor(False)
+        self.call_after_refresh(self.scroll_home, animate=False)
 
     def tool_call_started(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
         view: ToolCallView | ResearchCallView

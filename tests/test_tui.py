@@ -1,0 +1,373 @@
+"""The terminal UI driven with Pilot on real copies of the example knowledge base: a real
+offline agent answers, real git history is browsed, real failures become toasts."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from rich.text import Text
+from textual.widgets import DataTable, Markdown, OptionList, Static, TabbedContent, Tree
+
+from kbmem.agent.provenance import read_turn
+from kbmem.index import TenantIndex
+from kbmem.store import KnowledgeBase
+from tui.app import KbmemApp
+from tui.scenarios import (
+    GLOSSARY,
+    GLOSSARY_NEW,
+    GLOSSARY_OLD,
+    QUESTION,
+    SIZE,
+    ask,
+    edit_glossary,
+    make_app,
+    wait_until,
+)
+from tui.screens.audit import AuditScreen, IntervalCard
+from tui.screens.chat import ChatScreen
+from tui.screens.help import HelpScreen
+from tui.screens.history import HistoryScreen
+from tui.screens.interval import IntervalScreen
+from tui.widgets.chat_log import AgentReply, PromptInput, Suggestions, UserMessage
+from tui.widgets.interval_view import NumberedLines
+from tui.widgets.status_bar import StatusBar
+from tui.widgets.trace import BriefingView, ResearchCallView, ToolCallView, TracePanel
+
+ANSWER = "Skerrick Island Ferries"
+
+
+@pytest.fixture(scope="session")
+def indexed_kb_master(example_kb_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example knowledge base with its index built once (copy before use)."""
+    target = tmp_path_factory.mktemp("tui") / "kb"
+    shutil.copytree(example_kb_master, target, symlinks=True)
+    TenantIndex(KnowledgeBase(target), "default").sync()
+    return target
+
+
+@pytest.fixture
+def kb(indexed_kb_master: Path, tmp_path: Path) -> KnowledgeBase:
+    target = tmp_path / "kb"
+    shutil.copytree(indexed_kb_master, target, symlinks=True)
+    return KnowledgeBase(target)
+
+
+def rendered(widget: Static) -> str:
+    """What a Static shows, as plain text."""
+    content = widget.content
+    console = Console(width=200, record=True, color_system=None)
+    console.print(Text(content) if isinstance(content, str) else content)
+    return console.export_text()
+
+
+def toasts(app: KbmemApp) -> list[tuple[str, str, str]]:
+    return [(n.severity, n.title, n.message) for n in app._notifications]
+
+
+def file_lines(kb: KnowledgeBase, path: str, commit: str, start: int, end: int) -> list[str]:
+    return kb.read_bytes(path, commit).decode("utf-8").split("\n")[start - 1 : end]
+
+
+def test_chat_streams_the_answer_and_fills_the_trace(kb: KnowledgeBase) -> None:
+    asyncio.run(_chat_streams(kb))
+
+
+async def _chat_streams(kb: KnowledgeBase) -> None:
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ChatScreen)
+        # First run: suggested questions, from the knowledge base's own sessions and notes.
+        await wait_until(pilot, lambda: bool(screen.query(Suggestions)), "suggestions")
+        suggestions = screen.query_one(Suggestions)
+        assert len(suggestions.questions) >= 3
+        assert any("Q1 retrospective" in q for q in suggestions.questions)
+
+        await pilot.press(*QUESTION, "enter")
+        # The question shows at once, literally; the suggestions give way to the chat.
+        assert rendered(screen.query_one(UserMessage)).strip() == QUESTION
+        assert not screen.query(Suggestions)
+        await wait_until(
+            pilot, lambda: screen.reply is not None and screen.reply.finished, "the answer"
+        )
+        await wait_until(pilot, lambda: bool(app.turn_records()), "the journaled turn")
+        reply = screen.reply
+        assert isinstance(reply, AgentReply)
+        record = app.turn_records()[0]
+        # Streamed: many pieces went through the Markdown stream, and together they are
+        # the answer the agent journaled (citations turned into links).
+        assert reply.deltas > 3
+        assert ANSWER in record.answer
+        assert ANSWER in reply.markdown.source
+        assert "](cite:" in reply.markdown.source
+        # The citations are listed under the answer, each pinned to the commit it was read at.
+        cited = {(c.page_id, c.start, c.end) for c in record.context if c.cited}
+        assert {(c.page_id, c.start, c.end) for c in reply.citations} == cited
+        assert all(len(c.commit) == 40 for c in reply.citations)
+
+        # The trace panel filled live: the research call, its plan and searches, the briefing.
+        panel = screen.query_one(TracePanel)
+        research = panel.query_one(ResearchCallView)
+        assert "step 0: plan" in " ".join(rendered(s) for s in research.query(Static))
+        calls = list(research.query(ToolCallView))
+        assert len(calls) >= 2
+        assert all(c.status == "done" for c in calls)
+        assert sum(c.hit_count or 0 for c in calls) > 0
+        briefing = panel.query_one(BriefingView)
+        await wait_until(
+            pilot,
+            lambda: "Skerrick" in rendered(briefing.query_one(".evidence", Static)),
+            "the briefing's excerpts",
+        )
+        evidence = rendered(briefing.query_one(".evidence", Static))
+        for page_id, _start, _end in cited:
+            assert page_id in evidence
+
+        # The status bar counts the journaled turn waiting for the batch commit.
+        assert app.status.pending_turns == 1
+        assert "turns pending 1/5" in rendered(screen.query_one(StatusBar))
+
+        # The input keeps a history.
+        await pilot.press("up")
+        assert screen.query_one(PromptInput).value == QUESTION
+        await pilot.press("down")
+        assert screen.query_one(PromptInput).value == ""
+
+        # A citation opens the cited lines as they were at that commit ...
+        reply.query_one(".citations", OptionList).focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, IntervalScreen), "the dialog")
+        dialog = app.screen
+        await wait_until(pilot, lambda: bool(dialog.query(NumberedLines)), "the cited lines")
+        first = reply.citations[0]
+        cited_block = dialog.query_one(NumberedLines).cited()
+        assert cited_block is not None
+        shown = rendered(cited_block)
+        path = first.path or _page_path(first.page_id)
+        for line in file_lines(kb, path, first.commit, first.start, first.end):
+            assert line.strip()[:40] in shown
+        # ... and from there the whole page at that commit, on the History screen.
+        await pilot.press("h")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), "History")
+        history = app.screen
+        await wait_until(pilot, lambda: history.shown is not None, "the page")
+        assert history.shown.commit == first.commit
+        assert history.query_one(TabbedContent).active == "source"
+
+
+def _page_path(page_id: str) -> str:
+    if page_id.endswith(".md"):
+        return f"tenants/default/{page_id}"
+    session, seq = page_id.rsplit("/", 1)
+    return f"tenants/default/pages/{session}/{seq}.md"
+
+
+def test_history_shows_versions_a_diff_and_the_page_at_any_commit(kb: KnowledgeBase) -> None:
+    edit = edit_glossary(kb)
+    asyncio.run(_history(kb, edit))
+
+
+async def _history(kb: KnowledgeBase, edit: str) -> None:
+    path = f"tenants/default/{GLOSSARY}"
+    versions = kb.log(path)
+    assert versions[0].sha == edit and len(versions) == 2
+    created = versions[1].sha
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f3")
+        screen = app.screen
+        assert isinstance(screen, HistoryScreen)
+        tree = screen.query_one(Tree)
+        await wait_until(pilot, lambda: bool(tree.root.children), "the page tree")
+        # Pages by tenant, then sessions and notes.
+        tenant = tree.root.children[0]
+        labels = [str(child.label) for child in tenant.children]
+        assert labels[0] == "MEMORY.md"
+        assert labels[1].startswith("sessions (10)") and labels[2].startswith("notes (4)")
+        node = next(n for n in tenant.children[2].children if n.data.page_id == GLOSSARY)
+        tree.focus()
+        tree.move_cursor(node)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: screen.shown is not None, "the page")
+        # The viewer: front matter as a table, the content rendered.
+        table = screen.query_one("#front-matter", DataTable)
+        fields = [str(table.get_row_at(n)[0]) for n in range(table.row_count)]
+        assert fields[:2] == ["title", "created_at"]
+        assert "Maintained by Femi Adeyemi" in screen.query_one("#page-body", Markdown).source
+        assert screen.check_action("diff", ()) is True
+
+        # Versions from git, newest first; a diff of the two.
+        await pilot.press("v")
+        versions_table = screen.query_one("#version-table", DataTable)
+        assert versions_table.row_count == 2
+        assert str(versions_table.get_row_at(0)[4]) == "Glossary: Femi Adeyemi maintains it now"
+        assert str(versions_table.get_row_at(0)[2]) == "2026-03-24 09:15"
+        await pilot.press("d")
+        await wait_until(
+            pilot, lambda: "@@" in rendered(screen.query_one("#diff-text", Static)), "the diff"
+        )
+        diff = rendered(screen.query_one("#diff-text", Static))
+        assert f"{created[:7]} → {edit[:7]}" in diff
+        assert f"-{GLOSSARY_OLD}" in diff
+        assert "+" + GLOSSARY_NEW.splitlines()[0] in diff
+        assert screen.query_one(TabbedContent).active == "diff"
+
+        # The page as it was at its first version: pick it in the list.
+        await pilot.press("v", "down", "enter")
+        await wait_until(
+            pilot, lambda: screen.shown is not None and screen.shown.commit == created, "v1"
+        )
+        assert GLOSSARY_OLD in screen.query_one("#page-body", Markdown).source
+
+        # ... or at any commit, typed: the example's Q1 retrospective commit (after the note
+        # was written, before the edit) shows the first version.
+        q1 = next(c.sha for c in kb.log() if "q1-retrospective" in c.message)
+        await pilot.press("g", *q1[:10], "enter")
+        await wait_until(
+            pilot, lambda: screen.shown is not None and screen.shown.commit == q1, "@q1"
+        )
+        assert GLOSSARY_OLD in screen.query_one("#page-body", Markdown).source
+        # A commit from before the note existed is a toast, not a crash.
+        first = kb.log()[-1].sha
+        await pilot.press("g", *first[:10], "enter")
+        await wait_until(pilot, lambda: bool(toasts(app)), "the toast")
+        severity, _title, message = toasts(app)[-1]
+        assert severity == "error" and "did not exist at" in message
+        assert screen.shown.commit == q1  # still showing what it showed
+
+
+def test_audit_shows_the_turn_just_made(kb: KnowledgeBase) -> None:
+    asyncio.run(_audit(kb))
+
+
+async def _audit(kb: KnowledgeBase) -> None:
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot)
+        record = app.turn_records()[0]
+        await pilot.press("f4")
+        screen = app.screen
+        assert isinstance(screen, AuditScreen)
+        await wait_until(pilot, lambda: screen.current is not None, "the turn")
+        assert screen.current.turn_id == "readme-demo/1"
+        assert not screen.current.committed  # journaled, waiting for the batch
+        await pilot.press("i")
+        items = screen.query_one("#interval-list")
+        await wait_until(pilot, lambda: bool(items.query(IntervalCard)), "the intervals")
+        cards = list(items.query(IntervalCard))
+        assert len(cards) == len(record.context) > 0
+        for card in cards:
+            item = card.resolved.item
+            block = card.query_one(NumberedLines).cited()
+            assert block is not None
+            shown = rendered(block)
+            # Resolved at the interval's own commit, the cited lines highlighted.
+            for line in file_lines(kb, item.path, item.commit, item.start, item.end):
+                assert line.strip()[:40] in shown
+        # The tool calls and the reasoning are there too.
+        await pilot.press("t")
+        assert [v.call_name for v in screen.query(ToolCallView)] == [
+            c.name for c in record.tool_calls
+        ]
+        await pilot.press("r")
+        reasoning = screen.query_one("#reasoning-text", Markdown).source
+        assert QUESTION in reasoning and "## Used" in reasoning
+
+        # Commit now: the turn is read back from its snapshot in git.
+        await pilot.press("c")
+        await wait_until(
+            pilot, lambda: screen.current is not None and screen.current.committed, "the commit"
+        )
+        committed = read_turn(kb, "default", "readme-demo", 1)
+        assert committed.answer == record.answer
+        assert [c.to_dict() for c in committed.context] == [c.to_dict() for c in record.context]
+        assert app.status.pending_turns == 0
+
+        # Jump from an interval to its page at that commit.
+        await pilot.press("i")
+        await wait_until(pilot, lambda: bool(items.query(IntervalCard)), "the intervals")
+        items.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), "History")
+        history = app.screen
+        first = items.query(IntervalCard).first().resolved.item
+        await wait_until(pilot, lambda: history.shown is not None, "the page")
+        assert history.shown.commit == first.commit
+        assert history.shown.entry.page_id == first.page_id
+        assert history.query_one(TabbedContent).active == "source"
+        cited = history.query_one(NumberedLines).cited()
+        assert cited is not None and history.query_one(NumberedLines).start == first.start
+
+
+def test_a_failing_tool_is_a_toast_not_a_crash(kb: KnowledgeBase, tmp_path: Path) -> None:
+    asyncio.run(_failing(kb, tmp_path))
+
+
+async def _failing(kb: KnowledgeBase, tmp_path: Path) -> None:
+    app = KbmemApp(kb, "default", cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.chat.session is not None, "the chat to open")
+        # The knowledge base goes away under the running app (an unmounted disk, a folder
+        # moved): research cannot read git any more.
+        shutil.move(kb.root, tmp_path / "moved-away")
+        await pilot.press(*"[bold red]Where is the offsite?[/]", "enter")
+        screen = app.screen
+        assert isinstance(screen, ChatScreen)
+        await wait_until(pilot, lambda: not screen.running, "the turn to fail")
+        errors = [t for t in toasts(app) if t[0] == "error"]
+        assert errors, toasts(app)
+        assert str(kb.root) in errors[0][2]
+        assert screen.reply is not None and screen.reply.has_class("-failed")
+        # Text from the user is never markup: the brackets show as typed.
+        assert (
+            rendered(screen.query_one(UserMessage)).strip() == "[bold red]Where is the offsite?[/]"
+        )
+        # The app is still alive and usable: History reports its own failure the same way.
+        await pilot.press("f3")
+        assert isinstance(app.screen, HistoryScreen)
+        await wait_until(
+            pilot, lambda: len([t for t in toasts(app) if t[0] == "error"]) > 1, "a toast"
+        )
+        assert app.is_running
+
+
+def test_palette_commands_help_and_greyed_out_actions(kb: KnowledgeBase) -> None:
+    asyncio.run(_palette(kb))
+
+
+async def _palette(kb: KnowledgeBase) -> None:
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        from tui.commands import KbmemCommands
+
+        titles = [title for title, _help, _cb in KbmemCommands(app.screen).commands()]
+        for wanted in (
+            "chat: new",
+            "kb: reindex",
+            "kb: commit now",
+            "view: history",
+            "view: audit",
+            "engine: choose model",
+        ):
+            assert wanted in titles
+        assert all(": " in title for title in titles)
+        await pilot.press("ctrl+p")
+        await pilot.press(*"view: audit")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, AuditScreen), "Audit")
+        # Nothing to open or commit yet: those keys are greyed out.
+        assert app.screen.check_action("open_interval", ()) is None
+        assert app.screen.check_action("commit_now", ()) is None
+        await pilot.press("f1")
+        assert isinstance(app.screen, HelpScreen)
+        help_text = app.screen.query_one(Markdown).source
+        assert "engine: choose model" in help_text and "F3" in help_text
+        await pilot.press("escape")
+        assert isinstance(app.screen, AuditScreen)
+        # The chosen engine shows in the status bar (offline: no model configured).
+        assert app.status.engine == "offline" and app.status.model is None
