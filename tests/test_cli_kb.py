@@ -56,6 +56,8 @@ def test_init_creates_the_example_knowledge_base(tmp_path: Path) -> None:
     listing = kbmem("pages", env={"KBMEM_KB": str(target)}, cwd=tmp_path)
     assert listing.returncode == 0, listing.stderr
     pages = [line.split("\t")[0] for line in listing.stdout.splitlines()]
+    here = kbmem("pages", cwd=target, env={"KBMEM_KB": ""})  # no --kb, no $KBMEM_KB: the cwd
+    assert here.returncode == 0 and here.stdout == listing.stdout
     assert len([p for p in pages if p.endswith(".md")]) >= 3  # hand-written notes
     assert len([p for p in pages if not p.endswith(".md")]) >= 8  # memorized sessions
     # A second init on the same folder refuses and changes nothing.
