@@ -230,6 +230,7 @@ async def _history(kb: KnowledgeBase, edit: str) -> None:
         await wait_until(
             pilot, lambda: screen.shown is not None and screen.shown.commit == q1, "@q1"
         )
+        assert screen.shown.version == created  # the version in effect at that commit
         assert GLOSSARY_OLD in screen.query_one("#page-body", Markdown).source
         # A commit from before the note existed is a toast, not a crash.
         first = kb.log()[-1].sha

@@ -192,11 +192,19 @@ class KbmemApp(App[None]):
         if current is not None and current == kb.head() and not full:
             self.mark("index_ready")
             return
-        self.call_from_thread(self.set_status, syncing=True)
+        self.call_from_thread(self.set_status, syncing=True, sync_progress="")
+        shown = [-1]
+
+        def progress(done: int, total: int) -> None:
+            percent = 100 * done // max(total, 1)
+            if percent >= shown[0] + 5 or done == total:  # a few updates, not thousands
+                shown[0] = percent
+                self.call_from_thread(self.set_status, sync_progress=f"{done}/{total}")
+
         try:
-            report = index.sync(full=full)
+            report = index.sync(full=full, progress=progress)
         finally:
-            self.call_from_thread(self.set_status, syncing=False)
+            self.call_from_thread(self.set_status, syncing=False, sync_progress="")
         gen = index.current()
         self.call_from_thread(self.set_status, index_commit=gen.commit if gen else None)
         self.mark("index_ready")

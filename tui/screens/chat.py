@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, OptionList, Static
 from textual.worker import Worker, WorkerState
 
 from ..render import one_line, plain
@@ -141,6 +141,14 @@ class ChatScreen(KbmemScreen):
                 )
             )
 
+    @on(PromptInput.DownFromEnd)
+    def _down_from_prompt(self) -> None:
+        for suggestions in self.query(Suggestions):
+            options = suggestions.query_one(OptionList)
+            options.focus()
+            if options.highlighted is None:
+                options.highlighted = 0
+
     @on(Suggestions.QuestionChosen)
     def _suggestion(self, event: Suggestions.QuestionChosen) -> None:
         self.send(event.question)
@@ -164,6 +172,7 @@ class ChatScreen(KbmemScreen):
 
     def send(self, text: str) -> None:
         """Show the question and start the turn in a worker."""
+        self.query_one(PromptInput).focus()
         log = self.query_one("#chat-log", FollowScroll)
         for suggestions in log.query(Suggestions):
             suggestions.remove()
@@ -219,6 +228,8 @@ class ChatScreen(KbmemScreen):
             await panel.start_turn(event.turn, event.message, event.agent, event.model)
         elif kind == "tool_call_started":
             panel.tool_call_started(event.call_id, event.name, event.arguments)
+            if event.name == "research" and self.kbmem.status.syncing:
+                panel.note(event.call_id, "waiting for the index to reach the latest commit…")
             self.kbmem.set_status(busy=f"{event.name}…")
         elif kind == "research_trace":
             trace = event.trace

@@ -57,6 +57,7 @@ class Shown:
     meta: dict[str, Any]
     body: str
     problem: str = ""
+    version: str = ""  # the commit of the version in effect at ``commit``
 
 
 class HistoryScreen(KbmemScreen):
@@ -221,7 +222,12 @@ class HistoryScreen(KbmemScreen):
                 meta, body = dict(page.meta), page.body
             except KbmemError as exc:
                 problem = str(exc)
-        shown = Shown(entry, commit, text, meta, body, problem)
+        # The version in effect at that commit: the newest one that is its ancestor.
+        version = next(
+            (c.sha for c in versions if c.sha == commit or kb.repo.is_ancestor(c.sha, commit)),
+            "",
+        )
+        shown = Shown(entry, commit, text, meta, body, problem, version)
         self.app.call_from_thread(self._show, shown, versions, lines)
 
     async def _show(
@@ -229,7 +235,12 @@ class HistoryScreen(KbmemScreen):
     ) -> None:
         latest = versions[0].sha if versions else ""
         self.shown_latest = not versions or shown.commit == self.workspace.kb.head()
-        when = "latest" if shown.commit == latest else f"as of {short_sha(shown.commit)}"
+        if shown.version == latest:
+            when = "latest version"
+        else:
+            when = f"version {short_sha(shown.version)}"
+        if shown.commit != shown.version:
+            when += f", as of commit {short_sha(shown.commit)}"
         title = Text.assemble(
             (shown.entry.name, "bold"),
             (f"  {when}", "dim"),
@@ -267,7 +278,7 @@ class HistoryScreen(KbmemScreen):
     def _fill_versions(self) -> None:
         table = self.query_one("#version-table", DataTable)
         table.clear()
-        shown = self.shown.commit if self.shown else None
+        shown = self.shown.version if self.shown else None
         cursor = 0
         for n, c in enumerate(self.versions):
             mark = "◆" if c.sha == self.marked else ("▶" if c.sha == shown else "")
@@ -333,7 +344,7 @@ class HistoryScreen(KbmemScreen):
         shas = [c.sha for c in self.versions]
         tabs = self.query_one(TabbedContent)
         new = self._cursor_sha() if tabs.active == "versions" else None
-        new = new or (self.shown.commit if self.shown.commit in shas else shas[0])
+        new = new or (self.shown.version if self.shown.version in shas else shas[0])
         old = self.marked
         if old is None or old == new:
             index = shas.index(new)

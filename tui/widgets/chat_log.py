@@ -246,12 +246,16 @@ class PromptInput(Input):
         self.position = None
         self.draft = ""
 
+    class DownFromEnd(Message):
+        """↓ with nothing further in the history: the screen may move focus below."""
+
     def action_history(self, step: int) -> None:
+        if step > 0 and self.position is None:
+            self.post_message(self.DownFromEnd())
+            return
         if not self.past:
             return
         if self.position is None:
-            if step > 0:
-                return
             self.draft = self.value
             self.position = len(self.past)
         self.position += step
@@ -271,6 +275,7 @@ class Suggestions(Vertical):
     Suggestions { height: auto; margin: 1 0; padding: 0 1; border: round $accent; }
     Suggestions > .title { text-style: bold; }
     Suggestions > OptionList { height: auto; border: none; padding: 0; }
+    Suggestions > .hint { color: $text-muted; }
     """
 
     class QuestionChosen(Message):
@@ -286,6 +291,7 @@ class Suggestions(Vertical):
     def compose(self) -> ComposeResult:
         yield Static(plain(self.intro), classes="title")
         yield OptionList(*[Option(Content(f"› {q}")) for q in self.questions])
+        yield Static("↓ from the message box to choose, enter to ask", classes="hint")
 
     @on(OptionList.OptionSelected)
     def _chosen(self, event: OptionList.OptionSelected) -> None:
@@ -307,10 +313,13 @@ def suggested_questions(readme: str, titles: list[str], notes: list[str], n: int
             found.append(item)
     if found:
         return found[:n]
-    out = [f"What was decided in “{t}”?" for t in titles[:2]]
+    # Short titles ("Q1 retrospective", not the whole "Q1 retrospective - pilot, incident,
+    # migration"): the offline agent matches a question's words against the turns.
+    short = [re.split(r" - |: ", t, maxsplit=1)[0].strip() for t in titles]
+    out = [f"What happened in the {t}?" for t in short[:2]]
     out += [f"What does the note “{t}” say?" for t in notes[:1]]
-    if titles:
-        out.append(f"What happened in “{titles[-1]}”, and who owned the follow-ups?")
+    if short:
+        out.append(f"Who owned the follow-ups of the {short[-1]}?")
     return out[:n]
 
 

@@ -19,6 +19,7 @@ class Status:
     model: str | None = None
     index_commit: str | None = None
     syncing: bool = False
+    sync_progress: str = ""  # "120/253" intervals, while syncing
     embedder: str = "loading"  # loading | ready | failed
     pending_turns: int = 0
     batch_turns: int = 5
@@ -29,7 +30,8 @@ def status_text(status: Status) -> Text:
     sep = (" │ ", "dim")
     engine = status.engine if not status.model else f"{status.engine} · {status.model}"
     if status.syncing:
-        index = ("index syncing…", "bold yellow")
+        done = f" {status.sync_progress}" if status.sync_progress else "…"
+        index = (f"index syncing{done}", "bold yellow")
     elif status.index_commit:
         index = (f"index @{status.index_commit[:7]}", "")
     else:

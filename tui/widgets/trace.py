@@ -297,6 +297,13 @@ class TracePanel(FollowScroll):
         head = plain(f"turn {turn} · {who}\n{one_line(message, 200)}")
         self.append(Static(head, classes="turn-head"))
 
+    def note(self, call_id: str, text: str) -> None:
+        """A line of context under a research call (e.g. that it waits for the index)."""
+        view = self.calls.get(call_id)
+        if isinstance(view, ResearchCallView):
+            view.mount(StepLine(plain(text), classes="-fallback"))
+            self.follow()
+
     def turn_finished(self) -> None:
         """Stop following the end: show the turn's trace from its top (plan, searches, then
         the briefing below)."""
