@@ -33,6 +33,7 @@ import json
 import logging
 import math
 import os
+import queue
 import shutil
 import threading
 import time
@@ -50,7 +51,9 @@ import numpy as np
 from whoosh import columns as whoosh_columns
 from whoosh import index as whoosh_index
 from whoosh.analysis import StemmingAnalyzer
+from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import COLUMN, ID, KEYWORD, STORED, TEXT, Schema
+from whoosh.matching.wrappers import FilterMatcher
 from whoosh.reading import SegmentReader, TermNotFound
 from whoosh.util.numeric import byte_to_length
 
@@ -64,7 +67,7 @@ from .store import KnowledgeBase, atomic_write
 
 log = logging.getLogger("kbmem")
 
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 SEGMENT_DOCS = 2000  # intervals embedded per step of a build (and per progress report)
 SMALL_SEGMENT = 500  # Whoosh segments smaller than this are folded together...
 MERGE_SMALL_AT = 8  # ...once there are this many of them
@@ -77,6 +80,7 @@ HNSW_EF_CONSTRUCTION = 200
 BM25_B = 0.75
 BM25_K1 = 1.2
 MAX_K = 1000
+POSTING_BLOCK = 1024
 MAX_QUERY_TERMS = 256
 MAX_EMBED_CHARS = 4096  # the model reads 256 word pieces; longer queries are cut first
 ANALYZER = StemmingAnalyzer()
@@ -105,8 +109,16 @@ def make_schema() -> Schema:
         speaker=STORED,
         timestamp=STORED,
         content=STORED,
-        text=TEXT(analyzer=ANALYZER),
+        # Term frequencies only, no positions: queries are bags of terms, and a query reads
+        # (unpickles) every posting block of its terms.
+        text=TEXT(analyzer=ANALYZER, phrase=False),
     )
+
+
+def make_codec() -> W3Codec:
+    """Whoosh's codec with big, uncompressed posting blocks: reading a long postings list
+    costs a few large unpickles instead of many small ones plus zlib."""
+    return W3Codec(blocklimit=POSTING_BLOCK, compression=0)
 
 
 @dataclass
@@ -239,24 +251,64 @@ def _column(reader: SegmentReader, name: str, typecode: str, default: int) -> np
     return out
 
 
+_POSTINGS_CACHE: OrderedDict[tuple[str, int, str, str], tuple[np.ndarray, np.ndarray]] = (
+    OrderedDict()
+)
+_POSTINGS_CACHE_LOCK = threading.Lock()
+_POSTINGS_CACHE_MAX = 8_000_000  # postings kept decoded (8 bytes each)
+_postings_cached = 0
+
+
 def _postings(reader: SegmentReader, fieldname: str, term: str) -> tuple[np.ndarray, np.ndarray]:
-    """Document numbers (local to the segment) and weights of ``term``, deleted ones
-    included, read a block at a time."""
+    """Document numbers (local to the segment, deleted ones included) and weights of
+    ``term``. A segment's postings never change once written, so decoded lists are kept,
+    by segment id, across generations and queries (up to a bounded number of postings)."""
+    global _postings_cached
+    segment = reader.segment()
+    key = (segment.segment_id(), reader.doc_count_all(), fieldname, term)
+    with _POSTINGS_CACHE_LOCK:
+        found = _POSTINGS_CACHE.get(key)
+        if found is not None:
+            _POSTINGS_CACHE.move_to_end(key)
+            return found
+    found = _read_postings(reader, fieldname, term)
+    with _POSTINGS_CACHE_LOCK:
+        if key not in _POSTINGS_CACHE:
+            _POSTINGS_CACHE[key] = found
+            _postings_cached += len(found[0])
+        while _postings_cached > _POSTINGS_CACHE_MAX and _POSTINGS_CACHE:
+            _key, (ids, _w) = _POSTINGS_CACHE.popitem(last=False)
+            _postings_cached -= len(ids)
+    return found
+
+
+def _read_postings(
+    reader: SegmentReader, fieldname: str, term: str
+) -> tuple[np.ndarray, np.ndarray]:
     try:
         matcher = reader.postings(fieldname, term)
     except TermNotFound:
-        return np.zeros(0, np.int64), np.zeros(0, np.float64)
+        return np.zeros(0, np.int32), np.zeros(0, np.float32)
+    # In a segment with deletions Whoosh wraps the postings in a filter that skips deleted
+    # documents one call at a time; the caller masks them with arrays instead.
+    while isinstance(matcher, FilterMatcher) and hasattr(matcher.child, "reset"):
+        matcher = matcher.child
+        matcher.reset()
     ids: list[np.ndarray] = []
     weights: list[np.ndarray] = []
     blockwise = all(
-        hasattr(matcher, a) for a in ("_read_ids", "_read_weights", "_next_block", "_blocklength")
+        hasattr(matcher, a)
+        for a in ("_read_data", "_data", "_byteids", "_read_weights", "_next_block")
     )
     if blockwise:
+        # A block at a time: its ids are stored as deltas (decoded here with numpy).
         while matcher.is_active():
-            matcher._read_ids()
+            if matcher._data is None:
+                matcher._read_data()
+            raw = np.asarray(matcher._data[0], dtype=np.int64)
+            ids.append(raw if matcher._byteids else np.cumsum(raw))
             matcher._read_weights()
-            ids.append(np.asarray(matcher._ids, dtype=np.int64))
-            weights.append(np.asarray(matcher._weights, dtype=np.float64))
+            weights.append(np.asarray(matcher._weights, dtype=np.float32))
             matcher._next_block()
     else:
         one_ids, one_weights = [], []
@@ -265,10 +317,10 @@ def _postings(reader: SegmentReader, fieldname: str, term: str) -> tuple[np.ndar
             one_weights.append(matcher.weight())
             matcher.next()
         ids.append(np.asarray(one_ids, dtype=np.int64))
-        weights.append(np.asarray(one_weights, dtype=np.float64))
+        weights.append(np.asarray(one_weights, dtype=np.float32))
     if not ids:
-        return np.zeros(0, np.int64), np.zeros(0, np.float64)
-    return np.concatenate(ids), np.concatenate(weights)
+        return np.zeros(0, np.int32), np.zeros(0, np.float32)
+    return np.concatenate(ids).astype(np.int32), np.concatenate(weights)
 
 
 _SEGMENT_CACHE: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
@@ -791,15 +843,40 @@ class TenantIndex:
             M=HNSW_M,
             allow_replace_deleted=True,
         )
-        # One writer, one segment: the fewest postings lists for a query to read.
-        writer = ix.writer(procs=1, limitmb=256)
+        # One writer, one segment: the fewest postings lists for a query to read. Embedding
+        # (the model, one core) and indexing (the graph and Whoosh, on another thread) of
+        # successive chunks overlap.
+        writer = ix.writer(procs=1, limitmb=256, codec=make_codec())
+        pending: queue.Queue[tuple[int, list[IntervalText], np.ndarray] | None] = queue.Queue(2)
+        failed: list[BaseException] = []
+
+        def index_chunks() -> None:
+            while (job := pending.get()) is not None:
+                start, chunk, emb = job
+                if failed:
+                    continue
+                try:
+                    labels = np.arange(start, start + len(chunk))
+                    vectors.add_items(emb, labels, num_threads=1)
+                    for n, item in enumerate(chunk):
+                        writer.add_document(**self._doc(item, start + n, metas))
+                except BaseException as exc:
+                    failed.append(exc)
+
+        worker = threading.Thread(target=index_chunks, name="kbmem-index-build", daemon=True)
+        worker.start()
         try:
-            for i in range(0, len(items), SEGMENT_DOCS):
-                chunk = items[i : i + SEGMENT_DOCS]
-                emb = self._embed(chunk, progress, i, len(items))
-                vectors.add_items(emb, np.arange(i, i + len(chunk)))
-                for n, item in enumerate(chunk):
-                    writer.add_document(**self._doc(item, i + n, metas))
+            try:
+                for i in range(0, len(items), SEGMENT_DOCS):
+                    if failed:
+                        break
+                    chunk = items[i : i + SEGMENT_DOCS]
+                    pending.put((i, chunk, self._embed(chunk, progress, i, len(items))))
+            finally:
+                pending.put(None)
+                worker.join()
+            if failed:
+                raise failed[0]
             writer.commit()
         except BaseException:
             writer.cancel()
@@ -864,7 +941,7 @@ class TenantIndex:
             if not f.name.endswith("LOCK"):
                 _link(f, path / "whoosh" / f.name)
         ix = whoosh_index.open_dir(str(path / "whoosh"))
-        writer = ix.writer(procs=1, limitmb=128)
+        writer = ix.writer(procs=1, limitmb=128, codec=make_codec())
         try:
             for p in sorted(removed_paths):
                 writer.delete_by_term("path", p)
@@ -959,11 +1036,11 @@ class TenantIndex:
         ids, weights = [], []
         for leaf, offset in leaves:
             leaf_ids, leaf_weights = _postings(leaf, fieldname, term)
-            ids.append(leaf_ids + offset)
+            ids.append(leaf_ids.astype(np.int64) + offset)
             weights.append(leaf_weights)
         if not ids:
             return np.zeros(0, np.int64), np.zeros(0, np.float64)
-        return np.concatenate(ids), np.concatenate(weights)
+        return np.concatenate(ids), np.concatenate(weights).astype(np.float64)
 
     def _allowed_docs(self, gen: Generation, flt: dict[str, str]) -> np.ndarray | None:
         """Global document numbers (live) that pass every filter, or None for no filter."""

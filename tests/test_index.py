@@ -525,7 +525,7 @@ def damage_whoosh_segment(gen_path: Path) -> None:
 
 
 def damage_meta(gen_path: Path) -> None:
-    (gen_path / "meta.json").write_text('{"format": 2, "count": ')
+    (gen_path / "meta.json").write_text('{"format": 3, "count": ')
 
 
 def damage_current(gen_path: Path) -> None:
