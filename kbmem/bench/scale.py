@@ -17,6 +17,7 @@ one hand-written note in twenty) and committed in bulk. Then:
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import statistics
@@ -27,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from .. import embedder
 from ..errors import ValidationError
 from ..index import TenantIndex
 from ..pages import Page, Turn, render_page, render_turns
@@ -148,10 +150,10 @@ class Corpus:
         r = self.rng
         if r.random() < 0.15:
             return self.fill(r.choice(SMALL_TALK), people)
-        sentences = [self.fill(r.choice(TEMPLATES), people) for _ in range(r.randint(1, 3))]
-        if r.random() < 0.5:
+        sentences = [self.fill(r.choice(TEMPLATES), people) for _ in range(r.randint(1, 2))]
+        if r.random() < 0.3:
             sentences.append(
-                " ".join(self.word() for _ in range(r.randint(4, 12))).capitalize() + "."
+                " ".join(self.word() for _ in range(r.randint(3, 8))).capitalize() + "."
             )
         return " ".join(sentences)
 
@@ -328,6 +330,7 @@ def run(pages: int = SMALL, queries: int = 120, seed: int = 7, dir: Path | None 
 
 
 def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
+    load_start = os.getloadavg()
     corpus = Corpus(seed)
     kb = init_kb(root, with_history=False)
     toolkit = Toolkit(kb, TENANT)
@@ -403,6 +406,13 @@ def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "index_bytes": tree_bytes(gen.path),
         "kb": str(root),
+        # Other work on the machine slows every figure above: say how busy it was.
+        "machine": {
+            "cpus": os.cpu_count(),
+            "embed_threads": embedder.threads(),
+            "load_avg_1m_start": round(load_start[0], 2),
+            "load_avg_1m_end": round(os.getloadavg()[0], 2),
+        },
     }
     return result
 
@@ -429,6 +439,12 @@ def render(result: dict[str, Any]) -> str:
         lines.append(f"{tool:<12}{row['p50']:>8}{row['p95']:>8}{row['mean']:>8}")
     lines.append(
         f"peak RSS {result['peak_rss_mb']} MB;  index on disk {result['index_bytes'] / 1e6:.1f} MB"
+    )
+    machine = result["machine"]
+    lines.append(
+        f"machine: {machine['cpus']} CPUs, model on {machine['embed_threads']} thread(s), "
+        f"load average {machine['load_avg_1m_start']} at the start, "
+        f"{machine['load_avg_1m_end']} at the end"
     )
     hybrid = result["query_ms"]["hybrid"]["p50"]
     sync_n = result["sync_one_page_s"][n]
