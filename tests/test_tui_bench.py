@@ -15,7 +15,8 @@ def test_bench_tui_times_a_real_start(capsys) -> None:  # type: ignore[no-untype
     (run,) = result["runs"]
     # Every mark was reached, in the order a start goes through them.
     assert 0 < run["first_paint_s"] < run["answer_s"] <= run["process_exit_s"]
-    assert run["embedder_ready_s"] < run["answer_s"] + 1e-3
+    # The first screen paints before the embedding model has loaded (it loads in a worker).
+    assert run["first_paint_s"] < run["embedder_ready_s"] < run["answer_s"] + 1e-3
     # The answer is the right one, from the example's history.
     assert run["answer_ok"], run["answer_first_line"]
     assert result["first_paint_s"] == run["first_paint_s"]

@@ -5,8 +5,10 @@ command palette, help; slow work (embedding model, index, chat, git) in workers.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -371,15 +373,25 @@ class KbmemApp(App[None]):
     # -- shutdown ---------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
-        if self.chat.session is not None and self.chat.session.pending_turns:
+        if any(w.group == "chat-send" and not w.is_finished for w in self.workers):
+            self.set_status(busy="stopping the turn, then committing…")
+            self.notify(
+                "Stopping the running turn (it is kept, marked interrupted), then committing.",
+                markup=False,
+            )
+        elif self.chat.session is not None and self.chat.session.pending_turns:
+            self.set_status(busy="committing…")
             self.notify("Committing pending turns…", markup=False, timeout=2)
         await self._close_chat()
         self.exit()
 
     async def _close_chat(self) -> None:
-        import asyncio
-
+        """Stop a running turn (it is journaled as interrupted), then commit what is pending."""
         self.chat.cancel()
+        running = [w for w in self.workers if w.group == "chat-send" and not w.is_finished]
+        for worker in running:
+            with suppress(Exception):
+                await asyncio.wait_for(worker.wait(), timeout=30)
         try:
             await asyncio.to_thread(self.chat.close)
         except Exception as exc:  # the turns stay journaled; the next start commits them
