@@ -379,6 +379,26 @@ class _View:
         self.doc_of_label = np.full(size, -1, dtype=np.int64)
         self.doc_of_label[live_labels] = self.live_docs
         self._live_label_set: set[int] | None = None
+        self._reader = reader
+        self._pages: tuple[list[str], np.ndarray, np.ndarray] | None = None
+
+    def pages(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """``(page ids, page index of each document (-1 if dead), length of each page)``: what
+        page-level BM25 needs, read once from the postings of the ``page`` field."""
+        if self._pages is None:
+            index: dict[str, int] = {}
+            page_of = np.full(len(self.live), -1, dtype=np.int64)
+            for leaf, offset in self._reader.leaf_readers():
+                for raw in leaf.lexicon("page"):
+                    name = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+                    ids = _postings(leaf, "page", name)[0].astype(np.int64) + offset
+                    page_of[ids] = index.setdefault(name, len(index))
+            names = list(index)
+            page_of[~self.live] = -1
+            alive = page_of >= 0
+            lengths = np.bincount(page_of[alive], weights=self.lengths[alive], minlength=len(names))
+            self._pages = (names, page_of, lengths)
+        return self._pages
 
     def live_label_set(self) -> set[int]:
         if self._live_label_set is None:
@@ -1104,6 +1124,48 @@ class TenantIndex:
             scores[ids] += idf * (weights * (BM25_K1 + 1)) / (weights + norm)
         docs = np.flatnonzero(scores > 0) if allowed is None else allowed[scores[allowed] > 0]
         return self._ranked(gen, docs, scores[docs], k, "bm25")
+
+    def bm25_pages(
+        self, query: str, k: int = 10, filters: dict[str, Any] | None = None
+    ) -> list[tuple[str, float]]:
+        """Pages ranked by BM25 over each page's text as one document (the sum of its
+        intervals' term counts and lengths): a page whose different turns match different
+        words of the query ranks above one lucky turn."""
+        query, k = check_query(query, k)
+        flt = check_filters(filters)
+        terms = analyze(query)
+        if not terms:
+            return []
+        return self._guarded(lambda gen: self._bm25_pages(gen, terms, k, flt))
+
+    def _bm25_pages(
+        self, gen: Generation, terms: list[str], k: int, flt: dict[str, str]
+    ) -> list[tuple[str, float]]:
+        if gen.count == 0:
+            return []
+        view = gen.view()
+        names, page_of, lengths = view.pages()
+        allowed = self._allowed_docs(gen, flt)
+        keep = view.live.copy() if allowed is None else np.zeros(len(view.live), dtype=bool)
+        if allowed is not None:
+            keep[allowed] = True
+        n_pages = int(np.count_nonzero(lengths))
+        avg = float(lengths.sum() / n_pages) if n_pages else 1.0
+        leaves = list(gen.searcher().reader().leaf_readers())
+        scores = np.zeros(len(names), dtype=np.float64)
+        for term in terms:
+            ids, weights = self._term_postings(leaves, "text", term)
+            ok = keep[ids] & (page_of[ids] >= 0)
+            if not ok.any():
+                continue
+            tf = np.bincount(page_of[ids[ok]], weights=weights[ok], minlength=len(names))
+            has = tf > 0
+            idf = math.log(n_pages / (int(has.sum()) + 1)) + 1.0
+            norm = BM25_K1 * ((1 - BM25_B) + BM25_B * lengths[has] / (avg or 1.0))
+            scores[has] += idf * (tf[has] * (BM25_K1 + 1)) / (tf[has] + norm)
+        order = np.flatnonzero(scores > 0)
+        ranked = sorted(((names[i], float(scores[i])) for i in order), key=lambda x: (-x[1], x[0]))
+        return ranked[:k]
 
     def dense(
         self,

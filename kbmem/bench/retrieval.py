@@ -1,9 +1,10 @@
 """``kbmem bench retrieval``: one-shot retrieval quality on LoCoMo for bm25, dense, hybrid.
 
-Page recall@k: all of a question's evidence sessions are among the top k pages (pages ranked
-by their best intervals). Interval coverage: all its evidence turns lie inside the top 10
-intervals, each expanded by one turn on either side, as the toolkit expands them; mean tokens
-counts the union of that expanded text."""
+Page recall@k: all of a question's evidence sessions are among the top k pages, as
+``Toolkit.pages`` ranks them: page-level BM25 fused with the pages of the best BM25 intervals
+(bm25), the pages of the nearest intervals (dense), or all three (hybrid). Interval coverage:
+all its evidence turns lie inside the top 10 intervals, each expanded by one turn on either
+side, as the toolkit expands them; mean tokens counts the union of that expanded text."""
 
 from __future__ import annotations
 

@@ -30,6 +30,7 @@ ACTION_WEIGHT = {"bm25": 1.0, "dense": 0.6, "page_id": 0.5}
 FOLLOW_UP_TOP = 2
 FOLLOW_UP_WEIGHT = 3.0
 MAX_ACTIONS_PER_STEP = 6
+PAGE_VOTES = 30  # pages a keyword search ranks as whole documents
 # Nearest neighbours exist for any query; below this cosine similarity (all-MiniLM-L6-v2)
 # they are unrelated text (on LoCoMo, 99% of evidence turns found by dense search score above
 # 0.34; nonsense queries reach about 0.23), and a briefing built on them would pretend memory
@@ -187,12 +188,16 @@ class Researcher:
             out.append(action)
         return out[:MAX_ACTIONS_PER_STEP]
 
-    def _run_action(self, action: PlanAction) -> list[Hit]:
+    def _run_action(self, action: PlanAction) -> tuple[list[Hit], list[str]]:
+        """The action's ranked interval hits, and for keyword searches the pages ranked as
+        whole documents."""
         if action.tool == "bm25":
-            return self.toolkit.bm25(action.query or "", action.k)
+            query = action.query or ""
+            pages = [p for p, _s in self.toolkit.bm25_pages(query, PAGE_VOTES)]
+            return self.toolkit.bm25(query, action.k), pages
         if action.tool == "dense":
             hits = self.toolkit.dense(action.query or "", action.k)
-            return [h for h in hits if h.score >= DENSE_FLOOR]
+            return [h for h in hits if h.score >= DENSE_FLOOR], []
         if action.tool == "page_id":
             hits: list[Hit] = []
             for page_id in action.page_ids:
@@ -202,7 +207,7 @@ class Researcher:
                 else:
                     hits += self.toolkit.index.intervals_of(page_id)[: action.k]
             hits.sort(key=lambda h: -h.score)
-            return [_as(h, "page_id") for h in hits]
+            return [_as(h, "page_id") for h in hits], []
         raise ValidationError(f"unknown tool {action.tool!r}", "tool")
 
     def _search(
@@ -216,7 +221,7 @@ class Researcher:
             )
         for n, action, t0, future in futures:
             try:
-                hits = future.result()
+                hits, pages = future.result()
             except KbmemError as exc:
                 emit(
                     "tool_result",
@@ -234,6 +239,8 @@ class Researcher:
             else:
                 new = state.add(action, hits, weight, FOLLOW_UP_TOP, FOLLOW_UP_WEIGHT)
             state.actions_done.append(action)
+            if pages:
+                state.vote_pages(pages, 1.0 if step == 0 else 0.5)
             emit(
                 "tool_result",
                 step,

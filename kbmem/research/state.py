@@ -30,6 +30,12 @@ class ResearchState:
     # Sessions the request points at (by the dates it names): their intervals count more.
     focus_sessions: set[str] = field(default_factory=set)
     focus_boost: float = 4.0
+    # Page-level BM25 votes of every keyword search so far (rank fusion across searches).
+    page_votes: dict[str, float] = field(default_factory=dict)
+
+    def vote_pages(self, page_ids: list[str], weight: float = 1.0) -> None:
+        for rank, page_id in enumerate(page_ids, start=1):
+            self.page_votes[page_id] = self.page_votes.get(page_id, 0.0) + weight / (RRF_K + rank)
 
     def effective(self, cand: Candidate) -> float:
         if cand.hit.session_id and cand.hit.session_id in self.focus_sessions:
@@ -58,16 +64,24 @@ class ResearchState:
             cand.retrievers.add(hit.retriever)
         return new
 
-    def page_scores(self, depth: int = 3, decay: float = 0.5) -> list[tuple[str, float]]:
-        """Pages ranked by their best intervals (decaying credit for further ones)."""
+    def page_scores(
+        self, depth: int = 3, decay: float = 0.5, pool_weight: float = 1.1
+    ) -> list[tuple[str, float]]:
+        """Pages ranked by rank fusion of two views: whole-page BM25 votes, and the pages
+        of the best intervals found (decaying credit for a page's further intervals)."""
         per_page: dict[str, list[float]] = {}
         for cand in self.candidates.values():
             per_page.setdefault(cand.hit.page_id, []).append(self.effective(cand))
-        scored = []
+        pooled = []
         for page_id, values in per_page.items():
             values.sort(reverse=True)
-            scored.append((page_id, sum(v * decay**i for i, v in enumerate(values[:depth]))))
-        return sorted(scored, key=lambda item: (-item[1], item[0]))
+            pooled.append((page_id, sum(v * decay**i for i, v in enumerate(values[:depth]))))
+        pooled.sort(key=lambda item: (-item[1], item[0]))
+        scores = dict(self.page_votes)
+        for rank, (page_id, _v) in enumerate(pooled, start=1):
+            boost = self.focus_boost if page_id.rsplit("/", 1)[0] in self.focus_sessions else 1.0
+            scores[page_id] = scores.get(page_id, 0.0) + boost * pool_weight / (RRF_K + rank)
+        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
     def ranked(self) -> list[Candidate]:
         return sorted(
