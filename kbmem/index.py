@@ -27,7 +27,6 @@ per matching document.
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import logging
@@ -63,7 +62,7 @@ from .ids import check_tenant
 from .intervals import Interval, IntervalText, cut_page
 from .pages import parse_page
 from .pagestore import PageStore
-from .store import KnowledgeBase, atomic_write
+from .store import KnowledgeBase, atomic_write, flock_until
 
 log = logging.getLogger("kbmem")
 
@@ -509,19 +508,10 @@ def _link(src: Path, dst: Path) -> None:
 @contextmanager
 def _flock(path: Path, timeout: float) -> Any:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + timeout
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.02)
+        if not flock_until(fd, time.monotonic() + timeout):
+            yield False
+            return
         try:
             yield True
         finally:

@@ -60,21 +60,27 @@ class CommitInfo:
     path: str | None = None  # the file's path in that commit (it may have been renamed since)
 
 
-def _flock(fd: int, deadline: float, timeout: float, root: Path) -> None:
-    """Lock ``fd`` exclusively, polling until ``deadline`` (then LockTimeout)."""
+def flock_until(fd: int, deadline: float) -> bool:
+    """Lock ``fd`` exclusively, polling until ``deadline``; False when it could not."""
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
+            return True
         except OSError as exc:
             if exc.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
         if time.monotonic() >= deadline:
-            raise LockTimeout(
-                f"another kbmem process has held {root} for over {timeout:.0f} s; "
-                "try again when it has finished"
-            )
+            return False
         time.sleep(0.005)
+
+
+def _flock(fd: int, deadline: float, timeout: float, root: Path) -> None:
+    """Lock ``fd`` exclusively, polling until ``deadline`` (then LockTimeout)."""
+    if not flock_until(fd, deadline):
+        raise LockTimeout(
+            f"another kbmem process has held {root} for over {timeout:.0f} s; "
+            "try again when it has finished"
+        )
 
 
 def _remove_temp_files(path: Path) -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..intervals import Interval
-from ..textutil import count_tokens, truncate_tokens
+from ..pages import TURN_HEADER
+from ..textutil import count_tokens
 from ..toolkit import Toolkit
 from .state import Candidate, ResearchState
 from .types import EvidenceItem
@@ -144,8 +145,6 @@ def _tokens(toolkit: Toolkit, path: str, commit: str, start: int, end: int) -> i
 
 
 def _turn_ids(lines: list[str]) -> list[str]:
-    from ..pages import TURN_HEADER
-
     return [m.group(1) for line in lines if (m := TURN_HEADER.match(line))]
 
 
@@ -158,7 +157,3 @@ def fit_list(items: list[str], budget: int) -> list[str]:
         out.append(item)
         used += cost
     return out
-
-
-def clip(text: str, budget: int) -> str:
-    return truncate_tokens(text, budget)

@@ -7,7 +7,6 @@ prompts follow the intent of GAM's planning, integration and reflection prompts 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -211,7 +210,3 @@ def make_llm_engine(settings: Settings, model: str | None = None) -> Callable[[A
         )
     k = int(settings.section("research")["k"])
     return lambda researcher: LLMEngine(researcher.toolkit, config, k)
-
-
-def dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..config import HARD_CAPS
@@ -14,7 +14,7 @@ from ..errors import KbmemError, ValidationError
 from ..index import Hit
 from ..memorizer import read_memory
 from ..store import KnowledgeBase
-from ..textutil import count_tokens
+from ..textutil import count_tokens, truncate_tokens
 from ..toolkit import Toolkit
 from .briefing import fit_list, select_evidence
 from .offline import OfflineEngine
@@ -272,8 +272,6 @@ class Researcher:
         facts = fit_list(integration.key_facts, budgets.max_tokens // 5)
         summary_budget = max(20, budgets.max_tokens // 10)
         summary = _summary(state, integration.briefing_draft)
-        from ..textutil import truncate_tokens
-
         summary = truncate_tokens(summary, summary_budget)
         overhead = (
             count_tokens(summary)
@@ -301,8 +299,6 @@ class Researcher:
 
 
 def _as(hit: Hit, retriever: str) -> Hit:
-    from dataclasses import replace
-
     return replace(hit, retriever=retriever)
 
 
