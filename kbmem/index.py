@@ -928,11 +928,10 @@ class TenantIndex:
         meta = json.loads(json.dumps(gen.meta))
         vec = meta["vectors"]
         searcher = gen.searcher()
-        dropped = [
-            int(doc["label"]) for p in sorted(removed_paths) for doc in searcher.documents(path=p)
-        ]
+        dropped_docs = [doc for p in sorted(removed_paths) for doc in searcher.documents(path=p)]
+        dropped = [int(doc["label"]) for doc in dropped_docs]
         items, metas = self._intervals_at(head, sorted(added_paths))
-        emb = self._embed(items, progress)
+        emb = self._embed_reusing(gen, dropped_docs, items, progress)
         first = int(meta["next_label"])
         new_labels = np.arange(first, first + len(items), dtype=np.int64)
 
@@ -984,6 +983,35 @@ class TenantIndex:
             len(items),
             len(dropped),
         )
+
+    def _embed_reusing(
+        self,
+        gen: Generation,
+        dropped_docs: list[dict[str, Any]],
+        items: list[IntervalText],
+        progress: Callable[[int, int], None] | None,
+    ) -> np.ndarray:
+        """Vectors for ``items``, embedding only texts that the dropped intervals did not
+        already have: an edited page (a growing chat above all) keeps most of its turns, and
+        re-embedding them made a one-turn change cost the whole page."""
+        known: dict[str, np.ndarray] = {}
+        if dropped_docs:
+            delta_labels, delta_vectors, _dead = gen.delta()
+            in_delta = {int(label): i for i, label in enumerate(delta_labels)}
+            base = gen.base()
+            for doc in dropped_docs:
+                label = int(doc["label"])
+                if label in in_delta:
+                    known[doc["content"]] = delta_vectors[in_delta[label]]
+                elif base is not None:
+                    with suppress(RuntimeError):  # a label hnswlib no longer holds
+                        known[doc["content"]] = np.asarray(base.get_items([label]))[0]
+        fresh = [it for it in items if it.text not in known]
+        fresh_vectors = iter(self._embed(fresh, progress))
+        rows = [known[it.text] if it.text in known else next(fresh_vectors) for it in items]
+        if not rows:
+            return np.zeros((0, embedder.DIM), np.float32)
+        return np.vstack(rows).astype(np.float32)
 
     def _fold_delta(
         self,
