@@ -110,19 +110,29 @@ class Toolkit:
         """Pages ranked by BM25 over each page as one document."""
         return self.index.bm25_pages(query, k, filters)
 
-    def pages(self, query: str, tool: str = "hybrid", k: int = 8, depth: int = 100) -> list[str]:
+    def pages(
+        self,
+        query: str,
+        tool: str = "hybrid",
+        k: int = 8,
+        depth: int = 100,
+        bm25_hits: list[Hit] | None = None,
+        dense_hits: list[Hit] | None = None,
+    ) -> list[str]:
         """Page ids ranked for ``query``: page-level BM25 fused by rank with the pages of the
         best intervals (``bm25``), the pages of the nearest intervals (``dense``), or both
-        (``hybrid``)."""
+        (``hybrid``). Interval lists already retrieved for the query may be passed in."""
         if tool not in TOOLS:
             raise ValidationError(f"unknown tool {tool!r} (known: {', '.join(TOOLS)})", "tool")
         check_query(query, k)
         lists: dict[str, list[str]] = {}
         if tool in ("bm25", "hybrid"):
+            bm25_hits = self.bm25(query, depth) if bm25_hits is None else bm25_hits
             lists["pages"] = [p for p, _s in self.bm25_pages(query, max(k, depth))]
-            lists["bm25"] = [p for p, _s in rank_pages(self.bm25(query, depth))]
+            lists["bm25"] = [p for p, _s in rank_pages(bm25_hits)]
         if tool in ("dense", "hybrid"):
-            lists["dense"] = [p for p, _s in rank_pages(self.dense(query, depth))]
+            dense_hits = self.dense(query, depth) if dense_hits is None else dense_hits
+            lists["dense"] = [p for p, _s in rank_pages(dense_hits)]
         return fuse_ranks(lists, PAGE_FUSION_WEIGHTS)[:k]
 
     def search(

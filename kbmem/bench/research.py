@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..research.researcher import Researcher
-from ..toolkit import Toolkit, fuse, rank_pages
+from ..toolkit import Toolkit, fuse
 from .locomo import conversation_files, ingest_locomo, load_questions
 from .retrieval import covered_context, session_of
 from .stats import percentile
@@ -82,7 +82,10 @@ def run(
                 ("bm25", bm25),
                 ("hybrid", fuse({"bm25": bm25, "dense": dense}, DEPTH)),
             ):
-                pages = {session_of(p) for p, _ in rank_pages(hits)[:max_pages]}
+                ranked = toolkit.pages(
+                    q.text, name, max_pages, DEPTH, bm25_hits=bm25, dense_hits=dense
+                )
+                pages = {session_of(p) for p in ranked}
                 covered, tokens = covered_context(toolkit, hits[:BASELINE_TOP])
                 row[f"{name}.page_coverage"] = float(q.sessions <= pages)
                 row[f"{name}.interval_coverage"] = float(set(q.evidence) <= covered)

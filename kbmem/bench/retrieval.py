@@ -14,7 +14,7 @@ from typing import Any
 
 from ..index import Hit
 from ..textutil import count_tokens
-from ..toolkit import Toolkit, fuse, rank_pages
+from ..toolkit import Toolkit, fuse
 from .locomo import conversation_files, ingest_locomo, load_questions
 
 PAGE_KS = (1, 3, 5, 8)
@@ -70,7 +70,8 @@ def run(data_dir: Path) -> dict[str, Any]:
                 "hybrid": fuse({"bm25": bm25, "dense": dense}, DEPTH),
             }
             for tool, hits in lists.items():
-                pages = [session_of(p) for p, _ in rank_pages(hits)]
+                ranked = toolkit.pages(q.text, tool, DEPTH, DEPTH, bm25_hits=bm25, dense_hits=dense)
+                pages = [session_of(p) for p in ranked]
                 for k in PAGE_KS:
                     if q.sessions <= set(pages[:k]):
                         page_hits[tool][k] += 1
