@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import KbmemError, ValidationError
@@ -66,9 +68,21 @@ def cmd_chat(ctx: Any, args: argparse.Namespace) -> int:
                 )
                 return 2
             raise
+        _log_to_file(ctx.kb.state_dir / "kbmem.log")
         run_app(kb=ctx.kb, tenant=ctx.tenant, model=args.model)
         return 0
     return _chat_lines(ctx, args)
+
+
+def _log_to_file(path: Path) -> None:
+    """While the TUI owns the terminal, log lines written to stderr would be drawn over it:
+    send them to ``.kbmem/kbmem.log`` instead."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root.addHandler(handler)
 
 
 def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:

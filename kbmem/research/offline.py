@@ -251,7 +251,7 @@ class OfflineEngine:
                 for name in entities(sentence[1:]):
                     if (
                         name.lower() not in request_lower
-                        and not name[0].isdigit()
+                        and not any(ch.isdigit() for ch in name)
                         and name.lower() not in GENERIC
                         and name != first
                     ):
