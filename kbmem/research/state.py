@@ -65,7 +65,7 @@ class ResearchState:
         return new
 
     def page_scores(
-        self, depth: int = 3, decay: float = 0.5, pool_weight: float = 1.1
+        self, depth: int = 3, decay: float = 0.5, pool_weight: float = 0.5
     ) -> list[tuple[str, float]]:
         """Pages ranked by rank fusion of two views: whole-page BM25 votes, and the pages
         of the best intervals found (decaying credit for a page's further intervals)."""
