@@ -178,8 +178,7 @@ class Toolkit:
     def term_stats(self, terms: list[str]) -> dict[str, int]:
         """How many intervals hold each (analyzed) term, plus ``__total__`` intervals."""
         gen = self.index.ensure_synced()
-        searcher = gen.searcher()
-        stats = {t: int(searcher.doc_frequency("text", t)) for t in terms}
+        stats = {t: gen.doc_frequency(t) for t in terms}
         stats["__total__"] = gen.count
         return stats
 
