@@ -402,3 +402,20 @@ def test_send_refuses_empty_messages_without_journaling(kb: KnowledgeBase) -> No
     assert chat.next_turn == 1 and chat.pending_turns == []
     chat.close()
     assert os.listdir(journal_dir(kb)) == [f"{chat.chat_id}.lock"]
+
+
+def test_best_excerpt_shows_the_sentence_that_answers():
+    from kbmem.agent.offline import best_excerpt
+
+    text = (
+        "Noted. I'll track this as the Ferrylog v1 kickoff on Monday 5 January 2026.\n"
+        "On customers. Skerrick Island Ferries will be our first pilot customer. They run "
+        "two boats."
+    )
+    question = "Which company was the first pilot customer for Ferrylog?"
+    line = best_excerpt(text, question, 60)
+    assert line.startswith("… Skerrick Island Ferries will be our first pilot customer.")
+    assert len(line) <= 60 and line.endswith("…")
+    # Nothing to match: the text's start, whole when it fits.
+    assert best_excerpt("One. Two.", "", 60) == "One. Two."
+    assert best_excerpt("", question, 60) == ""

@@ -201,3 +201,18 @@ def test_ask_cli_json(example_kb, capsys):
     assert len(data["pagesUsed"]) <= 3 and data["evidence"]
     code = main(["--kb", str(example_kb.root), "ask", "  "])
     assert code != 0
+
+
+def test_question_words_never_become_search_terms(researcher):
+    # "was" stems to "wa" when stemmed before the question words are dropped; a follow-up
+    # search for "Ferrylog wa" is noise.
+    request = "Which company was the first pilot customer for Ferrylog?"
+    briefing = researcher.research(request)
+    queries = [
+        a.get("query") or "" for e in briefing.trace if e.kind == "plan" for a in e.data["actions"]
+    ]
+    assert not any("wa" in q.split() for q in queries), queries
+    # The key fact that answers the question leads the briefing, though the kickoff sentence
+    # naming "Ferrylog" ranks with it: the rare terms ("pilot customer") weigh more.
+    assert "Skerrick Island Ferries" in briefing.key_facts[0]
+    assert briefing.executive_summary.startswith("Most relevant: Priya Raghunathan")

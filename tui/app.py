@@ -177,8 +177,13 @@ class KbmemApp(App[None]):
         self.call_from_thread(self.set_status, embedder="ready")
         self.mark("embedder_ready")
 
-    @work(thread=True, exit_on_error=False, group="index", exclusive=True)
     def sync_index(self, full: bool = False) -> None:
+        """Bring the tenant's index to HEAD in a worker, unless a sync is already running."""
+        if not any(w.group == "index" and not w.is_finished for w in self.workers):
+            self._sync_index(full)
+
+    @work(thread=True, exit_on_error=False, group="index")
+    def _sync_index(self, full: bool = False) -> None:
         """Bring the tenant's index to HEAD, showing "syncing" while it runs."""
         from kbmem.errors import KbmemError
         from kbmem.index import TenantIndex
@@ -190,7 +195,7 @@ class KbmemApp(App[None]):
         except KbmemError:
             gen = None
         current = gen.commit if gen is not None else None
-        self.call_from_thread(self.set_status, index_commit=current)
+        self.call_from_thread(self.set_status, index_commit=current, index_known=True)
         if current is not None and current == kb.head() and not full:
             self.mark("index_ready")
             return
@@ -258,6 +263,7 @@ class KbmemApp(App[None]):
         if kind == "turn_finished":
             self.set_status(pending_turns=event.pending_turns)
             self.mark("answer")
+            self.sync_index()  # the turn's research synced the index; show where it is
         elif kind == "batch_committed":
             self.set_status(pending_turns=0)
             what = "recovered turns" if event.recovered else "turns"

@@ -239,3 +239,23 @@ def _turns_of(sentence: Sentence) -> set[str]:
         if m:
             out.add(m.group(1))
     return out
+
+
+def best_excerpt(text: str, question: str, limit: int) -> str:
+    """One line of ``text`` for a reader who asked ``question``: the sentence sharing the most
+    of the question's terms (the first sentence when none does), with the words around it,
+    cut to ``limit`` characters. An ellipsis marks text left out on either side."""
+    sentences = split_sentences(text)
+    if not sentences:
+        return ""
+    wanted = set(question_terms(question))
+    best = 0
+    if wanted:
+        scores = [len(wanted & set(analyze(s))) for s in sentences]
+        best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
+    lead = "… " if best else ""
+    line = " ".join(sentences[best:])
+    room = max(1, limit - len(lead))
+    if len(line) > room:
+        return lead + line[: room - 1].rstrip() + "…"
+    return lead + line

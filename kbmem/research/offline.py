@@ -8,6 +8,7 @@ introduces (multi-hop bridging: "the city where my sister lives" is searched aga
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -24,6 +25,7 @@ QUESTION_WORDS = frozenset(
     "anything something someone recently ever".split()
 )
 _ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9'’&.-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'’&.-]*)*")
+_WORD = re.compile(r"[\w'’-]+")
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
 _QUOTED = re.compile(r"[\"“']([^\"”']{3,60})[\"”']")
 _MY_NOUN = re.compile(
@@ -81,7 +83,10 @@ class OfflineEngine:
     # -- helpers ----------------------------------------------------------------------------
 
     def content_terms(self, text: str) -> list[str]:
-        return [t for t in analyze(text) if t not in QUESTION_WORDS]
+        """The text's terms as the index spells them, question words dropped before stemming
+        (so that "was" does not survive as "wa")."""
+        words = [w for w in _WORD.findall(text) if w.lower() not in QUESTION_WORDS]
+        return [t for t in analyze(" ".join(words)) if t not in QUESTION_WORDS]
 
     def term_shares(self, terms: list[str]) -> dict[str, float]:
         stats = self.toolkit.term_stats(terms)
@@ -158,26 +163,32 @@ class OfflineEngine:
     # -- integrate --------------------------------------------------------------------------
 
     def integrate(self, request: str, state: ResearchState) -> IntegrationState:
-        """Key facts: the best evidence sentences that share the request's terms."""
-        terms = set(self.content_terms(request))
-        facts: list[str] = []
+        """Key facts: the evidence sentences that carry the most of the request's weight (a
+        rare term weighs more than a common one), best first; ties keep the ranking."""
+        terms = self.content_terms(request)
+        shares = self.term_shares(terms)
+        weight = {t: math.log(1.0 + 1.0 / max(shares.get(t, 0.0), 1e-4)) for t in terms}
+        scored: list[tuple[float, int, str]] = []
         pages: list[str] = []
-        for cand in state.ranked()[:12]:
+        for rank, cand in enumerate(state.ranked()[:12]):
             hit = cand.hit
             if hit.page_id not in pages:
                 pages.append(hit.page_id)
             body = hit.excerpt.split(": ", 1)[-1] if hit.speaker else hit.excerpt
-            best, best_overlap = "", 0
+            best, best_score = "", 0.0
             for sentence in re.split(r"(?<=[.!?])\s+|\n+", body):
-                overlap = len(terms & set(analyze(sentence)))
-                if overlap > best_overlap:
-                    best, best_overlap = sentence.strip(), overlap
-            if best and len(facts) < 5:
+                score = sum(weight[t] for t in set(analyze(sentence)) if t in weight)
+                if score > best_score:
+                    best, best_score = sentence.strip(), score
+            if best:
                 when = f" ({hit.timestamp[:10]})" if hit.timestamp else ""
                 who = f"{hit.speaker}: " if hit.speaker else ""
                 fact = f"{who}{truncate_tokens(best, 40)}{when} {hit.interval.citation()}"
-                if fact not in facts:
-                    facts.append(fact)
+                scored.append((-best_score, rank, fact))
+        facts: list[str] = []
+        for _score, _rank, fact in sorted(scored):
+            if fact not in facts and len(facts) < 5:
+                facts.append(fact)
         draft = ""
         if facts:
             draft = f"Most relevant: {facts[0]}"

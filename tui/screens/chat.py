@@ -13,7 +13,7 @@ from textual.message import Message
 from textual.widgets import Footer, OptionList, Static
 from textual.worker import Worker, WorkerState
 
-from ..render import one_line, plain
+from ..render import plain
 from ..widgets.chat_log import (
     AgentReply,
     Citation,
@@ -250,7 +250,8 @@ class ChatScreen(KbmemScreen):
                     event.error, title=f"{event.name} failed", severity="warning", markup=False
                 )
             elif event.intervals:
-                self.read_excerpts(event.call_id, event.intervals)
+                question = event.arguments.get("request") or event.arguments.get("query")
+                self.read_excerpts(event.call_id, event.intervals, str(question or ""))
             self.kbmem.set_status(busy="answering…")
         elif kind == "reply_delta":
             if reply is not None:
@@ -283,7 +284,13 @@ class ChatScreen(KbmemScreen):
             self.kbmem.chat_event(event)
 
     @work(thread=True, exit_on_error=False, group="excerpts")
-    def read_excerpts(self, call_id: str, intervals: list[dict[str, Any]]) -> None:
+    def read_excerpts(
+        self, call_id: str, intervals: list[dict[str, Any]], question: str = ""
+    ) -> None:
+        """Read each hit at its commit; its excerpt is the part that answers ``question``."""
+        from kbmem.agent.offline import best_excerpt  # the index's analyzer: load it off-screen
+        from kbmem.pages import unescape_line
+
         kb = self.workspace.kb
         files: dict[tuple[str, str], list[str]] = {}
         excerpts: dict[str, str] = {}
@@ -294,7 +301,10 @@ class ChatScreen(KbmemScreen):
                 files[key] = kb.read_bytes(path, commit).decode("utf-8", "replace").split("\n")
             lines = files[key][int(iv["start"]) - 1 : int(iv["end"])]
             body = [line for line in lines if not line.startswith("### ")] or lines
-            excerpts[f"{path}#{iv['start']}-{iv['end']}"] = one_line(" ".join(body), EXCERPT_CHARS)
+            text = "\n".join(unescape_line(line) for line in body)
+            excerpts[f"{path}#{iv['start']}-{iv['end']}"] = best_excerpt(
+                text, question, EXCERPT_CHARS
+            )
         self.post_message(self.ExcerptsRead(call_id, excerpts))
 
     @on(ExcerptsRead)

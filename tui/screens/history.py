@@ -117,9 +117,7 @@ class HistoryScreen(KbmemScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        table = self.query_one("#front-matter", DataTable)
-        table.add_columns("field", "value")
-        table.display = False
+        self.query_one("#front-matter", DataTable).display = False
         self.query_one("#version-table", DataTable).add_columns(
             " ", "commit", "date", "author", "message"
         )
@@ -234,26 +232,15 @@ class HistoryScreen(KbmemScreen):
         self, shown: Shown, versions: list[CommitInfo], lines: tuple[int, int] | None
     ) -> None:
         latest = versions[0].sha if versions else ""
-        self.shown_latest = not versions or shown.commit == self.workspace.kb.head()
-        if shown.version == latest:
-            when = "latest version"
-        else:
-            when = f"version {short_sha(shown.version)}"
-        if shown.commit != shown.version:
-            when += f", as of commit {short_sha(shown.commit)}"
-        title = Text.assemble(
-            (shown.entry.name, "bold"),
-            (f"  {when}", "dim"),
-            (f"  · {len(versions)} version(s)", "dim"),
-        )
+        at_head = shown.commit == self.workspace.kb.head()
+        self.shown_latest = not versions or at_head
+        when = "latest" if shown.version == latest else f"version {short_sha(shown.version)}"
+        if not at_head and shown.commit != shown.version:
+            when += f" (as of commit {short_sha(shown.commit)})"
+        count = f"{len(versions)} version{'s' if len(versions) != 1 else ''}"
+        title = Text.assemble((shown.entry.name, "bold"), (f" · {count} · {when}", "dim"))
         self.query_one("#page-title", Static).update(title)
-        table = self.query_one("#front-matter", DataTable)
-        table.clear()
-        if shown.problem:
-            table.add_row(plain("problem", "bold red"), plain(shown.problem), height=None)
-        for key, value in shown.meta.items():
-            table.add_row(plain(key, "bold"), plain(value_text(value)), height=None)
-        table.display = bool(shown.meta or shown.problem)
+        self._fill_front_matter(shown)
         await self.query_one("#page-body", Markdown).update(shown.body)
         source = self.query_one("#source-scroll", VerticalScroll)
         await source.remove_children()
@@ -274,6 +261,30 @@ class HistoryScreen(KbmemScreen):
         elif tabs.active == "diff":
             tabs.active = "page"
         self.refresh_bindings()
+
+    def _fill_front_matter(self, shown: Shown) -> None:
+        """The front matter as a table whose values wrap to the pane's width."""
+        table = self.query_one("#front-matter", DataTable)
+        rows = [(key, value_text(value)) for key, value in shown.meta.items()]
+        if shown.problem:
+            rows.insert(0, ("problem", shown.problem))
+        table.display = bool(rows)
+        if not rows:
+            return
+        key_width = max(len(key) for key, _ in rows)
+        pane = self.query_one("#page-pane").size.width or 80
+        # Cell padding (1 each side, two columns), the scroll bars, a margin.
+        value_width = max(20, pane - key_width - 4 - 5)
+        table.clear(columns=True)
+        table.add_column("field", width=key_width)
+        table.add_column("value", width=value_width)
+        for key, value in rows:
+            style = "bold red" if key == "problem" and shown.problem else "bold"
+            table.add_row(plain(key, style), plain(value), height=None)
+
+    def on_resize(self) -> None:
+        if self.shown is not None:
+            self._fill_front_matter(self.shown)
 
     def _fill_versions(self) -> None:
         table = self.query_one("#version-table", DataTable)

@@ -18,6 +18,7 @@ class Status:
     engine: str = "offline"
     model: str | None = None
     index_commit: str | None = None
+    index_known: bool = False  # False until the index has been looked at
     syncing: bool = False
     sync_progress: str = ""  # "120/253" intervals, while syncing
     embedder: str = "loading"  # loading | ready | failed
@@ -34,13 +35,15 @@ def status_text(status: Status) -> Text:
         index = (f"index syncing{done}", "bold yellow")
     elif status.index_commit:
         index = (f"index @{status.index_commit[:7]}", "")
-    else:
+    elif status.index_known:
         index = ("index not built", "yellow")
+    else:
+        index = ("index …", "dim")
     embedder = {
         "loading": ("embedder loading…", "yellow"),
         "ready": ("embedder ready", "green"),
         "failed": ("embedder failed", "bold red"),
-    }.get(status.embedder, (status.embedder, ""))
+    }.get(status.embedder, (f"embedder {status.embedder}", "dim"))
     parts: list[tuple[str, str]] = [
         ("KB ", "dim"),
         (status.kb, "bold"),
