@@ -10,13 +10,19 @@ token F1 and BLEU-1 as in the GAM paper."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from ..errors import LLMError, ValidationError
+from ..llm import LLMConfig
+from ..research.llm_engine import LLMEngine
 from ..research.researcher import Researcher
+from ..research.types import BriefingContext
 from ..toolkit import Toolkit, fuse
+from . import answers
 from .locomo import conversation_files, ingest_locomo, load_questions
 from .retrieval import covered_context, session_of
 from .stats import percentile
@@ -30,6 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=("offline", "llm"), default="offline")
     parser.add_argument("--model", default=None, help="litellm model for --engine llm")
     parser.add_argument(
+        "--local-llm",
+        action="store_true",
+        help="with --engine llm: start the bundled SmolLM2 llama.cpp server for the run",
+    )
+    parser.add_argument(
         "--limit",
         type=int,
         default=None,
@@ -42,15 +53,47 @@ def _blank() -> dict[str, float]:
 
 
 def run(
-    data_dir: Path, engine: str = "offline", model: str | None = None, limit: int | None = None
+    data_dir: Path,
+    engine: str = "offline",
+    model: str | None = None,
+    limit: int | None = None,
+    local_llm: bool = False,
+) -> dict[str, Any]:
+    if engine != "llm" and (model or local_llm):
+        raise ValidationError("--model and --local-llm go with --engine llm", "--engine")
+    if not local_llm:
+        return _run(data_dir, engine, model, None, limit)
+    from ..local_llm import LocalLLMServer
+
+    with LocalLLMServer() as server:
+        # Prompts (and the answer) must fit the server's context window.
+        room = server.n_ctx - 700
+        return _run(data_dir, engine, server.model, server.api_base, limit, room)
+
+
+def _run(
+    data_dir: Path,
+    engine: str,
+    model: str | None,
+    api_base: str | None,
+    limit: int | None,
+    prompt_room: int | None = None,
 ) -> dict[str, Any]:
     ingest = ingest_locomo(data_dir)
     kb = ingest.kb
-    llm_engine = None
+    config = None
     if engine == "llm":
-        from ..research.llm_engine import make_llm_engine
-
-        llm_engine = make_llm_engine(kb.settings, model)
+        config = LLMConfig.from_settings(kb.settings, model)
+        if config is None:
+            raise ValidationError(
+                "--engine llm needs a model (--model, KBMEM_MODEL, or --local-llm)", "--model"
+            )
+        if api_base:
+            config = dataclasses.replace(config, api_base=api_base)
+        if prompt_room:
+            room = min(config.max_prompt_tokens, prompt_room)
+            config = dataclasses.replace(config, max_prompt_tokens=room)
+    k = int(kb.settings.section("research")["k"])
     max_pages = int(kb.settings.section("research")["max_pages"])
     totals: dict[str, dict[str, float]] = defaultdict(_blank)
     latencies: dict[str, list[float]] = defaultdict(list)
@@ -61,8 +104,8 @@ def run(
         toolkit = Toolkit(kb, questions[0].tenant)
         toolkit.index.sync()
         researcher = Researcher(kb, questions[0].tenant, toolkit=toolkit)
-        if llm_engine is not None:
-            researcher.engine = llm_engine(researcher)
+        if config is not None:
+            researcher.engine = LLMEngine(researcher.toolkit, config, k)
         researcher.research(questions[0].text)  # warm caches (model load) before timing
         for q in questions:
             t0 = time.perf_counter()
@@ -71,6 +114,7 @@ def run(
             sessions = {session_of(p) for p in briefing.pages_used}
             turns = {t for e in briefing.evidence for t in e.interval.turn_ids}
             row = {
+                **(_scores(config, q.text, q.answer, briefing) if config else {}),
                 "page_coverage": float(q.sessions <= sessions),
                 "interval_coverage": float(set(q.evidence) <= turns),
                 "context_tokens": float(briefing.tokens_used),
@@ -99,13 +143,29 @@ def run(
     return _report(totals, latencies, engine)
 
 
+def _scores(
+    config: LLMConfig, question: str, gold: str, briefing: BriefingContext
+) -> dict[str, float]:
+    """The model's answer from the briefing, scored against the gold answer; a model failure
+    scores 0 and is counted."""
+    try:
+        said = answers.answer(config, question, briefing)
+    except LLMError:
+        return {"answer_f1": 0.0, "answer_bleu1": 0.0, "answer_errors": 1.0}
+    return {
+        "answer_f1": answers.token_f1(said, gold),
+        "answer_bleu1": answers.bleu1(said, gold),
+        "answer_errors": 0.0,
+    }
+
+
 def _report(
     totals: dict[str, dict[str, float]], latencies: dict[str, list[float]], engine: str
 ) -> dict[str, Any]:
     def block(group: str) -> dict[str, Any]:
         t = totals[group]
         n = max(t["n"], 1)
-        return {
+        out: dict[str, Any] = {
             "questions": int(t["n"]),
             "page_coverage": round(t["page_coverage"] / n, 4),
             "interval_coverage": round(t["interval_coverage"] / n, 4),
@@ -122,6 +182,11 @@ def _report(
                 for name in ("bm25", "hybrid")
             },
         }
+        if engine == "llm":  # the answers the model gave from the briefings, scored
+            out["answer_f1"] = round(t["answer_f1"] / n, 4)
+            out["answer_bleu1"] = round(t["answer_bleu1"] / n, 4)
+            out["answer_errors"] = int(t["answer_errors"])
+        return out
 
     result = {"engine": engine, **block("overall")}
     result["categories"] = {g: block(g) for g in sorted(totals) if g != "overall"}
@@ -145,4 +210,12 @@ def render(result: dict[str, Any]) -> str:
             f"      | {h['page_coverage']:.3f}/{h['interval_coverage']:.3f}/"
             f"{h['mean_context_tokens']:>4.0f}"
         )
+    if "answer_f1" in result:
+        lines.append("")
+        lines.append(f"{'answers':<12} {'n':>5} {'F1':>7} {'BLEU-1':>7} {'errors':>7}")
+        for name, r in rows:
+            lines.append(
+                f"{name:<12} {r['questions']:>5} {r['answer_f1']:>7.3f} "
+                f"{r['answer_bleu1']:>7.3f} {r['answer_errors']:>7}"
+            )
     return "\n".join(lines)
