@@ -49,6 +49,14 @@ class LockTimeout(StorageError):
     http_status = 409
 
 
+class UncommittedChanges(KbmemError):
+    """A file kbmem is about to write holds changes the user has not committed: kbmem refuses
+    rather than overwrite them (not a StorageError: trying again cannot help)."""
+
+    exit_code = 5
+    http_status = 409
+
+
 class PageFormatError(ValidationError):
     """A page file whose front matter cannot be read."""
 

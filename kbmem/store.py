@@ -37,7 +37,7 @@ from git.exc import BadName, GitCommandError, InvalidGitRepositoryError, NoSuchP
 from git.refs.symbolic import SymbolicReference
 
 from .config import Settings, load_settings
-from .errors import LockTimeout, NotFound, StorageError, ValidationError
+from .errors import LockTimeout, NotFound, StorageError, UncommittedChanges, ValidationError
 
 log = logging.getLogger("kbmem")
 
@@ -441,6 +441,7 @@ class KnowledgeBase:
             self._check_relpath(relpath)
         when = _git_date(date)
         with self.write_lock():
+            self._refuse_uncommitted(writes)
             paths = sorted(writes)
             # The journal names the paths about to change; if we die before HEAD moves, the
             # next writer puts them back as HEAD has them (see _recover).
@@ -463,6 +464,49 @@ class KnowledgeBase:
                 raise
             self._journal.unlink()
             return sha
+
+    def _refuse_uncommitted(self, writes: Mapping[str, bytes | None]) -> None:
+        """Raise UncommittedChanges when a work-tree file kbmem is about to replace or delete
+        holds something HEAD does not: a user's uncommitted edit, or a file of theirs that was
+        never committed. A file that already holds what kbmem writes is no loss."""
+        head = self.head()
+        suspects = []
+        for relpath, data in writes.items():
+            try:
+                current = (self.root / relpath).read_bytes()
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # nothing there to lose
+            except IsADirectoryError:
+                suspects.append((relpath, None))
+                continue
+            if current == data:
+                continue
+            committed = self.blob_id(relpath, head) if head else None
+            if committed is None:
+                suspects.append((relpath, None))
+            elif hashlib.sha1(b"blob %d\x00%s" % (len(current), current)).hexdigest() != committed:
+                suspects.append((relpath, committed))
+        # Same bytes as HEAD is the common case and needs no git; a file that differs may
+        # still be clean once git's checkout filters (core.autocrlf, ...) are applied.
+        tracked = [p for p, blob in suspects if blob is not None]
+        if tracked:
+            diff = [GIT, "--literal-pathspecs", "diff", "--no-ext-diff", "--name-only", "-z"]
+            done = subprocess.run(
+                [*diff, "HEAD", "--", *tracked],
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+            )
+            if done.returncode != 0:
+                raise StorageError(f"git diff failed: {done.stderr.decode(errors='replace')}")
+            modified = set(done.stdout.decode("utf-8", "surrogateescape").split("\0"))
+            suspects = [(p, blob) for p, blob in suspects if blob is None or p in modified]
+        if suspects:
+            names = ", ".join(sorted(p for p, _blob in suspects))
+            raise UncommittedChanges(
+                f"{names}: changed in the work tree but not committed, and kbmem would "
+                "overwrite it; commit it (git commit) or set it aside (git stash), then try again"
+            )
 
     def _flusher(self) -> ThreadPoolExecutor:
         if self._flush_pool is None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kbgit import ROOT, commit_count, fsck, git, head, status
 
-from kbmem.errors import LockTimeout, NotFound, StorageError, ValidationError
+from kbmem.errors import LockTimeout, NotFound, StorageError, UncommittedChanges, ValidationError
 from kbmem.store import KnowledgeBase
 
 NOTE = "tenants/default/notes/a.md"
@@ -64,6 +64,51 @@ def test_commit_holds_exactly_the_written_paths_and_never_the_users_changes(
     # kbmem's own files are committed, not shown as changes.
     assert "tenants/" not in status(root)
     fsck(root)
+
+
+@pytest.mark.parametrize("how", ["unstaged", "staged", "untracked"])
+def test_a_users_uncommitted_edit_of_a_path_kbmem_writes_is_refused_never_overwritten(
+    empty_kb: KnowledgeBase, how: str
+) -> None:
+    root = empty_kb.root
+    memory = "tenants/default/MEMORY.md"
+    if how != "untracked":
+        empty_kb.commit_files({memory: b"# Memory\n"}, "Add memory")
+    before, mine = head(root), b"# Memory\n- a line the user is still writing\n"
+    (root / memory).parent.mkdir(parents=True, exist_ok=True)
+    (root / memory).write_bytes(mine)
+    if how == "staged":
+        git(root, "add", memory)
+    status_before = status(root)
+
+    for writes in ({NOTE: b"# A note\n", memory: b"# Memory\n- kbmem's line\n"}, {memory: None}):
+        with pytest.raises(UncommittedChanges, match=f"{memory}: changed in the work tree"):
+            empty_kb.commit_files(writes, "Would overwrite the user's edit")
+        assert head(root) == before
+        assert (root / memory).read_bytes() == mine
+        assert not (root / NOTE).exists()
+        assert status(root) == status_before
+    # Writing exactly what the file already holds loses nothing, and once the user has
+    # committed (here: put the edit aside), kbmem writes as usual.
+    assert empty_kb.commit_files({memory: mine}, "Same bytes as the work tree") is not None
+    assert (root / memory).read_bytes() == mine
+    assert empty_kb.commit_files({memory: b"# Memory\n- kbmem's line\n"}, "Now it may") is not None
+    assert status(root) == ""
+    fsck(root)
+
+
+def test_files_git_checked_out_through_a_filter_are_not_taken_for_edits(
+    empty_kb: KnowledgeBase,
+) -> None:
+    root = empty_kb.root
+    empty_kb.commit_files({NOTE: b"line one\nline two\n"}, "Add a note")
+    # With core.autocrlf, git writes CRLF into the work tree: other bytes, the same content.
+    git(root, "config", "core.autocrlf", "true")
+    (root / NOTE).unlink()
+    git(root, "checkout", "--", NOTE)
+    assert (root / NOTE).read_bytes() == b"line one\r\nline two\r\n"
+    assert empty_kb.commit_files({NOTE: b"line one\nline three\n"}, "Edit the note")
+    assert empty_kb.read_bytes(NOTE) == b"line one\nline three\n"
 
 
 def test_same_content_makes_no_commit(empty_kb: KnowledgeBase) -> None:
