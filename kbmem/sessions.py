@@ -17,10 +17,13 @@ from typing import Any
 import yaml
 
 from .errors import ValidationError
-from .ids import check_segment, check_session_id, check_tenant
+from .ids import MAX_ID_LENGTH, check_segment, check_session_id, check_tenant
 from .textutil import slug
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
+MAX_SPEAKER_LENGTH = 200
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_TURN_ID = re.compile(rf"[^\s\x00-\x1f\x7f]{{1,{MAX_ID_LENGTH}}}")
 
 
 @dataclass
@@ -101,6 +104,21 @@ def parse_human_date(text: str) -> datetime | None:
     return None
 
 
+def check_turn_id(value: object, field_name: str) -> str:
+    """A turn id as the page line format holds it: 1 to 128 characters, no spaces or control
+    characters (LoCoMo's ``D3:7`` is fine)."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ValidationError(f"must be text, got {type(value).__name__}", field_name)
+    text = str(value)
+    if not _TURN_ID.fullmatch(text):
+        raise ValidationError(
+            f"{text[:40]!r}{'...' if len(text) > 40 else ''} is not a turn id (1 to "
+            f"{MAX_ID_LENGTH} characters without spaces or control characters)",
+            field_name,
+        )
+    return text
+
+
 def _text(data: dict[str, Any], key: str, where: str, default: str = "") -> str:
     value = data.get(key, default)
     if value is None:
@@ -155,14 +173,23 @@ def session_from_mapping(data: Any, tenant: str | None = None) -> Session:
         meta = raw.get("metadata") or {}
         if not isinstance(meta, dict):
             raise ValidationError("must be a mapping", f"{where}metadata")
-        turn_id = str(meta.get("id") or meta.get("dia_id") or f"t{n}")
-        if re.search(r"\s", turn_id) or turn_id in seen:
-            raise ValidationError(
-                f"turn id {turn_id!r} has spaces or repeats", f"{where}metadata.id"
-            )
+        id_key = next((k for k in ("id", "dia_id") if meta.get(k)), None)
+        id_field = f"{where}metadata.{id_key or 'id'}"
+        turn_id = check_turn_id(meta[id_key] if id_key else f"t{n}", id_field)
+        if turn_id in seen:
+            raise ValidationError(f"turn id {turn_id!r} repeats", id_field)
         seen.add(turn_id)
-        speaker = str(meta.get("speaker") or meta.get("name") or role)
+        speaker_key = next((k for k in ("speaker", "name") if meta.get(k)), None)
+        speaker_field = f"{where}metadata.{speaker_key}" if speaker_key else f"{where}role"
+        speaker = meta[speaker_key] if speaker_key else role
+        if not isinstance(speaker, str):
+            raise ValidationError(f"must be text, got {type(speaker).__name__}", speaker_field)
         speaker = " ".join(speaker.split())
+        if _CONTROL.search(speaker) or len(speaker) > MAX_SPEAKER_LENGTH:
+            raise ValidationError(
+                f"must be at most {MAX_SPEAKER_LENGTH} characters, without control characters",
+                speaker_field,
+            )
         timestamp = normalize_timestamp(raw.get("timestamp"), f"{where}timestamp")
         turns.append(SessionTurn(turn_id, role.strip(), speaker, timestamp, content, meta))
     if not any(t.text.strip() for t in turns):
@@ -203,7 +230,9 @@ def sessions_from_locomo(data: dict[str, Any], tenant: str, name: str) -> list[S
     for number in numbers:
         key = f"session_{number}"
         raw_turns = data[key]
-        if not isinstance(raw_turns, list) or not raw_turns:
+        if not isinstance(raw_turns, list):
+            raise ValidationError("must be a list of turns", key)
+        if not raw_turns:
             continue
         when = data.get(f"{key}_date_time")
         stamp = normalize_timestamp(when, f"{key}_date_time") if when else ""
@@ -225,8 +254,8 @@ def sessions_from_locomo(data: dict[str, Any], tenant: str, name: str) -> list[S
             )
         speakers = [data.get("speaker_a"), data.get("speaker_b")]
         title = f"{' and '.join(s for s in speakers if s)} — session {number}"
-        sessions.append(
-            session_from_mapping(
+        try:
+            session = session_from_mapping(
                 {
                     "tenantId": tenant,
                     "sessionId": f"{stem}-s{number}",
@@ -235,7 +264,11 @@ def sessions_from_locomo(data: dict[str, Any], tenant: str, name: str) -> list[S
                     "metadata": {"source": name, "locomo_session": number, "date": when or ""},
                 }
             )
-        )
+        except ValidationError as exc:
+            raise ValidationError(f"{key}: {exc}") from exc
+        sessions.append(session)
+    if not sessions:
+        raise ValidationError("every session_N list is empty; nothing to memorize", "session_1")
     return sessions
 
 
@@ -277,8 +310,13 @@ def load_sessions(path: Path, tenant: str | None, default_tenant: str = "default
         check_tenant(tenant)
     data = load_document(path)
     if is_locomo(data):
-        return sessions_from_locomo(data, tenant or default_tenant, path.stem)
+        try:
+            return sessions_from_locomo(data, tenant or default_tenant, path.stem)
+        except ValidationError as exc:
+            raise ValidationError(f"{path}: {exc}") from exc
     items = data if isinstance(data, list) else [data]
+    if not items:
+        raise ValidationError("is an empty list; it holds no session", str(path))
     out = []
     for n, item in enumerate(items):
         try:

@@ -329,6 +329,12 @@ def test_a_hand_edited_page_with_broken_front_matter(kb: Path, two_versions, cap
 BAD_IDS = ["../x", "/abs", "", "a\x00b", "x" * 129, "a/b", "..", ".hidden", "new\nline"]
 
 
+def _with_turn_meta(session: dict, **meta: object) -> dict:
+    """``session`` whose first turn's metadata is ``meta``."""
+    first = {**session["turns"][0], "metadata": meta}
+    return {**session, "turns": [first, *session["turns"][1:]]}
+
+
 def _bad_documents() -> list[tuple[str, str, str]]:
     """(file name, file text, what the error must name)."""
     good = summit_session("ok", TEXTS)
@@ -358,6 +364,26 @@ def _bad_documents() -> list[tuple[str, str, str]]:
         ("bad.json", json.dumps([good, {**good, "sessionId": "../x"}]), "[1]: sessionId"),
         ("bad.json", json.dumps({**good, "agentId": "../agent"}), "agentId"),
         ("bad.json", json.dumps({**good, "policyTags": "secret"}), "policyTags"),
+        ("bad.json", "[]", "bad.json: is an empty list"),
+        ("bad.json", json.dumps(_with_turn_meta(good, id="a\x00b")), "turns[0].metadata.id"),
+        ("bad.json", json.dumps(_with_turn_meta(good, id="x" * 129)), "turns[0].metadata.id"),
+        ("bad.json", json.dumps(_with_turn_meta(good, id="a b")), "turns[0].metadata.id"),
+        ("bad.json", json.dumps(_with_turn_meta(good, dia_id=["D1"])), "metadata.dia_id"),
+        ("bad.json", json.dumps(_with_turn_meta(good, speaker={"a": 1})), "metadata.speaker"),
+        ("bad.json", json.dumps(_with_turn_meta(good, speaker="M\x00")), "metadata.speaker"),
+        ("bad.json", json.dumps(_with_turn_meta(good, name="n" * 201)), "metadata.name"),
+        (
+            "bad.json",
+            json.dumps({**good, "turns": [_with_turn_meta(good, id="t7")["turns"][0]] * 2}),
+            "turns[1].metadata.id: turn id 't7' repeats",
+        ),
+        ("conv-1.json", json.dumps({"session_1": "hello"}), "conv-1.json: session_1: must be"),
+        ("conv-1.json", json.dumps({"session_1": []}), "conv-1.json: session_1: every session"),
+        (
+            "conv-1.json",
+            json.dumps({"session_1": [{"speaker": "A", "dia_id": "D 1", "text": "hi"}]}),
+            "conv-1.json: session_1: turns[0].metadata.dia_id",
+        ),
         ("bad.json", json.dumps(["not a session"]), "session"),
         ("bad.json", json.dumps({**good, "tenantId": 7}), "tenantId: must be a string"),
         ("bad.json", "\udcff", "not UTF-8"),
@@ -403,6 +429,29 @@ def test_tenant_option_and_file_must_agree(kb: Path, tmp_path: Path, capsys) -> 
     code, _out, err = run(capsys, "--kb", str(kb), "--tenant", "acme", "ingest", str(no_tenant))
     assert code == 0, err
     assert session_count(kb, "acme") == 1
+
+
+def test_ingest_refuses_to_overwrite_a_users_uncommitted_edit(
+    kb: Path, tmp_path: Path, capsys
+) -> None:
+    first = write_json(tmp_path / "first.json", summit_session("first", TEXTS))
+    assert run(capsys, "--kb", str(kb), "ingest", str(first))[0] == 0
+    memory = kb / PREFIX / "MEMORY.md"
+    edited = memory.read_text() + "- [2026-04-02] by-hand — a memo the user is still writing\n"
+    memory.write_text(edited)
+    second = write_json(tmp_path / "second.json", summit_session("second", TEXTS[::-1]))
+    before = head(kb)
+    code, out, err = run(capsys, "--kb", str(kb), "ingest", str(second))
+    assert code == 5 and out == ""
+    assert f"kbmem: error: {PREFIX}MEMORY.md: changed in the work tree but not committed" in err
+    assert head(kb) == before and memory.read_text() == edited
+    assert status(kb) == f" M {PREFIX}MEMORY.md\n"
+    # Committed by the user, it is the memory kbmem builds on.
+    git(kb, "commit", "-q", "-am", "Add a memo by hand")
+    code, _out, err = run(capsys, "--kb", str(kb), "ingest", str(second))
+    assert code == 0, err
+    assert "by-hand — a memo the user is still writing" in memory.read_text()
+    assert "] second — " in memory.read_text() and status(kb) == ""
 
 
 def test_a_missing_input_file(kb: Path, tmp_path: Path, capsys) -> None:
