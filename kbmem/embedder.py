@@ -11,6 +11,9 @@ from typing import Any
 import numpy as np
 
 DIM = 384
+# The model reads 256 word pieces (a thousand characters or so of prose); texts are cut to this
+# many characters first, since tokenizing a 10 MB turn in full took ten seconds and more.
+MAX_CHARS = 4096
 _lock = threading.Lock()
 _model: Any = None
 
@@ -69,7 +72,7 @@ def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:
         return np.zeros((0, DIM), dtype=np.float32)
     model = _load()
     vectors = model.encode(
-        texts,
+        [text[:MAX_CHARS] for text in texts],
         batch_size=batch_size,
         normalize_embeddings=True,
         convert_to_numpy=True,

@@ -81,7 +81,6 @@ BM25_K1 = 1.2
 MAX_K = 1000
 POSTING_BLOCK = 1024
 MAX_QUERY_TERMS = 256
-MAX_EMBED_CHARS = 4096  # the model reads 256 word pieces; longer queries are cut first
 ANALYZER = StemmingAnalyzer()
 FILTER_FIELDS = ("session", "page", "tags", "classification", "kind")
 LABELS = "label_col"
@@ -1215,7 +1214,7 @@ class TenantIndex:
         base = gen.base()
         delta_labels, delta_vectors, dead = gen.delta()
         vec = (
-            embedder.embed([query[:MAX_EMBED_CHARS]])[0]
+            embedder.embed([query])[0]
             if vector is None
             else np.asarray(vector, dtype=np.float32).reshape(-1)
         )

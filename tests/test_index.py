@@ -729,6 +729,17 @@ def test_analyze_is_plain_text() -> None:
     assert len(analyze(" ".join(f"w{n}x" for n in range(5000)))) == 256
 
 
+def test_long_texts_are_cut_before_embedding_without_changing_their_vector() -> None:
+    # The model reads 256 word pieces; embed() cuts texts to MAX_CHARS characters first (a
+    # 10 MB turn took seconds to tokenize), which must leave the vector of prose as it was.
+    words = [w for _speaker, text in CRANE_TURNS + BUDGET_TURNS for w in text.split()]
+    prose = " ".join(words[n % len(words)] for n in range(3 * embedder.MAX_CHARS // 5))
+    assert len(prose) > 2 * embedder.MAX_CHARS
+    model = embedder._load()
+    whole = model.encode([prose], normalize_embeddings=True, convert_to_numpy=True)[0]
+    np.testing.assert_allclose(embedder.embed([prose])[0], whole, atol=1e-5)
+
+
 # -- filters ----------------------------------------------------------------------------------
 
 
