@@ -66,7 +66,7 @@ from .store import KnowledgeBase, atomic_write, flock_until
 
 log = logging.getLogger("kbmem")
 
-INDEX_FORMAT = 3
+INDEX_FORMAT = 4  # 4: intervals store their tenant
 SEGMENT_DOCS = 2000  # intervals embedded per step of a build (and per progress report)
 SMALL_SEGMENT = 500  # Whoosh segments smaller than this are folded together...
 MERGE_SMALL_AT = 8  # ...once there are this many of them
@@ -91,6 +91,7 @@ _BYTE_TO_LENGTH = np.array([byte_to_length(b) for b in range(256)], dtype=np.int
 def make_schema() -> Schema:
     return Schema(
         key=ID(stored=True, unique=True),
+        tenant=ID(stored=True),
         label=STORED,
         label_col=COLUMN(whoosh_columns.NumericColumn("q", default=-1)),
         session=ID(stored=True),
@@ -519,6 +520,10 @@ def _flock(path: Path, timeout: float) -> Any:
         os.close(fd)
 
 
+class OtherFormat(StorageError):
+    """An index written by a kbmem that stored it in another format."""
+
+
 class Generation:
     """One immutable, openable index generation."""
 
@@ -527,8 +532,13 @@ class Generation:
         self.name = path.name
         try:
             self.meta = json.loads((path / "meta.json").read_text())
-            if not isinstance(self.meta, dict) or self.meta.get("format") != INDEX_FORMAT:
-                raise StorageError(f"index format is not {INDEX_FORMAT}")
+            if not isinstance(self.meta, dict):
+                raise StorageError("meta.json is not a mapping")
+            if self.meta.get("format") != INDEX_FORMAT:
+                raise OtherFormat(
+                    f"index {path} has format {self.meta.get('format')!r}; this kbmem reads "
+                    f"format {INDEX_FORMAT}"
+                )
             self.ix = whoosh_index.open_dir(str(path / "whoosh"), readonly=True)
             doc_count = self.ix.doc_count()
             vec = self.meta["vectors"]
@@ -538,6 +548,8 @@ class Generation:
                 raise StorageError("the vector index's size differs from its meta")
             if int(vec["delta"]) and not (path / "delta.npz").is_file():
                 raise StorageError("the vector delta is missing")
+        except OtherFormat:
+            raise
         except StorageError as exc:
             raise StorageError(f"index {path} cannot be opened: {exc}") from exc
         except Exception as exc:
@@ -657,6 +669,8 @@ class TenantIndex:
     def _usable_current(self) -> tuple[Generation | None, str]:
         try:
             gen = self.current()
+        except OtherFormat as exc:
+            return None, f"the index is outdated ({exc})"
         except StorageError as exc:
             return None, f"the index is corrupt ({exc})"
         if gen is None:
@@ -803,6 +817,7 @@ class TenantIndex:
         tags = page_meta.get("tags") or []
         return {
             "key": iv.key,
+            "tenant": self.tenant,
             "label": label,
             "label_col": label,
             "session": str(page_meta.get("session_id") or ""),
@@ -1043,6 +1058,12 @@ class TenantIndex:
     # -- searching --------------------------------------------------------------------------
 
     def _hit(self, doc: dict[str, Any], score: float, retriever: str) -> Hit:
+        if doc.get("tenant") != self.tenant:
+            # The index's meta names this tenant, so this is a damaged or tampered index: the
+            # read fails and the index is rebuilt, rather than leak another tenant's text.
+            raise StorageError(
+                f"the index of tenant {self.tenant!r} holds an interval of {doc.get('tenant')!r}"
+            )
         iv = Interval(
             doc["page"],
             doc["path"],

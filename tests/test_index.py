@@ -609,6 +609,42 @@ def test_foreign_embedder_or_tenant_triggers_a_rebuild(
     assert "another tenant" in caplog.text
 
 
+def test_an_index_holding_another_tenants_intervals_is_never_read(
+    two_tenants: KnowledgeBase, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    caplog.set_level(logging.WARNING, logger="kbmem")
+    globex = TenantIndex(kb, GLOBEX).current()
+    assert globex is not None
+    # Globex's intervals under a meta that claims Acme (a tampered or mixed-up copy): every
+    # interval records its tenant, so no hit comes out of it; the index is rebuilt.
+    acme_dir = TenantIndex(kb, ACME).dir
+    shutil.copytree(globex.path, acme_dir / globex.name)
+    meta = json.loads((acme_dir / globex.name / "meta.json").read_text())
+    (acme_dir / globex.name / "meta.json").write_text(json.dumps({**meta, "tenant": ACME}))
+    (acme_dir / "CURRENT").write_text(globex.name)
+    for tool in ("bm25", "dense"):
+        hits = getattr(TenantIndex(kb, ACME), tool)("ticket server budget", 1000)
+        assert hits and all(h.interval.path.startswith(f"tenants/{ACME}/") for h in hits)
+    assert f"holds an interval of '{GLOBEX}'" in caplog.text
+
+
+def test_an_index_of_an_older_format_is_rebuilt(
+    two_tenants: KnowledgeBase, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    caplog.set_level(logging.WARNING, logger="kbmem")
+    gen = TenantIndex(kb, ACME).current()
+    assert gen is not None
+    expected = keys(TenantIndex(kb, ACME).bm25("crane", 20))
+    meta = json.loads((gen.path / "meta.json").read_text())
+    (gen.path / "meta.json").write_text(json.dumps({**meta, "format": 3}))
+    report = TenantIndex(kb, ACME).sync()
+    assert report.mode == "full" and "the index is outdated" in report.reason
+    assert "has format 3; this kbmem reads format 4" in caplog.text
+    assert keys(TenantIndex(kb, ACME).bm25("crane", 20)) == expected
+
+
 def test_search_syncs_when_head_moved_and_is_cheap_when_not(
     two_tenants: KnowledgeBase, tmp_path: Path
 ) -> None:
