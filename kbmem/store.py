@@ -481,7 +481,8 @@ class KnowledgeBase:
                 continue
             if current == data:
                 continue
-            committed = self.blob_id(relpath, head) if head else None
+            found = self._object_at(relpath, head) if head else None  # head: no resolve
+            committed = found[0] if found and found[1] == "blob" else None
             if committed is None:
                 suspects.append((relpath, None))
             elif hashlib.sha1(b"blob %d\x00%s" % (len(current), current)).hexdigest() != committed:
