@@ -68,6 +68,13 @@ def toasts(app: KbmemApp) -> list[tuple[str, str, str]]:
     return [(n.severity, n.title, n.message) for n in app._notifications]
 
 
+def cited_in_view(history: HistoryScreen) -> bool:
+    """The highlighted lines of the History screen's Source tab are scrolled into view."""
+    cited = history.query_one(NumberedLines).cited()
+    source = history.query_one("#source-scroll")
+    return cited is not None and source.region.overlaps(cited.region)
+
+
 def file_lines(kb: KnowledgeBase, path: str, commit: str, start: int, end: int) -> list[str]:
     return kb.read_bytes(path, commit).decode("utf-8").split("\n")[start - 1 : end]
 
@@ -157,6 +164,7 @@ async def _chat_streams(kb: KnowledgeBase) -> None:
         await wait_until(pilot, lambda: history.shown is not None, "the page")
         assert history.shown.commit == first.commit
         assert history.query_one(TabbedContent).active == "source"
+        await wait_until(pilot, lambda: cited_in_view(history), "the cited lines in view")
 
 
 def _page_path(page_id: str) -> str:
@@ -302,6 +310,7 @@ async def _audit(kb: KnowledgeBase) -> None:
         assert history.query_one(TabbedContent).active == "source"
         cited = history.query_one(NumberedLines).cited()
         assert cited is not None and history.query_one(NumberedLines).start == first.start
+        await wait_until(pilot, lambda: cited_in_view(history), "the cited lines in view")
 
 
 def test_a_failing_tool_is_a_toast_not_a_crash(kb: KnowledgeBase, tmp_path: Path) -> None:

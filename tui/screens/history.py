@@ -245,7 +245,7 @@ class HistoryScreen(KbmemScreen):
         source = self.query_one("#source-scroll", VerticalScroll)
         await source.remove_children()
         start, end = lines or (0, 0)
-        numbered = NumberedLines(shown.text, start, end)
+        numbered = NumberedLines(shown.text, start, end, reveal=bool(lines))
         await source.mount(numbered)
         # Only now is the new version on screen (``shown`` is what tests and actions see).
         self.shown = shown
@@ -255,9 +255,6 @@ class HistoryScreen(KbmemScreen):
         tabs = self.query_one(TabbedContent)
         if lines:
             tabs.active = "source"
-            cited = numbered.cited()
-            if cited is not None:
-                source.scroll_to_widget(cited, top=True, animate=False)
         elif tabs.active == "diff":
             tabs.active = "page"
         self.refresh_bindings()

@@ -4,6 +4,7 @@ highlighted, all as the file was at the interval's commit."""
 from __future__ import annotations
 
 from rich.table import Table
+from textual import events
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
@@ -34,13 +35,17 @@ class NumberedLines(Vertical):
         start: int = 0,
         end: int = 0,
         context: int | None = None,
+        reveal: bool = False,
         **kwargs: object,
     ):
+        """``reveal``: scroll the cited lines to the top of the view once they have a layout
+        (on a tab that is only just being shown, that is later than the mount)."""
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.lines = split_lines(file_text)
         self.start = start
         self.end = end
         self.context = context
+        self.reveal = reveal
 
     def parts(self) -> list[tuple[str, Table]]:
         """``(class, text)`` blocks: before, cited, after (only non-empty ones)."""
@@ -67,3 +72,10 @@ class NumberedLines(Vertical):
         """The highlighted block, if any (to scroll to it)."""
         found = self.query(".-cited")
         return found.first(Static) if found else None
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.reveal and event.size.height:
+            self.reveal = False
+            cited = self.cited()
+            if cited is not None:
+                self.call_after_refresh(cited.scroll_visible, top=True, animate=False)
