@@ -9,6 +9,7 @@ from .errors import ValidationError
 MAX_ID_LENGTH = 128
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _SEQ = re.compile(r"[1-9][0-9]{0,5}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def check_segment(value: object, field: str) -> str:
@@ -28,6 +29,10 @@ def check_segment(value: object, field: str) -> str:
             field,
         )
     return value
+
+
+def _is_segment(value: str) -> bool:
+    return len(value) <= MAX_ID_LENGTH and ".." not in value and bool(_SEGMENT.fullmatch(value))
 
 
 def check_tenant(value: object) -> str:
@@ -53,7 +58,7 @@ def page_relpath(page_id: object) -> str:
     parts = page_id.split("/")
     if page_id.endswith(".md"):
         for part in parts:
-            check_segment(part, "pageId")
+            _check_note_part(part)
         if parts[0] in RESERVED_DIRS or page_id == "MEMORY.md":
             raise ValidationError(f"{page_id!r} is not a page", "pageId")
         return page_id
@@ -63,16 +68,34 @@ def page_relpath(page_id: object) -> str:
     raise ValidationError(f"{page_id!r} is neither '<session-id>/<seq>' nor a '.md' path", "pageId")
 
 
+def _bad_note_part(part: str) -> bool:
+    """Whether a folder or file name cannot be part of the id of a page written by hand.
+    People name notes as they like ('Team roster.md', 'Café/menu.md'), and the name is only
+    ever a path inside git: any name a file system keeps goes, except what could step out of
+    the tenant or break a line."""
+    return part in ("", ".", "..") or bool(_CONTROL.search(part)) or len(part.encode()) > 255
+
+
+def _check_note_part(part: str) -> None:
+    if _bad_note_part(part):
+        raise ValidationError(
+            f"{part!r} is not a file or folder name of a page (empty, '.', '..', a control "
+            "character, or over 255 bytes)",
+            "pageId",
+        )
+
+
 def page_id_for(relpath: str) -> str | None:
-    """The page id of a tenant-relative path, or None when the path is not a page."""
+    """The page id of a tenant-relative path, or None when the path is not a page (every id
+    it returns is one :func:`page_relpath` maps back to ``relpath``)."""
     if not relpath.endswith(".md") or relpath == "MEMORY.md":
         return None
     parts = relpath.split("/")
     if parts[0] == "pages":
-        if len(parts) == 3 and _SEQ.fullmatch(parts[2][:-3]):
+        if len(parts) == 3 and _SEQ.fullmatch(parts[2][:-3]) and _is_segment(parts[1]):
             return f"{parts[1]}/{parts[2][:-3]}"
         return None
-    if parts[0] in RESERVED_DIRS:
+    if parts[0] in RESERVED_DIRS or any(_bad_note_part(p) for p in parts):
         return None
     return relpath
 

@@ -346,7 +346,8 @@ class KnowledgeBase:
         """Commits touching ``relpath`` (following renames) or all commits, newest first."""
         if self.head() is None:
             return []
-        args = ["--format=%x1e%H%x1f%aI%x1f%an%x1f%B%x1f", "--name-only"]
+        # -z: file names as they are (not quoted, as git quotes non-ASCII names otherwise).
+        args = ["--format=%x1e%H%x1f%aI%x1f%an%x1f%B%x1f", "--name-only", "-z"]
         if max_count:
             args.append(f"-n{max_count}")
         if relpath:
@@ -355,7 +356,7 @@ class KnowledgeBase:
         entries = []
         for record in out.split("\x1e")[1:]:
             sha, date, author, message, names = record.split("\x1f")
-            files = [n for n in names.strip().splitlines() if n]
+            files = [n for n in names.removeprefix("\0").removeprefix("\n").split("\0") if n]
             entries.append(
                 CommitInfo(
                     sha, date, author, message.strip(), files[0] if relpath and files else None
@@ -375,12 +376,19 @@ class KnowledgeBase:
     def changed_paths(self, old: str, new: str, prefix: str) -> list[tuple[str, str, str | None]]:
         """``(status, path, new_path)`` between two commits below ``prefix``; renames are
         reported as ``("R", old_path, new_path)``."""
-        out = self.repo.git.diff("--name-status", "-M", "--no-color", old, new, "--", prefix)
+        # -z: NUL-separated fields and names as they are (git quotes non-ASCII names otherwise).
+        out = self.repo.git.diff("--name-status", "-z", "-M", "--no-color", old, new, "--", prefix)
+        fields = out.split("\0")
         changes: list[tuple[str, str, str | None]] = []
-        for line in out.splitlines():
-            parts = line.split("\t")
-            status = parts[0][0]
-            changes.append((status, parts[1], parts[2] if len(parts) > 2 else None))
+        pos = 0
+        while pos < len(fields) and fields[pos]:
+            status = fields[pos][0]
+            if status in ("R", "C"):
+                changes.append((status, fields[pos + 1], fields[pos + 2]))
+                pos += 3
+            else:
+                changes.append((status, fields[pos + 1], None))
+                pos += 2
         return changes
 
     # -- writing ----------------------------------------------------------------------------

@@ -248,6 +248,37 @@ def test_pages_show_and_log(kb: Path, two_versions: tuple[str, str], capsys) -> 
     assert "+Correction" in out
 
 
+def test_notes_named_as_people_name_files(kb: Path, capsys) -> None:
+    """Spaces and accents in a hand-written note's name (git quotes such names in its output
+    unless told otherwise): listed, shown, and their history followed across a rename."""
+    first, second = f"{PREFIX}notes/Team roster.md", f"{PREFIX}notes/Café/Équipe roster.md"
+    (kb / first).parent.mkdir(parents=True)
+    roster = "---\ntitle: Roster\n---\n" + "".join(f"- person {n}\n" for n in range(8))
+    (kb / first).write_text(roster + "Maya owns the pilot.\n")
+    git(kb, "add", first)
+    git(kb, "commit", "-q", "-m", "Add the roster")
+    (kb / second).parent.mkdir()
+    git(kb, "mv", first, second)
+    (kb / second).write_text(roster + "Maya and Oskar own the pilot.\n")
+    git(kb, "commit", "-q", "-am", "Move the roster")
+    code, out, _err = run(capsys, "--kb", str(kb), "pages")
+    assert code == 0 and out == "notes/Café/Équipe roster.md\t\tRoster\n"
+    code, out, _err = run(capsys, "--kb", str(kb), "show", "notes/Café/Équipe roster.md")
+    assert code == 0 and out.endswith("Maya and Oskar own the pilot.\n")
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "notes/Café/Équipe roster.md")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2
+    assert lines[0].endswith(f"Move the roster  [{second}]")
+    assert lines[1].endswith(f"Add the roster  [{first}]")
+    old = lines[1].split()[0]
+    args = ["log", "notes/Café/Équipe roster.md", "--diff", old, "HEAD"]
+    code, out, _err = run(capsys, "--kb", str(kb), *args)
+    assert code == 0 and "-Maya owns the pilot.\n+Maya and Oskar own the pilot.\n" in out
+    assert f":{first}\n" in out and f":{second}\n" in out
+    code, out, err = run(capsys, "--kb", str(kb), "show", "notes/Team roster.md", "--at", old)
+    assert code == 0 and out.endswith("Maya owns the pilot.\n"), err
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
@@ -261,6 +292,9 @@ def test_pages_show_and_log(kb: Path, two_versions: tuple[str, str], capsys) -> 
         (["log", "../x"], 2, "pageId"),
         (["show", "pages/kickoff/1.md"], 2, "not a page"),
         (["show", "MEMORY.md"], 2, "not a page"),
+        (["show", "notes/two\nlines.md"], 2, "pageId: 'two\\nlines.md' is not a file or folder"),
+        (["show", "notes//x.md"], 2, "pageId: '' is not a file or folder name"),
+        (["show", "notes/./x.md"], 2, "pageId"),
         (["show", "kickoff/0"], 2, "pageId"),
         (["show", ""], 2, "pageId"),
         (["show", "kickoff/1", "--at", "no-such-rev"], 3, "no such revision"),

@@ -327,6 +327,17 @@ def test_incremental_sync_equals_full_rebuild(
     renamed.write_text(renamed.read_text() + "\nEscalate to Eve if the restart fails.\n")
     git(kb, "commit", "-q", "-am", "Rename and edit the runbook")
     check("rename with an edit", changed=2)
+    # Names as people give them: a space and accents (which git quotes unless told not to).
+    accented = f"tenants/{ACME}/notes/Café notes/Ticket runbook.md"
+    (kb.root / accented).parent.mkdir()
+    git(kb, "mv", f"tenants/{ACME}/notes/ticket-runbook.md", accented)
+    git(kb, "commit", "-q", "-m", "Move the runbook among the café notes")
+    check("rename to a name with a space and accents", changed=2)
+    (kb.root / accented).write_text((kb.root / accented).read_text() + "\nCall Eve first.\n")
+    git(kb, "commit", "-q", "-am", "Edit the café runbook")
+    check("edit a note with a space and accents", changed=1)
+    hits = index.bm25("restart ticket server", 5)
+    assert any(h.page_id == "notes/Café notes/Ticket runbook.md" for h in hits)
 
     # 7. Several changes in one commit, one of them a page with a broken header (skipped with
     #    a warning, never a crash), and a file that is not a page.
@@ -345,7 +356,7 @@ def test_incremental_sync_equals_full_rebuild(
     ingest(kb, session(ACME, "s-ferry", [("Fay", "The ferry crane broke at dawn.")]))
     kb.commit_files({f"tenants/{ACME}/notes/crane.md": None}, "Delete the note again")
     check("two commits at once", changed=2)
-    assert steps == 11
+    assert steps == 13
     vec = index.current().meta["vectors"]
     assert vec["delta"] > 0 and vec["dead"] > 0  # the delta path was exercised too
 
