@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# Where `make run` keeps the example knowledge base (created from kb_template/ if missing).
+# Where `make run` keeps the example knowledge base (created from kb_template/ if missing,
+# with its indexes, so that the first question is answered in seconds).
 KB     ?= example-kb
 
 .PHONY: install run test lint bench clean
@@ -19,7 +20,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	@test -d "$(KB)/.git" || $(BIN)/kbmem init "$(KB)"
+	@test -d "$(KB)/.git" || { $(BIN)/kbmem init "$(KB)" && $(BIN)/kbmem --kb "$(KB)" reindex; }
 	$(BIN)/kbmem --kb "$(KB)" chat
 
 test: $(STAMP)
