@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 from rich.text import Text
+from textual.screen import Screen
 from textual.widgets import DataTable, Markdown, OptionList, Static, TabbedContent, Tree
+from textual.widgets._footer import FooterKey
 
 from kbmem.agent.provenance import read_turn
 from kbmem.index import TenantIndex
@@ -73,6 +75,10 @@ def cited_in_view(history: HistoryScreen) -> bool:
     cited = history.query_one(NumberedLines).cited()
     source = history.query_one("#source-scroll")
     return cited is not None and source.region.overlaps(cited.region)
+
+
+def footer_key(screen: Screen, key: str) -> FooterKey:
+    return next(k for k in screen.query(FooterKey) if k.key == key)
 
 
 def file_lines(kb: KnowledgeBase, path: str, commit: str, start: int, end: int) -> list[str]:
@@ -295,6 +301,9 @@ async def _audit(kb: KnowledgeBase) -> None:
         assert committed.answer == record.answer
         assert [c.to_dict() for c in committed.context] == [c.to_dict() for c in record.context]
         assert app.status.pending_turns == 0
+        # Nothing is pending any more: the footer greys the commit key out.
+        assert screen.check_action("commit_now", ()) is None
+        await wait_until(pilot, lambda: footer_key(screen, "c").has_class("-disabled"), "grey c")
 
         # Jump from an interval to its page at that commit.
         await pilot.press("i")

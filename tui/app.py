@@ -114,6 +114,11 @@ class KbmemApp(App[None]):
     def set_status(self, **changes: Any) -> None:
         self.status = replace(self.status, **changes)
 
+    def watch_status(self) -> None:
+        # Which keys apply follows it (commit only with pending turns): grey out the footer.
+        if self.screen_stack:
+            self.screen.refresh_bindings()
+
     def mark(self, name: str) -> None:
         """Record a timing mark once (for ``kbmem bench tui``)."""
         if self.marker is not None and name not in self._marks:
