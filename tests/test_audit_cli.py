@@ -10,7 +10,9 @@ import pytest
 from kbgit import git
 from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
 
+from kbmem.agent.provenance import read_turn
 from kbmem.cli import main
+from kbmem.local_llm import LocalLLMServer
 from kbmem.store import KnowledgeBase
 
 
@@ -115,3 +117,26 @@ def test_ask_prints_a_cited_briefing(
     assert 0 < len(briefing["pagesUsed"]) <= 2 and briefing["evidence"]
     code, _, err = run(kb, capsys, monkeypatch, "ask", "x", "--max-pages", "99")
     assert code == 2 and "maxPages" in err
+
+
+def test_kbmem_model_makes_the_scripted_chat_use_the_llm_agent(
+    kb: KnowledgeBase,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    llm_server: LocalLLMServer,
+) -> None:
+    monkeypatch.setenv("KBMEM_MODEL", llm_server.model)
+    monkeypatch.setenv("KBMEM_API_BASE", llm_server.api_base)
+    monkeypatch.setenv("KBMEM_LLM__MAX_PROMPT_TOKENS", "700")  # small prompts: a 135M model
+    code, out, err = run(
+        kb, capsys, monkeypatch, "chat", "--no-tui", "--json", stdin="Who owns FL-212?\n"
+    )
+    assert code == 0, err
+    assert "(llm agent)" in err
+    (turn,) = [json.loads(line) for line in out.splitlines()]
+    assert turn["answer"].strip() and turn["status"] in ("complete", "partial")
+    record = read_turn(kb, TENANT, turn["chat_id"], 1)
+    assert record.agent == "llm" and record.model == llm_server.model
+    # Whether the model called research itself or kbmem did it for it, memory was read.
+    assert any(c.name == "research" and c.error is None for c in record.tool_calls)
+    assert record.context
