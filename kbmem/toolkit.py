@@ -86,6 +86,9 @@ class Toolkit:
         self.store = PageStore(kb, tenant)
         self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._texts_lock = threading.Lock()
+        self._page_intervals: OrderedDict[tuple[str, str], tuple[list[Hit], dict[int, int]]] = (
+            OrderedDict()
+        )
 
     # -- search -----------------------------------------------------------------------------
 
@@ -174,6 +177,36 @@ class Toolkit:
         prefix = f"{session_id}/"
         found = [p for p in self.store.files() if p.startswith(prefix)]
         return sorted(found, key=lambda p: int(p.rsplit("/", 1)[1]))
+
+    def page_intervals(self, page_id: str) -> list[Hit]:
+        """Every indexed interval of a page in line order (cached per index generation)."""
+        return self._page_table(page_id)[0]
+
+    def adjacent(self, hit: Hit) -> tuple[Hit | None, Hit | None]:
+        """The intervals just before and just after ``hit`` on its page (None at an end)."""
+        intervals, position = self._page_table(hit.page_id)
+        n = position.get(hit.interval.start)
+        if n is None:
+            return None, None
+        before = intervals[n - 1] if n > 0 else None
+        after = intervals[n + 1] if n + 1 < len(intervals) else None
+        return before, after
+
+    def _page_table(self, page_id: str) -> tuple[list[Hit], dict[int, int]]:
+        gen = self.index.ensure_synced()
+        key = (gen.name, page_id)
+        with self._texts_lock:
+            found = self._page_intervals.get(key)
+            if found is not None:
+                self._page_intervals.move_to_end(key)
+                return found
+        intervals = self.index.intervals_of(page_id)
+        found = (intervals, {h.interval.start: n for n, h in enumerate(intervals)})
+        with self._texts_lock:
+            self._page_intervals[key] = found
+            while len(self._page_intervals) > 1024:
+                self._page_intervals.popitem(last=False)
+        return found
 
     def term_stats(self, terms: list[str]) -> dict[str, int]:
         """How many intervals hold each (analyzed) term, plus ``__total__`` intervals."""

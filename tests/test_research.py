@@ -11,6 +11,7 @@ from kbmem.cli import main
 from kbmem.errors import ValidationError
 from kbmem.llm import LLMConfig
 from kbmem.local_llm import free_port
+from kbmem.research.briefing import render_excerpt
 from kbmem.research.llm_engine import LLMEngine
 from kbmem.research.researcher import Researcher
 from kbmem.research.types import BriefingContext
@@ -71,7 +72,11 @@ def test_briefing_shape_and_citations(researcher):
             .decode()
             .split("\n")[interval["start"] - 1 : interval["end"]]
         )
-        assert "\n".join(lines) == item["excerpt"], "an excerpt is exactly its cited lines"
+        # An excerpt is its cited lines as a reader gets them: turn texts verbatim, turn
+        # headers compact.
+        assert render_excerpt("\n".join(lines)) == item["excerpt"]
+        for turn_id in interval["turnIds"]:
+            assert turn_id in item["excerpt"]
         assert item["retrieverType"] and item["relevanceScore"] > 0
     assert "Tobias Ferrante" in " ".join(e["excerpt"] for e in data["evidence"])
     assert briefing.tokens_used <= 1500

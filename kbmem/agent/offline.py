@@ -46,8 +46,8 @@ class Sentence:
 
 def _units(item: EvidenceItem) -> list[tuple[str, int, int, list[str]]]:
     """``(speaker, start, end, text lines)`` of each turn (session pages) or paragraph (notes)
-    in an evidence excerpt; line numbers are the file's."""
-    lines = item.excerpt.split("\n")
+    in an evidence item; line numbers are the file's."""
+    lines = (item.source_text or item.excerpt).split("\n")
     base = item.interval.start
     units: list[tuple[str, int, int, list[str]]] = []
     current: tuple[str, int, list[str]] | None = None
@@ -230,7 +230,7 @@ class OfflineAgent:
 
 
 def _turns_of(sentence: Sentence) -> set[str]:
-    lines = sentence.item.excerpt.split("\n")
+    lines = (sentence.item.source_text or sentence.item.excerpt).split("\n")
     base = sentence.item.interval.start
     out = set()
     for number in range(sentence.start, sentence.end + 1):

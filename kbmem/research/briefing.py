@@ -1,25 +1,37 @@
 """Turning the researcher's pool of intervals into a compact, cited briefing.
 
-Pages are chosen first (the best ``max_pages`` by their intervals); then the best interval of
-each chosen page, then the rest by score, each expanded by one turn on either side; windows
-that overlap are merged; everything stops at the token budget, deterministically."""
+Pages are chosen first (the best ``max_pages``); then intervals of those pages are taken one
+by one, best first (the best interval of each chosen page before any second one), until the
+token budget is spent. A turn is taken alone: the pool's scores already carry its context (a
+turn after a matching question scores too), so the budget goes to turns that earned it rather
+than to fixed windows around every hit. Intervals that touch on a page are merged into one
+window, and each window becomes one evidence item whose interval cites its exact lines.
+
+The excerpt is what a reader (a person, or a model) gets: a note's lines as written, or a
+session's turns rendered compactly — ``<turn id> <speaker> (<when>): <text>``, the time given
+once per window and again only when it changes. The text is verbatim; only the turn header
+lines are rewritten, so a turn costs a few tokens of framing instead of twenty."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import re
+from dataclasses import dataclass, field
 
 from ..intervals import Interval
-from ..pages import TURN_HEADER
+from ..pages import TURN_HEADER, unescape_line
 from ..textutil import count_tokens
 from ..toolkit import Toolkit
 from .state import Candidate, ResearchState
 from .types import EvidenceItem
 
-RELATIVE_FLOOR = 0.12  # intervals scoring below this share of the best are left out
+RELATIVE_FLOOR = 0.05  # intervals scoring below this share of the best are left out
+_STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?)?")
 
 
 @dataclass
 class Window:
+    """Lines ``start..end`` of one file at one commit, made of the chosen intervals."""
+
     path: str
     commit: str
     page_id: str
@@ -31,25 +43,31 @@ class Window:
     retrievers: set[str] = field(default_factory=set)
     order: int = 0
 
+    def touches(self, path: str, commit: str, start: int, end: int) -> bool:
+        # Intervals of a page are separated by one blank line: touching means adjacent.
+        return (
+            self.path == path
+            and self.commit == commit
+            and start <= self.end + 2
+            and end >= self.start - 2
+        )
+
 
 def select_evidence(
-    toolkit: Toolkit, state: ResearchState, max_pages: int, budget: int, first_per_page: bool = True
+    toolkit: Toolkit, state: ResearchState, max_pages: int, budget: int
 ) -> list[EvidenceItem]:
-    """Evidence windows within ``budget`` tokens from the best ``max_pages`` pages. A turn
-    comes with the turn after it (answers follow questions); a note paragraph comes alone."""
+    """Evidence within ``budget`` tokens (as rendered) from the best ``max_pages`` pages."""
     ranked = state.ranked()
     if not ranked:
         return []
     pages = [p for p, _s in state.page_scores()[:max_pages]]
     allowed = set(pages)
     best = state.effective(ranked[0])
-    order: list[Candidate] = []
-    if first_per_page:
-        firsts: dict[str, Candidate] = {}
-        for cand in ranked:
-            if cand.hit.page_id in allowed and cand.hit.page_id not in firsts:
-                firsts[cand.hit.page_id] = cand
-        order = [firsts[p] for p in pages if p in firsts]
+    firsts: dict[str, Candidate] = {}
+    for cand in ranked:
+        if cand.hit.page_id in allowed and cand.hit.page_id not in firsts:
+            firsts[cand.hit.page_id] = cand
+    order = [firsts[p] for p in pages if p in firsts]
     chosen = {id(c) for c in order}
     order += [
         c
@@ -62,61 +80,50 @@ def select_evidence(
     used = 0
     for n, cand in enumerate(order):
         iv = cand.hit.interval
+        if iv.kind != "turn":
+            iv = toolkit.expand(iv, "paragraph", 0).interval
+        touching = [w for w in windows if w.touches(iv.path, iv.commit, iv.start, iv.end)]
+        if any(w.start <= iv.start and iv.end <= w.end for w in touching):
+            continue  # already inside a chosen window
+        lo = min([iv.start] + [w.start for w in touching])
+        hi = max([iv.end] + [w.end for w in touching])
+        before = sum(_cost(toolkit, w.path, w.commit, w.start, w.end) for w in touching)
+        extra = _cost(toolkit, iv.path, iv.commit, lo, hi) - before
+        if used + extra > budget:
+            continue  # a smaller interval further down may still fit
         score = state.effective(cand)
-        if iv.kind == "turn":
-            grown = toolkit.expand(iv, "turn", 1).interval
-            ei = replace(grown, start=iv.start)
+        if touching:
+            keep = touching[0]
+            for other in touching[1:]:
+                keep.retrievers |= other.retrievers
+                keep.score = max(keep.score, other.score)
+                keep.order = min(keep.order, other.order)
+                windows.remove(other)
+            keep.start, keep.end = lo, hi
+            keep.score = max(keep.score, score)
+            keep.retrievers |= cand.retrievers
         else:
-            ei = toolkit.expand(iv, "paragraph", 0).interval
-        merged = None
-        for w in windows:
-            if (
-                w.path == ei.path
-                and w.commit == ei.commit
-                and ei.start <= w.end + 1
-                and ei.end >= w.start - 1
-            ):
-                merged = w
-                break
-        if merged is not None:
-            lo, hi = min(merged.start, ei.start), max(merged.end, ei.end)
-            extra = _tokens(toolkit, ei.path, ei.commit, lo, hi) - _tokens(
-                toolkit, ei.path, ei.commit, merged.start, merged.end
+            windows.append(
+                Window(
+                    iv.path,
+                    iv.commit,
+                    iv.page_id,
+                    cand.hit.session_id,
+                    lo,
+                    hi,
+                    iv.blob,
+                    score,
+                    set(cand.retrievers),
+                    n,
+                )
             )
-            if used + extra > budget:
-                continue
-            merged.start, merged.end = lo, hi
-            merged.score = max(merged.score, score)
-            merged.retrievers |= cand.retrievers
-            used += extra
-            continue
-        cost = _tokens(toolkit, ei.path, ei.commit, ei.start, ei.end)
-        if used + cost > budget:
-            # Too big with its neighbour: try the interval alone.
-            cost = _tokens(toolkit, iv.path, iv.commit, iv.start, iv.end)
-            if used + cost > budget:
-                continue
-            ei = iv
-        windows.append(
-            Window(
-                ei.path,
-                ei.commit,
-                ei.page_id,
-                cand.hit.session_id,
-                ei.start,
-                ei.end,
-                ei.blob,
-                score,
-                set(cand.retrievers),
-                n,
-            )
-        )
-        used += cost
+        used += extra
     items = []
     for w in sorted(windows, key=lambda w: (-w.score, w.order)):
-        text = _text(toolkit, w.path, w.commit, w.start, w.end)
-        lines = text.split("\n")
-        turn_ids = tuple(t for t in _turn_ids(lines))
+        source = _text(toolkit, w.path, w.commit, w.start, w.end)
+        turn_ids = tuple(
+            m.group(1) for line in source.split("\n") if (m := TURN_HEADER.match(line))
+        )
         interval = Interval(
             w.page_id,
             w.path,
@@ -128,8 +135,66 @@ def select_evidence(
             turn_ids,
         )
         retriever = "+".join(sorted(w.retrievers)) or "bm25"
-        items.append(EvidenceItem(w.page_id, text, w.score, retriever, interval, w.session_id))
+        items.append(
+            EvidenceItem(
+                w.page_id,
+                render_excerpt(source),
+                w.score,
+                retriever,
+                interval,
+                w.session_id,
+                source_text=source,
+            )
+        )
     return items
+
+
+def render_excerpt(source: str) -> str:
+    """A window's lines as a reader gets them: turns compactly (see the module's docstring),
+    any other text exactly as written."""
+    lines = source.split("\n")
+    if not any(TURN_HEADER.match(line) for line in lines):
+        return source
+    out: list[str] = []
+    body: list[str] = []
+    head = ""
+    last_when = ""
+
+    def flush() -> None:
+        while body and not body[-1].strip():
+            body.pop()
+        if head:
+            first = body[0] if body else ""
+            out.append(f"{head}: {first}".rstrip())
+            out.extend(body[1:])
+        else:
+            out.extend(body)
+        body.clear()
+
+    for line in lines:
+        m = TURN_HEADER.match(line)
+        if m is None:
+            body.append(unescape_line(line))
+            continue
+        flush()
+        turn_id, speaker, stamp = m.group(1), m.group(2), m.group(3)
+        when = short_time(stamp)
+        head = f"{turn_id} {speaker}".rstrip()
+        if when and when != last_when:
+            head += f" ({when})"
+            last_when = when
+    flush()
+    return "\n".join(out)
+
+
+def short_time(stamp: str) -> str:
+    """``2023-05-08T13:56:00`` → ``2023-05-08 13:56``; midnight → the date alone; anything
+    else as it is."""
+    m = _STAMP.match(stamp)
+    if m is None:
+        return stamp
+    day, clock = m.group(1), m.group(2)
+    return day if not clock or clock == "00:00" else f"{day} {clock}"
 
 
 def _lines(toolkit: Toolkit, path: str, commit: str) -> list[str]:
@@ -140,12 +205,9 @@ def _text(toolkit: Toolkit, path: str, commit: str, start: int, end: int) -> str
     return "\n".join(_lines(toolkit, path, commit)[start - 1 : end])
 
 
-def _tokens(toolkit: Toolkit, path: str, commit: str, start: int, end: int) -> int:
-    return count_tokens(_text(toolkit, path, commit, start, end))
-
-
-def _turn_ids(lines: list[str]) -> list[str]:
-    return [m.group(1) for line in lines if (m := TURN_HEADER.match(line))]
+def _cost(toolkit: Toolkit, path: str, commit: str, start: int, end: int) -> int:
+    """Tokens of lines ``start..end`` as an excerpt renders them."""
+    return count_tokens(render_excerpt(_text(toolkit, path, commit, start, end)))
 
 
 def fit_list(items: list[str], budget: int) -> list[str]:

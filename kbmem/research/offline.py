@@ -27,10 +27,28 @@ QUESTION_WORDS = frozenset(
 _ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9'’&.-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'’&.-]*)*")
 _WORD = re.compile(r"[\w'’-]+")
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
-_QUOTED = re.compile(r"[\"“']([^\"”']{3,60})[\"”']")
+# A quotation: the opening mark starts a word, the closing one ends it (so the apostrophes
+# of "it's ... here's" are not a quote).
+_QUOTED = re.compile(r"(?:^|(?<=\s))[\"“']([^\"”'\n]{3,60})[\"”'](?=[\s.,!?;:)]|$)")
 _MY_NOUN = re.compile(
     r"\bmy\s+(?:(?:own|new|old|older|younger|little|big|best|dear|late|former)\s+)?([a-z]+)\b",
     re.I,
+)
+# People a speaker refers to by relation: "the city where my sister lives" is answered where
+# the sister is talked about. Other nouns after "my" ("my favorite", "my love") are not
+# references to someone else.
+RELATIONS = frozenset(
+    "mother mom mum father dad dada parents parent sister sisters brother brothers sibling "
+    "siblings wife husband partner spouse fiance fiancee girlfriend boyfriend son sons "
+    "daughter daughters kid kids child children baby grandma grandmother grandpa grandfather "
+    "grandparents aunt uncle cousin cousins niece nephew family friend friends buddy bestie "
+    "roommate neighbor neighbour boss manager colleague colleagues coworker coworkers mentor "
+    "teacher coach teammate teammates team doctor therapist landlord".split()
+)
+# Capitalized words that are not names of anything to follow.
+_NOT_NAMES = frozenset(
+    "i i'm i've i'd i'll i’m i’ve i’d i’ll ok okay yes yeah hey hi hello thanks wow oh "
+    "mon tue tues wed thu thur thurs fri sat sun".split()
 )
 # Words that say little about what a request is after; never worth a follow-up search.
 GENERIC = (
@@ -61,7 +79,7 @@ def entities(text: str) -> list[str]:
     """Capitalized names and phrases (question words and sentence openers dropped)."""
     out: dict[str, None] = {}
     for m in _ENTITY.finditer(text):
-        words = [w for w in m.group(0).split() if w.lower() not in QUESTION_WORDS]
+        words = [w for w in m.group(0).split() if w.lower() not in QUESTION_WORDS | _NOT_NAMES]
         phrase = " ".join(words).strip(" .'’")
         if phrase and phrase.lower() not in QUESTION_WORDS and len(phrase) > 1:
             out.setdefault(phrase, None)
@@ -222,9 +240,10 @@ class OfflineEngine:
                         "bm25", query, k=self.k, note=f"terms not covered yet: {', '.join(missing)}"
                     )
                 )
-        for bridge in self.bridges(request, top[:4], state):
-            query = bridge
-            follow.append(PlanAction("bm25", query, k=self.k, note=f"follow '{bridge}'"))
+        for bridge, source in self.bridges(request, top[:4], state):
+            follow.append(
+                PlanAction("bm25", bridge, k=self.k, note=f"follow '{bridge}'", follows=source)
+            )
             state.followed.add(bridge.lower())
         if not follow:
             return ReflectionDecision(True, reason="the evidence covers the request's terms")
@@ -235,15 +254,15 @@ class OfflineEngine:
         )
         return ReflectionDecision(False, missing_info, follow, reason=missing_info)
 
-    def bridges(self, request: str, top: list, state: ResearchState) -> list[str]:
+    def bridges(self, request: str, top: list, state: ResearchState) -> list[tuple[str, str]]:
         """Things the best evidence points to elsewhere, read from the sentences that share a
         term with the request (and the sentence after each): a name the request does not
         mention ("Niamh"), or a relation said in the first person ("my sister", said by
-        Dara, becomes "Dara sister")."""
+        Dara, becomes "Dara sister"); each with the key of the interval that said it."""
         request_terms = set(self.content_terms(request))
         request_lower = request.lower()
-        relations: list[str] = []
-        names: list[str] = []
+        relations: dict[str, str] = {}
+        names: dict[str, str] = {}
         for cand in top:
             hit = cand.hit
             text = hit.excerpt.split(": ", 1)[-1] if hit.speaker else hit.excerpt
@@ -256,9 +275,9 @@ class OfflineEngine:
             for sentence in dict.fromkeys(relevant):
                 for m in _MY_NOUN.finditer(sentence):
                     noun = m.group(1).lower()
-                    if noun in GENERIC or len(noun) < 3 or set(analyze(noun)) <= request_terms:
+                    if noun not in RELATIONS or set(analyze(noun)) <= request_terms:
                         continue
-                    relations.append(f"{first} {noun}".strip())
+                    relations.setdefault(f"{first} {noun}".strip(), hit.interval.key)
                 for name in entities(sentence[1:]):
                     if (
                         name.lower() not in request_lower
@@ -266,10 +285,7 @@ class OfflineEngine:
                         and name.lower() not in GENERIC
                         and name != first
                     ):
-                        names.append(name)
-        fresh = [
-            b
-            for b in dict.fromkeys(relations + names[:NAME_BRIDGES])
-            if b.lower() not in state.followed
-        ]
+                        names.setdefault(name, hit.interval.key)
+        candidates = {**relations, **dict(list(names.items())[:NAME_BRIDGES])}
+        fresh = [(b, key) for b, key in candidates.items() if b.lower() not in state.followed]
         return fresh[:2]

@@ -24,11 +24,12 @@ from .types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
 EventSink = Callable[[TraceEvent], None]
 MAX_REQUEST_CHARS = 20_000
 ACTION_WEIGHT = {"bm25": 1.0, "dense": 0.6, "page_id": 0.5}
-# A follow-up search answers a specific gap that reflection found: its best few hits must be
-# able to compete with evidence that several first-step searches agreed on; the rest of its
-# list counts as any search's.
-FOLLOW_UP_TOP = 2
-FOLLOW_UP_WEIGHT = 3.0
+# A follow-up search counts as any search for the intervals it finds, but does not vote on
+# pages as a whole (measured on LoCoMo: page votes and extra weight for follow-ups pushed the
+# request's own best pages out). A follow-up that resolves a reference made by an interval
+# passes part of that interval's score to its best hits instead.
+BRIDGE_TOP = 2
+BRIDGE_SHARE = 0.8
 MAX_ACTIONS_PER_STEP = 6
 PAGE_VOTES = 30  # pages a keyword search ranks as whole documents
 # Nearest neighbours exist for any query; below this cosine similarity (all-MiniLM-L6-v2)
@@ -115,7 +116,7 @@ class Researcher:
         started = time.perf_counter()
         self.toolkit.index.ensure_synced()
         memory = read_memory(self.kb, self.tenant)
-        state = ResearchState(request)
+        state = ResearchState(request, adjacent=self.toolkit.adjacent)
         actions = self._engine_call("plan", emit, 0, request, memory, state)
         decision = ReflectionDecision(False)
         steps = 0
@@ -233,14 +234,12 @@ class Researcher:
                     ms=round((time.perf_counter() - t0) * 1000, 1),
                 )
                 continue
-            weight = ACTION_WEIGHT.get(action.tool, 1.0)
-            if step == 0:
-                new = state.add(action, hits, weight)
-            else:
-                new = state.add(action, hits, weight, FOLLOW_UP_TOP, FOLLOW_UP_WEIGHT)
+            new = state.add(action, hits, ACTION_WEIGHT.get(action.tool, 1.0))
+            if action.follows:
+                state.inherit(action.follows, hits[:BRIDGE_TOP], BRIDGE_SHARE)
             state.actions_done.append(action)
-            if pages:
-                state.vote_pages(pages, 1.0 if step == 0 else 0.5)
+            if pages and step == 0:
+                state.vote_pages(pages)
             emit(
                 "tool_result",
                 step,
@@ -314,9 +313,12 @@ def _hit_summary(hit: Hit) -> dict[str, Any]:
 
 
 def _summary(state: ResearchState, draft: str) -> str:
+    """The integration's draft; without one, where the evidence is strongest. (Counts and page
+    lists are in the trace: the briefing's tokens go to what answers the request.)"""
+    if draft:
+        return draft
     pages = state.page_scores()
     if not pages:
         return "Memory holds nothing that matches this request."
     top = ", ".join(p for p, _ in pages[:3])
-    text = f"{len(state.candidates)} passages found; strongest pages: {top}."
-    return f"{draft} {text}".strip() if draft else text
+    return f"{len(state.candidates)} passages found; strongest pages: {top}."

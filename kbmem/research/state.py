@@ -1,13 +1,31 @@
 """The researcher's running state: every interval found so far, scored by rank fusion across
-all the searches of all steps, and the pages those intervals make strongest."""
+all the searches of all steps, and the pages those intervals make strongest.
+
+Two things a conversation teaches about where an answer sits, beyond what matched:
+
+- **context**: a turn that matches the request passes part of its score to the turn after it
+  (the answer to a question usually follows it and rarely repeats its words) and a little to
+  the turn before it;
+- **speaker**: when the request names someone who speaks in memory, their own turns count
+  more ("what did Nate think of ..." is answered by Nate far more often than by the person
+  he talked to)."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..index import Hit
 from ..toolkit import RRF_K
 from .types import IntegrationState, PlanAction
+
+CONTEXT_NEXT = 0.5  # share of a turn's score passed to the turn after it
+CONTEXT_PREV = 0.2  # ...and to the turn before it
+SPEAKER_BOOST = 1.5  # weight of a turn spoken by someone the request names
+_WORD = re.compile(r"[^\W_]+")
+
+Adjacent = Callable[[Hit], tuple[Hit | None, Hit | None]]
 
 
 @dataclass
@@ -32,37 +50,69 @@ class ResearchState:
     focus_boost: float = 4.0
     # Page-level BM25 votes of every keyword search so far (rank fusion across searches).
     page_votes: dict[str, float] = field(default_factory=dict)
+    # The intervals around a hit on its page (the toolkit's ``adjacent``); None: no context.
+    adjacent: Adjacent | None = None
+    _speaker_weights: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._request_words = frozenset(_WORD.findall(self.request.lower()))
+
+    def speaker_weight(self, speaker: str) -> float:
+        """SPEAKER_BOOST for a speaker the request names (by full or first name), else 1."""
+        weight = self._speaker_weights.get(speaker)
+        if weight is None:
+            words = _WORD.findall(speaker.lower())
+            named = bool(words) and (
+                words[0] in self._request_words or set(words) <= self._request_words
+            )
+            weight = self._speaker_weights[speaker] = SPEAKER_BOOST if named else 1.0
+        return weight
 
     def vote_pages(self, page_ids: list[str], weight: float = 1.0) -> None:
         for rank, page_id in enumerate(page_ids, start=1):
             self.page_votes[page_id] = self.page_votes.get(page_id, 0.0) + weight / (RRF_K + rank)
 
     def effective(self, cand: Candidate) -> float:
+        score = cand.score
+        if cand.hit.speaker:
+            score *= self.speaker_weight(cand.hit.speaker)
         if cand.hit.session_id and cand.hit.session_id in self.focus_sessions:
-            return cand.score * self.focus_boost
-        return cand.score
+            score *= self.focus_boost
+        return score
 
-    def add(
-        self,
-        action: PlanAction,
-        hits: list[Hit],
-        weight: float = 1.0,
-        top: int = 0,
-        top_weight: float = 1.0,
-    ) -> int:
-        """Fold one action's ranked hits into the pool (the first ``top`` of them with
-        ``top_weight``); returns how many were new."""
+    def add(self, action: PlanAction, hits: list[Hit], weight: float = 1.0) -> int:
+        """Fold one action's ranked hits into the pool by weighted reciprocal rank, with
+        context credit for the turns around each; returns how many intervals were new."""
         new = 0
         for rank, hit in enumerate(hits, start=1):
-            w = top_weight if rank <= top else weight
-            key = hit.interval.key
-            cand = self.candidates.get(key)
-            if cand is None:
-                cand = self.candidates[key] = Candidate(hit=hit, first_step=self.step)
-                new += 1
-            cand.score += w / (RRF_K + rank)
-            cand.retrievers.add(hit.retriever)
+            credit = weight / (RRF_K + rank)
+            new += self._credit(hit, credit, hit.retriever)
+            if self.adjacent is not None and hit.interval.kind == "turn":
+                before, after = self.adjacent(hit)
+                for other, share in ((after, CONTEXT_NEXT), (before, CONTEXT_PREV)):
+                    if other is not None:
+                        self._credit(other, share * credit, "context")
         return new
+
+    def inherit(self, source_key: str, hits: list[Hit], share: float) -> None:
+        """Hits that resolve a reference made by the interval ``source_key`` get ``share`` of
+        its score: a chain of evidence is as strong as the link that started it."""
+        source = self.candidates.get(source_key)
+        if source is None:
+            return
+        for hit in hits:
+            self._credit(hit, share * source.score, hit.retriever)
+
+    def _credit(self, hit: Hit, credit: float, retriever: str) -> int:
+        """Add ``credit`` to the hit's interval; 1 if the interval is new to the pool."""
+        key = hit.interval.key
+        cand = self.candidates.get(key)
+        fresh = cand is None
+        if cand is None:
+            cand = self.candidates[key] = Candidate(hit=hit, first_step=self.step)
+        cand.score += credit
+        cand.retrievers.add(retriever)
+        return int(fresh and retriever != "context")
 
     def page_scores(
         self, depth: int = 3, decay: float = 0.5, pool_weight: float = 0.5

@@ -20,6 +20,10 @@ class PlanAction:
     page_ids: list[str] = field(default_factory=list)
     k: int = 10
     note: str = ""
+    # For a follow-up that resolves a reference in the evidence ("the city where my sister
+    # lives"): the key of the interval that made the reference. What it finds first inherits
+    # part of that interval's standing.
+    follows: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"tool": self.tool, "k": self.k}
@@ -29,6 +33,8 @@ class PlanAction:
             data["pageIds"] = list(self.page_ids)
         if self.note:
             data["note"] = self.note
+        if self.follows:
+            data["follows"] = self.follows
         return data
 
 
@@ -40,6 +46,9 @@ class EvidenceItem:
     retriever_type: str
     interval: Interval
     session_id: str = ""
+    # The interval's lines as committed (the excerpt may render them compactly); for callers
+    # that map text back to file lines. Not part of the briefing's JSON.
+    source_text: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
