@@ -94,13 +94,15 @@ async def _chat_streams(kb: KnowledgeBase) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = app.screen
         assert isinstance(screen, ChatScreen)
-        # First run: suggested questions, from the knowledge base's own sessions and notes.
+        # First run: suggested questions, the ones the example's README lists.
         await wait_until(pilot, lambda: bool(screen.query(Suggestions)), "suggestions")
         suggestions = screen.query_one(Suggestions)
-        assert len(suggestions.questions) >= 3
-        assert any("Q1 retrospective" in q for q in suggestions.questions)
+        assert suggestions.questions[0] == QUESTION and len(suggestions.questions) == 4
+        readme = kb.read_bytes("README.md").decode("utf-8")
+        assert all(f"- {q}\n" in readme for q in suggestions.questions)
 
-        await pilot.press(*QUESTION, "enter")
+        # ↓ from the message box reaches them; enter asks the highlighted one.
+        await pilot.press("down", "enter")
         # The question shows at once, literally; the suggestions give way to the chat.
         assert rendered(screen.query_one(UserMessage)).strip() == QUESTION
         assert not screen.query(Suggestions)

@@ -151,6 +151,7 @@ class ChatScreen(KbmemScreen):
 
     @on(Suggestions.QuestionChosen)
     def _suggestion(self, event: Suggestions.QuestionChosen) -> None:
+        self.query_one(PromptInput).remember(event.question)  # ↑ brings it back, as if typed
         self.send(event.question)
 
     # -- sending ----------------------------------------------------------------------------
