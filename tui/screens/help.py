@@ -28,7 +28,10 @@ turn's tool calls and cited intervals are committed there too, so any answer can
 
 ## Chat
 
-- `enter` sends, `↑`/`↓` walk through what you asked before.
+- `enter` sends, `↑`/`↓` walk through what you asked before. On an empty chat, `↓` from the
+  message box reaches the suggested questions (a knowledge base's README may list them under a
+  heading about questions to ask); `enter` asks one.
+- `escape` stops a running turn: what it did so far is kept, marked *interrupted*.
 - `ctrl+t` shows or hides the trace panel; `ctrl+o` opens the citations of the last answer.
 - Citations look like `[page-id:L12-L18]`: click one, or press `ctrl+o` and choose one, to read
   those lines as they were at the commit the answer used.
@@ -59,7 +62,8 @@ the History screen, with the cited lines highlighted. `c` commits pending turns 
 Knowledge base · tenant · engine and model · the commit the index reflects (or *syncing*) ·
 whether the embedding model has loaded · turns pending until the next batch commit.
 
-Failures never close the app: they show as a notification in the corner.
+Failures never close the app: they show as a notification in the corner. `ctrl+q` quits,
+after committing the pending turns.
 Press `escape` or `F1` to close this help.
 """
 
