@@ -396,3 +396,33 @@ async def _palette(kb: KnowledgeBase) -> None:
         assert isinstance(app.screen, AuditScreen)
         # The chosen engine shows in the status bar (offline: no model configured).
         assert app.status.engine == "offline" and app.status.model is None
+
+
+def test_research_steps_that_arrive_early_stay_under_their_call() -> None:
+    """A warm researcher reports its plan before the research call's widget has composed its
+    head line: the steps must still show under the head, not above it."""
+    from textual.app import App, ComposeResult
+
+    class TraceApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield TracePanel(show_times=False)
+
+    async def run() -> None:
+        app = TraceApp()
+        async with app.run_test() as pilot:
+            panel = app.query_one(TracePanel)
+            # All in one go, as the worker's events are handled: no await in between.
+            panel.tool_call_started("call-1-1", "research", {"request": "Where is the offsite?"})
+            plan = {"actions": [{"tool": "bm25", "query": "offsite"}]}
+            panel.research_step("call-1-1", "plan", 0, plan)
+            panel.research_step("call-1-1", "tool_call", 0, {"call": 0, "tool": "bm25"})
+            panel.note("call-1-1", "waiting for the index to reach the latest commit…")
+            await pilot.pause()
+            view = panel.calls["call-1-1"]
+            assert isinstance(view, ResearchCallView)
+            kinds = [type(child).__name__ for child in view.children]
+            assert view.children[0] is view.head, kinds
+            assert kinds[1:] == ["StepLine", "ToolCallView", "StepLine"]
+            assert "step 0: plan" in rendered(view.children[1])
+
+    asyncio.run(run())

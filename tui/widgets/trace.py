@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
+from textual.widget import Widget
 from textual.widgets import Collapsible, Static
 
 from ..render import one_line, plain
@@ -147,6 +148,7 @@ class ResearchCallView(Vertical):
         self.calls: dict[tuple[int, int], ToolCallView] = {}
         self.key_facts: list[str] = []
         self.head = Static(self._head(RUNNING), classes="head")
+        self._early: list[Widget] = []  # lines that came before this widget was mounted
 
     def _head(self, status: str, extra: str = "") -> Text:
         tool, what = describe_action({"name": "research", **self.arguments})
@@ -156,11 +158,24 @@ class ResearchCallView(Vertical):
     def compose(self) -> ComposeResult:
         yield self.head
 
+    def on_mount(self) -> None:
+        if self._early:
+            self.mount_all(self._early)
+            self._early = []
+
+    def add(self, widget: Widget) -> None:
+        """Add a line under the head. The researcher's first events can arrive before this
+        widget has composed its head; mounting them then would put them above it."""
+        if self.is_mounted:
+            self.mount(widget)
+        else:
+            self._early.append(widget)
+
     def step(self, kind: str, step: int, data: dict[str, Any]) -> None:
         """Show one researcher event (``TraceEvent`` kind, step, data)."""
         if kind == "plan":
             actions = data.get("actions") or []
-            self.mount(
+            self.add(
                 StepLine(
                     plain(f"step {step}: plan — {len(actions)} search(es)"),
                     classes="-plan",
@@ -169,12 +184,12 @@ class ResearchCallView(Vertical):
         elif kind == "tool_call":
             view = ToolCallView(str(data.get("tool")), _action_args(data))
             self.calls[(step, int(data.get("call", 0)))] = view
-            self.mount(view)
+            self.add(view)
         elif kind == "tool_result":
             view = self.calls.get((step, int(data.get("call", 0))))
             if view is None:
                 view = ToolCallView(str(data.get("tool")), {})
-                self.mount(view)
+                self.add(view)
             hits = [
                 hit_line(
                     str(h.get("pageId")),
@@ -188,7 +203,7 @@ class ResearchCallView(Vertical):
         elif kind == "integrate":
             self.key_facts = [str(f) for f in data.get("keyFacts") or []]
             pages = data.get("pages") or []
-            self.mount(
+            self.add(
                 StepLine(
                     plain(
                         f"integrate: {data.get('candidates', 0)} passages; "
@@ -201,9 +216,9 @@ class ResearchCallView(Vertical):
                 line = f"reflect: enough — {data.get('reason') or 'covered'}"
             else:
                 line = f"reflect: missing {data.get('missingInfo') or '?'} → search again"
-            self.mount(StepLine(plain(one_line(line, 200))))
+            self.add(StepLine(plain(one_line(line, 200))))
         elif kind == "fallback":
-            self.mount(
+            self.add(
                 StepLine(
                     plain(f"{data.get('stage')}: fell back to offline ({data.get('error')})"),
                     classes="-fallback",
@@ -301,7 +316,7 @@ class TracePanel(FollowScroll):
         """A line of context under a research call (e.g. that it waits for the index)."""
         view = self.calls.get(call_id)
         if isinstance(view, ResearchCallView):
-            view.mount(StepLine(plain(text), classes="-fallback"))
+            view.add(StepLine(plain(text), classes="-fallback"))
             self.follow()
 
     def turn_finished(self) -> None:
