@@ -278,9 +278,14 @@ def load_document(path: Path) -> Any:
         size = path.stat().st_size
     except OSError as exc:
         raise ValidationError(f"cannot read: {exc.strerror}", str(path)) from exc
+    if path.is_dir():
+        raise ValidationError("is a folder; name the files in it", str(path))
     if size > MAX_FILE_BYTES:
         raise ValidationError(f"is {size} bytes; the limit is {MAX_FILE_BYTES}", str(path))
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ValidationError(f"cannot read: {exc.strerror}", str(path)) from exc
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -491,6 +491,10 @@ def test_ingest_refuses_to_overwrite_a_users_uncommitted_edit(
 def test_a_missing_input_file(kb: Path, tmp_path: Path, capsys) -> None:
     code, _out, err = run(capsys, "--kb", str(kb), "ingest", str(tmp_path / "none.json"))
     assert code == 2 and "none.json" in err and "cannot read" in err
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    code, _out, err = run(capsys, "--kb", str(kb), "ingest", str(folder))
+    assert code == 2 and err == f"kbmem: error: {folder}: is a folder; name the files in it\n"
 
 
 def test_a_session_over_the_documented_limit_leaves_no_commit(
