@@ -234,9 +234,14 @@ class KnowledgeBase:
         """Make a new, empty knowledge base at ``target`` with the template's settings files
         (the example history is added by :func:`kbmem.template.seed`)."""
         target = Path(target)
+        if target.exists() and not target.is_dir():
+            raise ValidationError(f"{target} exists and is not a folder", "DIR")
         if target.exists() and any(target.iterdir()):
             raise ValidationError(f"{target} exists and is not empty", "DIR")
-        target.mkdir(parents=True, exist_ok=True)
+        try:
+            target.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValidationError(f"cannot create {target}: {exc.strerror}", "DIR") from exc
         git.Repo.init(target, initial_branch="main")
         for name in ("kbmem.yaml", ".gitignore", "README.md"):
             if (template / name).exists():

@@ -76,6 +76,14 @@ def test_init_empty_and_a_missing_knowledge_base(tmp_path: Path, capsys) -> None
     assert (code, out) == (0, "")
     code, _out, err = run(capsys, "--kb", str(tmp_path / "nowhere"), "pages")
     assert code == 3 and "not a kbmem knowledge base" in err
+    (tmp_path / "a-file").write_text("not a folder\n")
+    code, _out, err = run(capsys, "init", str(tmp_path / "a-file"))
+    assert (
+        code == 2
+        and err == f"kbmem: error: DIR: {tmp_path / 'a-file'} exists and is not a folder\n"
+    )
+    code, _out, err = run(capsys, "init", str(tmp_path / "a-file" / "kb"))
+    assert code == 2 and "DIR: cannot create" in err and "Not a directory" in err
 
 
 # -- ingest: the accepted shapes -------------------------------------------------------------
