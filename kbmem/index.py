@@ -49,7 +49,6 @@ import hnswlib
 import numpy as np
 from whoosh import columns as whoosh_columns
 from whoosh import index as whoosh_index
-from whoosh.analysis import StemmingAnalyzer
 from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import COLUMN, ID, KEYWORD, STORED, TEXT, Schema
 from whoosh.matching.wrappers import FilterMatcher
@@ -57,6 +56,7 @@ from whoosh.reading import SegmentReader, TermNotFound
 from whoosh.util.numeric import byte_to_length
 
 from . import embedder
+from .analysis import make_analyzer
 from .errors import StorageError, ValidationError
 from .ids import check_tenant
 from .intervals import Interval, IntervalText, cut_page
@@ -66,7 +66,7 @@ from .store import KnowledgeBase, atomic_write, flock_until
 
 log = logging.getLogger("kbmem")
 
-INDEX_FORMAT = 4  # 4: intervals store their tenant
+INDEX_FORMAT = 5  # 5: the analyzer maps irregular forms; 4: intervals store their tenant
 SEGMENT_DOCS = 2000  # intervals embedded per step of a build (and per progress report)
 SMALL_SEGMENT = 500  # Whoosh segments smaller than this are folded together...
 MERGE_SMALL_AT = 8  # ...once there are this many of them
@@ -84,7 +84,7 @@ MAX_QUERY_TERMS = 256
 # The model reads 256 word pieces (a thousand characters or so of prose), but its tokenizer
 # reads the whole text first: a 10 MB turn took 10-30 s. Texts are cut to this many characters.
 MAX_EMBED_CHARS = 4096
-ANALYZER = StemmingAnalyzer()
+ANALYZER = make_analyzer()
 FILTER_FIELDS = ("session", "page", "tags", "classification", "kind")
 LABELS = "label_col"
 LENGTHS = "_text_len"  # Whoosh's per-document length column of the ``text`` field

@@ -32,7 +32,7 @@ from tokenizers import Tokenizer
 from kbmem import embedder
 from kbmem import index as index_module
 from kbmem.errors import NotFound, ValidationError
-from kbmem.index import Hit, TenantIndex, analyze
+from kbmem.index import INDEX_FORMAT, Hit, TenantIndex, analyze
 from kbmem.intervals import Interval
 from kbmem.memorizer import ingest_session
 from kbmem.sessions import session_from_mapping
@@ -651,10 +651,11 @@ def test_an_index_of_an_older_format_is_rebuilt(
     assert gen is not None
     expected = keys(TenantIndex(kb, ACME).bm25("crane", 20))
     meta = json.loads((gen.path / "meta.json").read_text())
-    (gen.path / "meta.json").write_text(json.dumps({**meta, "format": 3}))
+    old = INDEX_FORMAT - 1
+    (gen.path / "meta.json").write_text(json.dumps({**meta, "format": old}))
     report = TenantIndex(kb, ACME).sync()
     assert report.mode == "full" and "the index is outdated" in report.reason
-    assert "has format 3; this kbmem reads format 4" in caplog.text
+    assert f"has format {old}; this kbmem reads format {INDEX_FORMAT}" in caplog.text
     assert keys(TenantIndex(kb, ACME).bm25("crane", 20)) == expected
 
 
@@ -857,3 +858,18 @@ def test_hits_carry_everything_a_citation_needs(filtered: Toolkit) -> None:
     [top] = filtered.bm25("14,500 euros", 1)
     assert top.interval.turn_ids == ("t4",) and top.session_id == "s-crane"
     assert top.speaker == "Chen" and top.timestamp.startswith("2026-02-")
+
+
+def test_irregular_forms_meet_their_base_form(two_tenants: KnowledgeBase, tmp_path: Path) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    write(
+        kb, f"tenants/{ACME}/notes/visit.md", "Yesterday we met the harbour pilot and took notes.\n"
+    )
+    git(kb, "add", f"tenants/{ACME}/notes/visit.md")
+    git(kb, "commit", "-q", "-m", "a visit")
+    assert analyze("met took children went") == analyze("meet take child go")
+    # "left" and "rose" are words of their own, not only past forms.
+    assert analyze("left rose") == ["left", "rose"]
+    # Only the irregular forms connect this query with the note.
+    hits = Toolkit(kb, ACME).bm25("meet take", 3)
+    assert [h.page_id for h in hits] == ["notes/visit.md"]
