@@ -84,6 +84,9 @@ MAX_QUERY_TERMS = 256
 # The model reads 256 word pieces (a thousand characters or so of prose), but its tokenizer
 # reads the whole text first: a 10 MB turn took 10-30 s. Texts are cut to this many characters.
 MAX_EMBED_CHARS = 4096
+# A hit's excerpt is the start of its interval: a 10 MB turn must not travel whole in every
+# search result (the interval, read with the toolkit, gives all of it).
+EXCERPT_CHARS = 2000
 ANALYZER = make_analyzer()
 FILTER_FIELDS = ("session", "page", "tags", "classification", "kind")
 LABELS = "label_col"
@@ -426,6 +429,10 @@ class _View:
 _BASES: OrderedDict[str, hnswlib.Index] = OrderedDict()
 _BASES_LOCK = threading.Lock()
 _BASES_KEPT = 4
+
+
+def _excerpt(text: str) -> str:
+    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS].rstrip() + " …"
 
 
 def _file_crc(path: Path) -> int:
@@ -1089,7 +1096,7 @@ class TenantIndex:
             iv,
             float(score),
             retriever,
-            doc.get("content", ""),
+            _excerpt(doc.get("content", "")),
             doc.get("speaker", ""),
             doc.get("timestamp", ""),
         )

@@ -868,3 +868,18 @@ def test_irregular_forms_meet_their_base_form(two_tenants: KnowledgeBase, tmp_pa
     # Only the irregular forms connect this query with the note.
     hits = Toolkit(kb, ACME).bm25("meet take", 3)
     assert [h.page_id for h in hits] == ["notes/visit.md"]
+
+
+def test_a_huge_turn_comes_back_as_a_short_excerpt_and_whole_by_its_interval(
+    two_tenants: KnowledgeBase, tmp_path: Path
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    body = "Zeppelin mooring plans. " + "The mast needs paint and new cables. " * 300_000
+    write(kb, f"tenants/{ACME}/notes/huge.md", body + "\n")
+    git(kb, "add", f"tenants/{ACME}/notes/huge.md")
+    git(kb, "commit", "-q", "-m", "a huge note")
+    toolkit = Toolkit(kb, ACME)
+    hit = toolkit.bm25("zeppelin mooring", 1)[0]
+    assert hit.page_id == "notes/huge.md" and len(body) > 10_000_000
+    assert len(hit.excerpt) <= index_module.EXCERPT_CHARS + 2 and hit.excerpt.endswith("…")
+    assert toolkit.resolve(hit.interval).text == body
