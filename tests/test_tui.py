@@ -129,7 +129,10 @@ async def _chat_streams(kb: KnowledgeBase) -> None:
         research = panel.query_one(ResearchCallView)
         assert "step 0: plan" in " ".join(rendered(s) for s in research.query(Static))
         calls = list(research.query(ToolCallView))
-        assert len(calls) >= 2
+        # One widget per search the researcher ran, none lost, all under the call's head.
+        searches = [e for e in record.tool_calls[0].trace if e["kind"] == "tool_call"]
+        assert len(calls) == len(searches) >= 2
+        assert research.children[0] is research.head
         assert all(c.status == "done" for c in calls)
         assert sum(c.hit_count or 0 for c in calls) > 0
         briefing = panel.query_one(BriefingView)

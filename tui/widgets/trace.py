@@ -149,6 +149,7 @@ class ResearchCallView(Vertical):
         self.key_facts: list[str] = []
         self.head = Static(self._head(RUNNING), classes="head")
         self._early: list[Widget] = []  # lines that came before this widget was mounted
+        self._ready = False  # set by on_mount: Widget.is_mounted turns True a little later
 
     def _head(self, status: str, extra: str = "") -> Text:
         tool, what = describe_action({"name": "research", **self.arguments})
@@ -159,14 +160,15 @@ class ResearchCallView(Vertical):
         yield self.head
 
     def on_mount(self) -> None:
-        if self._early:
-            self.mount_all(self._early)
-            self._early = []
+        self._ready = True
+        early, self._early = self._early, []
+        if early:
+            self.mount_all(early)
 
     def add(self, widget: Widget) -> None:
         """Add a line under the head. The researcher's first events can arrive before this
         widget has composed its head; mounting them then would put them above it."""
-        if self.is_mounted:
+        if self._ready:
             self.mount(widget)
         else:
             self._early.append(widget)
