@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 from typing import Any
 
@@ -104,3 +108,31 @@ def summit_session(
 def write_json(path: Path, data: Any) -> Path:
     path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     return path
+
+
+def run_on_terminal(command: list[str], timeout: float) -> tuple[int, str, bytes]:
+    """Run ``command`` with its stderr on a pseudo-terminal of 100 columns (as a person at a
+    terminal sees progress bars) and its stdout piped: exit code, stdout, what the terminal
+    showed."""
+    leader, follower = pty.openpty()
+    # A new pty has no size, and tqdm would draw a bar of no width.
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower, text=True)
+        out, _err = proc.communicate(timeout=timeout)
+        os.close(follower)
+        follower = -1
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed: everything has been read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        if follower >= 0:
+            os.close(follower)
+        os.close(leader)
+    return proc.returncode, out, shown

@@ -3,21 +3,26 @@ kind of bad input: a clear error naming the field, a non-zero exit, and no commi
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
-import os
-import pty
-import struct
-import subprocess
 import sys
-import termios
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
-from kbgit import LOCOMO, commit_count, fsck, git, head, kbmem, status, summit_session, write_json
+from kbgit import (
+    LOCOMO,
+    commit_count,
+    fsck,
+    git,
+    head,
+    kbmem,
+    run_on_terminal,
+    status,
+    summit_session,
+    write_json,
+)
 
 from kbmem.cli import main
 from kbmem.pagestore import PageStore
@@ -537,32 +542,9 @@ def test_ingest_shows_a_progress_bar_on_a_terminal(kb: Path, tmp_path: Path) -> 
         tmp_path / "many.json",
         [summit_session(f"p{n}", [f"Progress item {n} for Ines."]) for n in range(3)],
     )
-    leader, follower = pty.openpty()
-    # A terminal of 100 columns (a new pty has none, and tqdm would draw a bar of no width).
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "kbmem.cli", "--kb", str(kb), "ingest", str(path)],
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            text=True,
-        )
-        out, _err = proc.communicate(timeout=120)
-        os.close(follower)
-        follower = -1
-        shown = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed: everything has been read
-                break
-            if not chunk:
-                break
-            shown += chunk
-    finally:
-        if follower >= 0:
-            os.close(follower)
-        os.close(leader)
-    assert proc.returncode == 0
+    code, out, shown = run_on_terminal(
+        [sys.executable, "-m", "kbmem.cli", "--kb", str(kb), "ingest", str(path)], timeout=120
+    )
+    assert code == 0
     assert out == "3 session(s): 3 created\n"
     assert b"\ringest:   0%|" in shown and b"0/3 [" in shown and b"session/s]" in shown

@@ -4,19 +4,13 @@ queries are clear errors, a tenant never sees another's text, and reindex report
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
 import shutil
-import struct
-import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
-from kbgit import git, head, summit_session, write_json
+from kbgit import git, head, run_on_terminal, summit_session, write_json
 
 from kbmem import embedder
 from kbmem.cli import main
@@ -157,31 +151,6 @@ def test_reindex_all_tenants_skips_a_folder_that_is_no_tenant(kb: Path, capsys, 
 
 def test_reindex_shows_a_progress_bar_on_a_terminal(kb: Path) -> None:
     command = [sys.executable, "-m", "kbmem.cli", "--kb", str(kb), "--tenant", "acme"]
-    leader, follower = pty.openpty()
-    # A terminal of 100 columns (a new pty has none, and tqdm would draw a bar of no width).
-    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
-    try:
-        proc = subprocess.Popen(
-            [*command, "reindex", "--full"],
-            stdout=subprocess.PIPE,
-            stderr=follower,
-            text=True,
-        )
-        out, _err = proc.communicate(timeout=300)
-        os.close(follower)
-        follower = -1
-        shown = b""
-        while True:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the terminal closed: everything has been read
-                break
-            if not chunk:
-                break
-            shown += chunk
-    finally:
-        if follower >= 0:
-            os.close(follower)
-        os.close(leader)
-    assert proc.returncode == 0 and out.startswith("acme: full sync")
+    code, out, shown = run_on_terminal([*command, "reindex", "--full"], timeout=300)
+    assert code == 0 and out.startswith("acme: full sync")
     assert b"index acme:" in shown and b"3/3" in shown

@@ -12,17 +12,11 @@ from typing import Any
 
 from ..errors import ValidationError
 from .locomo import ingest_locomo
-from .stats import percentile, tree_bytes
+from .stats import add_dir_argument, percentile, tree_bytes
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=None,
-        help="build the knowledge base in this new folder and keep it (default: a temporary "
-        "folder, removed at the end)",
-    )
+    add_dir_argument(parser)
 
 
 def run(data_dir: Path, dir: Path | None = None) -> dict[str, Any]:

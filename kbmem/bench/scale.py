@@ -35,7 +35,7 @@ from ..pages import Page, Turn, render_page, render_turns
 from ..store import KnowledgeBase
 from ..template import init_kb
 from ..toolkit import TOOLS, Toolkit
-from .stats import peak_rss_mb, percentile, tree_bytes
+from .stats import add_dir_argument, peak_rss_mb, percentile, tree_bytes
 
 TENANT = "bench"
 SMALL = 1000
@@ -248,13 +248,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pages", type=int, default=SMALL, help="pages to generate (1000)")
     parser.add_argument("--queries", type=int, default=120, help="distinct queries per tool (120)")
     parser.add_argument("--seed", type=int, default=7, help="random seed (7)")
-    parser.add_argument(
-        "--dir",
-        type=Path,
-        default=None,
-        help="build the knowledge base in this new folder and keep it (default: a temporary "
-        "folder, removed at the end)",
-    )
+    add_dir_argument(parser)
 
 
 def _say(message: str) -> None:

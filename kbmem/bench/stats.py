@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 from pathlib import Path
@@ -29,3 +30,15 @@ def peak_rss_mb() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def add_dir_argument(parser: argparse.ArgumentParser) -> None:
+    """``--dir``: where a benchmark builds its knowledge base (kept), instead of a temporary
+    folder (removed)."""
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="build the knowledge base in this new folder and keep it (default: a temporary "
+        "folder, removed at the end)",
+    )
