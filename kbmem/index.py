@@ -338,6 +338,12 @@ _SEGMENT_CACHE_LOCK = threading.Lock()
 _SEGMENT_CACHE_SIZE = 256
 
 
+def _leaves(reader: Any) -> list[tuple[SegmentReader, int]]:
+    """The reader's segments with their document offsets (an empty index has a leaf reader
+    without a segment: it holds nothing to read)."""
+    return [(leaf, offset) for leaf, offset in reader.leaf_readers() if leaf.segment()]
+
+
 def _segment_arrays(reader: SegmentReader) -> tuple[np.ndarray, np.ndarray]:
     """(labels, field lengths) of a segment's documents. A segment never changes once
     written (deletions live in the table of contents), so they are cached by segment id."""
@@ -361,7 +367,7 @@ class _View:
     field lengths, and labels back to document numbers."""
 
     def __init__(self, reader: Any):
-        leaves = list(reader.leaf_readers())
+        leaves = _leaves(reader)
         self.offsets = [offset for _r, offset in leaves]
         total = reader.doc_count_all()
         self.live = np.ones(total, dtype=bool)
@@ -398,7 +404,7 @@ class _View:
         if self._pages is None:
             index: dict[str, int] = {}
             page_of = np.full(len(self.live), -1, dtype=np.int64)
-            for leaf, offset in self._reader.leaf_readers():
+            for leaf, offset in _leaves(self._reader):
                 for raw in leaf.lexicon("page"):
                     name = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
                     ids = _postings(leaf, "page", name)[0].astype(np.int64) + offset
@@ -641,7 +647,7 @@ class Generation:
     def doc_frequency(self, term: str, fieldname: str = "text") -> int:
         """How many live intervals hold ``term`` (an analyzed term)."""
         view = self.view()
-        leaves = list(self.searcher().reader().leaf_readers())
+        leaves = _leaves(self.searcher().reader())
         ids = TenantIndex._term_postings(leaves, fieldname, term)[0]
         return int(view.live[ids].sum())
 
@@ -1121,7 +1127,7 @@ class TenantIndex:
             return None
         view = gen.view()
         allowed: np.ndarray | None = None
-        leaves = list(gen.searcher().reader().leaf_readers())
+        leaves = _leaves(gen.searcher().reader())
         for name, value in flt.items():
             found = self._term_postings(leaves, name, value)[0]
             allowed = found if allowed is None else np.intersect1d(allowed, found)
@@ -1163,7 +1169,7 @@ class TenantIndex:
         allowed = self._allowed_docs(gen, flt)
         if allowed is not None and len(allowed) == 0:
             return []
-        leaves = list(gen.searcher().reader().leaf_readers())
+        leaves = _leaves(gen.searcher().reader())
         scores = np.zeros(len(view.live), dtype=np.float64)
         n_live = view.n_live
         for term in terms:
@@ -1204,7 +1210,7 @@ class TenantIndex:
             keep[allowed] = True
         n_pages = int(np.count_nonzero(lengths))
         avg = float(lengths.sum() / n_pages) if n_pages else 1.0
-        leaves = list(gen.searcher().reader().leaf_readers())
+        leaves = _leaves(gen.searcher().reader())
         scores = np.zeros(len(names), dtype=np.float64)
         for term in terms:
             ids, weights = self._term_postings(leaves, "text", term)

@@ -221,3 +221,15 @@ def test_question_words_never_become_search_terms(researcher):
     # naming "Ferrylog" ranks with it: the rare terms ("pilot customer") weigh more.
     assert "Skerrick Island Ferries" in briefing.key_facts[0]
     assert briefing.executive_summary.startswith("Most relevant: Priya Raghunathan")
+
+
+def test_an_empty_knowledge_base_holds_nothing_and_says_so(empty_kb):
+    researcher = Researcher(empty_kb, "default")
+    try:
+        briefing = researcher.research("Who owns the tide-window scheduler?")
+    finally:
+        researcher.close()
+    assert briefing.evidence == [] and briefing.pages_used == []
+    assert "nothing" in briefing.executive_summary
+    for tool in ("bm25", "dense", "hybrid"):
+        assert researcher.toolkit.search("scheduler owner", tool, 5) == []
