@@ -107,3 +107,6 @@ def test_an_unreachable_model_degrades_to_an_offline_answer(
         record = chat.send("Who is Femi Adeyemi's onboarding buddy?")
     assert record.status == "partial" and "Tobias Ferrante" in record.answer
     assert record.error and "stream ended early" in record.error
+    # The provider's message is in the turn's record, not in the answer memory keeps.
+    detail = record.error.split(": ", 1)[1]
+    assert detail and detail not in record.answer

@@ -76,11 +76,13 @@ class TurnContext:
                 return
         self.context.append(item)
 
-    def mark(self, status: str, error: str) -> None:
-        """End the turn early with ``status``; the answer so far is kept and marked."""
+    def mark(self, status: str, error: str, shown: str | None = None) -> None:
+        """End the turn early with ``status``; the answer so far is kept and marked with
+        ``shown`` (default: the error). The answer is memorized with the chat, so a raw
+        provider message belongs in ``error`` (the turn's record), not in the answer."""
         self.status = status
         self.error = error
-        marker = f"[{status}: {error}]"
+        marker = f"[{status}: {shown or error}]"
         if self.answer_parts:
             self.reply(("\n\n" if not self.answer.endswith("\n") else "\n") + marker)
         else:

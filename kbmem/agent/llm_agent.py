@@ -223,11 +223,13 @@ class LLMAgent:
     def _stream_died(
         self, ctx: TurnContext, result: RoundResult, research: ToolResult | None
     ) -> None:
-        error = f"the model's stream ended early: {result.error}"
+        reason = "the model's stream ended early"
+        error = f"{reason}: {result.error}"
         if result.text.strip():
-            ctx.mark("partial", error)
+            ctx.mark("partial", error, shown=reason)
             return
-        self._offline_answer(ctx, research, error)
+        ctx.note(f"Answering offline from the briefing: {error}")
+        self._offline_answer(ctx, research, reason)
         ctx.status, ctx.error = "partial", error
 
     def _offline_answer(self, ctx: TurnContext, research: ToolResult | None, why: str) -> None:
