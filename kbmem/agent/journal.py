@@ -5,7 +5,8 @@ Layout under ``.kbmem/journal/``::
     <chat-id>.jsonl   one JSON object a line: {"type": "turn", "record": {...}} for each
                       finished turn, {"type": "committed", "first": n, "last": m, "commit": sha}
                       once a batch commit holding those turns has landed
-    <chat-id>.lock    held (flock) by the process whose chat is open
+    <chat-id>.lock    held (flock) by the process whose chat is open; removed, under the
+                      lock, together with its journal once every turn is committed
 
 Each line is appended, flushed and fsynced. A line torn by a crash is the last one and is
 ignored (its turn was never reported done). A journal whose lock nobody holds belongs to a
@@ -79,16 +80,33 @@ def read_journal(path: Path) -> JournalState:
 
 
 def _try_lock(path: Path) -> int | None:
-    """An exclusive flock on ``path``, or None when another process holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as exc:
-        os.close(fd)
-        if exc.errno in (errno.EAGAIN, errno.EACCES):
-            return None
-        raise
-    return fd
+    """An exclusive flock on ``path``, or None when another process holds it.
+
+    Lock files are deleted (by their holder) when a chat's journal is done with, so a lock
+    won on a file that was unlinked meanwhile is worthless: then the path is opened again."""
+    for _attempt in range(100):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES):
+                return None
+            raise
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            return fd
+        _unlock(fd)
+    raise StorageError(f"cannot lock {path}: it keeps being replaced")
+
+
+def _remove_lock(lock: Path) -> None:
+    """Delete a lock file this process holds (before unlocking it; see :func:`_try_lock`)."""
+    with suppress(FileNotFoundError):
+        lock.unlink()
 
 
 def _unlock(fd: int) -> None:
@@ -102,6 +120,7 @@ class ChatJournal:
 
     def __init__(self, path: Path, lock_fd: int, chat_id: str, tenant: str):
         self.path = path
+        self.lock_path = path.with_suffix(".lock")
         self.chat_id = chat_id
         self.tenant = tenant
         self._lock_fd: int | None = lock_fd
@@ -141,6 +160,8 @@ class ChatJournal:
             with suppress(FileNotFoundError):
                 self.path.unlink()
         if self._lock_fd is not None:
+            if remove:
+                _remove_lock(self.lock_path)
             _unlock(self._lock_fd)
             self._lock_fd = None
 
@@ -185,6 +206,19 @@ def recover_journals(
                     commits.append(sha)
             with suppress(FileNotFoundError):
                 path.unlink()
+            _remove_lock(folder / f"{chat_id}.lock")
+        finally:
+            _unlock(fd)
+    for lock in sorted(folder.glob("*.lock")):
+        # The lock of a chat that ended before journaling a turn (or of an older kbmem).
+        if lock.with_suffix(".jsonl").exists():
+            continue
+        fd = _try_lock(lock)
+        if fd is None:
+            continue  # an open chat that has not finished a turn yet
+        try:
+            if not lock.with_suffix(".jsonl").exists():
+                _remove_lock(lock)
         finally:
             _unlock(fd)
     return commits
