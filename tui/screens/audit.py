@@ -40,6 +40,16 @@ if TYPE_CHECKING:
 CONTEXT_LINES = 1
 
 
+def short_chat_id(chat_id: str) -> str:
+    """A chat id narrow enough for the list: kbmem's own ids (``20261122-205853-73260f``)
+    by their random tail, which tells chats of the same minute apart; a name someone chose
+    (``--chat``) as it is, cut at 10 characters. The full id heads the turn's detail."""
+    date, _, rest = chat_id.partition("-")
+    if len(date) == 8 and date.isdigit() and rest.count("-") == 1:
+        return "…" + rest.rsplit("-", 1)[1]
+    return one_line(chat_id, 10)
+
+
 @dataclass
 class AuditedTurn:
     record: TurnRecord
@@ -134,11 +144,11 @@ class AuditScreen(KbmemScreen):
     def on_mount(self) -> None:
         table = self.query_one("#turn-table", DataTable)
         table.add_column(" ", key="where")
-        table.add_column("question", key="question")
-        table.add_column("status", key="status")
+        table.add_column("chat", key="chat")
+        table.add_column("#", key="number")
         if self.kbmem.show_times:
             table.add_column("time (UTC)", key="time")
-        table.add_column("turn", key="turn")
+        table.add_column("question", key="question")
         self.load_turns()
 
     def on_screen_resume(self) -> None:
@@ -184,12 +194,15 @@ class AuditScreen(KbmemScreen):
             r = audited.record
             cells = [
                 plain("✓", "green") if audited.committed else plain("●", "yellow"),
-                plain(one_line(r.question, 28)),
-                plain(r.status, "" if r.status == "complete" else "bold yellow"),
+                plain(short_chat_id(r.chat_id), "dim"),
+                plain(str(r.turn)),
             ]
             if self.kbmem.show_times:
                 cells.append(plain(self._time(r.started_at)))
-            cells.append(plain(turn_id))
+            question = plain(one_line(r.question, 30))
+            if r.status != "complete":
+                question = Text.assemble((f"{r.status} ", "bold yellow"), question)
+            cells.append(question)
             table.add_row(*cells, key=turn_id)
         if not self.order:
             self.query_one("#turn-title", Static).update(
@@ -210,7 +223,7 @@ class AuditScreen(KbmemScreen):
     def _time(self, epoch: float) -> str:
         if not epoch:
             return ""
-        return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%d %H:%M")
+        return datetime.fromtimestamp(epoch, UTC).strftime("%m-%d %H:%M")
 
     def select_turn(self, turn_id: str | None) -> None:
         """Show ``turn_id`` (``<chat-id>/<n>``), or the newest turn."""
