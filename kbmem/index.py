@@ -1154,6 +1154,27 @@ class TenantIndex:
         found.sort(key=lambda item: (-item[0], item[1]["key"]))
         return [self._hit(doc, s, retriever) for s, doc in found[:k]]
 
+    def warm(self) -> None:
+        """Read the index once the way a search does (its reader, one term's postings, page
+        lengths, the vectors), so that the first real search does not also pay for lazy
+        imports and cold files: a program that will search soon calls this in a background
+        thread (the TUI, while the embedding model loads). It never embeds anything."""
+
+        def read(gen: Generation) -> None:
+            if gen.count == 0:
+                return
+            analyze("warming the analyzer")
+            gen.view().pages()
+            reader = gen.searcher().reader()
+            first = next(iter(reader.lexicon("text")), None)
+            if first is not None:
+                term = first.decode("utf-8") if isinstance(first, bytes) else str(first)
+                self._bm25(gen, [term], 1, {})
+            gen.base()
+            gen.delta()
+
+        self._guarded(read)
+
     def bm25(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
         query, k = check_query(query, k)
         flt = check_filters(filters)

@@ -92,6 +92,10 @@ class Toolkit:
 
     # -- search -----------------------------------------------------------------------------
 
+    def warm(self) -> None:
+        """Sync the index to HEAD and read it once (no embedding): see TenantIndex.warm."""
+        self.index.warm()
+
     def bm25(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
         return self.index.bm25(query, k, filters)
 

@@ -6,6 +6,7 @@ command palette, help; slow work (embedding model, index, chat, git) in workers.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -32,6 +33,8 @@ from .screens.history import HistoryScreen
 from .screens.prompt import ChoiceScreen, PromptScreen
 from .widgets.status_bar import Status
 from .workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 Marker = Callable[[str], None]
 
@@ -239,6 +242,15 @@ class KbmemApp(App[None]):
         )
         if new:
             self.call_from_thread(self._chat_restarted, session.chat_id)
+        else:
+            # While the embedding model loads: the first question then only waits for it.
+            # A failure here is the first search's to report, not the warm-up's.
+            from kbmem.errors import KbmemError
+
+            try:
+                session.warm()
+            except KbmemError as exc:
+                log.info("warming the research tools failed: %s", exc)
 
     def _chat_restarted(self, chat_id: str) -> None:
         self.notify(f"New chat {chat_id}", markup=False, timeout=3)

@@ -110,6 +110,11 @@ class ChatSession:
 
             self.agent = LLMAgent(self.llm_config)
 
+    def warm(self) -> None:
+        """Get the research tools ready before the first message (index synced and read once;
+        the embedding model is not loaded here): for a front end that has idle time first."""
+        self.researcher.toolkit.warm()
+
     # -- state ------------------------------------------------------------------------------
 
     @property
