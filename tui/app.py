@@ -117,9 +117,14 @@ class KbmemApp(App[None]):
     def set_status(self, **changes: Any) -> None:
         self.status = replace(self.status, **changes)
 
-    def watch_status(self) -> None:
-        # Which keys apply follows it (commit only with pending turns): grey out the footer.
-        if self.screen_stack:
+    def watch_status(self, old: Status, new: Status) -> None:
+        # Which keys apply follows whether turns are pending (commit) and whether a turn runs
+        # (cancel): grey out the footer then. Only then: a refresh re-composes every key of
+        # the footer, and the status changes many times a turn (measured: 48 re-composes
+        # while the model loaded, time the model's import then waited for).
+        if not self.screen_stack:
+            return
+        if old.pending_turns != new.pending_turns or bool(old.busy) != bool(new.busy):
             self.screen.refresh_bindings()
 
     def mark(self, name: str) -> None:

@@ -240,6 +240,7 @@ class AuditScreen(KbmemScreen):
 
     def show_turn(self, audited: AuditedTurn) -> None:
         self.current = audited
+        self.refresh_bindings()  # "open" applies only to a turn with intervals
         r = audited.record
         where = "committed" if audited.committed else "pending (journaled, not committed yet)"
         self.query_one("#turn-title", Static).update(
