@@ -22,6 +22,10 @@ from .textutil import slug
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_SPEAKER_LENGTH = 200
+# Chats are memorized as sessions too: their ids start with CHAT_PREFIX, and kbmem's own
+# answers in them are spoken by CHAT_AGENT (the researcher weighs those echoes down).
+CHAT_PREFIX = "chat-"
+CHAT_AGENT = "kbmem"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _TURN_ID = re.compile(rf"[^\s\x00-\x1f\x7f]{{1,{MAX_ID_LENGTH}}}")
 

@@ -31,7 +31,7 @@ from kbmem.agent.events import (
     TurnStarted,
 )
 from kbmem.agent.journal import journal_dir, read_journal
-from kbmem.agent.offline import NOTHING
+from kbmem.agent.offline import NOTHING, paragraph_subject
 from kbmem.agent.provenance import SNAPSHOT_FILES, turn_dir
 from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
@@ -176,6 +176,25 @@ def test_offline_answer_quotes_and_cites_the_evidence(kb: KnowledgeBase) -> None
         assert item.retriever and item.score > 0 and len(item.commit) == 40
 
 
+def test_a_note_sentence_keeps_whom_its_paragraph_is_about(kb: KnowledgeBase) -> None:
+    # notes/team-roster.md: "**Oskar Brennan**, Infrastructure and SRE. Owns AWS, Terraform,
+    # monitoring, ..." -- the sentence that answers does not name him; the answer must.
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send("Who owns Terraform and the on-call rota?")
+    roster = [line for line in record.answer.splitlines() if "notes/team-roster.md" in line]
+    assert roster, record.answer
+    assert roster[0].startswith("- Oskar Brennan — Owns AWS, Terraform"), roster[0]
+
+
+def test_paragraph_subject_is_the_bold_lead_only() -> None:
+    assert paragraph_subject(["**Tobias Ferrante**, Senior Backend Engineer. Owns x."]) == (
+        "Tobias Ferrante"
+    )
+    assert paragraph_subject(["- **Tide window:** the hours around high water."]) == "Tide window"
+    assert paragraph_subject(["Plain text with **bold** later."]) == ""
+    assert paragraph_subject([]) == ""
+
+
 def test_offline_says_plainly_when_memory_holds_nothing(kb: KnowledgeBase) -> None:
     with ChatSession(kb, TENANT) as chat:
         record = chat.send("What is the airspeed of an unladen swallow?")
@@ -192,6 +211,21 @@ def test_a_later_chat_finds_what_an_earlier_chat_said(kb: KnowledgeBase) -> None
         record = second.send("Where is the spare wheelhouse key kept?")
     assert "blue biscuit tin" in record.answer
     assert any(c.page_id == f"chat-{first.chat_id}/1" and c.cited for c in record.context)
+
+
+def test_asking_again_answers_from_the_sources_not_from_earlier_answers(
+    kb: KnowledgeBase,
+) -> None:
+    question = "Who owns the tide-window scheduler?"
+    for _ in range(4):  # each chat is memorized when it closes: question and answer, again
+        with ChatSession(kb, TENANT) as chat:
+            first = chat.send(question)
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send(question)
+    assert "Tobias Ferrante" in record.answer
+    cited = {c.page_id for c in record.context if c.cited}
+    assert cited == {c.page_id for c in first.context if c.cited}, record.answer
+    assert not any(page.startswith("chat-") for page in cited), record.answer
 
 
 def test_a_chat_can_be_continued_by_its_id(kb: KnowledgeBase) -> None:

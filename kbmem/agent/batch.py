@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from ..errors import LockTimeout, NotFound, StorageError
 from ..memo import memo_engine
 from ..memorizer import memorize_writes
-from ..sessions import Session, SessionTurn
+from ..sessions import CHAT_AGENT, CHAT_PREFIX, Session, SessionTurn
 from ..store import KnowledgeBase
 from .events import AgentEvent, BatchCommitted, Notice
 from .journal import ChatJournal
@@ -27,8 +27,6 @@ from .provenance import committed_turn_numbers, read_turn, snapshot_files
 from .records import TurnRecord
 
 TRAILER = "Kbmem-Turns"
-CHAT_PREFIX = "chat-"  # session ids of memorized chats start with it
-CHAT_AGENT = "kbmem"  # the speaker of kbmem's answers in them
 LOCK_POLL_S = 0.5
 _TRAILER_LINE = re.compile(rf"^{TRAILER}: (\S+) (\d+)-(\d+)\s*$", re.M)
 

@@ -31,6 +31,7 @@ _CITED = re.compile(r"\s*\[[A-Za-z0-9][A-Za-z0-9._/-]*:L\d+-L\d+\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])")
 _HEADING = re.compile(r"^#{1,6}\s")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_BOLD_LEAD = re.compile(r"^\s*(?:(?:[-*+]|\d+[.)])\s+)?\*\*([^*\n]{1,80})\*\*")
 
 
 @dataclass
@@ -80,6 +81,16 @@ def _units(item: EvidenceItem) -> list[tuple[str, int, int, list[str]]]:
             current[2].append(line)
     close(base + len(lines) - 1)
     return units
+
+
+def paragraph_subject(body: list[str]) -> str:
+    """What a note's paragraph is about when it opens with it in bold (``**Tobias
+    Ferrante**, Senior Backend Engineer. Owns …``, a glossary entry, a list item's lead):
+    later sentences of the paragraph often leave it out. Empty when it does not."""
+    if not body:
+        return ""
+    found = _BOLD_LEAD.match(body[0])
+    return found.group(1).strip(" :,.") if found else ""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -186,11 +197,15 @@ class OfflineAgent:
             place = _place_terms(item) & set(terms)
             for speaker, start, end, body in _units(item):
                 factor = 0.5 if own_chat and speaker == CHAT_AGENT else 1.0
-                for text in split_sentences("\n".join(body)):
+                subject = "" if speaker else paragraph_subject(body)
+                for n, text in enumerate(split_sentences("\n".join(body))):
                     order += 1
                     text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
                     if text.endswith("?") or not text:
                         continue
+                    if n and subject and subject.lower() not in text.lower():
+                        # "Owns the sync service…" says whose only in the paragraph's lead.
+                        text = f"{subject} — {text}"
                     found = frozenset(analyze(text)) & set(terms)
                     covered = sum(weight[t] for t in found)
                     covered += PLACE_CREDIT * sum(weight[t] for t in place - found)

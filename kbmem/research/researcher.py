@@ -3,6 +3,7 @@ until the request is covered or a budget ends; the output is a compact, cited br
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +34,8 @@ BRIDGE_SHARE = 0.8
 MAX_ACTIONS_PER_STEP = 6
 PAGE_VOTES = 30  # pages a keyword search ranks as whole documents
 DENSE_VOTE_DEPTH = 100  # nearest intervals whose pages a semantic search votes for
+REPEAT_SLACK = 20  # extra hits fetched so that repeats dropped (see distinct) leave k others
+_WORDS = re.compile(r"[^\W_]+")
 # Weights of the page votes: whole-page BM25 leads; the pages of the nearest intervals add
 # what shares no words with the request (as Toolkit.pages weighs them; on LoCoMo the dense
 # votes took page coverage from 0.871 to 0.878, most of it on multi-hop questions).
@@ -201,13 +204,14 @@ class Researcher:
         if action.tool == "bm25":
             query = action.query or ""
             pages = [p for p, _s in self.toolkit.bm25_pages(query, PAGE_VOTES)]
-            return self.toolkit.bm25(query, action.k), pages
+            found = self.toolkit.bm25(query, action.k + REPEAT_SLACK)
+            return distinct(found, action.k), pages
         if action.tool == "dense":
-            depth = max(action.k, DENSE_VOTE_DEPTH)
+            depth = max(action.k + REPEAT_SLACK, DENSE_VOTE_DEPTH)
             near = [
                 h for h in self.toolkit.dense(action.query or "", depth) if h.score >= DENSE_FLOOR
             ]
-            return near[: action.k], [p for p, _s in rank_pages(near)]
+            return distinct(near, action.k), [p for p, _s in rank_pages(near)]
         if action.tool == "page_id":
             hits: list[Hit] = []
             for page_id in action.page_ids:
@@ -304,6 +308,25 @@ class Researcher:
             engine=getattr(self.engine, "name", "offline"),
             partial=partial,
         )
+
+
+def distinct(hits: list[Hit], k: int) -> list[Hit]:
+    """The first ``k`` hits whose words no better hit already said. Memory repeats itself:
+    the same question asked in several chats, kbmem's answers that quote their sources, a
+    pasted paragraph. Repeats would fill a search's ``k`` places with one thing and push
+    everything else out, the original sources included."""
+    seen: set[str] = set()
+    out: list[Hit] = []
+    for hit in hits:
+        text = hit.excerpt.split(": ", 1)[1] if hit.speaker and ": " in hit.excerpt else hit.excerpt
+        key = " ".join(_WORDS.findall(text.lower()))
+        if key and key in seen:
+            continue
+        seen.add(key)
+        out.append(hit)
+        if len(out) == k:
+            break
+    return out
 
 
 def _as(hit: Hit, retriever: str) -> Hit:

@@ -8,7 +8,10 @@ Two things a conversation teaches about where an answer sits, beyond what matche
   the turn before it;
 - **speaker**: when the request names someone who speaks in memory, their own turns count
   more ("what did Nate think of ..." is answered by Nate far more often than by the person
-  he talked to)."""
+  he talked to);
+- **echo**: kbmem's own earlier answers, memorized with the chats they were given in,
+  repeat the request's words and quote their sources: they count less than those sources,
+  or asking the same thing a few times would fill the briefing with earlier answers."""
 
 from __future__ import annotations
 
@@ -17,12 +20,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..index import Hit
+from ..sessions import CHAT_AGENT, CHAT_PREFIX
 from ..toolkit import RRF_K
 from .types import IntegrationState, PlanAction
 
 CONTEXT_NEXT = 0.5  # share of a turn's score passed to the turn after it
 CONTEXT_PREV = 0.2  # ...and to the turn before it
 SPEAKER_BOOST = 1.5  # weight of a turn spoken by someone the request names
+ECHO_WEIGHT = 0.3  # weight of kbmem's own earlier answer in a memorized chat
 _WORD = re.compile(r"[^\W_]+")
 
 Adjacent = Callable[[Hit], tuple[Hit | None, Hit | None]]
@@ -74,7 +79,9 @@ class ResearchState:
 
     def effective(self, cand: Candidate) -> float:
         score = cand.score
-        if cand.hit.speaker:
+        if cand.hit.speaker == CHAT_AGENT and cand.hit.session_id.startswith(CHAT_PREFIX):
+            score *= ECHO_WEIGHT
+        elif cand.hit.speaker:
             score *= self.speaker_weight(cand.hit.speaker)
         if cand.hit.session_id and cand.hit.session_id in self.focus_sessions:
             score *= self.focus_boost
