@@ -77,6 +77,12 @@ class Session:
         return sum(len(t.text.encode("utf-8")) for t in self.turns)
 
 
+def is_own_answer(session_id: str, speaker: str) -> bool:
+    """Whether a turn is kbmem's own earlier answer, memorized with the chat it was given in:
+    it quotes its sources and repeats the question, so it counts less than they do."""
+    return speaker == CHAT_AGENT and session_id.startswith(CHAT_PREFIX)
+
+
 def normalize_timestamp(value: Any, field_name: str) -> str:
     """An ISO 8601 timestamp without spaces, or '' for none."""
     if value is None or value == "":

@@ -92,10 +92,6 @@ class Toolkit:
 
     # -- search -----------------------------------------------------------------------------
 
-    def warm(self) -> None:
-        """Sync the index to HEAD and read it once (no embedding): see TenantIndex.warm."""
-        self.index.warm()
-
     def bm25(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
         return self.index.bm25(query, k, filters)
 
@@ -181,10 +177,6 @@ class Toolkit:
         prefix = f"{session_id}/"
         found = [p for p in self.store.files() if p.startswith(prefix)]
         return sorted(found, key=lambda p: int(p.rsplit("/", 1)[1]))
-
-    def page_intervals(self, page_id: str) -> list[Hit]:
-        """Every indexed interval of a page in line order (cached per index generation)."""
-        return self._page_table(page_id)[0]
 
     def adjacent(self, hit: Hit) -> tuple[Hit | None, Hit | None]:
         """The intervals just before and just after ``hit`` on its page (None at an end)."""

@@ -685,19 +685,19 @@ def test_warm_brings_the_index_to_head_without_the_model(
     write(kb, f"tenants/{ACME}/notes/new.md", "The zeppelin mooring mast needs paint.\n")
     git(kb, "add", f"tenants/{ACME}/notes/new.md")
     git(kb, "commit", "-q", "-m", "A note by hand")
-    toolkit.warm()
+    toolkit.index.warm()
     assert toolkit.index.current().commit == kb.head()
     assert toolkit.bm25("zeppelin mast", 1)[0].page_id == "notes/new.md"
     # An empty tenant has nothing to read: warming it is a no-op, not an error.
-    Toolkit(kb, "nobody-here").warm()
+    TenantIndex(kb, "nobody-here").warm()
     # Warming reads only the lexical index and the vector files: in a fresh process the
     # model stays unloaded (a program warms up while the model loads).
     script = textwrap.dedent(
         f"""
         from kbmem import embedder
         from kbmem.store import KnowledgeBase
-        from kbmem.toolkit import Toolkit
-        Toolkit(KnowledgeBase({str(kb.root)!r}), {ACME!r}).warm()
+        from kbmem.index import TenantIndex
+        TenantIndex(KnowledgeBase({str(kb.root)!r}), {ACME!r}).warm()
         assert not embedder.is_loaded(), "warm() loaded the embedding model"
         """
     )

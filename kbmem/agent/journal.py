@@ -211,8 +211,6 @@ def recover_journals(
             _unlock(fd)
     for lock in sorted(folder.glob("*.lock")):
         # The lock of a chat that ended before journaling a turn (or of an older kbmem).
-        if lock.with_suffix(".jsonl").exists():
-            continue
         fd = _try_lock(lock)
         if fd is None:
             continue  # an open chat that has not finished a turn yet

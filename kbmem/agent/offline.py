@@ -13,8 +13,8 @@ from ..index import analyze
 from ..pages import TURN_HEADER, unescape_line
 from ..research.offline import QUESTION_WORDS
 from ..research.types import BriefingContext, EvidenceItem
+from ..sessions import is_own_answer
 from ..textutil import truncate_tokens
-from .batch import CHAT_AGENT, CHAT_PREFIX
 from .context import TurnContext
 from .records import ContextItem
 
@@ -193,10 +193,9 @@ class OfflineAgent:
         candidates: list[tuple[float, int, Sentence]] = []
         order = 0
         for rank, item in enumerate(briefing.evidence):
-            own_chat = item.session_id.startswith(CHAT_PREFIX)
             place = _place_terms(item) & set(terms)
             for speaker, start, end, body in _units(item):
-                factor = 0.5 if own_chat and speaker == CHAT_AGENT else 1.0
+                factor = 0.5 if is_own_answer(item.session_id, speaker) else 1.0
                 subject = "" if speaker else paragraph_subject(body)
                 for n, text in enumerate(split_sentences("\n".join(body))):
                     order += 1

@@ -113,7 +113,7 @@ class ChatSession:
     def warm(self) -> None:
         """Get the research tools ready before the first message (index synced and read once;
         the embedding model is not loaded here): for a front end that has idle time first."""
-        self.researcher.toolkit.warm()
+        self.researcher.toolkit.index.warm()
 
     # -- state ------------------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """The researcher's running state: every interval found so far, scored by rank fusion across
 all the searches of all steps, and the pages those intervals make strongest.
 
-Two things a conversation teaches about where an answer sits, beyond what matched:
+What decides where an answer sits, beyond what matched:
 
 - **context**: a turn that matches the request passes part of its score to the turn after it
   (the answer to a question usually follows it and rarely repeats its words) and a little to
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..index import Hit
-from ..sessions import CHAT_AGENT, CHAT_PREFIX
+from ..sessions import is_own_answer
 from ..toolkit import RRF_K
 from .types import IntegrationState, PlanAction
 
@@ -79,7 +79,7 @@ class ResearchState:
 
     def effective(self, cand: Candidate) -> float:
         score = cand.score
-        if cand.hit.speaker == CHAT_AGENT and cand.hit.session_id.startswith(CHAT_PREFIX):
+        if is_own_answer(cand.hit.session_id, cand.hit.speaker):
             score *= ECHO_WEIGHT
         elif cand.hit.speaker:
             score *= self.speaker_weight(cand.hit.speaker)
