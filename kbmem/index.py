@@ -66,7 +66,7 @@ from .store import KnowledgeBase, atomic_write, flock_until
 
 log = logging.getLogger("kbmem")
 
-INDEX_FORMAT = 5  # 5: the analyzer maps irregular forms; 4: intervals store their tenant
+INDEX_FORMAT = 6  # 6: speaker is a filter field; 5: the analyzer maps irregular forms
 SEGMENT_DOCS = 2000  # intervals embedded per step of a build (and per progress report)
 SMALL_SEGMENT = 500  # Whoosh segments smaller than this are folded together...
 MERGE_SMALL_AT = 8  # ...once there are this many of them
@@ -74,6 +74,7 @@ REWRITE_DELETED_SHARE = 0.3  # a segment with this share of deleted intervals is
 DELTA_MAX = 4096  # vectors kept beside the base graph before they are folded into it
 DELTA_SHARE = 0.05  # ...or this share of the base graph, whichever is larger
 EXACT_MAX = 4096  # filtered dense searches over at most this many vectors are exact
+FILTERED_CACHE = 8  # ...and the vectors of this many recent filters are kept (6 MB each at most)
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 BM25_B = 0.75
@@ -88,7 +89,7 @@ MAX_EMBED_CHARS = 4096
 # search result (the interval, read with the toolkit, gives all of it).
 EXCERPT_CHARS = 2000
 ANALYZER = make_analyzer()
-FILTER_FIELDS = ("session", "page", "tags", "classification", "kind")
+FILTER_FIELDS = ("session", "page", "tags", "classification", "kind", "speaker")
 LABELS = "label_col"
 LENGTHS = "_text_len"  # Whoosh's per-document length column of the ``text`` field
 _BYTE_TO_LENGTH = np.array([byte_to_length(b) for b in range(256)], dtype=np.int64)
@@ -111,7 +112,7 @@ def make_schema() -> Schema:
         commit=STORED,
         blob=STORED,
         turns=STORED,
-        speaker=STORED,
+        speaker=ID(stored=True),
         timestamp=STORED,
         content=STORED,
         # Term frequencies only, no positions: queries are bags of terms, and a query reads
@@ -583,6 +584,8 @@ class Generation:
         self._lock = threading.Lock()
         self._view: _View | None = None
         self._delta: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._speakers: list[str] | None = None
+        self._filtered: OrderedDict[tuple[tuple[str, str], ...], np.ndarray] = OrderedDict()
 
     @property
     def commit(self) -> str | None:
@@ -643,6 +646,41 @@ class Generation:
                         dead.astype(np.int64),
                     )
             return self._delta
+
+    def vectors_of(
+        self, key: tuple[tuple[str, str], ...], labels: np.ndarray, base: hnswlib.Index
+    ) -> np.ndarray:
+        """The base graph's vectors of ``labels``, the intervals that pass the filter ``key``.
+        Reading them from hnswlib costs about 35 µs each (50 ms for a speaker's turns in a
+        long conversation), and the same filter comes back query after query (a speaker, a
+        session): the last few filters' vectors are kept, at most ``EXACT_MAX`` each."""
+        with self._lock:
+            found = self._filtered.get(key)
+            if found is not None:
+                self._filtered.move_to_end(key)
+                return found
+        found = np.asarray(base.get_items(labels), dtype=np.float32)
+        with self._lock:
+            self._filtered[key] = found
+            while len(self._filtered) > FILTERED_CACHE:
+                self._filtered.popitem(last=False)
+        return found
+
+    def speakers(self) -> list[str]:
+        """Everyone who speaks in a live interval of this generation, sorted."""
+        with self._lock:
+            found = self._speakers
+        if found is None:
+            reader = self.searcher().reader()
+            names = [
+                t.decode("utf-8") if isinstance(t, bytes) else str(t)
+                for t in reader.lexicon("speaker")
+            ]
+            # The lexicon keeps the names of deleted intervals until their segment merges.
+            found = [n for n in names if n and self.doc_frequency(n, "speaker")]
+            with self._lock:
+                self._speakers = found
+        return list(found)
 
     def doc_frequency(self, term: str, fieldname: str = "text") -> int:
         """How many live intervals hold ``term`` (an analyzed term)."""
@@ -714,6 +752,12 @@ class TenantIndex:
         if gen is None:
             raise StorageError(f"no usable index for tenant {self.tenant}: {problem}")
         return gen
+
+    def serving(self) -> Generation:
+        """The generation readers are served now, without checking whether HEAD moved (for
+        look-ups made many times within one search, which already synced)."""
+        gen, _problem = self._usable_current()
+        return gen if gen is not None else self.ensure_synced()
 
     def _guarded(self, action: Callable[[Generation], Any]) -> Any:
         """Run a read against the current generation; if the index turns out to be damaged
@@ -1299,7 +1343,7 @@ class TenantIndex:
                 wanted = wanted[~np.isin(wanted, delta_set)]
                 if len(wanted) <= EXACT_MAX:
                     if len(wanted):
-                        items = np.asarray(base.get_items(wanted), dtype=np.float32)
+                        items = gen.vectors_of(tuple(sorted(flt.items())), wanted, base)
                         labels.append(wanted)
                         sims.append(items @ vec)
                 else:
@@ -1361,6 +1405,10 @@ class TenantIndex:
             return sorted(hits, key=lambda h: h.interval.key)
 
         return self._guarded(read)
+
+    def speakers(self) -> list[str]:
+        """Everyone who speaks in the tenant's memory (turn speakers), sorted."""
+        return self._guarded(lambda gen: gen.speakers() if gen.count else [])
 
     def intervals_of(self, page_id: str) -> list[Hit]:
         """Every indexed interval of one page, in line order (score 0)."""

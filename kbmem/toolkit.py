@@ -9,12 +9,16 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .dates import date_windows, sessions_in
 from .errors import NotFound, ValidationError
 from .ids import page_relpath
 from .index import Hit, TenantIndex, check_query
 from .intervals import EXPAND_MODES, Interval, expand_lines
+from .memorizer import read_memory
 from .pages import TURN_HEADER, parse_page
 from .pagestore import PageRecord, PageStore
+from .perspective import Voiced, voiced
+from .sessions import CHAT_AGENT
 from .store import KnowledgeBase
 
 TOOLS = ("bm25", "dense", "hybrid")
@@ -23,9 +27,11 @@ RRF_K = 60
 # model mostly adds paraphrase matches, so it votes with less weight.
 FUSION_WEIGHTS = {"bm25": 1.0, "dense": 0.6}
 MAX_PAD = 50
-# Page ranking: the page as a whole document counts most; its best intervals and its nearest
-# intervals add what whole-page BM25 misses (measured on LoCoMo, kbmem bench retrieval).
-PAGE_FUSION_WEIGHTS = {"pages": 1.0, "bm25": 0.5, "dense": 0.6}
+# Page ranking: the page as a whole document and its nearest interval (searched in the voice of
+# the person the query is about, see perspective) count most; its best BM25 intervals add a
+# little; a session held on a date the query names counts as much as a first place in another
+# list (measured on LoCoMo, kbmem bench retrieval).
+PAGE_FUSION_WEIGHTS = {"pages": 1.0, "bm25": 0.5, "dense": 1.0, "dated": 1.0}
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
@@ -113,30 +119,85 @@ class Toolkit:
         """Pages ranked by BM25 over each page as one document."""
         return self.index.bm25_pages(query, k, filters)
 
+    def voiced(self, query: str) -> Voiced | None:
+        """The query as the one person it is about would have said it (see perspective)."""
+        return voiced(query, self.index.speakers(), ignore=(CHAT_AGENT,))
+
+    def dense_pages(
+        self, query: str, depth: int = 100, filters: dict[str, Any] | None = None
+    ) -> list[str]:
+        """Pages ranked by their nearest interval to the query. A query about one person who
+        speaks in memory is searched in that person's voice among their own turns."""
+        view = self.voiced(query)
+        wanted = (filters or {}).get("speaker")
+        if view is not None and wanted in (None, view.speaker):
+            hits = self.dense(view.text, depth, {**(filters or {}), "speaker": view.speaker})
+        else:
+            hits = self.dense(query, depth, filters)
+        return [p for p, _s in rank_pages(hits, depth=1)]
+
+    def page_lists(
+        self,
+        query: str,
+        tool: str = "hybrid",
+        depth: int = 100,
+        bm25_hits: list[Hit] | None = None,
+    ) -> dict[str, list[str]]:
+        """The ranked page lists that ``pages`` fuses for ``tool``: whole pages by BM25
+        (``pages``), pages by their best BM25 intervals (``bm25``), pages by their nearest
+        interval (``dense``); and for a query that names dates, the pages of the sessions held
+        then (``dated``, unranked: ``pages`` ranks them as the other lists do). BM25 interval
+        hits already retrieved may be passed in."""
+        if tool not in TOOLS:
+            raise ValidationError(f"unknown tool {tool!r} (known: {', '.join(TOOLS)})", "tool")
+        check_query(query, depth)
+        lists: dict[str, list[str]] = {}
+        if tool in ("bm25", "hybrid"):
+            bm25_hits = self.bm25(query, depth) if bm25_hits is None else bm25_hits
+            lists["pages"] = [p for p, _s in self.bm25_pages(query, depth)]
+            lists["bm25"] = [p for p, _s in rank_pages(bm25_hits)]
+        if tool in ("dense", "hybrid"):
+            lists["dense"] = self.dense_pages(query, depth)
+        held = self.sessions_held(query)
+        if held:
+            lists["dated"] = [p for sid in sorted(held) for p in self.session_pages(sid)]
+        return lists
+
+    def sessions_held(self, query: str) -> set[str]:
+        """Ids of the sessions held on the dates the query names ("on 7 July, 2023", "in
+        October 2023"), read from the dates of the tenant's memos."""
+        windows = date_windows(query)
+        if not windows:
+            return set()
+        return set(sessions_in(windows, read_memory(self.kb, self.tenant)))
+
     def pages(
         self,
         query: str,
         tool: str = "hybrid",
         k: int = 8,
         depth: int = 100,
-        bm25_hits: list[Hit] | None = None,
-        dense_hits: list[Hit] | None = None,
+        lists: dict[str, list[str]] | None = None,
     ) -> list[str]:
-        """Page ids ranked for ``query``: page-level BM25 fused by rank with the pages of the
-        best intervals (``bm25``), the pages of the nearest intervals (``dense``), or both
-        (``hybrid``). Interval lists already retrieved for the query may be passed in."""
+        """Page ids ranked for ``query`` by weighted rank fusion of ``page_lists`` (whole-page
+        BM25 and best BM25 intervals for ``bm25``, nearest intervals for ``dense``, all three
+        for ``hybrid``). Lists already computed for the query may be passed in."""
         if tool not in TOOLS:
             raise ValidationError(f"unknown tool {tool!r} (known: {', '.join(TOOLS)})", "tool")
         check_query(query, k)
-        lists: dict[str, list[str]] = {}
-        if tool in ("bm25", "hybrid"):
-            bm25_hits = self.bm25(query, depth) if bm25_hits is None else bm25_hits
-            lists["pages"] = [p for p, _s in self.bm25_pages(query, max(k, depth))]
-            lists["bm25"] = [p for p, _s in rank_pages(bm25_hits)]
-        if tool in ("dense", "hybrid"):
-            dense_hits = self.dense(query, depth) if dense_hits is None else dense_hits
-            lists["dense"] = [p for p, _s in rank_pages(dense_hits)]
-        return fuse_ranks(lists, PAGE_FUSION_WEIGHTS)[:k]
+        if lists is None:
+            lists = self.page_lists(query, tool, max(k, depth))
+        wanted = {"bm25": ("pages", "bm25", "dated"), "dense": ("dense", "dated")}.get(
+            tool, tuple(lists)
+        )
+        chosen = {name: ids for name, ids in lists.items() if name in wanted and name != "dated"}
+        ranked = fuse_ranks(chosen, PAGE_FUSION_WEIGHTS)
+        if lists.get("dated") and "dated" in wanted:
+            held = dict.fromkeys(lists["dated"])
+            chosen["dated"] = [p for p in ranked if p in held]
+            chosen["dated"] += [p for p in held if p not in set(chosen["dated"])]
+            ranked = fuse_ranks(chosen, PAGE_FUSION_WEIGHTS)
+        return ranked[:k]
 
     def search(
         self, query: str, tool: str = "hybrid", k: int = 10, filters: dict[str, Any] | None = None
@@ -189,7 +250,7 @@ class Toolkit:
         return before, after
 
     def _page_table(self, page_id: str) -> tuple[list[Hit], dict[int, int]]:
-        gen = self.index.ensure_synced()
+        gen = self.index.serving()
         key = (gen.name, page_id)
         with self._texts_lock:
             found = self._page_intervals.get(key)

@@ -790,7 +790,7 @@ def test_bad_queries(two_tenants: KnowledgeBase, tool: str) -> None:
     assert len(search("crane", 1)) == 1
     assert len(search("crane", 1000)) <= 1000
     # Unknown or empty filters are errors.
-    for flt in ({"speaker": "Ann"}, {"session": ""}, {"tags": 3}, {"session": "  "}):
+    for flt in ({"author": "Ann"}, {"session": ""}, {"tags": 3}, {"session": "  "}):
         with pytest.raises(ValidationError, match="filters"):
             search("crane", 5, flt)
 
@@ -859,9 +859,33 @@ def test_filters(
     assert search(q, 1000, {"session": "s-crane", "classification": "secret"}) == []
     assert search(q, 5, {"session": "no-such-session"}) == []
     assert search(q, 5, {"page": "notes/crane.md"})[0].page_id == "notes/crane.md"
+    # A speaker's own turns (in every session), twice: the second dense search reads the
+    # speaker's vectors from the generation's cache and must rank exactly as the first.
+    chen = [h for h in everything if h.speaker == "Chen"]
+    hits = search(q, 1000, {"speaker": "Chen"})
+    assert hits and {h.speaker for h in hits} == {"Chen"}
+    if tool == "dense":
+        assert len(hits) == len(chen)
+    assert keys(search(q, 1000, {"speaker": "Chen"})) == keys(hits)
+    assert search(q, 5, {"speaker": "chen"}) == []  # names match exactly
     # A filtered search ranks like the unfiltered one, restricted.
     unfiltered = [h for h in search(q, 1000) if h.session_id == "s-crane"]
     assert keys(search(q, 1000, {"session": "s-crane"})) == keys(unfiltered)
+
+
+def test_speakers_are_the_live_turns_speakers(tmp_path: Path, model: None) -> None:
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    index = TenantIndex(kb, ACME)
+    assert index.speakers() == []
+    ingest(kb, session(ACME, "s-crane", CRANE_TURNS))
+    ingest(kb, session(ACME, "s-budget", BUDGET_TURNS))
+    kb.commit_files({f"tenants/{ACME}/notes/crane.md": CRANE_NOTE.encode()}, "Add crane note")
+    assert index.speakers() == ["Ann", "Bob", "Chen", "Dana", "Eve"]  # a note has no speaker
+    # Deleted intervals leave their terms in Whoosh's lexicon until segments merge: a speaker
+    # whose every turn is gone is not listed.
+    ingest(kb, session(ACME, "s-budget", [("Ann", "The budget meeting moved to Friday.")]))
+    assert index.speakers() == ["Ann", "Bob", "Chen"]
+    assert index.bm25("budget", 5, {"speaker": "Eve"}) == []
 
 
 def test_hits_carry_everything_a_citation_needs(filtered: Toolkit) -> None:

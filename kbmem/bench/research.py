@@ -122,13 +122,12 @@ def _run(
             }
             bm25 = toolkit.bm25(q.text, DEPTH)
             dense = toolkit.dense(q.text, DEPTH)
+            lists = toolkit.page_lists(q.text, "hybrid", DEPTH, bm25_hits=bm25)
             for name, hits in (
                 ("bm25", bm25),
                 ("hybrid", fuse({"bm25": bm25, "dense": dense}, DEPTH)),
             ):
-                ranked = toolkit.pages(
-                    q.text, name, max_pages, DEPTH, bm25_hits=bm25, dense_hits=dense
-                )
+                ranked = toolkit.pages(q.text, name, max_pages, DEPTH, lists=lists)
                 pages = {session_of(p) for p in ranked}
                 covered, tokens = covered_context(toolkit, hits[:BASELINE_TOP])
                 row[f"{name}.page_coverage"] = float(q.sessions <= pages)

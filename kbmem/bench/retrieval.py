@@ -64,13 +64,14 @@ def run(data_dir: Path) -> dict[str, Any]:
             questions += 1
             bm25 = toolkit.bm25(q.text, DEPTH)
             dense = toolkit.dense(q.text, DEPTH)
-            lists = {
+            hit_lists = {
                 "bm25": bm25,
                 "dense": dense,
                 "hybrid": fuse({"bm25": bm25, "dense": dense}, DEPTH),
             }
-            for tool, hits in lists.items():
-                ranked = toolkit.pages(q.text, tool, DEPTH, DEPTH, bm25_hits=bm25, dense_hits=dense)
+            page_lists = toolkit.page_lists(q.text, "hybrid", DEPTH, bm25_hits=bm25)
+            for tool, hits in hit_lists.items():
+                ranked = toolkit.pages(q.text, tool, DEPTH, DEPTH, lists=page_lists)
                 pages = [session_of(p) for p in ranked]
                 for k in PAGE_KS:
                     if q.sessions <= set(pages[:k]):

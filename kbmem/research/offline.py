@@ -1,7 +1,9 @@
 """The offline engine: deterministic planning, integration and reflection, no network.
 
 Planning reads the request's entities, rare terms and dates, and the memos (a memo that names
-the request's rare terms points the plan at its session's pages). Reflection checks which of
+the request's rare terms points the plan at its session's pages); a request about one person
+who speaks in memory is also searched in that person's voice, among their own turns (see
+perspective). Reflection checks which of
 the request's terms the evidence does not cover yet and follows entities that the evidence
 introduces (multi-hop bridging: "the city where my sister lives" is searched again as
 "<speaker> sister" to find where the sister lives)."""
@@ -12,10 +14,10 @@ import math
 import re
 from dataclasses import dataclass
 
+from ..dates import MONTHS, date_windows, sessions_in
 from ..index import analyze
 from ..memo import STOPWORDS
 from ..textutil import truncate_tokens
-from .dates import MONTHS, date_windows, sessions_in
 from .state import ResearchState
 from .types import IntegrationState, PlanAction, ReflectionDecision
 
@@ -120,6 +122,17 @@ class OfflineEngine:
             PlanAction("bm25", request, k=self.k, note="the request as asked"),
             PlanAction("dense", request, k=self.k, note="paraphrases of the request"),
         ]
+        view = self.toolkit.voiced(request)
+        if view is not None:
+            actions.append(
+                PlanAction(
+                    "dense",
+                    view.text,
+                    k=self.k,
+                    note=f"what {view.speaker} would have said about it, among their own turns",
+                    speaker=view.speaker,
+                )
+            )
         terms = self.content_terms(request)
         shares = self.term_shares(terms)
         # The request's rarest terms that memory holds at all (a relative choice: an absolute

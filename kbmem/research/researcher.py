@@ -201,15 +201,18 @@ class Researcher:
         """The action's ranked interval hits, and the pages it votes for: for keyword searches
         the pages ranked as whole documents, for semantic ones the pages of the nearest
         intervals."""
+        filters = {"speaker": action.speaker} if action.speaker else None
         if action.tool == "bm25":
             query = action.query or ""
-            pages = [p for p, _s in self.toolkit.bm25_pages(query, PAGE_VOTES)]
-            found = self.toolkit.bm25(query, action.k + REPEAT_SLACK)
+            pages = [p for p, _s in self.toolkit.bm25_pages(query, PAGE_VOTES, filters)]
+            found = self.toolkit.bm25(query, action.k + REPEAT_SLACK, filters)
             return distinct(found, action.k), pages
         if action.tool == "dense":
             depth = max(action.k + REPEAT_SLACK, DENSE_VOTE_DEPTH)
             near = [
-                h for h in self.toolkit.dense(action.query or "", depth) if h.score >= DENSE_FLOOR
+                h
+                for h in self.toolkit.dense(action.query or "", depth, filters)
+                if h.score >= DENSE_FLOOR
             ]
             return distinct(near, action.k), [p for p, _s in rank_pages(near)]
         if action.tool == "page_id":

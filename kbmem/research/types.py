@@ -24,6 +24,9 @@ class PlanAction:
     # lives"): the key of the interval that made the reference. What it finds first inherits
     # part of that interval's standing.
     follows: str = ""
+    # Search only the turns of this speaker (a request about one person, asked in their
+    # voice: see perspective).
+    speaker: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"tool": self.tool, "k": self.k}
@@ -35,6 +38,8 @@ class PlanAction:
             data["note"] = self.note
         if self.follows:
             data["follows"] = self.follows
+        if self.speaker:
+            data["speaker"] = self.speaker
         return data
 
 

@@ -1,0 +1,156 @@
+"""A request about one person who speaks in memory is searched in that person's voice, among
+their own turns: the rewrite itself, and what it finds with the real model and indexes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kbmem.memorizer import ingest_session
+from kbmem.perspective import Voiced, subject, voiced
+from kbmem.research.researcher import Researcher
+from kbmem.sessions import CHAT_AGENT, session_from_mapping
+from kbmem.store import KnowledgeBase
+from kbmem.template import init_kb
+from kbmem.toolkit import Toolkit
+
+SPEAKERS = ["John", "Maria", "Tobias Ferrante", CHAT_AGENT]
+
+
+@pytest.mark.parametrize(
+    ("request_text", "expected"),
+    [
+        ("What martial arts has John done?", Voiced("martial arts I done", "John")),
+        ("What is Maria's relationship status?", Voiced("my relationship status", "Maria")),
+        (
+            "How long has Maria had her current group of friends for?",
+            Voiced("I had my current group of friends for", "Maria"),
+        ),
+        ("When did John paint a sunrise?", Voiced("I paint a sunrise", "John")),
+        # A full name, or the first name alone.
+        ("Where does Tobias Ferrante work?", Voiced("I work", "Tobias Ferrante")),
+        (
+            "What did Tobias say about his sync service?",
+            Voiced("I say about my sync service", "Tobias Ferrante"),
+        ),
+        ("Tell me about John's children", Voiced("Tell me about my children", "John")),
+    ],
+)
+def test_a_request_about_one_speaker_is_put_in_their_voice(
+    request_text: str, expected: Voiced
+) -> None:
+    assert voiced(request_text, SPEAKERS, ignore=[CHAT_AGENT]) == expected
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "What do John and Maria both like?",  # two people: no one voice
+        "What happened at the harbour?",  # nobody named
+        "What did johnny say?",  # not a name in memory (names match as written, whole)
+        "What did kbmem answer?",  # kbmem's own voice is never taken
+        "Who is John?",  # nothing left to search once the name is taken out
+    ],
+)
+def test_no_voice_when_the_request_is_not_about_one_speaker(request_text: str) -> None:
+    assert voiced(request_text, SPEAKERS, ignore=[CHAT_AGENT]) is None
+
+
+def test_a_first_name_two_speakers_share_names_no_one() -> None:
+    speakers = ["Sam Reed", "Sam Ortiz", "Ann"]
+    assert subject("What does Sam like?", speakers) is None
+    assert subject("What does Sam Reed like?", speakers) == "Sam Reed"
+    assert subject("What does Ann like?", speakers) == "Ann"
+
+
+def session(sid: str, turns: list[tuple[str, str]]) -> dict:
+    return {
+        "tenantId": "acme",
+        "sessionId": sid,
+        "title": sid,
+        "turns": [
+            {
+                "role": "user",
+                "content": text,
+                "timestamp": f"2026-03-0{1 + n}T10:00:00",
+                "metadata": {"id": f"t{n + 1}", "speaker": who},
+            }
+            for n, (who, text) in enumerate(turns)
+        ],
+    }
+
+
+@pytest.fixture(scope="module")
+def talk(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
+    """John does kickboxing (said once, in passing); Maria talks about martial arts a lot."""
+    kb = init_kb(tmp_path_factory.mktemp("voice") / "kb", with_history=False)
+    for sid, turns in {
+        "s-gym": [
+            ("Maria", "How was your week?"),
+            ("John", "I started kickboxing classes, my first fight training is on Monday."),
+            ("Maria", "That sounds great, keep it up!"),
+        ],
+        "s-film": [
+            ("Maria", "I watched a documentary about martial arts yesterday."),
+            ("John", "Oh nice, what was it about?"),
+            ("Maria", "Martial arts schools in Japan, and how martial arts are taught there."),
+        ],
+        "s-garden": [
+            ("John", "We planted tomatoes in the garden this weekend."),
+            ("Maria", "Lovely, mine never grow."),
+        ],
+    }.items():
+        ingest_session(kb, session_from_mapping(session(sid, turns)))
+    return kb
+
+
+def test_dense_pages_hear_the_request_in_the_speakers_voice(talk: KnowledgeBase) -> None:
+    toolkit = Toolkit(talk, "acme")
+    question = "What martial arts has John done?"
+    # Taken literally, the nearest turns are Maria's, which share the question's words.
+    assert toolkit.dense(question, 1)[0].page_id == "s-film/1"
+    # In John's voice, among John's turns, the kickboxing turn comes first.
+    assert toolkit.voiced(question) == Voiced("martial arts I done", "John")
+    assert toolkit.dense_pages(question, 10)[0] == "s-gym/1"
+    # A filter on another speaker is respected: no voice is taken then.
+    only_maria = toolkit.dense_pages(question, 10, {"speaker": "Maria"})
+    assert only_maria and only_maria[0] == "s-film/1"
+
+
+def test_the_researcher_plans_a_search_in_the_speakers_voice(talk: KnowledgeBase) -> None:
+    researcher = Researcher(talk, "acme")
+    try:
+        briefing = researcher.research("What martial arts has John done?")
+    finally:
+        researcher.close()
+    [plan] = [e for e in briefing.trace if e.kind == "plan" and e.step == 0]
+    voiced_actions = [a for a in plan.data["actions"] if a.get("speaker")]
+    assert voiced_actions == [
+        {
+            "tool": "dense",
+            "k": voiced_actions[0]["k"],
+            "query": "martial arts I done",
+            "note": "what John would have said about it, among their own turns",
+            "speaker": "John",
+        }
+    ]
+    call = plan.data["actions"].index(voiced_actions[0])
+    [result] = [
+        e
+        for e in briefing.trace
+        if e.kind == "tool_result" and e.step == 0 and e.data["call"] == call
+    ]
+    assert result.data["hits"], "the voiced search found John's turn"
+    assert all(h["excerpt"].startswith("John:") for h in result.data["hits"])
+    assert "kickboxing" in " ".join(e.excerpt for e in briefing.evidence)
+
+
+def test_nobody_named_means_no_voiced_search(talk: KnowledgeBase, tmp_path: Path) -> None:
+    researcher = Researcher(talk, "acme")
+    try:
+        briefing = researcher.research("Which vegetables grow in the garden?")
+    finally:
+        researcher.close()
+    plans = [e for e in briefing.trace if e.kind == "plan"]
+    assert not any(a.get("speaker") for e in plans for a in e.data["actions"])
