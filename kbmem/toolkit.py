@@ -82,6 +82,11 @@ def rank_pages(hits: list[Hit], decay: float = 0.5, depth: int = 3) -> list[tupl
     return sorted(scored, key=lambda item: (-item[1], item[0]))
 
 
+def check_tool(tool: str) -> None:
+    if tool not in TOOLS:
+        raise ValidationError(f"unknown tool {tool!r} (known: {', '.join(TOOLS)})", "tool")
+
+
 class Toolkit:
     """Tenant-scoped retrieval tools over the tenant's index (synced to HEAD on use)."""
 
@@ -148,8 +153,7 @@ class Toolkit:
         interval (``dense``); and for a query that names dates, the pages of the sessions held
         then (``dated``, unranked: ``pages`` ranks them as the other lists do). BM25 interval
         hits already retrieved may be passed in."""
-        if tool not in TOOLS:
-            raise ValidationError(f"unknown tool {tool!r} (known: {', '.join(TOOLS)})", "tool")
+        check_tool(tool)
         check_query(query, depth)
         lists: dict[str, list[str]] = {}
         if tool in ("bm25", "hybrid"):
@@ -181,9 +185,9 @@ class Toolkit:
     ) -> list[str]:
         """Page ids ranked for ``query`` by weighted rank fusion of ``page_lists`` (whole-page
         BM25 and best BM25 intervals for ``bm25``, nearest intervals for ``dense``, all three
-        for ``hybrid``). Lists already computed for the query may be passed in."""
-        if tool not in TOOLS:
-            raise ValidationError(f"unknown tool {tool!r} (known: {', '.join(TOOLS)})", "tool")
+        for ``hybrid``; with every tool, the sessions held on dates the query names). Lists
+        already computed for the query may be passed in."""
+        check_tool(tool)
         check_query(query, k)
         if lists is None:
             lists = self.page_lists(query, tool, max(k, depth))
@@ -193,17 +197,18 @@ class Toolkit:
         chosen = {name: ids for name, ids in lists.items() if name in wanted and name != "dated"}
         ranked = fuse_ranks(chosen, PAGE_FUSION_WEIGHTS)
         if lists.get("dated") and "dated" in wanted:
+            # The dated pages in the order the other lists rank them, unranked ones last.
             held = dict.fromkeys(lists["dated"])
-            chosen["dated"] = [p for p in ranked if p in held]
-            chosen["dated"] += [p for p in held if p not in set(chosen["dated"])]
+            dated = [p for p in ranked if p in held]
+            ranked_set = set(dated)
+            chosen["dated"] = dated + [p for p in held if p not in ranked_set]
             ranked = fuse_ranks(chosen, PAGE_FUSION_WEIGHTS)
         return ranked[:k]
 
     def search(
         self, query: str, tool: str = "hybrid", k: int = 10, filters: dict[str, Any] | None = None
     ) -> list[Hit]:
-        if tool not in TOOLS:
-            raise ValidationError(f"unknown tool {tool!r} (known: {', '.join(TOOLS)})", "tool")
+        check_tool(tool)
         return getattr(self, tool)(query, k, filters)
 
     # -- pages ------------------------------------------------------------------------------
