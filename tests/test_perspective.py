@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from talk import talk
 
 from kbmem.memorizer import ingest_session
 from kbmem.perspective import Voiced, subject, voiced
@@ -64,25 +65,8 @@ def test_a_first_name_two_speakers_share_names_no_one() -> None:
     assert subject("What does Ann like?", speakers) == "Ann"
 
 
-def session(sid: str, turns: list[tuple[str, str]]) -> dict:
-    return {
-        "tenantId": "acme",
-        "sessionId": sid,
-        "title": sid,
-        "turns": [
-            {
-                "role": "user",
-                "content": text,
-                "timestamp": f"2026-03-0{1 + n}T10:00:00",
-                "metadata": {"id": f"t{n + 1}", "speaker": who},
-            }
-            for n, (who, text) in enumerate(turns)
-        ],
-    }
-
-
 @pytest.fixture(scope="module")
-def talk(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
+def chats(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
     """John does kickboxing (said once, in passing); Maria talks about martial arts a lot."""
     kb = init_kb(tmp_path_factory.mktemp("voice") / "kb", with_history=False)
     for sid, turns in {
@@ -101,12 +85,12 @@ def talk(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
             ("Maria", "Lovely, mine never grow."),
         ],
     }.items():
-        ingest_session(kb, session_from_mapping(session(sid, turns)))
+        ingest_session(kb, session_from_mapping(talk("acme", sid, turns)))
     return kb
 
 
-def test_dense_pages_hear_the_request_in_the_speakers_voice(talk: KnowledgeBase) -> None:
-    toolkit = Toolkit(talk, "acme")
+def test_dense_pages_hear_the_request_in_the_speakers_voice(chats: KnowledgeBase) -> None:
+    toolkit = Toolkit(chats, "acme")
     question = "What martial arts has John done?"
     # Taken literally, the nearest turns are Maria's, which share the question's words.
     assert toolkit.dense(question, 1)[0].page_id == "s-film/1"
@@ -118,8 +102,8 @@ def test_dense_pages_hear_the_request_in_the_speakers_voice(talk: KnowledgeBase)
     assert only_maria and only_maria[0] == "s-film/1"
 
 
-def test_the_researcher_plans_a_search_in_the_speakers_voice(talk: KnowledgeBase) -> None:
-    researcher = Researcher(talk, "acme")
+def test_the_researcher_plans_a_search_in_the_speakers_voice(chats: KnowledgeBase) -> None:
+    researcher = Researcher(chats, "acme")
     try:
         briefing = researcher.research("What martial arts has John done?")
     finally:
@@ -146,8 +130,8 @@ def test_the_researcher_plans_a_search_in_the_speakers_voice(talk: KnowledgeBase
     assert "kickboxing" in " ".join(e.excerpt for e in briefing.evidence)
 
 
-def test_nobody_named_means_no_voiced_search(talk: KnowledgeBase, tmp_path: Path) -> None:
-    researcher = Researcher(talk, "acme")
+def test_nobody_named_means_no_voiced_search(chats: KnowledgeBase, tmp_path: Path) -> None:
+    researcher = Researcher(chats, "acme")
     try:
         briefing = researcher.research("Which vegetables grow in the garden?")
     finally:

@@ -1,0 +1,25 @@
+"""Building sessions for tests: a conversation between named speakers, as the memorizer
+takes it."""
+
+from __future__ import annotations
+
+
+def talk(
+    tenant: str, sid: str, turns: list[tuple[str, str]], day: str = "2026-03-01", **extra
+) -> dict:
+    """A session mapping whose turns are ``(speaker, text)``, held on ``day`` a minute apart."""
+    return {
+        "tenantId": tenant,
+        "sessionId": sid,
+        "title": extra.pop("title", sid),
+        "turns": [
+            {
+                "role": "user",
+                "content": text,
+                "timestamp": f"{day}T10:{n:02d}:00",
+                "metadata": {"id": f"t{n + 1}", "speaker": who},
+            }
+            for n, (who, text) in enumerate(turns)
+        ],
+        **extra,
+    }
