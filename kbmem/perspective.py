@@ -37,6 +37,7 @@ _PRONOUNS = {
     "herself": "myself",
 }
 _PRONOUN = re.compile(r"\b(" + "|".join(_PRONOUNS) + r")\b", re.I)
+_WORDS = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,19 @@ def subject(request: str, speakers: Iterable[str], ignore: Iterable[str] = ()) -
     """The one speaker the request names (by full or first name), or None when it names none,
     several, or a first name that several speakers share."""
     skip = set(ignore)
-    names = [s for s in dict.fromkeys(speakers) if s and s not in skip and s[0].isupper()]
+    words = set(_WORDS.findall(request))
+
+    def may_be_named(name: str) -> bool:
+        # A cheap first look (a memory may hold thousands of speakers): the request holds
+        # the first word of the name ("O" of "O'Brien", "Dr" of "Dr. Lee").
+        first = _WORDS.match(name)
+        return first is not None and first.group(0) in words
+
+    names = [
+        s
+        for s in dict.fromkeys(speakers)
+        if s and s not in skip and s[0].isupper() and may_be_named(s)
+    ]
     rest = request
     found: set[str] = set()
     for name in sorted(names, key=len, reverse=True):  # full names first

@@ -16,7 +16,7 @@ from kbmem.store import KnowledgeBase
 from kbmem.template import init_kb
 from kbmem.toolkit import Toolkit
 
-SPEAKERS = ["John", "Maria", "Tobias Ferrante", CHAT_AGENT]
+SPEAKERS = ["John", "Maria", "Tobias Ferrante", "O'Brien", "Dr. Lee", "Anne-Marie", CHAT_AGENT]
 
 
 @pytest.mark.parametrize(
@@ -36,6 +36,10 @@ SPEAKERS = ["John", "Maria", "Tobias Ferrante", CHAT_AGENT]
             Voiced("I say about my sync service", "Tobias Ferrante"),
         ),
         ("Tell me about John's children", Voiced("Tell me about my children", "John")),
+        # Names with punctuation in them.
+        ("What did O'Brien say about his boat?", Voiced("I say about my boat", "O'Brien")),
+        ("Where does Dr. Lee work?", Voiced("I work", "Dr. Lee")),
+        ("What is Anne-Marie's job?", Voiced("my job", "Anne-Marie")),
     ],
 )
 def test_a_request_about_one_speaker_is_put_in_their_voice(

@@ -38,6 +38,8 @@ def test_snapshot_files_hold_the_turn(kb: KnowledgeBase) -> None:  # noqa: F811
     reasoning = files["reasoning.md"]
     assert QUESTION in reasoning and "`research`" in reasoning and "## Used" in reasoning
     assert "step 0 plan:" in reasoning  # the researcher's plan, step by step
+    # ...including the search in the voice of the person asked about, among their turns.
+    assert "dense 'my onboarding buddy' among Femi Adeyemi's turns" in reasoning
     assert all(c.citation() in reasoning for c in record.context)
 
     calls = [json.loads(line) for line in files["tool_calls.jsonl"].splitlines()]

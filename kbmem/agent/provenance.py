@@ -176,6 +176,7 @@ def _plan_lines(trace: list[dict[str, Any]]) -> list[str]:
         if kind == "plan":
             actions = [
                 f"{a.get('tool')} {a.get('query') or ','.join(a.get('pageIds') or [])!r}"
+                + (f" among {a['speaker']}'s turns" if a.get("speaker") else "")
                 for a in event.get("actions") or []
             ]
             out.append(f"step {step} plan: " + ("; ".join(actions) or "nothing new to search"))

@@ -240,7 +240,7 @@ class ResearchCallView(Vertical):
 
 
 def _action_args(data: dict[str, Any]) -> dict[str, Any]:
-    keep = ("query", "pageIds", "k", "note")
+    keep = ("query", "speaker", "pageIds", "k", "note")
     return {k: data[k] for k in keep if k in data}
 
 
