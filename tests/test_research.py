@@ -233,3 +233,41 @@ def test_an_empty_knowledge_base_holds_nothing_and_says_so(empty_kb):
     assert "nothing" in briefing.executive_summary
     for tool in ("bm25", "dense", "hybrid"):
         assert researcher.toolkit.search("scheduler owner", tool, 5) == []
+
+
+def test_the_budget_favours_the_better_page_past_each_pages_best_interval(researcher):
+    """Each chosen page gets its best interval first; after that a page's rank discounts its
+    intervals' scores, so the best page's second turn wins over a slightly higher-scored
+    second turn of the page ranked below it."""
+    from kbmem.research.briefing import _cost, select_evidence
+    from kbmem.research.state import Candidate, ResearchState
+
+    toolkit = researcher.toolkit
+    pages = [
+        p
+        for p in toolkit.store.files()
+        if [h.interval.kind for h in toolkit.index.intervals_of(p)[:3]] == ["turn"] * 3
+    ][:2]
+    (a1, _, a2), (b1, _, b2) = (toolkit.index.intervals_of(p)[:3] for p in pages)
+    state = ResearchState("test")
+    for hit, score in ((a1, 1.0), (a2, 0.30), (b1, 0.9), (b2, 0.32)):
+        state.candidates[hit.interval.key] = Candidate(hit=hit, score=score)
+    assert [p for p, _ in state.page_scores()] == pages
+
+    def cost(hit):
+        iv = hit.interval
+        return _cost(toolkit, iv.path, iv.commit, iv.start, iv.end)
+
+    budget = cost(a1) + cost(b1) + max(cost(a2), cost(b2))
+
+    def turns(*hits):
+        return {(h.page_id, t) for h in hits for t in h.interval.turn_ids}
+
+    chosen = {
+        (item.page_id, t)
+        for item in select_evidence(toolkit, state, 8, budget)
+        for t in item.interval.turn_ids
+    }
+    assert turns(a2) and turns(b2)
+    assert turns(a1, b1, a2) <= chosen
+    assert not turns(b2) & chosen
