@@ -3,8 +3,6 @@ their own turns: the rewrite itself, and what it finds with the real model and i
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from talk import talk
 
@@ -134,7 +132,7 @@ def test_the_researcher_plans_a_search_in_the_speakers_voice(chats: KnowledgeBas
     assert "kickboxing" in " ".join(e.excerpt for e in briefing.evidence)
 
 
-def test_nobody_named_means_no_voiced_search(chats: KnowledgeBase, tmp_path: Path) -> None:
+def test_nobody_named_means_no_voiced_search(chats: KnowledgeBase) -> None:
     researcher = Researcher(chats, "acme")
     try:
         briefing = researcher.research("Which vegetables grow in the garden?")
