@@ -271,3 +271,60 @@ def test_the_budget_favours_the_better_page_past_each_pages_best_interval(resear
     assert turns(a2) and turns(b2)
     assert turns(a1, b1, a2) <= chosen
     assert not turns(b2) & chosen
+
+
+def test_a_matching_turn_lends_context_to_two_turns_each_way(researcher):
+    """An answer often comes a turn or two after the question that names its subject: a hit
+    passes part of its score to the two turns after it (more to the nearer) and to the two
+    before it, and nothing further."""
+    from kbmem.research.state import ResearchState
+    from kbmem.research.types import PlanAction
+
+    toolkit = researcher.toolkit
+    page = next(
+        p
+        for p in toolkit.store.files()
+        if sum(h.interval.kind == "turn" for h in toolkit.index.intervals_of(p)[:7]) == 7
+    )
+    turns = toolkit.index.intervals_of(page)[:7]
+    state = ResearchState("test", adjacent=toolkit.adjacent)
+    state.add(PlanAction("bm25", "test"), [turns[3]])
+
+    def score(n: int) -> float:
+        cand = state.candidates.get(turns[n].interval.key)
+        return cand.score if cand else 0.0
+
+    assert score(3) > score(4) > score(5) > 0
+    assert score(3) > score(2) > 0 and score(1) > 0
+    assert score(0) == 0 and score(6) == 0
+    assert state.candidates[turns[5].interval.key].retrievers == {"context"}
+
+
+def test_times_of_year_are_not_followed_as_names(researcher):
+    """"Dara and I closed the pilot over Christmas: Skerrick Island Ferries will be our first
+    pilot customer": the name worth following is the customer, not the holiday (following
+    "Christmas" found an unrelated infrastructure plan and let it outrank the answer)."""
+    briefing = researcher.research("Which company was the first pilot customer for Ferrylog?")
+    follows = [
+        a["query"]
+        for e in briefing.trace
+        if e.kind == "plan"
+        for a in e.data["actions"]
+        if a.get("follows")
+    ]
+    assert follows and "Christmas" not in follows
+    assert not any("Terraform" in e.excerpt for e in briefing.evidence)
+
+
+def test_searches_made_from_request_terms_use_the_requests_words(researcher):
+    """Stemming is not idempotent ("endorsement" -> "endors" -> "endor"): a follow-up or
+    focus search built from stems would look for other terms than the request's. Built from
+    the request's own words it finds the same terms, and the trace reads as words."""
+    from kbmem.index import analyze
+
+    text = "Which endorsement deals were offered to the ferry operators?"
+    stems = analyze(text)
+    assert analyze(" ".join(stems)) != stems  # the trap
+    words = researcher.offline.spelled(stems, text)
+    assert analyze(" ".join(words)) == stems
+    assert "endorsement" in words and "operators" in words

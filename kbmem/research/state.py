@@ -3,9 +3,9 @@ all the searches of all steps, and the pages those intervals make strongest.
 
 What decides where an answer sits, beyond what matched:
 
-- **context**: a turn that matches the request passes part of its score to the turn after it
-  (the answer to a question usually follows it and rarely repeats its words) and a little to
-  the turn before it;
+- **context**: a turn that matches the request passes part of its score to the two turns
+  after it (the answer to a question follows it, often after a remark in between, and rarely
+  repeats its words) and a little to the two before it;
 - **speaker**: when the request names someone who speaks in memory, their own turns count
   more ("what did Nate think of ..." is answered by Nate far more often than by the person
   he talked to);
@@ -24,8 +24,11 @@ from ..sessions import is_own_answer
 from ..toolkit import RRF_K
 from .types import IntegrationState, PlanAction
 
-CONTEXT_NEXT = 0.5  # share of a turn's score passed to the turn after it
-CONTEXT_PREV = 0.2  # ...and to the turn before it
+# Shares of a turn's score passed to the turns after it and before it (nearest first): an
+# answer often comes a turn or two after the question that names its subject (on LoCoMo,
+# reaching two turns each way took interval coverage from 0.811 to 0.828).
+CONTEXT_NEXT = (0.5, 0.3)
+CONTEXT_PREV = (0.2, 0.2)
 SPEAKER_BOOST = 1.5  # weight of a turn spoken by someone the request names
 ECHO_WEIGHT = 0.3  # weight of kbmem's own earlier answer in a memorized chat
 _WORD = re.compile(r"[^\W_]+")
@@ -95,9 +98,12 @@ class ResearchState:
             credit = weight / (RRF_K + rank)
             new += self._credit(hit, credit, hit.retriever)
             if self.adjacent is not None and hit.interval.kind == "turn":
-                before, after = self.adjacent(hit)
-                for other, share in ((after, CONTEXT_NEXT), (before, CONTEXT_PREV)):
-                    if other is not None:
+                for side, shares in ((1, CONTEXT_NEXT), (0, CONTEXT_PREV)):
+                    other: Hit | None = hit
+                    for share in shares:
+                        other = self.adjacent(other)[side]
+                        if other is None:
+                            break
                         self._credit(other, share * credit, "context")
         return new
 
