@@ -153,6 +153,29 @@ def test_llm_plan_schema_rejects_invented_pages(example_kb):
     assert any("grep" in note for note in engine.notes)
 
 
+def test_a_models_plan_adds_to_the_requests_own_searches(example_kb):
+    """Whatever the model plans, the request is also searched as asked and in the voice of
+    the person it is about; the model's own searches follow, repeats dropped."""
+    engine = LLMEngine(
+        Researcher(example_kb, "default").toolkit,
+        LLMConfig(model="openai/none", api_base="http://127.0.0.1:9/v1"),
+    )
+    request = "What did Dara say about the pilot fee?"
+    planned = engine.check_plan(
+        {
+            "actions": [
+                {"tool": "dense", "query": request},
+                {"tool": "bm25", "query": "pilot fee pounds"},
+            ]
+        },
+        engine.toolkit.store.files(),
+    )
+    actions = engine.grounded(request, planned)
+    assert [(a.tool, a.query) for a in actions[:2]] == [("bm25", request), ("dense", request)]
+    assert actions[2].speaker == "Dara Whitcombe" and actions[2].tool == "dense"
+    assert [(a.tool, a.query) for a in actions[3:]] == [("bm25", "pilot fee pounds")]
+
+
 def test_llm_engine_unreachable_falls_back_per_step(example_kb):
     researcher = Researcher(example_kb, "default")
     dead = LLMConfig(
@@ -179,6 +202,10 @@ def test_llm_engine_end_to_end_with_smollm2(example_kb, llm_server):
     # SmolLM2 writes poor plans: whatever it managed, each step either used the model's
     # answer or fell back, and the briefing is whole and cited.
     assert briefing.engine == "llm"
+    first = next(e for e in briefing.trace if e.kind == "plan").data["actions"]
+    assert {"tool": "bm25", "query": "Who owns the tide-window scheduler?"}.items() <= first[
+        0
+    ].items()
     assert briefing.evidence
     assert all(e.interval.commit for e in briefing.evidence)
     for event in briefing.trace:
@@ -301,8 +328,8 @@ def test_a_matching_turn_lends_context_to_two_turns_each_way(researcher):
 
 
 def test_times_of_year_are_not_followed_as_names(researcher):
-    """"Dara and I closed the pilot over Christmas: Skerrick Island Ferries will be our first
-    pilot customer": the name worth following is the customer, not the holiday (following
+    """In "Dara and I closed the pilot over Christmas: Skerrick Island Ferries will be our
+    first pilot customer" the name worth following is the customer, not the holiday (following
     "Christmas" found an unrelated infrastructure plan and let it outrank the answer)."""
     briefing = researcher.research("Which company was the first pilot customer for Ferrylog?")
     follows = [

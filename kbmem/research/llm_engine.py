@@ -14,6 +14,7 @@ from ..config import Settings
 from ..errors import LLMError, ValidationError
 from ..llm import LLMConfig, complete, extract_json
 from ..textutil import count_tokens, truncate_tokens
+from .offline import request_actions
 from .state import ResearchState
 from .types import PLAN_TOOLS, IntegrationState, PlanAction, ReflectionDecision
 
@@ -75,7 +76,16 @@ class LLMEngine:
         lines = [f"- {sid}: {memo}" for _d, sid, memo in memory]
         memory_text = fit_lines(lines, self.config.max_prompt_tokens // 2)
         user = f"MEMORY (one line per session):\n{memory_text}\n\nREQUEST: {request}"
-        return self._ask(PLAN_PROMPT, user, lambda data: self.check_plan(data, known), 400)
+        planned = self._ask(PLAN_PROMPT, user, lambda data: self.check_plan(data, known), 400)
+        return self.grounded(request, planned)
+
+    def grounded(self, request: str, planned: list[PlanAction]) -> list[PlanAction]:
+        """The request's own searches (``request_actions``), then the model's: a plan adds to
+        what the request's words find and never replaces it (a small model's queries alone
+        can miss the obvious, and it cannot know whose voice memory speaks in)."""
+        base = request_actions(self.toolkit, request, self.k)
+        seen = {(a.tool, a.query, a.speaker) for a in base}
+        return base + [a for a in planned if (a.tool, a.query, a.speaker) not in seen]
 
     def check_plan(self, data: Any, known: dict[str, Any]) -> list[PlanAction]:
         if not isinstance(data, dict) or not isinstance(data.get("actions"), list):

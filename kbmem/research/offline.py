@@ -98,6 +98,28 @@ def entities(text: str) -> list[str]:
     return list(out)
 
 
+def request_actions(toolkit, request: str, k: int) -> list[PlanAction]:
+    """The searches every plan starts from, whichever engine plans: the request as asked, by
+    keyword and by meaning, and for a request about one person who speaks in memory, what that
+    person would have said about it, among their own turns."""
+    actions = [
+        PlanAction("bm25", request, k=k, note="the request as asked"),
+        PlanAction("dense", request, k=k, note="paraphrases of the request"),
+    ]
+    view = toolkit.voiced(request)
+    if view is not None:
+        actions.append(
+            PlanAction(
+                "dense",
+                view.text,
+                k=k,
+                note=f"what {view.speaker} would have said about it, among their own turns",
+                speaker=view.speaker,
+            )
+        )
+    return actions
+
+
 class OfflineEngine:
     name = "offline"
 
@@ -133,21 +155,7 @@ class OfflineEngine:
     def plan(
         self, request: str, memory: list[tuple[str, str, str]], state: ResearchState
     ) -> list[PlanAction]:
-        actions = [
-            PlanAction("bm25", request, k=self.k, note="the request as asked"),
-            PlanAction("dense", request, k=self.k, note="paraphrases of the request"),
-        ]
-        view = self.toolkit.voiced(request)
-        if view is not None:
-            actions.append(
-                PlanAction(
-                    "dense",
-                    view.text,
-                    k=self.k,
-                    note=f"what {view.speaker} would have said about it, among their own turns",
-                    speaker=view.speaker,
-                )
-            )
+        actions = request_actions(self.toolkit, request, self.k)
         terms = self.content_terms(request)
         shares = self.term_shares(terms)
         # The request's rarest terms that memory holds at all (a relative choice: an absolute

@@ -31,7 +31,7 @@ ACTION_WEIGHT = {"bm25": 1.0, "dense": 0.6, "page_id": 0.5}
 # passes part of that interval's score to its best hits instead.
 BRIDGE_TOP = 2
 BRIDGE_SHARE = 0.8
-MAX_ACTIONS_PER_STEP = 6
+MAX_ACTIONS_PER_STEP = 8  # the request's own searches (up to 3) and up to 5 planned ones
 PAGE_VOTES = 30  # pages a keyword search ranks as whole documents
 DENSE_VOTE_DEPTH = 100  # nearest intervals whose pages a semantic search votes for
 REPEAT_SLACK = 20  # extra hits fetched so that repeats dropped (see distinct) leave k others
