@@ -355,3 +355,20 @@ def test_searches_made_from_request_terms_use_the_requests_words(researcher):
     words = researcher.offline.spelled(stems, text)
     assert analyze(" ".join(words)) == stems
     assert "endorsement" in words and "operators" in words
+
+
+def test_the_focus_search_names_each_term_once_without_openers(researcher):
+    """The names-and-rare-terms search as the trace shows it: no capitalized sentence opener
+    taken for a name ("In which town ..."), no term twice ("Femi Adeyemi's ... Adeyemi's")."""
+    for request in (
+        "In which town is the office of Ferrylog's first pilot customer?",
+        "Who was Femi Adeyemi's onboarding buddy?",
+    ):
+        briefing = researcher.research(request, max_depth=0)
+        plan = next(e for e in briefing.trace if e.kind == "plan").data["actions"]
+        focus = next(
+            a["query"] for a in plan if a.get("note", "").startswith("the request's names")
+        )
+        words = focus.split()
+        assert words[0] != "In"
+        assert len({w.lower() for w in words}) == len(words), focus

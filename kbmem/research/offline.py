@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..dates import MONTHS, date_windows, sessions_in
 from ..index import analyze
@@ -20,6 +21,9 @@ from ..memo import STOPWORDS
 from ..textutil import truncate_tokens
 from .state import ResearchState
 from .types import IntegrationState, PlanAction, ReflectionDecision
+
+if TYPE_CHECKING:
+    from ..toolkit import Toolkit
 
 QUESTION_WORDS = frozenset(
     "what when where who whom whose which why how did does do is are was were will would "
@@ -88,6 +92,8 @@ def entities(text: str) -> list[str]:
     out: dict[str, None] = {}
     for m in _ENTITY.finditer(text):
         words = [w for w in m.group(0).split() if w.lower() not in QUESTION_WORDS | _NOT_NAMES]
+        while words and words[0].lower() in STOPWORDS:
+            words.pop(0)  # a capitalized opener ("In which town ..."), not part of a name
         phrase = " ".join(words).strip(" .'’")
         if phrase and phrase.lower() not in QUESTION_WORDS and len(phrase) > 1:
             out.setdefault(phrase, None)
@@ -98,7 +104,7 @@ def entities(text: str) -> list[str]:
     return list(out)
 
 
-def request_actions(toolkit, request: str, k: int) -> list[PlanAction]:
+def request_actions(toolkit: Toolkit, request: str, k: int) -> list[PlanAction]:
     """The searches every plan starts from, whichever engine plans: the request as asked, by
     keyword and by meaning, and for a request about one person who speaks in memory, what that
     person would have said about it, among their own turns."""
@@ -163,7 +169,9 @@ class OfflineEngine:
         present = sorted((shares[t], t) for t in terms if shares.get(t, 0) > 0)
         rare = [t for share, t in present[:3] if share <= COMMON_SHARE]
         names = entities(request)
-        focus = " ".join(dict.fromkeys(names + self.spelled(rare, request)))
+        named = set(analyze(" ".join(names)))
+        rare_words = self.spelled([t for t in rare if t not in named], request)
+        focus = " ".join(dict.fromkeys(names + rare_words))
         if focus and analyze(focus) != analyze(request):
             actions.append(
                 PlanAction("bm25", focus, k=self.k, note="the request's names and rare terms")
@@ -269,14 +277,13 @@ class OfflineEngine:
         follow: list[PlanAction] = []
         names = [n for n in entities(request)]
         missing = self.spelled(missing, request)
-        if missing:
+        if missing:  # (a search already made is dropped by the researcher)
             query = " ".join(dict.fromkeys(names + missing))
-            if ("bm25", query) not in state.queries_done:
-                follow.append(
-                    PlanAction(
-                        "bm25", query, k=self.k, note=f"terms not covered yet: {', '.join(missing)}"
-                    )
+            follow.append(
+                PlanAction(
+                    "bm25", query, k=self.k, note=f"terms not covered yet: {', '.join(missing)}"
                 )
+            )
         for bridge, source in self.bridges(request, top[:4], state):
             follow.append(
                 PlanAction("bm25", bridge, k=self.k, note=f"follow '{bridge}'", follows=source)
