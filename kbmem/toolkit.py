@@ -244,15 +244,14 @@ class Toolkit:
         found = [p for p in self.store.files() if p.startswith(prefix)]
         return sorted(found, key=lambda p: int(p.rsplit("/", 1)[1]))
 
-    def adjacent(self, hit: Hit) -> tuple[Hit | None, Hit | None]:
-        """The intervals just before and just after ``hit`` on its page (None at an end)."""
+    def around(self, hit: Hit, before: int = 1, after: int = 1) -> tuple[list[Hit], list[Hit]]:
+        """Up to ``before`` intervals before ``hit`` and ``after`` after it on its page, each
+        side nearest first (one look-up of the page's table for both sides)."""
         intervals, position = self._page_table(hit.page_id)
         n = position.get(hit.interval.start)
         if n is None:
-            return None, None
-        before = intervals[n - 1] if n > 0 else None
-        after = intervals[n + 1] if n + 1 < len(intervals) else None
-        return before, after
+            return [], []
+        return intervals[max(0, n - before) : n][::-1], intervals[n + 1 : n + 1 + after]
 
     def _page_table(self, page_id: str) -> tuple[list[Hit], dict[int, int]]:
         gen = self.index.serving()

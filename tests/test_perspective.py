@@ -3,6 +3,8 @@ their own turns: the rewrite itself, and what it finds with the real model and i
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from talk import talk
 
@@ -104,12 +106,15 @@ def test_dense_pages_hear_the_request_in_the_speakers_voice(chats: KnowledgeBase
     assert only_maria and only_maria[0] == "s-film/1"
 
 
-def test_the_researcher_plans_a_search_in_the_speakers_voice(chats: KnowledgeBase) -> None:
-    researcher = Researcher(chats, "acme")
-    try:
-        briefing = researcher.research("What martial arts has John done?")
-    finally:
-        researcher.close()
+@pytest.fixture
+def researcher(chats: KnowledgeBase) -> Iterator[Researcher]:
+    found = Researcher(chats, "acme")
+    yield found
+    found.close()
+
+
+def test_the_researcher_plans_a_search_in_the_speakers_voice(researcher: Researcher) -> None:
+    briefing = researcher.research("What martial arts has John done?")
     [plan] = [e for e in briefing.trace if e.kind == "plan" and e.step == 0]
     voiced_actions = [a for a in plan.data["actions"] if a.get("speaker")]
     assert voiced_actions == [
@@ -132,11 +137,7 @@ def test_the_researcher_plans_a_search_in_the_speakers_voice(chats: KnowledgeBas
     assert "kickboxing" in " ".join(e.excerpt for e in briefing.evidence)
 
 
-def test_nobody_named_means_no_voiced_search(chats: KnowledgeBase) -> None:
-    researcher = Researcher(chats, "acme")
-    try:
-        briefing = researcher.research("Which vegetables grow in the garden?")
-    finally:
-        researcher.close()
+def test_nobody_named_means_no_voiced_search(researcher: Researcher) -> None:
+    briefing = researcher.research("Which vegetables grow in the garden?")
     plans = [e for e in briefing.trace if e.kind == "plan"]
     assert not any(a.get("speaker") for e in plans for a in e.data["actions"])

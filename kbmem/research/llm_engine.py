@@ -82,10 +82,9 @@ class LLMEngine:
     def grounded(self, request: str, planned: list[PlanAction]) -> list[PlanAction]:
         """The request's own searches (``request_actions``), then the model's: a plan adds to
         what the request's words find and never replaces it (a small model's queries alone
-        can miss the obvious, and it cannot know whose voice memory speaks in)."""
-        base = request_actions(self.toolkit, request, self.k)
-        seen = {(a.tool, a.query, a.speaker) for a in base}
-        return base + [a for a in planned if (a.tool, a.query, a.speaker) not in seen]
+        can miss the obvious, and it cannot know whose voice memory speaks in). Repeats are
+        dropped where every step's actions are, in the researcher."""
+        return request_actions(self.toolkit, request, self.k) + planned
 
     def check_plan(self, data: Any, known: dict[str, Any]) -> list[PlanAction]:
         if not isinstance(data, dict) or not isinstance(data.get("actions"), list):

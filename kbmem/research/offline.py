@@ -104,6 +104,17 @@ def entities(text: str) -> list[str]:
     return list(out)
 
 
+def spelled(terms: list[str], text: str) -> list[str]:
+    """The terms as ``text`` spells them ("compani" as "company"). Stemming is not idempotent
+    ("endorsement" -> "endors" -> "endor"): a search built from stems looks for other terms
+    than the text's, and the trace, the audit and a model read words, not stems."""
+    words: dict[str, str] = {}
+    for word in _WORD.findall(text):
+        for term in analyze(word):
+            words.setdefault(term, word.strip("'’-"))
+    return [words.get(t, t) for t in terms]
+
+
 def request_actions(toolkit: Toolkit, request: str, k: int) -> list[PlanAction]:
     """The searches every plan starts from, whichever engine plans: the request as asked, by
     keyword and by meaning, and for a request about one person who speaks in memory, what that
@@ -142,15 +153,6 @@ class OfflineEngine:
         words = [w for w in _WORD.findall(text) if w.lower() not in QUESTION_WORDS]
         return [t for t in analyze(" ".join(words)) if t not in QUESTION_WORDS]
 
-    def spelled(self, terms: list[str], text: str) -> list[str]:
-        """The terms as ``text`` spells them ("compani" as "company"): searches match the
-        same either way, and the trace, the audit and a model read words, not stems."""
-        words: dict[str, str] = {}
-        for word in _WORD.findall(text):
-            for term in analyze(word):
-                words.setdefault(term, word.strip("'’-"))
-        return [words.get(t, t) for t in terms]
-
     def term_shares(self, terms: list[str]) -> dict[str, float]:
         stats = self.toolkit.term_stats(terms)
         total = max(stats.pop("__total__", 1), 1)
@@ -170,7 +172,7 @@ class OfflineEngine:
         rare = [t for share, t in present[:3] if share <= COMMON_SHARE]
         names = entities(request)
         named = set(analyze(" ".join(names)))
-        rare_words = self.spelled([t for t in rare if t not in named], request)
+        rare_words = spelled([t for t in rare if t not in named], request)
         focus = " ".join(dict.fromkeys(names + rare_words))
         if focus and analyze(focus) != analyze(request):
             actions.append(
@@ -276,7 +278,7 @@ class OfflineEngine:
         ]
         follow: list[PlanAction] = []
         names = [n for n in entities(request)]
-        missing = self.spelled(missing, request)
+        missing = spelled(missing, request)
         if missing:  # (a search already made is dropped by the researcher)
             query = " ".join(dict.fromkeys(names + missing))
             follow.append(

@@ -124,7 +124,7 @@ class Researcher:
         started = time.perf_counter()
         self.toolkit.index.ensure_synced()
         memory = read_memory(self.kb, self.tenant)
-        state = ResearchState(request, adjacent=self.toolkit.adjacent)
+        state = ResearchState(request, around=self.toolkit.around)
         actions = self._engine_call("plan", emit, 0, request, memory, state)
         decision = ReflectionDecision(False)
         steps = 0

@@ -33,7 +33,7 @@ SPEAKER_BOOST = 1.5  # weight of a turn spoken by someone the request names
 ECHO_WEIGHT = 0.3  # weight of kbmem's own earlier answer in a memorized chat
 _WORD = re.compile(r"[^\W_]+")
 
-Adjacent = Callable[[Hit], tuple[Hit | None, Hit | None]]
+Around = Callable[[Hit, int, int], tuple[list[Hit], list[Hit]]]
 
 
 @dataclass
@@ -58,8 +58,8 @@ class ResearchState:
     focus_boost: float = 4.0
     # Page-level BM25 votes of every keyword search so far (rank fusion across searches).
     page_votes: dict[str, float] = field(default_factory=dict)
-    # The intervals around a hit on its page (the toolkit's ``adjacent``); None: no context.
-    adjacent: Adjacent | None = None
+    # The intervals around a hit on its page (the toolkit's ``around``); None: no context.
+    around: Around | None = None
     _speaker_weights: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -97,13 +97,11 @@ class ResearchState:
         for rank, hit in enumerate(hits, start=1):
             credit = weight / (RRF_K + rank)
             new += self._credit(hit, credit, hit.retriever)
-            if self.adjacent is not None and hit.interval.kind == "turn":
-                for side, shares in ((1, CONTEXT_NEXT), (0, CONTEXT_PREV)):
-                    other: Hit | None = hit
-                    for share in shares:
-                        other = self.adjacent(other)[side]
-                        if other is None:
-                            break
+            if self.around is not None and hit.interval.kind == "turn":
+                before, after = self.around(hit, len(CONTEXT_PREV), len(CONTEXT_NEXT))
+                for others, shares in ((after, CONTEXT_NEXT), (before, CONTEXT_PREV)):
+                    # At a page's ends there are fewer turns than shares.
+                    for other, share in zip(others, shares, strict=False):
                         self._credit(other, share * credit, "context")
         return new
 
