@@ -153,11 +153,10 @@ def test_llm_plan_schema_rejects_invented_pages(example_kb):
     assert any("grep" in note for note in engine.notes)
 
 
-def test_a_models_plan_adds_to_the_requests_own_searches(example_kb):
+def test_a_models_plan_adds_to_the_requests_own_searches(researcher):
     """Whatever the model plans, the request is also searched as asked and in the voice of
     the person it is about; the model's own searches follow (the researcher drops repeats,
     here the model's dense search for the request as asked)."""
-    researcher = Researcher(example_kb, "default")
     engine = LLMEngine(
         researcher.toolkit,
         LLMConfig(model="openai/none", api_base="http://127.0.0.1:9/v1"),
@@ -173,7 +172,6 @@ def test_a_models_plan_adds_to_the_requests_own_searches(example_kb):
         engine.toolkit.store.files(),
     )
     actions = engine.grounded(request, planned)
-    researcher.close()
     assert [(a.tool, a.query) for a in actions[:2]] == [("bm25", request), ("dense", request)]
     assert actions[2].speaker == "Dara Whitcombe" and actions[2].tool == "dense"
     assert actions[3:] == planned
@@ -359,6 +357,19 @@ def test_searches_made_from_request_terms_use_the_requests_words(researcher):
     words = spelled(stems, text)
     assert analyze(" ".join(words)) == stems
     assert "endorsement" in words and "operators" in words
+    # The searches the offline plan and reflection build from the request's terms ("company"
+    # used to be searched, and shown, as "compani").
+    request = "Which company was the first pilot customer for Ferrylog?"
+    briefing = researcher.research(request)
+    built = [
+        a["query"]
+        for e in briefing.trace
+        if e.kind == "plan"
+        for a in e.data["actions"]
+        if a.get("note", "").startswith(("the request's names", "terms not covered"))
+    ]
+    assert built and any("company" in q.split() for q in built)
+    assert all(set(q.split()) <= set(request.rstrip("?").split()) for q in built), built
 
 
 def test_the_focus_search_names_each_term_once_without_openers(researcher):

@@ -56,22 +56,23 @@ _NOT_NAMES = frozenset(
     "i i'm i've i'd i'll i’m i’ve i’d i’ll ok okay yes yeah hey hi hello thanks wow oh "
     "mon tue tues wed thu thur thurs fri sat sun".split()
 )
-# Words that say little about what a request is after; never worth a follow-up search.
+# Times: capitalized ("over Christmas", "on Monday") but never someone or something that the
+# evidence introduces and that another record would say more about.
+TIME_WORDS = frozenset(MONTHS) | frozenset(
+    "monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow day "
+    "year year's eve christmas xmas easter halloween thanksgiving hanukkah diwali ramadan eid "
+    "passover valentine's".split()
+)
+# Words that say little about what a request is after; never worth a follow-up search, and a
+# name made of nothing else is not worth following.
 GENERIC = (
     QUESTION_WORDS
     | STOPWORDS
+    | TIME_WORDS
     | frozenset(
         "take place make go come happen thing things way time people feel felt want say said "
-        "tell told get give use used start new old first last next many much monday tuesday "
-        "wednesday thursday friday saturday sunday today yesterday tomorrow".split()
+        "tell told get give use used start new old first last next many much".split()
     )
-    | frozenset(MONTHS)
-)
-# Capitalized, but times of year rather than someone or something the evidence introduces:
-# "we closed the pilot over Christmas" points at no other record worth following.
-HOLIDAYS = frozenset(
-    "christmas xmas easter halloween thanksgiving hanukkah diwali ramadan eid passover "
-    "new year new year's valentine's day".split()
 )
 NAME_BRIDGES = 1  # names are noisier bridges than first-person relations
 COMMON_SHARE = 0.15  # a term in more than this share of intervals says little
@@ -328,8 +329,7 @@ class OfflineEngine:
                     if (
                         name.lower() not in request_lower
                         and not any(ch.isdigit() for ch in name)
-                        and name.lower() not in GENERIC
-                        and not set(name.lower().split()) <= HOLIDAYS
+                        and not set(name.lower().split()) <= GENERIC
                         and name != first
                     ):
                         names.setdefault(name, hit.interval.key)
