@@ -223,8 +223,12 @@ def test_asking_again_answers_from_the_sources_not_from_earlier_answers(
     with ChatSession(kb, TENANT) as chat:
         record = chat.send(question)
     assert "Tobias Ferrante" in record.answer
-    cited = {c.page_id for c in record.context if c.cited}
-    assert cited == {c.page_id for c in first.context if c.cited}, record.answer
+    cited = [c.page_id for c in record.context if c.cited]
+    # The same best source, and sources only. (Which lesser source is quoted third may
+    # change as the chats join memory: since sentences have vectors, Tobias's own "And the
+    # tide-window scheduler, since I've written most of the tide rules" can rank above the
+    # sprint review's line.)
+    assert cited[0] == next(c.page_id for c in first.context if c.cited), record.answer
     assert not any(page.startswith("chat-") for page in cited), record.answer
 
 

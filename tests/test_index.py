@@ -922,3 +922,44 @@ def test_a_huge_turn_comes_back_as_a_short_excerpt_and_whole_by_its_interval(
     assert hit.page_id == "notes/huge.md" and len(body) > 10_000_000
     assert len(hit.excerpt) <= index_module.EXCERPT_CHARS + 2 and hit.excerpt.endswith("…")
     assert toolkit.resolve(hit.interval).text == body
+
+
+# -- a vector per sentence --------------------------------------------------------------------
+
+PARTY_TURN = (
+    "That's really cool Joanna! I hope your screenplay does well. I've been doing great, thanks "
+    "for asking. The gaming party at my place was a huge success and everyone stayed late. We "
+    "even played some chess afterward just for fun. Then we ordered way too much pizza."
+)
+
+
+def test_a_sentence_inside_a_long_turn_is_found_by_its_own_vector(
+    tmp_path: Path, model: None
+) -> None:
+    """A dense search scores a turn by its nearest vector: the whole turn, or one of its
+    sentences. One vector of the whole turn averages the party, the screenplay and the pizza,
+    and lies far from a question about board games; the chess sentence alone does not."""
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    ingest(
+        kb,
+        talk(
+            ACME,
+            "s-party",
+            [("Joanna", "How have you been, Nate?"), ("Nate", PARTY_TURN), ("Joanna", "Nice!")],
+        ),
+    )
+    index = TenantIndex(kb, ACME)
+    index.sync()
+    texts = index_module.vector_texts(f"Nate: {PARTY_TURN}", "Nate")
+    assert texts[0] == f"Nate: {PARTY_TURN}"
+    assert "Nate: We even played some chess afterward just for fun." in texts
+    assert len(texts) == 7  # the turn, then its six sentences
+    question = "What board games has Nate played?"
+    vectors = embedder.embed([question, *texts])
+    sims = vectors[1:] @ vectors[0]
+    hit = next(h for h in index.dense(question, 3) if "chess" in h.excerpt)
+    np.testing.assert_allclose(hit.score, sims.max(), atol=1e-5)
+    assert sims.argmax() == texts.index("Nate: We even played some chess afterward just for fun.")
+    assert hit.score > sims[0] + 0.1  # far nearer than the whole turn's vector
+    # "Nice!" and a short question get no vectors beyond their own.
+    assert index_module.vector_texts("Joanna: Nice!", "Joanna") == ["Joanna: Nice!"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..config import HARD_CAPS
 from ..errors import KbmemError, ValidationError
-from ..index import Hit
+from ..index import Hit, analyze
 from ..memorizer import read_memory
 from ..store import KnowledgeBase
 from ..textutil import count_tokens, truncate_tokens
@@ -45,6 +45,11 @@ PAGE_VOTE_WEIGHT = {"bm25": 1.0, "dense": 0.6}
 # 0.34; nonsense queries reach about 0.23), and a briefing built on them would pretend memory
 # knew something.
 DENSE_FLOOR = 0.3
+# ...unless none of the request's words occurs in memory at all: then a semantic match alone
+# must be clearly near. A sentence has a vector of its own (see kbmem.index), and the fewer
+# words a vector holds, the nearer chance brings it: "zyzzyva quokka xylophone" reaches 0.377
+# on a one-line roster entry, while whole intervals stay below 0.25.
+DENSE_ALONE_FLOOR = 0.4
 
 
 @dataclass
@@ -125,6 +130,7 @@ class Researcher:
         self.toolkit.index.ensure_synced()
         memory = read_memory(self.kb, self.tenant)
         state = ResearchState(request, around=self.toolkit.around)
+        floor = self._dense_floor(request)
         actions = self._engine_call("plan", emit, 0, request, memory, state)
         decision = ReflectionDecision(False)
         steps = 0
@@ -132,7 +138,7 @@ class Researcher:
         for step in range(budgets.max_depth + 1):
             state.step = step
             emit("plan", step, actions=[a.to_dict() for a in actions])
-            self._search(actions, state, emit, step)
+            self._search(actions, state, emit, step, floor)
             state.integration = self._engine_call("integrate", emit, step, request, state)
             emit(
                 "integrate",
@@ -197,10 +203,18 @@ class Researcher:
             out.append(action)
         return out[:MAX_ACTIONS_PER_STEP]
 
-    def _run_action(self, action: PlanAction) -> tuple[list[Hit], list[str]]:
+    def _dense_floor(self, request: str) -> float:
+        """DENSE_FLOOR, or DENSE_ALONE_FLOOR when memory holds none of the request's words."""
+        stats = self.toolkit.term_stats(analyze(request))
+        stats.pop("__total__", None)
+        return DENSE_FLOOR if any(stats.values()) else DENSE_ALONE_FLOOR
+
+    def _run_action(
+        self, action: PlanAction, floor: float = DENSE_FLOOR
+    ) -> tuple[list[Hit], list[str]]:
         """The action's ranked interval hits, and the pages it votes for: for keyword searches
         the pages ranked as whole documents, for semantic ones the pages of the nearest
-        intervals."""
+        intervals (those at least ``floor`` near)."""
         filters = {"speaker": action.speaker} if action.speaker else None
         if action.tool == "bm25":
             query = action.query or ""
@@ -212,7 +226,7 @@ class Researcher:
             near = [
                 h
                 for h in self.toolkit.dense(action.query or "", depth, filters)
-                if h.score >= DENSE_FLOOR
+                if h.score >= floor
             ]
             return distinct(near, action.k), [p for p, _s in rank_pages(near)]
         if action.tool == "page_id":
@@ -228,13 +242,18 @@ class Researcher:
         raise ValidationError(f"unknown tool {action.tool!r}", "tool")
 
     def _search(
-        self, actions: list[PlanAction], state: ResearchState, emit: Callable[..., None], step: int
+        self,
+        actions: list[PlanAction],
+        state: ResearchState,
+        emit: Callable[..., None],
+        step: int,
+        floor: float,
     ) -> None:
         futures = []
         for n, action in enumerate(actions):
             emit("tool_call", step, call=n, **action.to_dict())
             futures.append(
-                (n, action, time.perf_counter(), self._pool.submit(self._run_action, action))
+                (n, action, time.perf_counter(), self._pool.submit(self._run_action, action, floor))
             )
         for n, action, t0, future in futures:
             try:
