@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kbmem.index import TenantIndex
 from kbmem.local_llm import LocalLLMServer
 from kbmem.store import KnowledgeBase
 from kbmem.template import init_kb
@@ -19,9 +20,14 @@ LOCOMO = ROOT.parent / "shared" / "data" / "locomo"
 
 @pytest.fixture(scope="session")
 def example_kb_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example knowledge base, built once per test run (read-only: copy before writing)."""
+    """The example knowledge base, built and indexed once per test run (read-only: copy
+    before writing). Its copies start with the index, as a knowledge base in use does: each
+    test that searched one used to build the same index again (tests of building an index
+    make their own knowledge bases)."""
     target = tmp_path_factory.mktemp("example") / "kb"
-    init_kb(target)
+    kb = init_kb(target)
+    for tenant in sorted(p.name for p in (target / "tenants").iterdir() if p.is_dir()):
+        TenantIndex(kb, tenant).sync()
     return target
 
 
