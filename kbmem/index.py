@@ -1426,7 +1426,6 @@ class TenantIndex:
             sims.append(delta_vectors[ok] @ vec)
         # The base graph: approximate, or exact over a small filtered set.
         if base is not None:
-            many = k * VECTORS_PER_HIT
             live = view.live_label_set()
 
             def alive(label: int) -> bool:
@@ -1443,18 +1442,14 @@ class TenantIndex:
                         sims.append(items @ vec)
                 else:
                     wanted_set = set(wanted.tolist())
-                    found = self._knn(
-                        base,
-                        vec,
-                        min(many, base.get_current_count()),
-                        lambda label: label // VECTOR_STRIDE in wanted_set,
-                        alive,
+                    found = self._knn_intervals(
+                        base, vec, k, lambda label: label // VECTOR_STRIDE in wanted_set, alive
                     )
                     labels.append(found[0])
                     sims.append(found[1])
             elif view.n_live > len(np.unique(delta_owners)):
                 check = alive if len(dead) else None
-                found = self._knn(base, vec, min(many, base.get_current_count()), check, alive)
+                found = self._knn_intervals(base, vec, k, check, alive)
                 labels.append(found[0])
                 sims.append(found[1])
         if not labels:
@@ -1469,6 +1464,26 @@ class TenantIndex:
         docs, all_sims = docs[order], all_sims[order]
         _unique, first = np.unique(docs, return_index=True)
         return self._ranked(gen, docs[first], all_sims[first], k, "dense")
+
+    def _knn_intervals(
+        self,
+        base: hnswlib.Index,
+        vec: np.ndarray,
+        k: int,
+        allowed: Callable[[int], bool] | None,
+        alive: Callable[[int], bool],
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Nearest vectors of at least ``k`` intervals (as many as the graph holds): k times
+        VECTORS_PER_HIT vectors, more while the sentences of fewer intervals fill them (a
+        long note's paragraphs, sentence after sentence on the query's subject)."""
+        many = k * VECTORS_PER_HIT
+        while True:
+            many = min(many, base.get_current_count())
+            found = self._knn(base, vec, many, allowed, alive)
+            owners = len(np.unique(found[0] // VECTOR_STRIDE))
+            if owners >= k or many >= base.get_current_count() or len(found[0]) < many:
+                return found
+            many *= 2
 
     def _knn(
         self,

@@ -963,3 +963,20 @@ def test_a_sentence_inside_a_long_turn_is_found_by_its_own_vector(
     assert hit.score > sims[0] + 0.1  # far nearer than the whole turn's vector
     # "Nice!" and a short question get no vectors beyond their own.
     assert index_module.vector_texts("Joanna: Nice!", "Joanna") == ["Joanna: Nice!"]
+
+
+def test_a_dense_search_returns_k_intervals_however_many_sentences_match(
+    tmp_path: Path, model: None
+) -> None:
+    """Vectors of one interval's sentences can fill the nearest places the graph gives: a
+    search for k intervals keeps asking until it has k, not k vectors' worth."""
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    long = " ".join(f"The harbour crane number {n} needs its brakes checked." for n in range(12))
+    note = f"# Crane log\n\n{long}\n\nThe canteen opens at nine.\n\nParking is behind the shed.\n"
+    kb.commit_files({f"tenants/{ACME}/notes/cranes.md": note.encode()}, "Add crane log")
+    index = TenantIndex(kb, ACME)
+    index.sync()
+    question = "Which harbour crane needs its brakes checked?"
+    assert len(index_module.vector_texts(f"Crane log\n{long}")) == 13
+    hits = index.dense(question, 2)
+    assert len(hits) == 2 and "crane number" in hits[0].excerpt
