@@ -45,7 +45,7 @@ import uuid
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -487,6 +487,10 @@ class _View:
 _BASES: OrderedDict[str, hnswlib.Index] = OrderedDict()
 _BASES_LOCK = threading.Lock()
 _BASES_KEPT = 4
+# hnswlib keeps a query's ``ef`` on the graph object, which searches in other threads share
+# (the researcher's parallel actions; requests of the HTTP API; copies of one knowledge base):
+# setting it and searching happen under this lock, or a search may run with another's ef.
+_KNN_LOCK = threading.Lock()
 
 
 def _excerpt(text: str) -> str:
@@ -591,6 +595,61 @@ def _flock(path: Path, timeout: float) -> Any:
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def knn_intervals(
+    base: hnswlib.Index,
+    vec: np.ndarray,
+    k: int,
+    allowed: Callable[[int], bool] | None,
+    alive: Callable[[int], bool],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest vectors of at least ``k`` intervals (as many as the graph holds): k times
+    VECTORS_PER_HIT vectors, more while the sentences of fewer intervals fill them (a
+    long note's paragraphs, sentence after sentence on the query's subject)."""
+    many = k * VECTORS_PER_HIT
+    while True:
+        many = min(many, base.get_current_count())
+        found = knn_vectors(base, vec, many, allowed, alive)
+        owners = len(np.unique(found[0] // VECTOR_STRIDE))
+        if owners >= k or many >= base.get_current_count() or len(found[0]) < many:
+            return found
+        many *= 2
+
+
+def knn_vectors(
+    base: hnswlib.Index,
+    vec: np.ndarray,
+    k: int,
+    allowed: Callable[[int], bool] | None,
+    alive: Callable[[int], bool],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest vector labels and cosine similarities from the base graph. ``alive`` tells
+    the vectors of live intervals (the graph keeps deleted vectors' labels until their
+    slots are reused)."""
+    if k <= 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.float32)
+    query = vec.reshape(1, -1)
+    ef = max(64, 2 * k)
+    with _KNN_LOCK:
+        base.set_ef(ef)
+        try:
+            labels, distances = base.knn_query(query, k=k, filter=allowed)
+        except RuntimeError:
+            labels = None
+            # Fewer than k reachable: ask for what the graph can give, at a wider search.
+            base.set_ef(max(ef, 4 * k, 256))
+            with suppress(RuntimeError):
+                labels, distances = base.knn_query(query, k=k, filter=allowed)
+    if labels is None:
+        ids = np.asarray(base.get_ids_list(), dtype=np.int64)
+        ok = (alive(i) and (allowed is None or allowed(i)) for i in ids.tolist())
+        ids = ids[np.fromiter(ok, bool, len(ids))]
+        items = np.asarray(base.get_items(ids), dtype=np.float32)
+        sims = items @ vec
+        order = np.argsort(-sims)[:k]
+        return ids[order], sims[order]
+    return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
 
 
 class OtherFormat(StorageError):
@@ -1442,14 +1501,14 @@ class TenantIndex:
                         sims.append(items @ vec)
                 else:
                     wanted_set = set(wanted.tolist())
-                    found = self._knn_intervals(
+                    found = knn_intervals(
                         base, vec, k, lambda label: label // VECTOR_STRIDE in wanted_set, alive
                     )
                     labels.append(found[0])
                     sims.append(found[1])
             elif view.n_live > len(np.unique(delta_owners)):
                 check = alive if len(dead) else None
-                found = self._knn_intervals(base, vec, k, check, alive)
+                found = knn_intervals(base, vec, k, check, alive)
                 labels.append(found[0])
                 sims.append(found[1])
         if not labels:
@@ -1464,58 +1523,6 @@ class TenantIndex:
         docs, all_sims = docs[order], all_sims[order]
         _unique, first = np.unique(docs, return_index=True)
         return self._ranked(gen, docs[first], all_sims[first], k, "dense")
-
-    def _knn_intervals(
-        self,
-        base: hnswlib.Index,
-        vec: np.ndarray,
-        k: int,
-        allowed: Callable[[int], bool] | None,
-        alive: Callable[[int], bool],
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Nearest vectors of at least ``k`` intervals (as many as the graph holds): k times
-        VECTORS_PER_HIT vectors, more while the sentences of fewer intervals fill them (a
-        long note's paragraphs, sentence after sentence on the query's subject)."""
-        many = k * VECTORS_PER_HIT
-        while True:
-            many = min(many, base.get_current_count())
-            found = self._knn(base, vec, many, allowed, alive)
-            owners = len(np.unique(found[0] // VECTOR_STRIDE))
-            if owners >= k or many >= base.get_current_count() or len(found[0]) < many:
-                return found
-            many *= 2
-
-    def _knn(
-        self,
-        base: hnswlib.Index,
-        vec: np.ndarray,
-        k: int,
-        allowed: Callable[[int], bool] | None,
-        alive: Callable[[int], bool],
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Nearest vector labels and cosine similarities from the base graph. ``alive`` tells
-        the vectors of live intervals (the graph keeps deleted vectors' labels until their
-        slots are reused)."""
-        if k <= 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        ef = max(64, 2 * k)
-        base.set_ef(ef)
-        try:
-            labels, distances = base.knn_query(vec.reshape(1, -1), k=k, filter=allowed)
-        except RuntimeError:
-            # Fewer than k reachable: ask for what the graph can give, at a wider search.
-            base.set_ef(max(ef, 4 * k, 256))
-            try:
-                labels, distances = base.knn_query(vec.reshape(1, -1), k=k, filter=allowed)
-            except RuntimeError:
-                ids = np.asarray(base.get_ids_list(), dtype=np.int64)
-                ok = (alive(i) and (allowed is None or allowed(i)) for i in ids.tolist())
-                ids = ids[np.fromiter(ok, bool, len(ids))]
-                items = np.asarray(base.get_items(ids), dtype=np.float32)
-                sims = items @ vec
-                order = np.argsort(-sims)[:k]
-                return ids[order], sims[order]
-        return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
 
     def all_intervals(self) -> list[Hit]:
         """Every live interval of the index, sorted by key (score 0): what the index holds."""

