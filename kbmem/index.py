@@ -597,59 +597,55 @@ def _flock(path: Path, timeout: float) -> Any:
         os.close(fd)
 
 
-def knn_intervals(
-    base: hnswlib.Index,
-    vec: np.ndarray,
-    k: int,
-    allowed: Callable[[int], bool] | None,
-    alive: Callable[[int], bool],
-) -> tuple[np.ndarray, np.ndarray]:
-    """Nearest vectors of at least ``k`` intervals (as many as the graph holds): k times
-    VECTORS_PER_HIT vectors, more while the sentences of fewer intervals fill them (a
-    long note's paragraphs, sentence after sentence on the query's subject)."""
-    many = k * VECTORS_PER_HIT
-    while True:
-        many = min(many, base.get_current_count())
-        found = knn_vectors(base, vec, many, allowed, alive)
-        owners = len(np.unique(found[0] // VECTOR_STRIDE))
-        if owners >= k or many >= base.get_current_count() or len(found[0]) < many:
-            return found
-        many *= 2
+@dataclass(frozen=True)
+class GraphSearch:
+    """Nearest-neighbour searches of one base graph. ``allowed`` tells the labels a search may
+    return (None: any); ``alive`` tells the vectors of live intervals (the graph keeps deleted
+    vectors' labels until their slots are reused)."""
 
+    base: hnswlib.Index
+    allowed: Callable[[int], bool] | None
+    alive: Callable[[int], bool]
 
-def knn_vectors(
-    base: hnswlib.Index,
-    vec: np.ndarray,
-    k: int,
-    allowed: Callable[[int], bool] | None,
-    alive: Callable[[int], bool],
-) -> tuple[np.ndarray, np.ndarray]:
-    """Nearest vector labels and cosine similarities from the base graph. ``alive`` tells
-    the vectors of live intervals (the graph keeps deleted vectors' labels until their
-    slots are reused)."""
-    if k <= 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.float32)
-    query = vec.reshape(1, -1)
-    ef = max(64, 2 * k)
-    with _KNN_LOCK:
-        base.set_ef(ef)
-        try:
-            labels, distances = base.knn_query(query, k=k, filter=allowed)
-        except RuntimeError:
-            labels = None
-            # Fewer than k reachable: ask for what the graph can give, at a wider search.
-            base.set_ef(max(ef, 4 * k, 256))
-            with suppress(RuntimeError):
+    def intervals(self, vec: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Nearest vectors of at least ``k`` intervals (as many as the graph holds): k times
+        VECTORS_PER_HIT vectors, more while the sentences of fewer intervals fill them (a
+        long note's paragraphs, sentence after sentence on the query's subject)."""
+        count = self.base.get_current_count()
+        many = k * VECTORS_PER_HIT
+        while True:
+            many = min(many, count)
+            found = self.vectors(vec, many)
+            owners = len(np.unique(found[0] // VECTOR_STRIDE))
+            if owners >= k or many >= count or len(found[0]) < many:
+                return found
+            many *= 2
+
+    def vectors(self, vec: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` nearest vector labels and their cosine similarities."""
+        if k <= 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        base, allowed, query = self.base, self.allowed, vec.reshape(1, -1)
+        ef = max(64, 2 * k)
+        with _KNN_LOCK:
+            base.set_ef(ef)
+            try:
                 labels, distances = base.knn_query(query, k=k, filter=allowed)
-    if labels is None:
-        ids = np.asarray(base.get_ids_list(), dtype=np.int64)
-        ok = (alive(i) and (allowed is None or allowed(i)) for i in ids.tolist())
-        ids = ids[np.fromiter(ok, bool, len(ids))]
-        items = np.asarray(base.get_items(ids), dtype=np.float32)
-        sims = items @ vec
-        order = np.argsort(-sims)[:k]
-        return ids[order], sims[order]
-    return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
+            except RuntimeError:
+                labels = None
+                # Fewer than k reachable: ask for what the graph can give, at a wider search.
+                base.set_ef(max(ef, 4 * k, 256))
+                with suppress(RuntimeError):
+                    labels, distances = base.knn_query(query, k=k, filter=allowed)
+        if labels is None:
+            ids = np.asarray(base.get_ids_list(), dtype=np.int64)
+            ok = (self.alive(i) and (allowed is None or allowed(i)) for i in ids.tolist())
+            ids = ids[np.fromiter(ok, bool, len(ids))]
+            items = np.asarray(base.get_items(ids), dtype=np.float32)
+            sims = items @ vec
+            order = np.argsort(-sims)[:k]
+            return ids[order], sims[order]
+        return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
 
 
 class OtherFormat(StorageError):
@@ -1501,14 +1497,14 @@ class TenantIndex:
                         sims.append(items @ vec)
                 else:
                     wanted_set = set(wanted.tolist())
-                    found = knn_intervals(
-                        base, vec, k, lambda label: label // VECTOR_STRIDE in wanted_set, alive
-                    )
+                    found = GraphSearch(
+                        base, lambda label: label // VECTOR_STRIDE in wanted_set, alive
+                    ).intervals(vec, k)
                     labels.append(found[0])
                     sims.append(found[1])
             elif view.n_live > len(np.unique(delta_owners)):
                 check = alive if len(dead) else None
-                found = knn_intervals(base, vec, k, check, alive)
+                found = GraphSearch(base, check, alive).intervals(vec, k)
                 labels.append(found[0])
                 sims.append(found[1])
         if not labels:

@@ -1003,14 +1003,14 @@ def test_a_search_keeps_its_own_ef_while_other_threads_search_the_same_graph() -
         return True
 
     def wide(vec: np.ndarray) -> list[int]:
-        return index_module.knn_vectors(graph, vec, 200, None, alive)[0].tolist()
+        return index_module.GraphSearch(graph, None, alive).vectors(vec, 200)[0].tolist()
 
     alone = [wide(q) for q in queries]
     stop = threading.Event()
 
     def narrow() -> None:
         while not stop.is_set():
-            index_module.knn_vectors(graph, queries[0], 1, None, alive)
+            index_module.GraphSearch(graph, None, alive).vectors(queries[0], 1)
 
     others = [threading.Thread(target=narrow) for _ in range(2)]
     for other in others:
