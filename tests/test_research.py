@@ -387,3 +387,66 @@ def test_the_focus_search_names_each_term_once_without_openers(researcher):
         words = focus.split()
         assert words[0] != "In"
         assert len({w.lower() for w in words}) == len(words), focus
+
+
+def _planned(briefing: BriefingContext) -> list[dict]:
+    return [a for e in briefing.trace if e.kind == "plan" for a in e.data["actions"]]
+
+
+def test_a_note_is_read_for_what_it_says_not_for_its_headings(researcher):
+    """A note's paragraph is indexed after its page title and section ("Ferrylog glossary /
+    Operations words"), and its lines are wrapped. Neither the heading words nor a line break
+    may shape the briefing: "Operations" was followed as a name and lifted the glossary's
+    Manifest entry to the top, a heading became a key fact, and a fact was cut at a wrap."""
+    briefing = researcher.research("Who maintains the glossary?")
+    assert briefing.key_facts[0].startswith("Maintained by Priya Raghunathan; anyone may edit.")
+    assert not any(fact.startswith("Ferrylog glossary") for fact in briefing.key_facts)
+    assert any(
+        fact.startswith("Maintained by Maya Lindqvist and Tobias Ferrante.")
+        for fact in briefing.key_facts
+    )
+    followed = [a["query"] for a in _planned(briefing) if a.get("follows")]
+    assert "Operations" not in followed and "Ferrylog" not in followed
+    first = briefing.evidence[0]
+    assert first.page_id == "notes/glossary.md" and "Priya Raghunathan" in first.excerpt
+
+
+def test_what_a_followed_name_finds_never_outranks_what_named_it(researcher):
+    """Following "Maintained by Priya Raghunathan" finds Priya's other records, which inherit
+    part of its score and add their own: they say nothing about the glossary and must not
+    rank above the line that named her (they ranked first: "Do we call Tobias?"). A record
+    that already ranked higher on its own keeps its score. And "since when" is how the
+    question is asked, not a term to search for."""
+    from kbmem.research.state import ResearchState
+    from kbmem.research.types import PlanAction
+
+    briefing = researcher.research("Who maintains the glossary and since when?")
+    assert any(a.get("follows") and "Priya" in a["query"] for a in _planned(briefing))
+    assert all(a.get("query") != "since" for a in _planned(briefing))
+    assert briefing.key_facts[0].startswith("Maintained by Priya Raghunathan")
+
+    toolkit = researcher.toolkit
+    source = next(
+        h
+        for h in toolkit.bm25("glossary maintained", 10)
+        if "Maintained by Priya Raghunathan" in h.excerpt
+    )
+    found = toolkit.bm25("Priya Raghunathan", 10)
+    strong = found[5]
+    state = ResearchState("Who maintains the glossary?")
+    state.add(PlanAction("bm25", "glossary maintained"), [source])
+    state.add(PlanAction("bm25", "strong"), [strong] * 3)  # three searches ranked it first
+    key = source.interval.key
+    before = state.candidates[strong.interval.key].score
+    assert before > state.candidates[key].score
+    state.follow(
+        PlanAction("bm25", "Priya Raghunathan", follows=key), found, weight=1.0, top=2, share=0.8
+    )
+    ranked = [c.hit.interval.key for c in state.ranked()]
+    assert ranked[0] == strong.interval.key and state.candidates[ranked[0]].score >= before
+    assert ranked[1] == key  # the source, before everything that following it found
+    assert all(
+        state.candidates[h.interval.key].score <= state.candidates[key].score
+        for h in found
+        if h is not strong and h.interval.key != key
+    )

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..dates import MONTHS, date_windows, sessions_in
-from ..index import analyze
+from ..index import Hit, analyze
+from ..intervals import HEADING
 from ..memo import STOPWORDS
 from ..textutil import truncate_tokens
 from .state import ResearchState
@@ -32,6 +33,7 @@ QUESTION_WORDS = frozenset(
 )
 _ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9'’&.-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'’&.-]*)*")
 _WORD = re.compile(r"[\w'’-]+")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
 # A quotation: the opening mark starts a word, the closing one ends it (so the apostrophes
 # of "it's ... here's" are not a quote).
@@ -71,9 +73,11 @@ GENERIC = (
     | TIME_WORDS
     | frozenset(
         "take place make go come happen thing things way time people feel felt want say said "
-        "tell told get give use used start new old first last next many much".split()
+        "tell told get give use used start new old first last next many much since ago "
+        "until".split()
     )
 )
+GENERIC_TERMS = frozenset(analyze(" ".join(GENERIC)))  # as the index spells them ("said": "sai")
 NAME_BRIDGES = 1  # names are noisier bridges than first-person relations
 COMMON_SHARE = 0.15  # a term in more than this share of intervals says little
 RARE_SHARE = 0.03
@@ -153,6 +157,27 @@ class OfflineEngine:
         (so that "was" does not survive as "wa")."""
         words = [w for w in _WORD.findall(text) if w.lower() not in QUESTION_WORDS]
         return [t for t in analyze(" ".join(words)) if t not in QUESTION_WORDS]
+
+    def said(self, hit: Hit) -> str:
+        """What an interval says: a turn without its speaker; a note's paragraph as written,
+        without the title and section that the index puts before it, without heading lines
+        (a heading is neither a fact to report nor a name to follow), its wrapped lines
+        joined (a sentence is not cut where the text was wrapped)."""
+        if hit.speaker:
+            return hit.excerpt.split(": ", 1)[-1]
+        iv = hit.interval
+        if iv.kind != "paragraph" or not iv.commit:
+            return hit.excerpt
+        lines = self.toolkit.file_text(iv.path, iv.commit).split("\n")[iv.start - 1 : iv.end]
+        out: list[str] = []
+        for line in lines:
+            if HEADING.match(line):
+                continue
+            if out and out[-1].strip() and line.strip() and not _LIST_ITEM.match(line):
+                out[-1] += " " + line.strip()  # a line wrapped in the middle of a sentence
+            else:
+                out.append(line)
+        return "\n".join(out)
 
     def term_shares(self, terms: list[str]) -> dict[str, float]:
         stats = self.toolkit.term_stats(terms)
@@ -239,7 +264,7 @@ class OfflineEngine:
             hit = cand.hit
             if hit.page_id not in pages:
                 pages.append(hit.page_id)
-            body = hit.excerpt.split(": ", 1)[-1] if hit.speaker else hit.excerpt
+            body = self.said(hit)
             best, best_score = "", 0.0
             for sentence in re.split(r"(?<=[.!?])\s+|\n+", body):
                 score = sum(weight[t] for t in set(analyze(sentence)) if t in weight)
@@ -275,7 +300,9 @@ class OfflineEngine:
         missing = [
             t
             for t in terms
-            if t not in evidence_terms and t not in GENERIC and 0 < shares.get(t, 0) <= COMMON_SHARE
+            if t not in evidence_terms
+            and t not in GENERIC_TERMS
+            and 0 < shares.get(t, 0) <= COMMON_SHARE
         ]
         follow: list[PlanAction] = []
         names = [n for n in entities(request)]
@@ -312,7 +339,7 @@ class OfflineEngine:
         names: dict[str, str] = {}
         for cand in top:
             hit = cand.hit
-            text = hit.excerpt.split(": ", 1)[-1] if hit.speaker else hit.excerpt
+            text = self.said(hit)
             first = hit.speaker.split()[0] if hit.speaker else ""
             sentences = [x for x in re.split(r"(?<=[.!?])\s+|\n+", text) if x.strip()]
             relevant: list[str] = []

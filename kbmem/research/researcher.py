@@ -269,9 +269,11 @@ class Researcher:
                     ms=round((time.perf_counter() - t0) * 1000, 1),
                 )
                 continue
-            new = state.add(action, hits, ACTION_WEIGHT.get(action.tool, 1.0))
+            weight = ACTION_WEIGHT.get(action.tool, 1.0)
             if action.follows:
-                state.inherit(action.follows, hits[:BRIDGE_TOP], BRIDGE_SHARE)
+                new = state.follow(action, hits, weight, BRIDGE_TOP, BRIDGE_SHARE)
+            else:
+                new = state.add(action, hits, weight)
             state.actions_done.append(action)
             if pages and step == 0:
                 state.vote_pages(pages, PAGE_VOTE_WEIGHT.get(action.tool, 1.0))

@@ -105,14 +105,28 @@ class ResearchState:
                         self._credit(other, share * credit, "context")
         return new
 
-    def inherit(self, source_key: str, hits: list[Hit], share: float) -> None:
-        """Hits that resolve a reference made by the interval ``source_key`` get ``share`` of
-        its score: a chain of evidence is as strong as the link that started it."""
-        source = self.candidates.get(source_key)
+    def follow(
+        self, action: PlanAction, hits: list[Hit], weight: float, top: int, share: float
+    ) -> int:
+        """Fold in the hits of a search that follows a reference made by the interval
+        ``action.follows``: as any search's (``add``), and the ``top`` best also get ``share``
+        of the source's score. A chain of evidence is as strong as the link that started it,
+        and no stronger: what the search adds never lifts a hit above its source (following
+        the name in "maintained by Priya" finds Priya's other turns, which say nothing about
+        what was asked)."""
+        source = self.candidates.get(action.follows or "")
+        before = {
+            h.interval.key: c.score for h in hits if (c := self.candidates.get(h.interval.key))
+        }
+        new = self.add(action, hits, weight)
         if source is None:
-            return
-        for hit in hits:
+            return new
+        for hit in hits[:top]:
             self._credit(hit, share * source.score, hit.retriever)
+        for hit in hits:
+            cand = self.candidates[hit.interval.key]
+            cand.score = min(cand.score, max(before.get(hit.interval.key, 0.0), source.score))
+        return new
 
     def _credit(self, hit: Hit, credit: float, retriever: str) -> int:
         """Add ``credit`` to the hit's interval; 1 if the interval is new to the pool."""
@@ -145,6 +159,9 @@ class ResearchState:
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
 
     def ranked(self) -> list[Candidate]:
+        """Best first; of equal scores, what an earlier step found (a source before the hits
+        that following it found)."""
         return sorted(
-            self.candidates.values(), key=lambda c: (-self.effective(c), c.hit.interval.key)
+            self.candidates.values(),
+            key=lambda c: (-self.effective(c), c.first_step, c.hit.interval.key),
         )
