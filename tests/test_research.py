@@ -450,3 +450,17 @@ def test_what_a_followed_name_finds_never_outranks_what_named_it(researcher):
         for h in found
         if h is not strong and h.interval.key != key
     )
+
+
+def test_a_chain_of_followed_names_does_not_climb(researcher):
+    """The incident record names "Calloway Sound Lines"; following it finds the team roster,
+    which names "Skerrick Island Ferries"; following that finds the roster again. When the
+    roster could inherit from itself, each step lifted it, and a roster entry ("Owns the
+    customer relationships with ... Calloway Sound Lines") led the briefing on what went
+    wrong in the incident."""
+    briefing = researcher.research("What went wrong in the Calloway incident?")
+    assert len([a for a in _planned(briefing) if a.get("follows")]) >= 2
+    incident = "2026-02-03-calloway-incident/1"
+    assert f"[{incident}:" in briefing.key_facts[0]
+    assert briefing.evidence[0].page_id == incident
+    assert all(e.page_id != "notes/team-roster.md" for e in briefing.evidence[:3])

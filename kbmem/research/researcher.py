@@ -29,7 +29,7 @@ ACTION_WEIGHT = {"bm25": 1.0, "dense": 0.6, "page_id": 0.5}
 # pages as a whole (measured on LoCoMo: page votes and extra weight for follow-ups pushed the
 # request's own best pages out). A follow-up that resolves a reference made by an interval
 # passes part of that interval's score to its best hits instead.
-BRIDGE_TOP = 2
+BRIDGE_TOP = 1  # besides the source itself, which holds the name it gave
 BRIDGE_SHARE = 0.8
 MAX_ACTIONS_PER_STEP = 8  # the request's own searches (up to 3) and up to 5 planned ones
 PAGE_VOTES = 30  # pages a keyword search ranks as whole documents

@@ -109,11 +109,12 @@ class ResearchState:
         self, action: PlanAction, hits: list[Hit], weight: float, top: int, share: float
     ) -> int:
         """Fold in the hits of a search that follows a reference made by the interval
-        ``action.follows``: as any search's (``add``), and the ``top`` best also get ``share``
-        of the source's score. A chain of evidence is as strong as the link that started it,
-        and no stronger: what the search adds never lifts a hit above its source (following
-        the name in "maintained by Priya" finds Priya's other turns, which say nothing about
-        what was asked)."""
+        ``action.follows``: as any search's (``add``), and the ``top`` best (the source
+        aside) also get ``share`` of the source's score. A chain of evidence is as strong as
+        the link that started it, and weaker: what the search adds never lifts a hit above
+        ``share`` of its source (following the name in "maintained by Priya" finds Priya's
+        other turns, which say nothing about what was asked), and the source gains nothing
+        from holding the name it gave."""
         source = self.candidates.get(action.follows or "")
         before = {
             h.interval.key: c.score for h in hits if (c := self.candidates.get(h.interval.key))
@@ -121,11 +122,14 @@ class ResearchState:
         new = self.add(action, hits, weight)
         if source is None:
             return new
-        for hit in hits[:top]:
-            self._credit(hit, share * source.score, hit.retriever)
+        source_key = source.hit.interval.key
+        limit = before.get(source_key, source.score)
+        for hit in [h for h in hits if h.interval.key != source_key][:top]:
+            self._credit(hit, share * limit, hit.retriever)
         for hit in hits:
             cand = self.candidates[hit.interval.key]
-            cand.score = min(cand.score, max(before.get(hit.interval.key, 0.0), source.score))
+            cand.score = min(cand.score, max(before.get(hit.interval.key, 0.0), share * limit))
+        source.score = limit
         return new
 
     def _credit(self, hit: Hit, credit: float, retriever: str) -> int:
