@@ -464,3 +464,12 @@ def test_a_chain_of_followed_names_does_not_climb(researcher):
     assert f"[{incident}:" in briefing.key_facts[0]
     assert briefing.evidence[0].page_id == incident
     assert all(e.page_id != "notes/team-roster.md" for e in briefing.evidence[:3])
+
+
+def test_the_first_key_fact_comes_from_a_strong_interval(researcher):
+    """Asked which vessels Skerrick operates, Dara's remark about "each Calloway vessel" and
+    "the operator config" shares more words with the request than the kickoff record that
+    names Skerrick's vessels, but sits in a far weaker interval: it must not lead."""
+    briefing = researcher.research("Which vessels does Skerrick operate?")
+    assert "MV Corran Belle" in briefing.key_facts[0]
+    assert briefing.executive_summary.startswith("Most relevant: " + briefing.key_facts[0][:40])
