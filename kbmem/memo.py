@@ -216,7 +216,10 @@ class OfflineMemo:
         for (pos, sentence), words in zip(candidates, words_per, strict=True):
             if not words:
                 continue
-            score = sum(math.log(1 + n / df[w]) * (0.6 if w in known else 1.0) for w in set(words))
+            # Sorted: a float sum in set order would vary with the process's hash seed.
+            score = sum(
+                math.log(1 + n / df[w]) * (0.6 if w in known else 1.0) for w in sorted(set(words))
+            )
             score += 1.5 * len(re.findall(r"\b[A-Z][a-z]+", sentence[1:]))
             if re.search(r"\d", sentence):
                 score += 2.0

@@ -274,7 +274,8 @@ class OfflineEngine:
             body = self.said(hit)
             best, best_score = "", 0.0
             for sentence in re.split(r"(?<=[.!?])\s+|\n+", body):
-                score = sum(weight[t] for t in set(analyze(sentence)) if t in weight)
+                # Sorted: a float sum in set order would vary with the process's hash seed.
+                score = sum(weight[t] for t in sorted(set(analyze(sentence))) if t in weight)
                 if score > best_score:
                     best, best_score = sentence.strip(), score
             if best:
