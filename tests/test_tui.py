@@ -15,7 +15,6 @@ from textual.widgets import DataTable, Markdown, OptionList, Static, TabbedConte
 from textual.widgets._footer import FooterKey
 
 from kbmem.agent.provenance import read_turn
-from kbmem.index import TenantIndex
 from kbmem.store import KnowledgeBase
 from tui.app import KbmemApp
 from tui.scenarios import (
@@ -42,20 +41,10 @@ from tui.widgets.trace import BriefingView, ResearchCallView, ToolCallView, Trac
 ANSWER = "Skerrick Island Ferries"
 
 
-@pytest.fixture(scope="session")
-def indexed_kb_master(example_kb_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example knowledge base with its index built once (copy before use)."""
-    target = tmp_path_factory.mktemp("tui") / "kb"
-    shutil.copytree(example_kb_master, target, symlinks=True)
-    TenantIndex(KnowledgeBase(target), "default").sync()
-    return target
-
-
 @pytest.fixture
-def kb(indexed_kb_master: Path, tmp_path: Path) -> KnowledgeBase:
-    target = tmp_path / "kb"
-    shutil.copytree(indexed_kb_master, target, symlinks=True)
-    return KnowledgeBase(target)
+def kb(example_kb: KnowledgeBase) -> KnowledgeBase:
+    """A private copy of the example knowledge base, indexed (see conftest)."""
+    return example_kb
 
 
 def rendered(widget: Static) -> str:

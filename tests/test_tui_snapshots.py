@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from pytest_textual_snapshot import node_to_report_path
-from test_tui import indexed_kb_master, kb  # noqa: F401  (fixtures)
+from test_tui import kb  # noqa: F401  (a fixture)
 
 from kbmem.store import KnowledgeBase
 from tui.scenarios import (

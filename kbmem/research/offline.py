@@ -33,6 +33,7 @@ QUESTION_WORDS = frozenset(
 )
 _ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9'’&.-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'’&.-]*)*")
 _WORD = re.compile(r"[\w'’-]+")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")  # sentence ends, and line breaks
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
 # A quotation: the opening mark starts a word, the closing one ends it (so the apostrophes
@@ -273,7 +274,7 @@ class OfflineEngine:
                 pages.append(hit.page_id)
             body = self.said(hit)
             best, best_score = "", 0.0
-            for sentence in re.split(r"(?<=[.!?])\s+|\n+", body):
+            for sentence in _SENTENCES.split(body):
                 # Sorted: a float sum in set order would vary with the process's hash seed.
                 score = sum(weight[t] for t in sorted(set(analyze(sentence))) if t in weight)
                 if score > best_score:
@@ -350,7 +351,7 @@ class OfflineEngine:
             hit = cand.hit
             text = self.said(hit)
             first = hit.speaker.split()[0] if hit.speaker else ""
-            sentences = [x for x in re.split(r"(?<=[.!?])\s+|\n+", text) if x.strip()]
+            sentences = [x for x in _SENTENCES.split(text) if x.strip()]
             relevant: list[str] = []
             for i, sentence in enumerate(sentences):
                 if request_terms & set(analyze(sentence)):
