@@ -31,7 +31,7 @@ from kbmem.agent.events import (
     TurnStarted,
 )
 from kbmem.agent.journal import journal_dir, read_journal
-from kbmem.agent.offline import NOTHING, paragraph_subject
+from kbmem.agent.offline import NOTHING, paragraph_subject, split_sentences
 from kbmem.agent.provenance import SNAPSHOT_FILES, turn_dir
 from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
@@ -184,6 +184,31 @@ def test_a_note_sentence_keeps_whom_its_paragraph_is_about(kb: KnowledgeBase) ->
     roster = [line for line in record.answer.splitlines() if "notes/team-roster.md" in line]
     assert roster, record.answer
     assert roster[0].startswith("- Oskar Brennan — Owns AWS, Terraform"), roster[0]
+
+
+def test_the_answer_gives_the_corrected_date_not_the_one_it_replaced(kb: KnowledgeBase) -> None:
+    # The kickoff put the public launch on 14 April and the board deck repeated it; a later
+    # meeting corrected it to 21 April. The kickoff's lines match the question as well as the
+    # correction's, and the correcting turn itself repeats the old date before "That's wrong."
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send("When is the public launch?")
+    lines = [line for line in record.answer.splitlines() if line.startswith("- ")]
+    assert lines and "21 April" in lines[0], record.answer
+    stale = [line for line in lines if "14 April" in line and "21 April" not in line]
+    assert not stale, record.answer
+
+
+def test_each_list_item_is_a_sentence_of_its_own() -> None:
+    text = (
+        "- Public launch: **Tuesday 21 April 2026**. (Corrected on\n"
+        "  23 February.)\n"
+        "- Budget: 5,600"
+    )
+    assert split_sentences(text) == [
+        "Public launch: **Tuesday 21 April 2026**.",
+        "(Corrected on 23 February.)",
+        "Budget: 5,600",
+    ]
 
 
 def test_paragraph_subject_is_the_bold_lead_only() -> None:

@@ -13,6 +13,7 @@ from kbmem.llm import LLMConfig
 from kbmem.local_llm import free_port
 from kbmem.research.briefing import render_excerpt
 from kbmem.research.llm_engine import LLMEngine
+from kbmem.research.offline import standing_sentences
 from kbmem.research.researcher import Researcher
 from kbmem.research.types import BriefingContext
 
@@ -248,7 +249,9 @@ def test_question_words_never_become_search_terms(researcher):
     # The key fact that answers the question leads the briefing, though the kickoff sentence
     # naming "Ferrylog" ranks with it: the rare terms ("pilot customer") weigh more.
     assert "Skerrick Island Ferries" in briefing.key_facts[0]
-    assert briefing.executive_summary.startswith("Most relevant: Priya Raghunathan")
+    assert briefing.executive_summary.startswith(
+        "Key fact 1 is the strongest match (Priya Raghunathan, 2026-01-05)"
+    )
 
 
 def test_an_empty_knowledge_base_holds_nothing_and_says_so(empty_kb):
@@ -473,4 +476,33 @@ def test_the_first_key_fact_comes_from_a_strong_interval(researcher):
     names Skerrick's vessels, but sits in a far weaker interval: it must not lead."""
     briefing = researcher.research("Which vessels does Skerrick operate?")
     assert "MV Corran Belle" in briefing.key_facts[0]
-    assert briefing.executive_summary.startswith("Most relevant: " + briefing.key_facts[0][:40])
+
+
+def test_a_correction_leads_over_the_statement_it_corrects(researcher):
+    """The kickoff put the public launch on 14 April; a later meeting corrected it to 21 April.
+    The kickoff's records match the request as well (they rank first among the intervals),
+    but the briefing must lead with what memory holds now, say that it corrects an earlier
+    statement, and not quote the withdrawn date as a fact of the correcting turn."""
+    briefing = researcher.research("When is the public launch?")
+    assert "21 April" in briefing.key_facts[0] and "2026-02-23" in briefing.key_facts[0]
+    assert "corrects an earlier statement" in briefing.executive_summary
+    correcting = [f for f in briefing.key_facts if "2026-02-23-hiring-and-planning" in f]
+    assert correcting and not any("14 April" in f and "not" not in f for f in correcting)
+    # The summary points at key fact 1 instead of repeating it.
+    assert briefing.key_facts[0] not in briefing.executive_summary
+
+
+def test_a_retraction_withdraws_what_was_said_since_the_correction_was_announced():
+    said = [
+        "Yes, and I want it on the record.",
+        "I need to correct something I said at the review.",
+        "I said our monthly AWS budget is 6,500 dollars.",
+        "That's wrong.",
+        "The budget is 5,600 dollars a month.",
+    ]
+    assert standing_sentences(said) == [said[0], said[1], said[4]]
+    # Without an announced correction, a retraction withdraws everything before it.
+    assert standing_sentences(said[2:]) == [said[4]]
+    # "That's wrong" inside a sentence is not a retraction of what came before.
+    plain = ["The launch is on 21 April.", "Nothing about that's wrong."]
+    assert standing_sentences(plain) == plain

@@ -1,7 +1,8 @@
 """The offline agent: deterministic, no network. It calls ``research`` and answers from the
 briefing: the few evidence sentences that share the most of the question's rare words, each
 with the citation of the turn or paragraph it comes from, and it says plainly when memory
-holds nothing on the question."""
+holds nothing on the question. A statement that corrects an earlier one comes before it, as
+in the briefing's key facts."""
 
 from __future__ import annotations
 
@@ -11,7 +12,12 @@ from dataclasses import dataclass
 
 from ..index import analyze
 from ..pages import TURN_HEADER, unescape_line
-from ..research.offline import QUESTION_WORDS
+from ..research.offline import (
+    CORRECTION_WEIGHT,
+    QUESTION_WORDS,
+    standing_sentences,
+    states_correction,
+)
 from ..research.types import BriefingContext, EvidenceItem
 from ..sessions import is_own_answer
 from ..textutil import truncate_tokens
@@ -94,8 +100,17 @@ def paragraph_subject(body: list[str]) -> str:
 
 
 def split_sentences(text: str) -> list[str]:
-    text = " ".join(_LIST_MARK.sub("", line) for line in text.split("\n") if line.strip())
-    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    """Sentences of a turn or paragraph; wrapped lines are joined, and each list item starts
+    a sentence of its own (an item need not end with a full stop)."""
+    chunks: list[str] = []
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        if chunks and not _LIST_MARK.match(line):
+            chunks[-1] += " " + line.strip()
+        else:
+            chunks.append(_LIST_MARK.sub("", line).strip())
+    return [s.strip() for chunk in chunks for s in _SENTENCE_END.split(chunk) if s.strip()]
 
 
 def question_terms(question: str) -> list[str]:
@@ -197,7 +212,13 @@ class OfflineAgent:
             for speaker, start, end, body in _units(item):
                 factor = 0.5 if is_own_answer(item.session_id, speaker) else 1.0
                 subject = "" if speaker else paragraph_subject(body)
-                for n, text in enumerate(split_sentences("\n".join(body))):
+                said = split_sentences("\n".join(body))
+                if states_correction(said):
+                    # What memory holds now, before the statement it corrects; and not the
+                    # sentences that the correction withdraws ("... 14 April. That's wrong.").
+                    factor *= CORRECTION_WEIGHT
+                    said = standing_sentences(said)
+                for n, text in enumerate(said):
                     order += 1
                     text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
                     if text.endswith("?") or not text:

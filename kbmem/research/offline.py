@@ -36,6 +36,21 @@ _WORD = re.compile(r"[\w'’-]+")
 _SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")  # sentence ends, and line breaks
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
+# A statement that corrects an earlier one: "I need to correct something I said ... That's
+# wrong. The public launch is Tuesday 21 April", "Correction recorded: 5,600 dollars, not
+# 6,500 as stated at the review". What it says is what memory holds now; what the speaker
+# says before a retraction ("That's wrong.") is the statement being withdrawn.
+_CORRECTS = re.compile(
+    r"\b(?:correction|corrected|correcting|to correct|misread|mixed (?:\w+ ){0,3}up)\b"
+    r"|\bnot [^.;!?]{1,60}? as (?:stated|said|announced|planned)\b",
+    re.I,
+)
+_RETRACTS = re.compile(
+    r"^(?:no[,.]?\s+)?(?:that(?:'s|’s| is| was)|i was|it was|we were) (?:wrong|a mistake|"
+    r"not right|incorrect)\b",
+    re.I,
+)
+CORRECTION_WEIGHT = 2.0  # a correcting statement's fact weighs this much more
 # A quotation: the opening mark starts a word, the closing one ends it (so the apostrophes
 # of "it's ... here's" are not a quote).
 _QUOTED = re.compile(r"(?:^|(?<=\s))[\"“']([^\"”'\n]{3,60})[\"”'](?=[\s.,!?;:)]|$)")
@@ -141,6 +156,46 @@ def request_actions(toolkit: Toolkit, request: str, k: int) -> list[PlanAction]:
             )
         )
     return actions
+
+
+def standing_sentences(sentences: list[str]) -> list[str]:
+    """The sentences that still stand: a retraction ("That's wrong.") withdraws what the
+    speaker said since the statement before it that announced the correction."""
+    out: list[str] = []
+    for sentence in sentences:
+        if _RETRACTS.match(sentence):
+            while out and not _CORRECTS.search(out[-1]):
+                out.pop()
+            continue
+        out.append(sentence)
+    return out
+
+
+def states_correction(sentences: list[str]) -> bool:
+    """Whether a statement corrects an earlier one (see _CORRECTS)."""
+    return any(_CORRECTS.search(x) for x in sentences)
+
+
+def lead_draft(sources: list[tuple[Hit, bool]], hits: list[Hit]) -> str:
+    """Where the lead key fact comes from and what the evidence spans, for a reader who
+    reads the summary first: "Key fact 1 is the strongest match (Priya Raghunathan,
+    2026-02-23); it corrects an earlier statement, so prefer it to earlier ones. The best
+    evidence runs from 2026-01-05 to 2026-03-20." """
+    if not sources:
+        return ""
+    lead, corrects = sources[0]
+    said = ", ".join(x for x in (lead.speaker, lead.timestamp[:10]) if x)
+    where = said or lead.interval.citation()
+    draft = f"Key fact 1 is the strongest match ({where})"
+    if corrects:
+        draft += "; it corrects an earlier statement, so prefer it to earlier ones"
+    days = sorted({h.timestamp[:10] for h in hits if h.timestamp})
+    draft += "."
+    if len(days) > 1:
+        draft += f" The best evidence runs from {days[0]} to {days[-1]}."
+    elif days:
+        draft += f" The best evidence is from {days[0]}."
+    return draft
 
 
 class OfflineEngine:
@@ -260,11 +315,17 @@ class OfflineEngine:
         that a sentence sharing many words with the request but sitting in a weak interval
         does not lead (asked which vessels Skerrick operates, a remark on Calloway's vessels
         and the operator config did). On LoCoMo the first fact quotes an evidence turn for
-        0.453 of the questions (0.429 ordered by weight alone)."""
+        0.453 of the questions (0.429 ordered by weight alone).
+
+        A statement that corrects an earlier one weighs CORRECTION_WEIGHT times more, and of
+        its sentences, those it withdraws are not facts: asked when the public launch is,
+        the kickoff's 14 April must not lead when a later meeting corrected it to 21 April.
+        The draft says where the lead fact comes from and what the evidence spans, rather
+        than repeating the fact."""
         terms = self.content_terms(request)
         shares = self.term_shares(terms)
         weight = {t: math.log(1.0 + 1.0 / max(shares.get(t, 0.0), 1e-4)) for t in terms}
-        scored: list[tuple[float, int, str]] = []
+        scored: list[tuple[float, int, str, Hit, bool]] = []
         pages: list[str] = []
         ranked = state.ranked()[:12]
         best_interval = max((state.effective(c) for c in ranked), default=0.0) or 1.0
@@ -272,26 +333,30 @@ class OfflineEngine:
             hit = cand.hit
             if hit.page_id not in pages:
                 pages.append(hit.page_id)
-            body = self.said(hit)
+            sentences = [x.strip() for x in _SENTENCES.split(self.said(hit)) if x.strip()]
+            corrects = states_correction(sentences)
             best, best_score = "", 0.0
-            for sentence in _SENTENCES.split(body):
+            for sentence in standing_sentences(sentences):
                 # Sorted: a float sum in set order would vary with the process's hash seed.
                 score = sum(weight[t] for t in sorted(set(analyze(sentence))) if t in weight)
                 if score > best_score:
-                    best, best_score = sentence.strip(), score
+                    best, best_score = sentence, score
             if best:
                 when = f" ({hit.timestamp[:10]})" if hit.timestamp else ""
                 who = f"{hit.speaker}: " if hit.speaker else ""
-                fact = f"{who}{truncate_tokens(best, 40)}{when} {hit.interval.citation()}"
+                text = truncate_tokens(_LIST_ITEM.sub("", best), 40)  # "- " of a list item
+                fact = f"{who}{text}{when} {hit.interval.citation()}"
                 standing = state.effective(cand) / best_interval
-                scored.append((-best_score * standing, rank, fact))
+                if corrects:
+                    standing *= CORRECTION_WEIGHT
+                scored.append((-best_score * standing, rank, fact, hit, corrects))
         facts: list[str] = []
-        for _score, _rank, fact in sorted(scored):
+        sources: list[tuple[Hit, bool]] = []
+        for _score, _rank, fact, hit, corrects in sorted(scored, key=lambda x: x[:2]):
             if fact not in facts and len(facts) < 5:
                 facts.append(fact)
-        draft = ""
-        if facts:
-            draft = f"Most relevant: {facts[0]}"
+                sources.append((hit, corrects))
+        draft = lead_draft(sources, [c.hit for c in ranked])
         return IntegrationState(draft, facts, list(state.integration.open_questions), pages)
 
     # -- reflect ----------------------------------------------------------------------------
