@@ -1,5 +1,9 @@
-"""How text becomes index terms: words, lower case, stop words out, irregular English forms
-to their base form, then Porter stems.
+"""How text becomes index terms: words, lower case, a hyphenated word also as one word, stop
+words out, irregular English forms to their base form, then Porter stems.
+
+People spell compounds both ways: "What does Melanie do to destress?" is answered by "I've been
+running farther to de-stress", "ice-cream" by "icecream". A hyphenated word gives its parts, as
+any word does, and the parts written together ("de-stress": "de", "stress", "destress").
 
 Porter stemming joins "meeting" and "meets" with "meet" but leaves "met", "went" and "took"
 alone, and people talk about the past: "When did Jon meet ...?" is answered by "I met ...".
@@ -56,8 +60,43 @@ class IrregularFormFilter(Filter):
             yield token
 
 
+class HyphenFilter(Filter):
+    """A hyphenated word (up to MAX_JOINED letters-only parts) as its parts, then as one
+    word; any other hyphenated token (dates, "v1-2") as its parts only."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HyphenFilter)
+
+    def __hash__(self) -> int:
+        return hash(type(self))
+
+    def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:
+        for token in tokens:
+            if "-" not in token.text:
+                yield token
+                continue
+            parts = [p for p in token.text.split("-") if p]
+            joined = "".join(parts)
+            for part in parts:
+                token.text = part
+                yield token
+            if 1 < len(parts) <= MAX_JOINED and joined.isalpha():
+                token.text = joined
+                yield token
+
+
+MAX_JOINED = 3
+# Whoosh's default word pattern, with hyphens inside a word kept for HyphenFilter.
+_WORD_PATTERN = r"[\w\*]+(?:\.?[\w\*]+)*(?:-[\w\*]+(?:\.?[\w\*]+)*)*"
+
+
 def make_analyzer() -> Any:
     """The analyzer of the BM25 index's text field (and of every query)."""
     return (
-        RegexTokenizer() | LowercaseFilter() | StopFilter() | IrregularFormFilter() | StemFilter()
+        RegexTokenizer(_WORD_PATTERN)
+        | LowercaseFilter()
+        | HyphenFilter()
+        | StopFilter()
+        | IrregularFormFilter()
+        | StemFilter()
     )

@@ -71,7 +71,7 @@ from .store import KnowledgeBase, atomic_write, flock_until
 
 log = logging.getLogger("kbmem")
 
-INDEX_FORMAT = 7  # 7: a vector per sentence; 6: speaker is a filter field
+INDEX_FORMAT = 8  # 8: hyphenated words also as one word; 7: a vector per sentence
 # Vector labels of interval L are L * VECTOR_STRIDE + j: j = 0 its whole text, j >= 1 its
 # sentences (at most VECTOR_STRIDE - 1 pieces; more sentences are grouped into that many).
 VECTOR_STRIDE = 32

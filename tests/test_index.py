@@ -910,6 +910,22 @@ def test_irregular_forms_meet_their_base_form(two_tenants: KnowledgeBase, tmp_pa
     assert [h.page_id for h in hits] == ["notes/visit.md"]
 
 
+def test_a_compound_is_found_with_or_without_its_hyphen(
+    two_tenants: KnowledgeBase, tmp_path: Path
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    write(kb, f"tenants/{ACME}/notes/rest.md", "After a shift the crew de-stress with icecream.\n")
+    git(kb, "add", f"tenants/{ACME}/notes/rest.md")
+    git(kb, "commit", "-q", "-m", "a note on rest")
+    # The parts, as any word gives them, then the word written together.
+    assert analyze("de-stress") == ["de", "stress", "destress"]
+    # Dates and codes give their parts only: "2026-03-14" is not one number.
+    assert analyze("2026-03-14 v1-2") == ["2026", "03", "14", "v1"]
+    toolkit = Toolkit(kb, ACME)
+    for query in ("destress", "ice-cream"):
+        assert [h.page_id for h in toolkit.bm25(query, 3)] == ["notes/rest.md"], query
+
+
 def test_a_huge_turn_comes_back_as_a_short_excerpt_and_whole_by_its_interval(
     two_tenants: KnowledgeBase, tmp_path: Path
 ) -> None:
