@@ -45,14 +45,19 @@ children:child men:man women:woman people:person mice:mouse feet:foot teeth:toot
 BASE_FORMS: dict[str, str] = dict(pair.split(":") for pair in _FORMS.split())
 
 
-class IrregularFormFilter(Filter):
-    """Replaces irregular past forms and plurals by their base form (before stemming)."""
+class _PlainFilter(Filter):
+    """A filter without settings: two are equal when they are of the same class (Whoosh
+    compares analyzers to tell whether a schema changed)."""
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, IrregularFormFilter)
+        return type(other) is type(self)
 
     def __hash__(self) -> int:
         return hash(type(self))
+
+
+class IrregularFormFilter(_PlainFilter):
+    """Replaces irregular past forms and plurals by their base form (before stemming)."""
 
     def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:
         for token in tokens:
@@ -60,15 +65,9 @@ class IrregularFormFilter(Filter):
             yield token
 
 
-class HyphenFilter(Filter):
+class HyphenFilter(_PlainFilter):
     """A hyphenated word (up to MAX_JOINED letters-only parts) as its parts, then as one
     word; any other hyphenated token (dates, "v1-2") as its parts only."""
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, HyphenFilter)
-
-    def __hash__(self) -> int:
-        return hash(type(self))
 
     def __call__(self, tokens: Iterator[Any]) -> Iterator[Any]:
         for token in tokens:
