@@ -45,6 +45,11 @@ children:child men:man women:woman people:person mice:mouse feet:foot teeth:toot
 BASE_FORMS: dict[str, str] = dict(pair.split(":") for pair in _FORMS.split())
 
 
+MAX_JOINED = 3
+# Whoosh's default word pattern, with hyphens inside a word kept for HyphenFilter.
+_WORD_PATTERN = r"[\w\*]+(?:\.?[\w\*]+)*(?:-[\w\*]+(?:\.?[\w\*]+)*)*"
+
+
 class _PlainFilter(Filter):
     """A filter without settings: two are equal when they are of the same class (Whoosh
     compares analyzers to tell whether a schema changed)."""
@@ -82,11 +87,6 @@ class HyphenFilter(_PlainFilter):
             if 1 < len(parts) <= MAX_JOINED and joined.isalpha():
                 token.text = joined
                 yield token
-
-
-MAX_JOINED = 3
-# Whoosh's default word pattern, with hyphens inside a word kept for HyphenFilter.
-_WORD_PATTERN = r"[\w\*]+(?:\.?[\w\*]+)*(?:-[\w\*]+(?:\.?[\w\*]+)*)*"
 
 
 def make_analyzer() -> Any:
