@@ -31,7 +31,7 @@ from kbmem.agent.events import (
     TurnStarted,
 )
 from kbmem.agent.journal import journal_dir, read_journal
-from kbmem.agent.offline import NOTHING, paragraph_subject, split_sentences
+from kbmem.agent.offline import NOTHING, OfflineAgent, paragraph_subject, split_sentences
 from kbmem.agent.provenance import SNAPSHOT_FILES, turn_dir
 from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
@@ -196,6 +196,32 @@ def test_the_answer_gives_the_corrected_date_not_the_one_it_replaced(kb: Knowled
     assert lines and "21 April" in lines[0], record.answer
     stale = [line for line in lines if "14 April" in line and "21 April" not in line]
     assert not stale, record.answer
+
+
+def test_a_statement_that_a_later_correction_replaced_says_so(kb: KnowledgeBase) -> None:
+    # Asked what went into the board deck, the kickoff's "I've put Tuesday 14 April in the
+    # board deck" is the answer, and the meeting of 23 February corrected that date: the
+    # answer says so. The briefing is narrowed to those two sessions.
+    message = "What launch date did Priya put in the board deck?"
+    with ChatSession(kb, TENANT) as chat:
+        briefing = chat.tools.researcher.research(message)
+        kept = ("2026-01-05-ferrylog-kickoff/1", "2026-02-23-hiring-and-planning/1")
+        briefing.evidence = [e for e in briefing.evidence if e.page_id in kept]
+        assert {e.page_id for e in briefing.evidence} == set(kept)
+        ctx = TurnContext(
+            chat_id=chat.chat_id,
+            turn=1,
+            tenant=TENANT,
+            message=message,
+            history=[],
+            tools=chat.tools,
+            emit=lambda event: None,
+            cancel_event=threading.Event(),
+        )
+        chosen = [s.text for s in OfflineAgent().select(ctx, briefing)]
+    deck = [text for text in chosen if "board deck" in text and "14 April" in text]
+    assert deck and deck[0].endswith("(superseded on 2026-02-23)"), chosen
+    assert not any("superseded" in text for text in chosen if "21 April" in text), chosen
 
 
 def test_each_list_item_is_a_sentence_of_its_own() -> None:

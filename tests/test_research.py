@@ -13,7 +13,7 @@ from kbmem.llm import LLMConfig
 from kbmem.local_llm import free_port
 from kbmem.research.briefing import render_excerpt
 from kbmem.research.llm_engine import LLMEngine
-from kbmem.research.offline import standing_sentences
+from kbmem.research.offline import replaced_values, standing_sentences, stated_values
 from kbmem.research.researcher import Researcher
 from kbmem.research.types import BriefingContext
 
@@ -490,6 +490,54 @@ def test_a_correction_leads_over_the_statement_it_corrects(researcher):
     assert correcting and not any("14 April" in f and "not" not in f for f in correcting)
     # The summary points at key fact 1 instead of repeating it.
     assert briefing.key_facts[0] not in briefing.executive_summary
+
+
+def test_an_earlier_statement_of_a_corrected_value_is_marked_superseded(researcher):
+    """The kickoff's two statements of 14 April stay among the key facts, as the history of
+    the date, but each says that the meeting of 23 February corrected it; the statements of
+    21 April and the undated onboarding note are not marked, and the summary names the
+    superseded facts by number."""
+    briefing = researcher.research("When is the public launch?")
+    old = [f for f in briefing.key_facts if "14 April" in f and "not Tuesday 14" not in f]
+    assert old, briefing.key_facts
+    assert all("(2026-01-05, superseded on 2026-02-23)" in f for f in old)
+    rest = [f for f in briefing.key_facts if f not in old]
+    assert rest and not any("superseded" in f for f in rest)
+    numbers = [str(n) for n, f in enumerate(briefing.key_facts, start=1) if f in old]
+    assert f"{' and '.join(numbers)} were superseded by a later correction" in (
+        briefing.executive_summary
+    )
+
+
+def test_what_a_correction_replaces():
+    # "not ... as stated" names the replaced value; the values the correction gives stand.
+    said = [
+        "Correction recorded: the launch is Tuesday 21 April 2026, not Tuesday 14 April 2026 "
+        "as stated at the kickoff on 5 January."
+    ]
+    assert replaced_values(said) == {"14 april"}
+    # A retraction replaces the values of what it withdraws, less those the speaker repeats.
+    said = [
+        "I need to correct something I said.",
+        "I said our monthly AWS budget is 6,500 dollars for 2026.",
+        "That's wrong.",
+        "It is 5,600 dollars for 2026.",
+    ]
+    assert replaced_values(said) == {"6,500"}
+    assert replaced_values(["The budget is 6,500 dollars."]) == set()  # no correction
+    assert stated_values("On April 14th, or the 21st of April, at 9:30") == {
+        "14 april",
+        "21 april",
+        "9:30",
+    }
+
+
+def test_a_question_is_never_a_key_fact(researcher):
+    """Asked what Deckhand is, Ines's "Deckhand doesn't change, right?" shares the request's
+    rare word, but a question states nothing."""
+    briefing = researcher.research("What is Deckhand?")
+    assert briefing.key_facts
+    assert not any(f.split(" (2026-")[0].endswith("?") for f in briefing.key_facts)
 
 
 def test_a_retraction_withdraws_what_was_said_since_the_correction_was_announced():

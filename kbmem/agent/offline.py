@@ -2,21 +2,25 @@
 briefing: the few evidence sentences that share the most of the question's rare words, each
 with the citation of the turn or paragraph it comes from, and it says plainly when memory
 holds nothing on the question. A statement that corrects an earlier one comes before it, as
-in the briefing's key facts."""
+in the briefing's key facts, and an earlier statement of a value that a later one corrected
+says so."""
 
 from __future__ import annotations
 
 import math
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..index import analyze
 from ..pages import TURN_HEADER, unescape_line
 from ..research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
+    replaced_values,
     standing_sentences,
     states_correction,
+    superseded_on,
 )
 from ..research.types import BriefingContext, EvidenceItem
 from ..sessions import is_own_answer
@@ -32,6 +36,7 @@ ANSWER_HEAD = "From memory:"
 MIN_COVERAGE = 0.3
 # Words that shape a question ("how much", "how long") without saying what it is about.
 MODIFIERS = frozenset(["much", "many", "long", "often", "far", "old", "take", "place", "happen"])
+SUPERSEDED_WEIGHT = 0.5  # a sentence giving a value that a later correction replaced
 PLACE_CREDIT = 0.5  # share of a term's weight when only the session or page name has it
 _CITED = re.compile(r"\s*\[[A-Za-z0-9][A-Za-z0-9._/-]*:L\d+-L\d+\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])")
@@ -51,23 +56,34 @@ class Sentence:
     order: int
 
 
-def _units(item: EvidenceItem) -> list[tuple[str, int, int, list[str]]]:
-    """``(speaker, start, end, text lines)`` of each turn (session pages) or paragraph (notes)
-    in an evidence item; line numbers are the file's."""
+class Unit(NamedTuple):
+    """A turn (session pages) or a paragraph (notes) of an evidence item; line numbers are the
+    file's; ``stamp``: when a turn was said ("" for a paragraph)."""
+
+    speaker: str
+    start: int
+    end: int
+    body: list[str]
+    stamp: str = ""
+
+
+def _units(item: EvidenceItem) -> list[Unit]:
+    """The turns or paragraphs of an evidence item."""
     lines = (item.source_text or item.excerpt).split("\n")
     base = item.interval.start
-    units: list[tuple[str, int, int, list[str]]] = []
-    current: tuple[str, int, list[str]] | None = None
+    units: list[Unit] = []
+    current: tuple[str, int, list[str], str] | None = None
     is_turns = any(TURN_HEADER.match(line) for line in lines)
 
     def close(end: int) -> None:
         nonlocal current
         if current is not None:
-            speaker, start, body = current
+            speaker, start, body, stamp = current
             while body and not body[-1].strip():
                 body.pop()
             if body:
-                units.append((speaker, start, start + len(body) - (0 if is_turns else 1), body))
+                end = start + len(body) - (0 if is_turns else 1)
+                units.append(Unit(speaker, start, end, body, stamp))
         current = None
 
     for n, line in enumerate(lines):
@@ -75,7 +91,7 @@ def _units(item: EvidenceItem) -> list[tuple[str, int, int, list[str]]]:
         header = TURN_HEADER.match(line)
         if header:
             close(number - 1)
-            current = (header.group(2), number, [])
+            current = (header.group(2), number, [], header.group(3))
         elif is_turns:
             if current is not None:
                 current[2].append(unescape_line(line))
@@ -83,7 +99,7 @@ def _units(item: EvidenceItem) -> list[tuple[str, int, int, list[str]]]:
             close(number - 1)
         else:
             if current is None:
-                current = ("", number, [])
+                current = ("", number, [], "")
             current[2].append(line)
     close(base + len(lines) - 1)
     return units
@@ -207,41 +223,56 @@ class OfflineAgent:
         whole = sum(weight.values())
         candidates: list[tuple[float, int, Sentence]] = []
         order = 0
-        for rank, item in enumerate(briefing.evidence):
+        units = [
+            (rank, item, unit)
+            for rank, item in enumerate(briefing.evidence)
+            for unit in _units(item)
+        ]
+        corrections = [
+            (unit.stamp, replaced)
+            for _rank, _item, unit in units
+            if (replaced := replaced_values(split_sentences("\n".join(unit.body))))
+        ]
+        for rank, item, (speaker, start, end, body, stamp) in units:
             place = _place_terms(item) & set(terms)
-            for speaker, start, end, body in _units(item):
-                factor = 0.5 if is_own_answer(item.session_id, speaker) else 1.0
-                subject = "" if speaker else paragraph_subject(body)
-                said = split_sentences("\n".join(body))
-                if states_correction(said):
-                    # What memory holds now, before the statement it corrects; and not the
-                    # sentences that the correction withdraws ("... 14 April. That's wrong.").
-                    factor *= CORRECTION_WEIGHT
-                    said = standing_sentences(said)
-                for n, text in enumerate(said):
-                    order += 1
-                    text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
-                    if text.endswith("?") or not text:
-                        continue
-                    if n and subject and subject.lower() not in text.lower():
-                        # "Owns the sync service…" says whose only in the paragraph's lead.
-                        text = f"{subject} — {text}"
-                    found = frozenset(analyze(text)) & set(terms)
-                    covered = sum(weight[t] for t in found)
-                    covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
-                    if covered < MIN_COVERAGE * whole:
-                        continue
-                    score = factor * covered + 0.3 / (1 + rank)
-                    sentence = Sentence(
-                        truncate_tokens(text, MAX_SENTENCE_TOKENS),
-                        speaker,
-                        item,
-                        start,
-                        end,
-                        found,
-                        order,
-                    )
-                    candidates.append((score, order, sentence))
+            factor = 0.5 if is_own_answer(item.session_id, speaker) else 1.0
+            subject = "" if speaker else paragraph_subject(body)
+            said = split_sentences("\n".join(body))
+            if states_correction(said):
+                # What memory holds now, before the statement it corrects; and not the
+                # sentences that the correction withdraws ("... 14 April. That's wrong.").
+                factor *= CORRECTION_WEIGHT
+                said = standing_sentences(said)
+            for n, text in enumerate(said):
+                order += 1
+                text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
+                if text.endswith("?") or not text:
+                    continue
+                if n and subject and subject.lower() not in text.lower():
+                    # "Owns the sync service…" says whose only in the paragraph's lead.
+                    text = f"{subject} — {text}"
+                found = frozenset(analyze(text)) & set(terms)
+                covered = sum(weight[t] for t in found)
+                covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
+                if covered < MIN_COVERAGE * whole:
+                    continue
+                score = factor * covered + 0.3 / (1 + rank)
+                superseded = superseded_on(text, stamp, corrections)
+                if superseded:
+                    # Still an answer to "what was said at the kickoff?", never before
+                    # the correction that replaced it.
+                    score *= SUPERSEDED_WEIGHT
+                sentence = Sentence(
+                    truncate_tokens(text, MAX_SENTENCE_TOKENS)
+                    + (f" (superseded on {superseded})" if superseded else ""),
+                    speaker,
+                    item,
+                    start,
+                    end,
+                    found,
+                    order,
+                )
+                candidates.append((score, order, sentence))
         candidates.sort(key=lambda c: (-c[0], c[1]))
         chosen: list[Sentence] = []
         seen_units: set[tuple[str, int]] = set()

@@ -51,6 +51,16 @@ _RETRACTS = re.compile(
     re.I,
 )
 CORRECTION_WEIGHT = 2.0  # a correcting statement's fact weighs this much more
+# "not Tuesday 14 April 2026 as stated at the kickoff": the value a correction replaces.
+_NOT_AS = re.compile(r"\bnot ([^.;!?]{1,60}?) as (?:stated|said|announced|planned)\b", re.I)
+_MONTH_NAMES = "|".join(MONTHS)
+# A value a statement gives: a number, with the month it is a day of ("14 April", "April
+# 14th"). A correction replaces values; an earlier statement that gives a replaced value is
+# superseded.
+_VALUE = re.compile(
+    rf"\b(?:({_MONTH_NAMES})\s+)?(\d[\d,.:]*\d|\d)(?:st|nd|rd|th)?\b(?:\s+(?:of\s+)?({_MONTH_NAMES})\b)?",
+    re.I,
+)
 # A quotation: the opening mark starts a word, the closing one ends it (so the apostrophes
 # of "it's ... here's" are not a quote).
 _QUOTED = re.compile(r"(?:^|(?<=\s))[\"“']([^\"”'\n]{3,60})[\"”'](?=[\s.,!?;:)]|$)")
@@ -176,20 +186,78 @@ def states_correction(sentences: list[str]) -> bool:
     return any(_CORRECTS.search(x) for x in sentences)
 
 
-def lead_draft(sources: list[tuple[Hit, bool]]) -> str:
+def stated_values(text: str) -> set[str]:
+    """The values ``text`` gives (see _VALUE), normalized: "April 14th" -> "14 april"."""
+    out = set()
+    for m in _VALUE.finditer(text):
+        month = (m.group(1) or m.group(3) or "").lower()
+        out.add(f"{m.group(2)} {month}".strip())
+    return out
+
+
+def replaced_values(sentences: list[str]) -> set[str]:
+    """The values a correcting statement replaces: those after "not ... as stated", and those
+    of the sentences its retraction withdraws (see standing_sentences), less the values the
+    correction itself still gives. "The launch is Tuesday 21 April 2026, not Tuesday 14 April
+    2026 as stated" replaces {"14 april"}: 2026 still stands."""
+    if not states_correction(sentences):
+        return set()
+    standing = standing_sentences(sentences)
+    withdrawn = [x for x in sentences if x not in standing]
+    replaced: set[str] = set()
+    kept: set[str] = set()
+    for sentence in standing:
+        for m in _NOT_AS.finditer(sentence):
+            replaced |= stated_values(m.group(1))
+        kept |= stated_values(_NOT_AS.sub(" ", sentence))
+    for sentence in withdrawn:
+        replaced |= stated_values(sentence)
+    return replaced - kept
+
+
+def superseded_on(text: str, when: str, corrections: list[tuple[str, set[str]]]) -> str:
+    """The day of the latest correction made after ``when`` that replaced a value ``text``
+    gives, or "" (an undated text cannot be placed before a correction). ``corrections``:
+    each correction's timestamp and replaced values."""
+    if not when:
+        return ""
+    values = stated_values(text)
+    later = [at for at, replaced in corrections if at > when and values & replaced]
+    return max(later)[:10] if later else ""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a key fact comes from: its interval, whether it states a correction, and the day
+    of the later correction that superseded it ("" if none did)."""
+
+    hit: Hit
+    corrects: bool = False
+    superseded: str = ""
+
+
+def lead_draft(sources: list[Source]) -> str:
     """Where the key facts come from, for a reader who reads the summary first: "Key fact 1
     is the strongest match (Priya Raghunathan, 2026-02-23); it corrects an earlier
-    statement, so prefer it to earlier ones. The key facts date from 2026-01-05 to
-    2026-02-23." ``sources``: each key fact's interval, and whether it states a correction."""
+    statement, so prefer it to earlier ones. Key facts 4 and 5 were superseded by a later
+    correction. The key facts date from 2026-01-05 to 2026-02-23." ``sources``: each key
+    fact's source, in the order of the facts."""
     if not sources:
         return ""
-    lead, corrects = sources[0]
-    where = ", ".join(x for x in (lead.speaker, lead.timestamp[:10]) if x) or lead.page_id
-    draft = f"Key fact 1 is the strongest match ({where})"
-    if corrects:
+    lead = sources[0]
+    where = ", ".join(x for x in (lead.hit.speaker, lead.hit.timestamp[:10]) if x)
+    draft = f"Key fact 1 is the strongest match ({where or lead.hit.page_id})"
+    if lead.corrects:
         draft += "; it corrects an earlier statement, so prefer it to earlier ones"
     draft += "."
-    days = sorted({h.timestamp[:10] for h, _ in sources if h.timestamp})
+    old = [str(n) for n, source in enumerate(sources, start=1) if source.superseded]
+    if old:
+        which = old[0] if len(old) == 1 else ", ".join(old[:-1]) + " and " + old[-1]
+        draft += (
+            f" Key fact{'s' if len(old) > 1 else ''} {which} "
+            f"{'were' if len(old) > 1 else 'was'} superseded by a later correction."
+        )
+    days = sorted({s.hit.timestamp[:10] for s in sources if s.hit.timestamp})
     if len(days) > 1:
         draft += f" The key facts date from {days[0]} to {days[-1]}."
     return draft
@@ -319,42 +387,58 @@ class OfflineEngine:
         A statement that corrects an earlier one weighs CORRECTION_WEIGHT times more, and of
         its sentences, those it withdraws are not facts: asked when the public launch is,
         the kickoff's 14 April must not lead when a later meeting corrected it to 21 April.
-        The draft says where the lead fact comes from and what dates the facts span, rather
-        than repeating the fact."""
+        An earlier statement of a value that a later correction replaced ("Public launch date
+        as stated today: Tuesday 14 April") is marked as superseded: it stays, as the history
+        of the fact. The draft says where the lead fact comes from, which facts were
+        superseded and what dates the facts span, rather than repeating the fact."""
         terms = self.content_terms(request)
         shares = self.term_shares(terms)
         weight = {t: math.log(1.0 + 1.0 / max(shares.get(t, 0.0), 1e-4)) for t in terms}
-        scored: list[tuple[float, int, str, Hit, bool]] = []
         pages: list[str] = []
         ranked = state.ranked()[:12]
         best_interval = max((state.effective(c) for c in ranked), default=0.0) or 1.0
-        for rank, cand in enumerate(ranked):
+        read = []
+        for cand in ranked:
+            if cand.hit.page_id not in pages:
+                pages.append(cand.hit.page_id)
+            sentences = [x.strip() for x in _SENTENCES.split(self.said(cand.hit)) if x.strip()]
+            read.append((cand, sentences))
+        corrections = [
+            (cand.hit.timestamp, replaced)
+            for cand, sentences in read
+            if (replaced := replaced_values(sentences))
+        ]
+        scored: list[tuple[float, int, str, Source]] = []
+        for rank, (cand, sentences) in enumerate(read):
             hit = cand.hit
-            if hit.page_id not in pages:
-                pages.append(hit.page_id)
-            sentences = [x.strip() for x in _SENTENCES.split(self.said(hit)) if x.strip()]
             corrects = states_correction(sentences)
             best, best_score = "", 0.0
             for sentence in standing_sentences(sentences):
+                if sentence.endswith("?"):
+                    continue  # a question states nothing
                 # Sorted: a float sum in set order would vary with the process's hash seed.
                 score = sum(weight[t] for t in sorted(set(analyze(sentence))) if t in weight)
                 if score > best_score:
                     best, best_score = sentence, score
-            if best:
-                when = f" ({hit.timestamp[:10]})" if hit.timestamp else ""
-                who = f"{hit.speaker}: " if hit.speaker else ""
-                text = truncate_tokens(_LIST_ITEM.sub("", best), 40)  # "- " of a list item
-                fact = f"{who}{text}{when} {hit.interval.citation()}"
-                standing = state.effective(cand) / best_interval
-                if corrects:
-                    standing *= CORRECTION_WEIGHT
-                scored.append((-best_score * standing, rank, fact, hit, corrects))
+            if not best:
+                continue
+            superseded = superseded_on(best, hit.timestamp, corrections)
+            when = ", ".join(
+                x for x in (hit.timestamp[:10], superseded and f"superseded on {superseded}") if x
+            )
+            who = f"{hit.speaker}: " if hit.speaker else ""
+            text = truncate_tokens(_LIST_ITEM.sub("", best), 40)  # "- " of a list item
+            fact = f"{who}{text}{f' ({when})' if when else ''} {hit.interval.citation()}"
+            standing = state.effective(cand) / best_interval
+            if corrects:
+                standing *= CORRECTION_WEIGHT
+            scored.append((-best_score * standing, rank, fact, Source(hit, corrects, superseded)))
         facts: list[str] = []
-        sources: list[tuple[Hit, bool]] = []
-        for _score, _rank, fact, hit, corrects in sorted(scored, key=lambda x: x[:2]):
+        sources: list[Source] = []
+        for _score, _rank, fact, source in sorted(scored, key=lambda x: x[:2]):
             if fact not in facts and len(facts) < 5:
                 facts.append(fact)
-                sources.append((hit, corrects))
+                sources.append(source)
         draft = lead_draft(sources)
         return IntegrationState(draft, facts, list(state.integration.open_questions), pages)
 
