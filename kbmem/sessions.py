@@ -83,6 +83,16 @@ def is_own_answer(session_id: str, speaker: str) -> bool:
     return speaker == CHAT_AGENT and session_id.startswith(CHAT_PREFIX)
 
 
+def is_echo(session_id: str, speaker: str, text: str) -> bool:
+    """Whether a turn only repeats what memory holds elsewhere: kbmem's own earlier answer,
+    or a question put to kbmem in a chat (asked again, it matches the request word for word
+    and states nothing). A person's statement in a chat ("the launch moved to 28 April") is
+    no echo: it is a fact that memory holds nowhere else."""
+    if not session_id.startswith(CHAT_PREFIX):
+        return False
+    return speaker == CHAT_AGENT or text.rstrip().endswith("?")
+
+
 def normalize_timestamp(value: Any, field_name: str) -> str:
     """An ISO 8601 timestamp without spaces, or '' for none."""
     if value is None or value == "":

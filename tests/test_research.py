@@ -13,7 +13,12 @@ from kbmem.llm import LLMConfig
 from kbmem.local_llm import free_port
 from kbmem.research.briefing import render_excerpt
 from kbmem.research.llm_engine import LLMEngine
-from kbmem.research.offline import replaced_values, standing_sentences, stated_values
+from kbmem.research.offline import (
+    correction_in,
+    standing_sentences,
+    stated_values,
+    superseded_on,
+)
 from kbmem.research.researcher import Researcher
 from kbmem.research.types import BriefingContext
 
@@ -511,25 +516,40 @@ def test_an_earlier_statement_of_a_corrected_value_is_marked_superseded(research
 
 def test_what_a_correction_replaces():
     # "not ... as stated" names the replaced value; the values the correction gives stand.
-    said = [
-        "Correction recorded: the launch is Tuesday 21 April 2026, not Tuesday 14 April 2026 "
-        "as stated at the kickoff on 5 January."
-    ]
-    assert replaced_values(said) == {"14 april"}
+    launch = correction_in(
+        [
+            "Correction recorded: the launch is Tuesday 21 April 2026, not Tuesday 14 April "
+            "2026 as stated at the kickoff on 5 January."
+        ],
+        "2026-02-23T09:56:00",
+    )
+    assert launch is not None and launch.values == {"14 april"}
     # A retraction replaces the values of what it withdraws, less those the speaker repeats.
-    said = [
-        "I need to correct something I said.",
-        "I said our monthly AWS budget is 6,500 dollars for 2026.",
-        "That's wrong.",
-        "It is 5,600 dollars for 2026.",
-    ]
-    assert replaced_values(said) == {"6,500"}
-    assert replaced_values(["The budget is 6,500 dollars."]) == set()  # no correction
+    budget = correction_in(
+        [
+            "I need to correct something I said.",
+            "I said our monthly AWS budget is 6,500 dollars for 2026.",
+            "That's wrong.",
+            "It is 5,600 dollars for 2026.",
+        ],
+        "2026-01-28T10:00:00",
+    )
+    assert budget is not None and budget.values == {"6,500"}
+    assert correction_in(["The budget is 6,500 dollars."]) is None  # no correction
     assert stated_values("On April 14th, or the 21st of April, at 9:30") == {
         "14 april",
         "21 april",
         "9:30",
     }
+    # An earlier statement of the replaced value, about the same thing, is superseded; one
+    # about something else, or made after the correction, or undated, is not.
+    corrections = [launch, budget]
+    early = "2026-01-05T09:36:00"
+    assert superseded_on("Launch: Tuesday 14 April.", early, corrections) == "2026-02-23"
+    assert superseded_on("The Expo opens on 14 April.", early, corrections) == ""
+    assert superseded_on("Launch: 14 April.", "2026-03-01T10:00:00", corrections) == ""
+    assert superseded_on("Launch: 14 April.", "", corrections) == ""
+    assert superseded_on("AWS budget: 6,500 dollars.", early, corrections) == "2026-01-28"
 
 
 def test_a_question_is_never_a_key_fact(researcher):

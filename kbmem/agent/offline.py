@@ -17,7 +17,7 @@ from ..pages import TURN_HEADER, unescape_line
 from ..research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
-    replaced_values,
+    correction_in,
     standing_sentences,
     states_correction,
     superseded_on,
@@ -228,10 +228,11 @@ class OfflineAgent:
             for rank, item in enumerate(briefing.evidence)
             for unit in _units(item)
         ]
-        corrections = [
-            (unit.stamp, replaced)
-            for _rank, _item, unit in units
-            if (replaced := replaced_values(split_sentences("\n".join(unit.body))))
+        corrections = [  # (kbmem's own answers only repeat corrections)
+            c
+            for _rank, item, unit in units
+            if not is_own_answer(item.session_id, unit.speaker)
+            and (c := correction_in(split_sentences("\n".join(unit.body)), unit.stamp))
         ]
         for rank, item, (speaker, start, end, body, stamp) in units:
             place = _place_terms(item) & set(terms)

@@ -195,35 +195,54 @@ def stated_values(text: str) -> set[str]:
     return out
 
 
-def replaced_values(sentences: list[str]) -> set[str]:
-    """The values a correcting statement replaces: those after "not ... as stated", and those
-    of the sentences its retraction withdraws (see standing_sentences), less the values the
-    correction itself still gives. "The launch is Tuesday 21 April 2026, not Tuesday 14 April
-    2026 as stated" replaces {"14 april"}: 2026 still stands."""
+@dataclass(frozen=True)
+class Correction:
+    """What a correcting statement replaced: ``values`` (see stated_values), said of
+    ``terms`` (the words of the sentences that gave them), at ``when``."""
+
+    when: str
+    values: frozenset[str]
+    terms: frozenset[str]
+
+
+def correction_in(sentences: list[str], when: str = "") -> Correction | None:
+    """What a correcting statement replaces, or None: the values after "not ... as stated",
+    and those of the sentences its retraction withdraws (see standing_sentences), less the
+    values the correction itself still gives. "The launch is Tuesday 21 April 2026, not
+    Tuesday 14 April 2026 as stated" replaces "14 april" (2026 still stands), said of
+    "launch"."""
     if not states_correction(sentences):
-        return set()
+        return None
     standing = standing_sentences(sentences)
     withdrawn = [x for x in sentences if x not in standing]
     replaced: set[str] = set()
     kept: set[str] = set()
+    about = list(withdrawn)
     for sentence in standing:
         for m in _NOT_AS.finditer(sentence):
             replaced |= stated_values(m.group(1))
+            about.append(sentence)
         kept |= stated_values(_NOT_AS.sub(" ", sentence))
     for sentence in withdrawn:
         replaced |= stated_values(sentence)
-    return replaced - kept
+    values = replaced - kept
+    if not values:
+        return None
+    terms = set(analyze(" ".join(about))) - GENERIC_TERMS - set(analyze(" ".join(values)))
+    return Correction(when, frozenset(values), frozenset(terms))
 
 
-def superseded_on(text: str, when: str, corrections: list[tuple[str, set[str]]]) -> str:
-    """The day of the latest correction made after ``when`` that replaced a value ``text``
-    gives, or "" (an undated text cannot be placed before a correction). ``corrections``:
-    each correction's timestamp and replaced values."""
+def superseded_on(text: str, when: str, corrections: list[Correction]) -> str:
+    """The day of the first correction made after ``when`` that replaced a value ``text``
+    gives, of something ``text`` speaks of, or "" (an undated text cannot be placed before a
+    correction; "the Expo opens on 14 April" is not superseded by a correction of the launch
+    date from 14 to 21 April)."""
     if not when:
         return ""
     values = stated_values(text)
-    later = [at for at, replaced in corrections if at > when and values & replaced]
-    return max(later)[:10] if later else ""
+    terms = set(analyze(text))
+    later = [c.when for c in corrections if c.when > when and values & c.values and terms & c.terms]
+    return min(later)[:10] if later else ""
 
 
 @dataclass(frozen=True)
@@ -394,24 +413,28 @@ class OfflineEngine:
         terms = self.content_terms(request)
         shares = self.term_shares(terms)
         weight = {t: math.log(1.0 + 1.0 / max(shares.get(t, 0.0), 1e-4)) for t in terms}
-        pages: list[str] = []
-        ranked = state.ranked()[:12]
+        ranked = state.ranked()
+        pages = list(dict.fromkeys(c.hit.page_id for c in ranked[:12]))
+        # Echoes (kbmem's earlier answers and the questions put to it) repeat their sources,
+        # which are the facts to cite, and quote corrections without making them; an echo
+        # is a source only when memory holds nothing else.
+        own = {id(c) for c in ranked if c.echo}
+        ranked = [c for c in ranked if id(c) not in own][:12] or ranked[:12]
         best_interval = max((state.effective(c) for c in ranked), default=0.0) or 1.0
         read = []
         for cand in ranked:
-            if cand.hit.page_id not in pages:
-                pages.append(cand.hit.page_id)
             sentences = [x.strip() for x in _SENTENCES.split(self.said(cand.hit)) if x.strip()]
             read.append((cand, sentences))
+        echoes = own & {id(cand) for cand in ranked}
         corrections = [
-            (cand.hit.timestamp, replaced)
+            c
             for cand, sentences in read
-            if (replaced := replaced_values(sentences))
+            if id(cand) not in echoes and (c := correction_in(sentences, cand.hit.timestamp))
         ]
         scored: list[tuple[float, int, str, Source]] = []
         for rank, (cand, sentences) in enumerate(read):
             hit = cand.hit
-            corrects = states_correction(sentences)
+            corrects = id(cand) not in echoes and states_correction(sentences)
             best, best_score = "", 0.0
             for sentence in standing_sentences(sentences):
                 if sentence.endswith("?"):

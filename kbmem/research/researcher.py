@@ -14,6 +14,7 @@ from ..config import HARD_CAPS
 from ..errors import KbmemError, ValidationError
 from ..index import Hit, analyze
 from ..memorizer import read_memory
+from ..sessions import is_echo
 from ..store import KnowledgeBase
 from ..textutil import count_tokens, truncate_tokens
 from ..toolkit import Toolkit, rank_pages
@@ -335,12 +336,14 @@ class Researcher:
 
 
 def distinct(hits: list[Hit], k: int) -> list[Hit]:
-    """The first ``k`` hits whose words no better hit already said. Memory repeats itself:
+    """The first ``k`` hits whose words no better hit already said, and the echoes among them
+    (see sessions.is_echo), which do not take one of the ``k`` places. Memory repeats itself:
     the same question asked in several chats, kbmem's answers that quote their sources, a
     pasted paragraph. Repeats would fill a search's ``k`` places with one thing and push
     everything else out, the original sources included."""
     seen: set[str] = set()
     out: list[Hit] = []
+    places = 0
     for hit in hits:
         text = hit.excerpt.split(": ", 1)[1] if hit.speaker and ": " in hit.excerpt else hit.excerpt
         key = " ".join(_WORDS.findall(text.lower()))
@@ -348,7 +351,8 @@ def distinct(hits: list[Hit], k: int) -> list[Hit]:
             continue
         seen.add(key)
         out.append(hit)
-        if len(out) == k:
+        places += not is_echo(hit.session_id, hit.speaker, hit.excerpt)
+        if places == k:
             break
     return out
 

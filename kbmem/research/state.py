@@ -10,8 +10,9 @@ What decides where an answer sits, beyond what matched:
   more ("what did Nate think of ..." is answered by Nate far more often than by the person
   he talked to);
 - **echo**: kbmem's own earlier answers, memorized with the chats they were given in,
-  repeat the request's words and quote their sources: they count less than those sources,
-  or asking the same thing a few times would fill the briefing with earlier answers."""
+  repeat the request's words and quote their sources, and the questions put to it there
+  repeat the request word for word: they count less than the sources, or asking the same
+  thing a few times would fill the briefing with earlier questions and answers."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..index import Hit
-from ..sessions import is_own_answer
+from ..sessions import is_echo
 from ..toolkit import RRF_K
 from .types import IntegrationState, PlanAction
 
@@ -30,7 +31,7 @@ from .types import IntegrationState, PlanAction
 CONTEXT_NEXT = (0.5, 0.3)
 CONTEXT_PREV = (0.2, 0.2)
 SPEAKER_BOOST = 1.5  # weight of a turn spoken by someone the request names
-ECHO_WEIGHT = 0.3  # weight of kbmem's own earlier answer in a memorized chat
+ECHO_WEIGHT = 0.3  # weight of an echo (kbmem's earlier answer or a question put to it)
 _WORD = re.compile(r"[^\W_]+")
 
 Around = Callable[[Hit, int, int], tuple[list[Hit], list[Hit]]]
@@ -42,6 +43,7 @@ class Candidate:
     score: float = 0.0
     retrievers: set[str] = field(default_factory=set)
     first_step: int = 0
+    echo: bool = False  # see sessions.is_echo
 
 
 @dataclass
@@ -82,7 +84,7 @@ class ResearchState:
 
     def effective(self, cand: Candidate) -> float:
         score = cand.score
-        if is_own_answer(cand.hit.session_id, cand.hit.speaker):
+        if cand.echo:
             score *= ECHO_WEIGHT
         elif cand.hit.speaker:
             score *= self.speaker_weight(cand.hit.speaker)
@@ -138,7 +140,8 @@ class ResearchState:
         cand = self.candidates.get(key)
         fresh = cand is None
         if cand is None:
-            cand = self.candidates[key] = Candidate(hit=hit, first_step=self.step)
+            echo = is_echo(hit.session_id, hit.speaker, hit.excerpt)
+            cand = self.candidates[key] = Candidate(hit=hit, first_step=self.step, echo=echo)
         cand.score += credit
         cand.retrievers.add(retriever)
         return int(fresh and retriever != "context")
@@ -149,14 +152,24 @@ class ResearchState:
         """Pages ranked by rank fusion of two views: whole-page BM25 votes, and the pages
         of the best intervals found (decaying credit for a page's further intervals)."""
         per_page: dict[str, list[float]] = {}
+        best: dict[str, Candidate] = {}
         for cand in self.candidates.values():
-            per_page.setdefault(cand.hit.page_id, []).append(self.effective(cand))
+            score = self.effective(cand)
+            per_page.setdefault(cand.hit.page_id, []).append(score)
+            page = cand.hit.page_id
+            if page not in best or score > self.effective(best[page]):
+                best[page] = cand
         pooled = []
         for page_id, values in per_page.items():
             values.sort(reverse=True)
             pooled.append((page_id, sum(v * decay**i for i, v in enumerate(values[:depth]))))
         pooled.sort(key=lambda item: (-item[1], item[0]))
-        scores = dict(self.page_votes)
+        # A page whose best interval is an echo (a chat of earlier questions and answers that
+        # quote their sources) ranks as a whole no higher than an echo does.
+        scores = {
+            page_id: votes * (ECHO_WEIGHT if page_id in best and best[page_id].echo else 1.0)
+            for page_id, votes in self.page_votes.items()
+        }
         for rank, (page_id, _v) in enumerate(pooled, start=1):
             boost = self.focus_boost if page_id.rsplit("/", 1)[0] in self.focus_sessions else 1.0
             scores[page_id] = scores.get(page_id, 0.0) + boost * pool_weight / (RRF_K + rank)
