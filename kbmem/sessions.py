@@ -83,6 +83,9 @@ def is_own_answer(session_id: str, speaker: str) -> bool:
     return speaker == CHAT_AGENT and session_id.startswith(CHAT_PREFIX)
 
 
+ECHO_WEIGHT = 0.3  # weight of an echo (see is_echo) against the sources it repeats
+
+
 def is_echo(session_id: str, speaker: str, text: str) -> bool:
     """Whether a turn only repeats what memory holds elsewhere: kbmem's own earlier answer,
     or a question put to kbmem in a chat (asked again, it matches the request word for word

@@ -12,13 +12,13 @@ from typing import Any
 from .dates import date_windows, sessions_in
 from .errors import NotFound, ValidationError
 from .ids import page_relpath
-from .index import Hit, TenantIndex, check_query
+from .index import MAX_K, Hit, TenantIndex, check_query
 from .intervals import EXPAND_MODES, Interval, expand_lines
 from .memorizer import read_memory
 from .pages import TURN_HEADER, parse_page
 from .pagestore import PageRecord, PageStore
 from .perspective import Voiced, voiced
-from .sessions import CHAT_AGENT
+from .sessions import CHAT_AGENT, ECHO_WEIGHT, is_echo
 from .store import KnowledgeBase
 
 TOOLS = ("bm25", "dense", "hybrid")
@@ -80,6 +80,9 @@ def rank_pages(hits: list[Hit], decay: float = 0.5, depth: int = 3) -> list[tupl
         values.sort(reverse=True)
         scored.append((page_id, sum(v * decay**i for i, v in enumerate(values[:depth]))))
     return sorted(scored, key=lambda item: (-item[1], item[0]))
+
+
+ECHO_SLACK = 20  # extra hits a search fetches, so that echoes moved down leave k others
 
 
 def check_tool(tool: str) -> None:
@@ -208,8 +211,20 @@ class Toolkit:
     def search(
         self, query: str, tool: str = "hybrid", k: int = 10, filters: dict[str, Any] | None = None
     ) -> list[Hit]:
+        """The ``k`` best hits of ``tool``, echoes (kbmem's earlier answers and the questions
+        put to it, see sessions.is_echo) scored ECHO_WEIGHT of their match: asked five times,
+        a question would otherwise find its five earlier askings before any source."""
         check_tool(tool)
-        return getattr(self, tool)(query, k, filters)
+        check_query(query, k)
+        hits = getattr(self, tool)(query, min(MAX_K, k + ECHO_SLACK), filters)
+        weighed = [
+            replace(h, score=h.score * ECHO_WEIGHT)
+            if is_echo(h.session_id, h.speaker, h.excerpt)
+            else h
+            for h in hits
+        ]
+        weighed.sort(key=lambda h: -h.score)  # stable: equal scores keep the tool's order
+        return weighed[:k]
 
     # -- pages ------------------------------------------------------------------------------
 

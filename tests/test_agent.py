@@ -37,6 +37,7 @@ from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
 from kbmem.index import TenantIndex
 from kbmem.store import KnowledgeBase
+from kbmem.toolkit import Toolkit
 
 TENANT = "default"
 QUESTIONS = [
@@ -308,6 +309,10 @@ def test_asking_again_answers_from_the_sources_not_from_earlier_answers(
     cited = [(c.page_id, c.start) for c in last.context if c.cited]
     assert cited == [(c.page_id, c.start) for c in first.context if c.cited]
     assert not any(page.startswith("chat-") for page, _ in cited), last.answer
+    # The search tool (CLI, the agent's tool) ranks the sources above the five askings too.
+    for tool in ("bm25", "dense", "hybrid"):
+        hits = Toolkit(kb, TENANT).search(question, tool, 5)
+        assert len(hits) == 5 and not any(h.page_id.startswith("chat-") for h in hits), tool
 
 
 def test_a_chat_can_be_continued_by_its_id(kb: KnowledgeBase) -> None:

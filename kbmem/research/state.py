@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..index import Hit
-from ..sessions import is_echo
+from ..sessions import ECHO_WEIGHT, is_echo
 from ..toolkit import RRF_K
 from .types import IntegrationState, PlanAction
 
@@ -31,7 +31,6 @@ from .types import IntegrationState, PlanAction
 CONTEXT_NEXT = (0.5, 0.3)
 CONTEXT_PREV = (0.2, 0.2)
 SPEAKER_BOOST = 1.5  # weight of a turn spoken by someone the request names
-ECHO_WEIGHT = 0.3  # weight of an echo (kbmem's earlier answer or a question put to it)
 _WORD = re.compile(r"[^\W_]+")
 
 Around = Callable[[Hit, int, int], tuple[list[Hit], list[Hit]]]
