@@ -216,6 +216,9 @@ class Toolkit:
         a question would otherwise find its five earlier askings before any source."""
         check_tool(tool)
         check_query(query, k)
+        hits = getattr(self, tool)(query, k, filters)
+        if not any(is_echo(h.session_id, h.speaker, h.excerpt) for h in hits):
+            return hits  # (the common case costs no deeper search)
         hits = getattr(self, tool)(query, min(MAX_K, k + ECHO_SLACK), filters)
         weighed = [
             replace(h, score=h.score * ECHO_WEIGHT)
