@@ -151,13 +151,12 @@ class ResearchState:
         """Pages ranked by rank fusion of two views: whole-page BM25 votes, and the pages
         of the best intervals found (decaying credit for a page's further intervals)."""
         per_page: dict[str, list[float]] = {}
-        best: dict[str, Candidate] = {}
+        best: dict[str, tuple[float, bool]] = {}  # each page's best score, and if an echo's
         for cand in self.candidates.values():
             score = self.effective(cand)
             per_page.setdefault(cand.hit.page_id, []).append(score)
-            page = cand.hit.page_id
-            if page not in best or score > self.effective(best[page]):
-                best[page] = cand
+            if score > best.get(cand.hit.page_id, (-1.0, False))[0]:
+                best[cand.hit.page_id] = (score, cand.echo)
         pooled = []
         for page_id, values in per_page.items():
             values.sort(reverse=True)
@@ -166,7 +165,7 @@ class ResearchState:
         # A page whose best interval is an echo (a chat of earlier questions and answers that
         # quote their sources) ranks as a whole no higher than an echo does.
         scores = {
-            page_id: votes * (ECHO_WEIGHT if page_id in best and best[page_id].echo else 1.0)
+            page_id: votes * (ECHO_WEIGHT if best.get(page_id, (0.0, False))[1] else 1.0)
             for page_id, votes in self.page_votes.items()
         }
         for rank, (page_id, _v) in enumerate(pooled, start=1):
