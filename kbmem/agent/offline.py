@@ -223,57 +223,58 @@ class OfflineAgent:
         whole = sum(weight.values())
         candidates: list[tuple[float, int, Sentence]] = []
         order = 0
+        # Each evidence item's turns or paragraphs, with their sentences.
         units = [
-            (rank, item, unit)
-            for rank, item in enumerate(briefing.evidence)
-            for unit in _units(item)
+            [(unit, split_sentences("\n".join(unit.body))) for unit in _units(item)]
+            for item in briefing.evidence
         ]
         corrections = [  # (kbmem's own answers only repeat corrections)
             c
-            for _rank, item, unit in units
+            for item, read in zip(briefing.evidence, units, strict=True)
+            for unit, said in read
             if not is_own_answer(item.session_id, unit.speaker)
-            and (c := correction_in(split_sentences("\n".join(unit.body)), unit.stamp))
+            and (c := correction_in(said, unit.stamp))
         ]
-        for rank, item, (speaker, start, end, body, stamp) in units:
+        for rank, (item, read) in enumerate(zip(briefing.evidence, units, strict=True)):
             place = _place_terms(item) & set(terms)
-            factor = 0.5 if is_own_answer(item.session_id, speaker) else 1.0
-            subject = "" if speaker else paragraph_subject(body)
-            said = split_sentences("\n".join(body))
-            if states_correction(said):
-                # What memory holds now, before the statement it corrects; and not the
-                # sentences that the correction withdraws ("... 14 April. That's wrong.").
-                factor *= CORRECTION_WEIGHT
-                said = standing_sentences(said)
-            for n, text in enumerate(said):
-                order += 1
-                text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
-                if text.endswith("?") or not text:
-                    continue
-                if n and subject and subject.lower() not in text.lower():
-                    # "Owns the sync service…" says whose only in the paragraph's lead.
-                    text = f"{subject} — {text}"
-                found = frozenset(analyze(text)) & set(terms)
-                covered = sum(weight[t] for t in found)
-                covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
-                if covered < MIN_COVERAGE * whole:
-                    continue
-                score = factor * covered + 0.3 / (1 + rank)
-                superseded = superseded_on(text, stamp, corrections)
-                if superseded:
-                    # Still an answer to "what was said at the kickoff?", never before
-                    # the correction that replaced it.
-                    score *= SUPERSEDED_WEIGHT
-                sentence = Sentence(
-                    truncate_tokens(text, MAX_SENTENCE_TOKENS)
-                    + (f" (superseded on {superseded})" if superseded else ""),
-                    speaker,
-                    item,
-                    start,
-                    end,
-                    found,
-                    order,
-                )
-                candidates.append((score, order, sentence))
+            for (speaker, start, end, body, stamp), said in read:
+                factor = 0.5 if is_own_answer(item.session_id, speaker) else 1.0
+                subject = "" if speaker else paragraph_subject(body)
+                if states_correction(said):
+                    # What memory holds now, before the statement it corrects; and not the
+                    # sentences that the correction withdraws ("... 14 April. That's wrong.").
+                    factor *= CORRECTION_WEIGHT
+                    said = standing_sentences(said)
+                for n, text in enumerate(said):
+                    order += 1
+                    text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
+                    if text.endswith("?") or not text:
+                        continue
+                    if n and subject and subject.lower() not in text.lower():
+                        # "Owns the sync service…" says whose only in the paragraph's lead.
+                        text = f"{subject} — {text}"
+                    found = frozenset(analyze(text)) & set(terms)
+                    covered = sum(weight[t] for t in found)
+                    covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
+                    if covered < MIN_COVERAGE * whole:
+                        continue
+                    score = factor * covered + 0.3 / (1 + rank)
+                    superseded = superseded_on(text, stamp, corrections)
+                    if superseded:
+                        # Still an answer to "what was said at the kickoff?", never before
+                        # the correction that replaced it.
+                        score *= SUPERSEDED_WEIGHT
+                    sentence = Sentence(
+                        truncate_tokens(text, MAX_SENTENCE_TOKENS)
+                        + (f" (superseded on {superseded})" if superseded else ""),
+                        speaker,
+                        item,
+                        start,
+                        end,
+                        found,
+                        order,
+                    )
+                    candidates.append((score, order, sentence))
         candidates.sort(key=lambda c: (-c[0], c[1]))
         chosen: list[Sentence] = []
         seen_units: set[tuple[str, int]] = set()

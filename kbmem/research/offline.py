@@ -58,7 +58,9 @@ _MONTH_NAMES = "|".join(MONTHS)
 # 14th"). A correction replaces values; an earlier statement that gives a replaced value is
 # superseded.
 _VALUE = re.compile(
-    rf"\b(?:({_MONTH_NAMES})\s+)?(\d[\d,.:]*\d|\d)(?:st|nd|rd|th)?\b(?:\s+(?:of\s+)?({_MONTH_NAMES})\b)?",
+    rf"\b(?:({_MONTH_NAMES})\s+)?"  # "April 14th"
+    r"(\d[\d,.:]*\d|\d)(?:st|nd|rd|th)?\b"
+    rf"(?:\s+(?:of\s+)?({_MONTH_NAMES})\b)?",  # "14 April", "the 21st of April"
     re.I,
 )
 # A quotation: the opening mark starts a word, the closing one ends it (so the apostrophes
@@ -418,23 +420,21 @@ class OfflineEngine:
         # Echoes (kbmem's earlier answers and the questions put to it) repeat their sources,
         # which are the facts to cite, and quote corrections without making them; an echo
         # is a source only when memory holds nothing else.
-        own = {id(c) for c in ranked if c.echo}
-        ranked = [c for c in ranked if id(c) not in own][:12] or ranked[:12]
+        ranked = [c for c in ranked if not c.echo][:12] or ranked[:12]
         best_interval = max((state.effective(c) for c in ranked), default=0.0) or 1.0
         read = []
         for cand in ranked:
             sentences = [x.strip() for x in _SENTENCES.split(self.said(cand.hit)) if x.strip()]
             read.append((cand, sentences))
-        echoes = own & {id(cand) for cand in ranked}
         corrections = [
             c
             for cand, sentences in read
-            if id(cand) not in echoes and (c := correction_in(sentences, cand.hit.timestamp))
+            if not cand.echo and (c := correction_in(sentences, cand.hit.timestamp))
         ]
         scored: list[tuple[float, int, str, Source]] = []
         for rank, (cand, sentences) in enumerate(read):
             hit = cand.hit
-            corrects = id(cand) not in echoes and states_correction(sentences)
+            corrects = not cand.echo and states_correction(sentences)
             best, best_score = "", 0.0
             for sentence in standing_sentences(sentences):
                 if sentence.endswith("?"):
