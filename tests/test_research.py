@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from talk import talk
 
 from kbmem.cli import main
 from kbmem.errors import ValidationError
 from kbmem.llm import LLMConfig
 from kbmem.local_llm import free_port
+from kbmem.memorizer import ingest_session
 from kbmem.research.briefing import render_excerpt
 from kbmem.research.llm_engine import LLMEngine
 from kbmem.research.offline import (
@@ -21,6 +23,7 @@ from kbmem.research.offline import (
 )
 from kbmem.research.researcher import Researcher
 from kbmem.research.types import BriefingContext
+from kbmem.sessions import session_from_mapping
 
 OFFSITE = "In which city will the team's April offsite take place?"
 TROMSO_PAGE = "2026-01-21-sprint1-review/1"
@@ -550,6 +553,62 @@ def test_what_a_correction_replaces():
     assert superseded_on("Launch: 14 April.", "2026-03-01T10:00:00", corrections) == ""
     assert superseded_on("Launch: 14 April.", "", corrections) == ""
     assert superseded_on("AWS budget: 6,500 dollars.", early, corrections) == "2026-01-28"
+
+
+def test_corrections_said_in_other_words():
+    """ "I meant Y, not X", "I said X, but it's Y", "instead of", "Scratch that." each name
+    what they replace; a "not" outside a correction replaces nothing."""
+    cases = {
+        "Sorry, I meant Thursday 16 April for the demo, not Tuesday 14 April.": {"14 april"},
+        "I said the demo was on 14 May at the kickoff, but it's 19 May.": {"14 may"},
+        "Correction: the fee is 2.5 percent instead of 3.5 percent.": {"3.5"},
+        "Correction recorded: 5,600 dollars, not 6,500 as stated at the review.": {"6,500"},
+    }
+    for said, values in cases.items():
+        found = correction_in([said], "2026-04-10T10:00:00")
+        assert found is not None and found.values == values, said
+    scratched = correction_in(["The demo is on 3 May.", "Scratch that.", "It is on 5 May."])
+    assert scratched is not None and scratched.values == {"3 may"}
+    assert correction_in(["We are not moving the 14 April date."]) is None
+    # A statement does not give the value it says is replaced: a later account of the same
+    # correction ("I said ... 14 May, but it's 19 May") does not supersede the correction.
+    later = correction_in(["I said the demo was on 14 May, but it's 19 May."], "2026-05-01")
+    assert later is not None
+    fix = "Correction: the demo is on 19 May, not 14 May as stated."
+    assert superseded_on(fix, "2026-04-10T10:00:00", [later]) == ""
+    assert superseded_on("The demo is on 14 May.", "2026-04-01", [later]) == "2026-05-01"
+
+
+def test_a_correction_in_passing_supersedes_what_it_corrects(empty_kb):
+    """A correction need not be announced: "I said ..., but it's ..." in a later session
+    marks the earlier statement superseded, and the correction leads."""
+    sessions = {
+        "s-plan": (
+            "2026-04-01",
+            [
+                ("Ann", "The Calloway demo is on Thursday 14 May in Oban."),
+                ("Bob", "Good, I will book the ferry."),
+            ],
+        ),
+        "s-fix": (
+            "2026-04-10",
+            [
+                ("Ann", "I said the Calloway demo was on 14 May, but it's 19 May."),
+                ("Bob", "Thanks, I will move the ferry booking."),
+            ],
+        ),
+    }
+    for sid, (day, turns) in sessions.items():
+        ingest_session(empty_kb, session_from_mapping(talk("default", sid, turns, day)))
+    researcher = Researcher(empty_kb, "default")
+    try:
+        briefing = researcher.research("When is the Calloway demo?")
+    finally:
+        researcher.close()
+    facts = briefing.key_facts
+    assert "19 May" in facts[0], facts
+    old = [f for f in facts if "Thursday 14 May" in f]
+    assert old and "(2026-04-01, superseded on 2026-04-10)" in old[0], facts
 
 
 def test_a_question_is_never_a_key_fact(researcher):

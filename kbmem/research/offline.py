@@ -38,21 +38,35 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
 # A statement that corrects an earlier one: "I need to correct something I said ... That's
 # wrong. The public launch is Tuesday 21 April", "Correction recorded: 5,600 dollars, not
-# 6,500 as stated at the review". What it says is what memory holds now; what the speaker
-# says before a retraction ("That's wrong.") is the statement being withdrawn.
+# 6,500 as stated at the review", "Sorry, I meant Thursday, not Tuesday", "I said the 14th at
+# the kickoff, but it's the 21st". What it says is what memory holds now; what the speaker
+# says before a retraction ("That's wrong.", "Scratch that.") is the statement being
+# withdrawn.
+_I_SAID = re.compile(
+    r"\bI (?:said|told you|wrote|mentioned) ([^.;!?]{1,80}?),? (?:but|and) "
+    r"(?:it's|it’s|it is|it was|actually|in fact|really)\b",
+    re.I,
+)
 _CORRECTS = re.compile(
-    r"\b(?:correction|corrected|correcting|to correct|misread|mixed (?:\w+ ){0,3}up)\b"
-    r"|\bnot [^.;!?]{1,60}? as (?:stated|said|announced|planned)\b",
+    r"\b(?:correction|corrected|correcting|to correct|misread|mixed (?:\w+ ){0,3}up|I meant"
+    r"|scratch that|strike that)\b"
+    r"|\bnot (?:\d[.,]\d|[^.;!?]){1,60}? as (?:stated|said|announced|planned)\b"
+    rf"|{_I_SAID.pattern}",
     re.I,
 )
 _RETRACTS = re.compile(
-    r"^(?:no[,.]?\s+)?(?:that(?:'s|’s| is| was)|i was|it was|we were) (?:wrong|a mistake|"
-    r"not right|incorrect)\b",
+    r"^(?:no[,.]?\s+|sorry[,.]?\s+)?(?:(?:that(?:'s|’s| is| was)|i was|it was|we were) "
+    r"(?:wrong|a mistake|not right|incorrect)\b|scratch that\b|strike that\b)",
     re.I,
 )
 CORRECTION_WEIGHT = 2.0  # a correcting statement's fact weighs this much more
-# "not Tuesday 14 April 2026 as stated at the kickoff": the value a correction replaces.
-_NOT_AS = re.compile(r"\bnot ([^.;!?]{1,60}?) as (?:stated|said|announced|planned)\b", re.I)
+# In a correcting statement, what it replaces: the value after "not", "instead of" or
+# "rather than" ("not Tuesday 14 April 2026 as stated at the kickoff on 5 January": the span
+# ends before "as stated", so the kickoff's own date is not replaced), and what "I said" gave.
+_REPLACED = re.compile(
+    r"\b(?:not|instead of|rather than) ((?:(?! as )(?:\d[.,]\d|[^.;!?,])){1,60})",
+    re.I,
+)
 _MONTH_NAMES = "|".join(MONTHS)
 # A value a statement gives: a number, with the month it is a day of ("14 April", "April
 # 14th"). A correction replaces values; an earlier statement that gives a replaced value is
@@ -197,6 +211,17 @@ def stated_values(text: str) -> set[str]:
     return out
 
 
+def replaced_in(sentence: str) -> tuple[str, set[str]]:
+    """The sentence without what it says is replaced ("not 14 April", "instead of 6,500",
+    "I said 14 April, but ..."), and the values of those parts."""
+    rest, values = sentence, set()
+    for pattern in (_REPLACED, _I_SAID):
+        for m in pattern.finditer(sentence):
+            values |= stated_values(m.group(1))
+            rest = rest.replace(m.group(1), " ")
+    return rest, values
+
+
 @dataclass(frozen=True)
 class Correction:
     """What a correcting statement replaced: ``values`` (see stated_values), said of
@@ -208,11 +233,12 @@ class Correction:
 
 
 def correction_in(sentences: list[str], when: str = "") -> Correction | None:
-    """What a correcting statement replaces, or None: the values after "not ... as stated",
-    and those of the sentences its retraction withdraws (see standing_sentences), less the
-    values the correction itself still gives. "The launch is Tuesday 21 April 2026, not
-    Tuesday 14 April 2026 as stated" replaces "14 april" (2026 still stands), said of
-    "launch"."""
+    """What a correcting statement replaces, or None: the values after "not" (up to "as
+    stated"), "instead of" or "rather than", those "I said" gave ("I said 14 April, but
+    it's 21 April"), and those of the sentences its retraction withdraws (see
+    standing_sentences), less the values the correction itself still gives. "The launch is
+    Tuesday 21 April 2026, not Tuesday 14 April 2026 as stated" replaces "14 april" (2026
+    still stands), said of "launch"."""
     if not states_correction(sentences):
         return None
     standing = standing_sentences(sentences)
@@ -221,10 +247,11 @@ def correction_in(sentences: list[str], when: str = "") -> Correction | None:
     kept: set[str] = set()
     about = list(withdrawn)
     for sentence in standing:
-        for m in _NOT_AS.finditer(sentence):
-            replaced |= stated_values(m.group(1))
+        rest, gone = replaced_in(sentence)
+        replaced |= gone
+        if rest != sentence:
             about.append(sentence)
-        kept |= stated_values(_NOT_AS.sub(" ", sentence))
+        kept |= stated_values(rest)
     for sentence in withdrawn:
         replaced |= stated_values(sentence)
     values = replaced - kept
@@ -241,7 +268,8 @@ def superseded_on(text: str, when: str, corrections: list[Correction]) -> str:
     date from 14 to 21 April)."""
     if not when:
         return ""
-    values = stated_values(text)
+    # "The launch is 21 April, not 14 April" does not state 14 April.
+    values = stated_values(replaced_in(text)[0])
     terms = set(analyze(text))
     later = [c.when for c in corrections if c.when > when and values & c.values and terms & c.terms]
     return min(later)[:10] if later else ""
