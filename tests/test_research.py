@@ -14,7 +14,12 @@ from kbmem.llm import LLMConfig
 from kbmem.local_llm import free_port
 from kbmem.memorizer import ingest_session
 from kbmem.research.briefing import render_excerpt
-from kbmem.research.llm_engine import LLMEngine
+from kbmem.research.llm_engine import (
+    LLMEngine,
+    evidence_when,
+    superseded_marks,
+    superseded_note,
+)
 from kbmem.research.offline import (
     correction_in,
     standing_sentences,
@@ -22,6 +27,7 @@ from kbmem.research.offline import (
     superseded_on,
 )
 from kbmem.research.researcher import Researcher
+from kbmem.research.state import Candidate
 from kbmem.research.types import BriefingContext
 from kbmem.sessions import session_from_mapping
 
@@ -222,6 +228,28 @@ def test_llm_engine_end_to_end_with_smollm2(example_kb, llm_server):
         if event.kind == "fallback":
             assert event.data["error"]
     researcher.close()
+
+
+def test_the_llm_engine_is_told_which_evidence_a_later_correction_superseded(researcher):
+    """A model reads dates, not corrections: the integration prompt marks the kickoff's
+    statements of 14 April as superseded on 23 February, and a key fact that cites only
+    superseded sources says so; the correction itself is not marked."""
+    hits = researcher.toolkit.bm25("public launch Tuesday 14 April 21 April", 12)
+    top = [Candidate(hit) for hit in hits]
+    marks = superseded_marks(researcher.offline, top)
+    by_page = {}
+    for hit in hits:
+        by_page.setdefault(hit.page_id, []).append(marks.get(hit.interval.key, ""))
+    assert "2026-02-23" in by_page["2026-01-05-ferrylog-kickoff/1"], marks
+    assert not any(by_page["2026-02-23-hiring-and-planning/1"]), marks
+    old = next(h for h in hits if marks.get(h.interval.key))
+    assert evidence_when(old, marks[old.interval.key]) == (
+        "2026-01-05; superseded on 2026-02-23 by a later correction"
+    )
+    new = next(h for h in hits if h.page_id.startswith("2026-02-23"))
+    assert evidence_when(new, "") == "2026-02-23"
+    assert superseded_note([old], marks) == " (superseded on 2026-02-23)"
+    assert superseded_note([old, new], marks) == ""  # it also cites what still stands
 
 
 def test_ask_cli_json(example_kb, capsys):

@@ -17,6 +17,7 @@ from ..pages import TURN_HEADER, unescape_line
 from ..research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
+    agreed_values,
     correction_in,
     standing_sentences,
     states_correction,
@@ -240,6 +241,7 @@ class OfflineAgent:
             for (speaker, start, end, body, stamp), said in read:
                 factor = 0.5 if is_own_answer(item.session_id, speaker) else 1.0
                 subject = "" if speaker else paragraph_subject(body)
+                agreed = agreed_values(said)
                 if states_correction(said):
                     # What memory holds now, before the statement it corrects; and not the
                     # sentences that the correction withdraws ("... 14 April. That's wrong.").
@@ -259,7 +261,7 @@ class OfflineAgent:
                     if covered < MIN_COVERAGE * whole:
                         continue
                     score = factor * covered + 0.3 / (1 + rank)
-                    superseded = superseded_on(text, stamp, corrections)
+                    superseded = superseded_on(text, stamp, corrections, agreed)
                     if superseded:
                         # Still an answer to "what was said at the kickoff?", never before
                         # the correction that replaced it.

@@ -12,10 +12,17 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import LLMError, ValidationError
+from ..index import Hit
 from ..llm import LLMConfig, complete, extract_json
 from ..textutil import count_tokens, truncate_tokens
-from .offline import request_actions
-from .state import ResearchState
+from .offline import (
+    OfflineEngine,
+    agreed_values,
+    request_actions,
+    standing_sentences,
+    superseded_on,
+)
+from .state import Candidate, ResearchState
 from .types import PLAN_TOOLS, IntegrationState, PlanAction, ReflectionDecision
 
 PLAN_PROMPT = """You plan searches over a memory of past sessions to answer a request.
@@ -47,6 +54,7 @@ class LLMEngine:
         self.config = config
         self.k = k
         self.notes: list[str] = []  # rejected items, drained into the trace by the researcher
+        self.reader = OfflineEngine(toolkit, k)  # reads intervals' sentences and corrections
 
     # -- calls ------------------------------------------------------------------------------
 
@@ -129,8 +137,13 @@ class LLMEngine:
         if not top:
             raise LLMError("no evidence to integrate")
         labels = {f"E{n}": cand.hit for n, cand in enumerate(top, start=1)}
+        # A model cannot tell which of two dates memory holds now: each item says when it was
+        # said and whether a later correction replaced a value it gives, as the offline
+        # engine's key facts do.
+        marks = superseded_marks(self.reader, top)
         evidence = "\n".join(
-            f"[{label}] ({hit.timestamp[:10] or 'undated'}) {' '.join(hit.excerpt.split())}"
+            f"[{label}] ({evidence_when(hit, marks.get(hit.interval.key, ''))}) "
+            f"{' '.join(hit.excerpt.split())}"
             for label, hit in labels.items()
         )
         user = f"REQUEST: {request}\n\nEVIDENCE:\n{evidence}"
@@ -155,7 +168,7 @@ class LLMEngine:
                     continue
                 for label in used:
                     fact = fact.replace(f"[{label}]", labels[label].interval.citation())
-                cited.append(fact)
+                cited.append(fact + superseded_note([labels[x] for x in used], marks))
             for label, hit in labels.items():
                 draft = draft.replace(f"[{label}]", hit.interval.citation())
             pages = list(dict.fromkeys(h.page_id for h in labels.values()))
@@ -219,3 +232,31 @@ def make_llm_engine(settings: Settings, model: str | None = None) -> Callable[[A
         )
     k = int(settings.section("research")["k"])
     return lambda researcher: LLMEngine(researcher.toolkit, config, k)
+
+
+def superseded_marks(reader: OfflineEngine, top: list[Candidate]) -> dict[str, str]:
+    """Interval key -> the day a later correction among ``top`` replaced a value the
+    interval still states (see offline.superseded_on); intervals not superseded are left
+    out."""
+    read, corrections = reader.read(top)
+    marks = {}
+    for cand, sentences in read:
+        text = " ".join(standing_sentences(sentences))
+        day = superseded_on(text, cand.hit.timestamp, corrections, agreed_values(sentences))
+        if day:
+            marks[cand.hit.interval.key] = day
+    return marks
+
+
+def evidence_when(hit: Hit, superseded: str) -> str:
+    """ "2026-01-05", "undated", or "2026-01-05; superseded on 2026-02-23 by a later
+    correction"."""
+    when = hit.timestamp[:10] or "undated"
+    return f"{when}; superseded on {superseded} by a later correction" if superseded else when
+
+
+def superseded_note(sources: list[Hit], marks: dict[str, str]) -> str:
+    """ " (superseded on D)" for a fact whose every cited source a later correction
+    superseded, else ""."""
+    days = [marks.get(hit.interval.key, "") for hit in sources]
+    return f" (superseded on {min(days)})" if days and all(days) else ""

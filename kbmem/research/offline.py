@@ -20,7 +20,7 @@ from ..index import Hit, analyze
 from ..intervals import HEADING
 from ..memo import STOPWORDS
 from ..textutil import truncate_tokens
-from .state import ResearchState
+from .state import Candidate, ResearchState
 from .types import IntegrationState, PlanAction, ReflectionDecision
 
 if TYPE_CHECKING:
@@ -222,6 +222,12 @@ def replaced_in(sentence: str) -> tuple[str, set[str]]:
     return rest, values
 
 
+def agreed_values(sentences: list[str]) -> frozenset[str]:
+    """The values a statement itself says were replaced ("not 14 April as stated"): a later
+    correction of the same values agrees with it rather than superseding it."""
+    return frozenset(v for sentence in sentences for v in replaced_in(sentence)[1])
+
+
 @dataclass(frozen=True)
 class Correction:
     """What a correcting statement replaced: ``values`` (see stated_values), said of
@@ -261,15 +267,18 @@ def correction_in(sentences: list[str], when: str = "") -> Correction | None:
     return Correction(when, frozenset(values), frozenset(terms))
 
 
-def superseded_on(text: str, when: str, corrections: list[Correction]) -> str:
+def superseded_on(
+    text: str, when: str, corrections: list[Correction], agreed: frozenset[str] = frozenset()
+) -> str:
     """The day of the first correction made after ``when`` that replaced a value ``text``
     gives, of something ``text`` speaks of, or "" (an undated text cannot be placed before a
     correction; "the Expo opens on 14 April" is not superseded by a correction of the launch
-    date from 14 to 21 April)."""
+    date from 14 to 21 April). ``agreed``: values that the statement ``text`` comes from
+    itself replaced; a later correction of the same values agrees with it."""
     if not when:
         return ""
     # "The launch is 21 April, not 14 April" does not state 14 April.
-    values = stated_values(replaced_in(text)[0])
+    values = stated_values(replaced_in(text)[0]) - agreed
     terms = set(analyze(text))
     later = [c.when for c in corrections if c.when > when and values & c.values and terms & c.terms]
     return min(later)[:10] if later else ""
@@ -348,6 +357,22 @@ class OfflineEngine:
             else:
                 out.append(line)
         return "\n".join(out)
+
+    def read(
+        self, ranked: list[Candidate]
+    ) -> tuple[list[tuple[Candidate, list[str]]], list[Correction]]:
+        """Each candidate's sentences (see said), and the corrections they make (echoes
+        repeat corrections without making them)."""
+        read = []
+        for cand in ranked:
+            sentences = [x.strip() for x in _SENTENCES.split(self.said(cand.hit)) if x.strip()]
+            read.append((cand, sentences))
+        corrections = [
+            c
+            for cand, sentences in read
+            if not cand.echo and (c := correction_in(sentences, cand.hit.timestamp))
+        ]
+        return read, corrections
 
     def term_shares(self, terms: list[str]) -> dict[str, float]:
         stats = self.toolkit.term_stats(terms)
@@ -450,15 +475,7 @@ class OfflineEngine:
         # is a source only when memory holds nothing else.
         ranked = [c for c in ranked if not c.echo][:12] or ranked[:12]
         best_interval = max((state.effective(c) for c in ranked), default=0.0) or 1.0
-        read = []
-        for cand in ranked:
-            sentences = [x.strip() for x in _SENTENCES.split(self.said(cand.hit)) if x.strip()]
-            read.append((cand, sentences))
-        corrections = [
-            c
-            for cand, sentences in read
-            if not cand.echo and (c := correction_in(sentences, cand.hit.timestamp))
-        ]
+        read, corrections = self.read(ranked)
         scored: list[tuple[float, int, str, Source]] = []
         for rank, (cand, sentences) in enumerate(read):
             hit = cand.hit
@@ -473,7 +490,8 @@ class OfflineEngine:
                     best, best_score = sentence, score
             if not best:
                 continue
-            superseded = superseded_on(best, hit.timestamp, corrections)
+            agreed = agreed_values(sentences)
+            superseded = superseded_on(best, hit.timestamp, corrections, agreed)
             when = ", ".join(
                 x for x in (hit.timestamp[:10], superseded and f"superseded on {superseded}") if x
             )
