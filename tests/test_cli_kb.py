@@ -478,6 +478,21 @@ def test_tenant_option_and_file_must_agree(kb: Path, tmp_path: Path, capsys) -> 
     assert session_count(kb, "acme") == 1
 
 
+def test_common_options_also_come_after_the_command(kb: Path, tmp_path: Path, capsys) -> None:
+    """``kbmem ingest FILE --tenant acme --kb DIR`` is ``kbmem --kb DIR --tenant acme ingest
+    FILE``; an option given before the command is not reset by the command's defaults."""
+    path = write_json(tmp_path / "s.json", summit_session("s1", TEXTS, tenant=None))
+    code, _out, err = run(capsys, "ingest", str(path), "--tenant", "acme", "--kb", str(kb))
+    assert code == 0, err
+    assert session_count(kb, "acme") == 1
+    code, out, err = run(capsys, "--kb", str(kb), "--tenant", "acme", "pages")
+    assert code == 0 and "s1/1" in out, err
+    code, out2, err = run(capsys, "--kb", str(kb), "pages", "--tenant", "acme")
+    assert code == 0 and out2 == out, err
+    code, _out, err = run(capsys, "--kb", str(kb), "pages", "--tenant", "../acme")
+    assert code == 2 and "tenantId" in err
+
+
 def test_ingest_refuses_to_overwrite_a_users_uncommitted_edit(
     kb: Path, tmp_path: Path, capsys
 ) -> None:

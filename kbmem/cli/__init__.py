@@ -39,24 +39,47 @@ class Context:
         return check_tenant(self.kb.settings.data["default_tenant"])
 
 
+def add_common(parser: argparse.ArgumentParser, default: object = None) -> None:
+    """The options every command takes, before or after its name (``kbmem --tenant acme
+    pages`` and ``kbmem pages --tenant acme``). After it, they default to nothing at all, so
+    that an option given before the name is not reset."""
+    parser.add_argument(
+        "--kb",
+        type=Path,
+        default=default,
+        help="knowledge base folder (default: $KBMEM_KB, else the current folder)",
+    )
+    parser.add_argument(
+        "--tenant",
+        default=default,
+        help="tenant to act for (default: the knowledge base's default_tenant)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        default=False if default is None else default,
+        help="log debug detail",
+    )
+
+
+def _commands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """Every command's parser under ``parser`` (``bench``, and ``bench locomo``)."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in dict.fromkeys(action.choices.values()):
+                found += [command, *_commands(command)]
+    return found
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kbmem",
         description="A git-backed memory for agents: memorize sessions, research briefings, "
         "chat with provenance.",
     )
-    parser.add_argument(
-        "--kb",
-        type=Path,
-        default=None,
-        help="knowledge base folder (default: $KBMEM_KB, else the current folder)",
-    )
-    parser.add_argument(
-        "--tenant",
-        default=None,
-        help="tenant to act for (default: the knowledge base's default_tenant)",
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="log debug detail")
+    add_common(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     import importlib
 
@@ -68,6 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
+    for command in _commands(parser):
+        add_common(command, argparse.SUPPRESS)
     return parser
 
 
