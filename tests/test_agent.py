@@ -199,6 +199,16 @@ def test_the_answer_gives_the_corrected_date_not_the_one_it_replaced(kb: Knowled
     assert not stale, record.answer
 
 
+def test_the_person_asked_about_answers_in_their_own_words(kb: KnowledgeBase) -> None:
+    # Asked what Priya corrected, Priya's own "I need to correct something I said" is the
+    # answer; Maya's agenda line names Priya and a correction but corrected nothing.
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send("What did Priya correct?")
+    lines = [line for line in record.answer.splitlines() if line.startswith("- ")]
+    assert lines and lines[0].startswith("- Priya Raghunathan: "), record.answer
+    assert "correct" in lines[0], record.answer
+
+
 def test_a_statement_that_a_later_correction_replaced_says_so(kb: KnowledgeBase) -> None:
     # Asked what went into the board deck, the kickoff's "I've put Tuesday 14 April in the
     # board deck" is the answer, and the meeting of 23 February corrected that date: the

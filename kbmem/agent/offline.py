@@ -242,6 +242,7 @@ class OfflineAgent:
                 factor = 0.5 if is_own_answer(item.session_id, speaker) else 1.0
                 subject = "" if speaker else paragraph_subject(body)
                 agreed = agreed_values(said)
+                said_by = frozenset(analyze(speaker or "")) & set(terms)
                 if states_correction(said):
                     # What memory holds now, before the statement it corrects; and not the
                     # sentences that the correction withdraws ("... 14 April. That's wrong.").
@@ -255,7 +256,9 @@ class OfflineAgent:
                     if n and subject and subject.lower() not in text.lower():
                         # "Owns the sync service…" says whose only in the paragraph's lead.
                         text = f"{subject} — {text}"
-                    found = frozenset(analyze(text)) & set(terms)
+                    # Who said it is part of what it tells: asked what Priya corrected,
+                    # Priya's own words cover "Priya" as much as a sentence naming her.
+                    found = frozenset(analyze(text)) & set(terms) | said_by
                     covered = sum(weight[t] for t in found)
                     covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
                     if covered < MIN_COVERAGE * whole:
