@@ -16,9 +16,7 @@ from kbmem.memorizer import ingest_session
 from kbmem.research.briefing import render_excerpt
 from kbmem.research.llm_engine import (
     LLMEngine,
-    evidence_when,
-    superseded_marks,
-    superseded_note,
+    Supersession,
 )
 from kbmem.research.offline import (
     correction_in,
@@ -231,25 +229,20 @@ def test_llm_engine_end_to_end_with_smollm2(example_kb, llm_server):
 
 
 def test_the_llm_engine_is_told_which_evidence_a_later_correction_superseded(researcher):
-    """A model reads dates, not corrections: the integration prompt marks the kickoff's
-    statements of 14 April as superseded on 23 February, and a key fact that cites only
-    superseded sources says so; the correction itself is not marked."""
+    """A model reads dates, not corrections: the integration prompt says of the kickoff's
+    statements that a correction of 23 February replaced their 14 April, and a key fact
+    that gives 14 April from those sources only is marked superseded; a fact from the same
+    source that still stands, and the correction itself, are not marked."""
     hits = researcher.toolkit.bm25("public launch Tuesday 14 April 21 April", 12)
-    top = [Candidate(hit) for hit in hits]
-    marks = superseded_marks(researcher.offline, top)
-    by_page = {}
-    for hit in hits:
-        by_page.setdefault(hit.page_id, []).append(marks.get(hit.interval.key, ""))
-    assert "2026-02-23" in by_page["2026-01-05-ferrylog-kickoff/1"], marks
-    assert not any(by_page["2026-02-23-hiring-and-planning/1"]), marks
-    old = next(h for h in hits if marks.get(h.interval.key))
-    assert evidence_when(old, marks[old.interval.key]) == (
-        "2026-01-05; superseded on 2026-02-23 by a later correction"
-    )
-    new = next(h for h in hits if h.page_id.startswith("2026-02-23"))
-    assert evidence_when(new, "") == "2026-02-23"
-    assert superseded_note([old], marks) == " (superseded on 2026-02-23)"
-    assert superseded_note([old, new], marks) == ""  # it also cites what still stands
+    later = Supersession.of(researcher.offline, [Candidate(hit) for hit in hits])
+    old = next(h for h in hits if "I've put Tuesday 14 April in the board deck" in h.excerpt)
+    assert later.note(old) == "2026-01-05; a correction on 2026-02-23 replaced 14 april here"
+    fixes = [h for h in hits if h.page_id.startswith("2026-02-23") and "14 April" in h.excerpt]
+    assert fixes and all(later.note(h) == "2026-02-23" for h in fixes)
+    assert later.fact_mark("The launch is on 14 April.", [old]) == " (superseded on 2026-02-23)"
+    assert later.fact_mark("The launch is on 21 April.", [old]) == ""
+    for fix in fixes:  # Priya's retraction, and the recorded correction
+        assert later.fact_mark("The launch is on 14 April.", [old, fix]) == ""
 
 
 def test_ask_cli_json(example_kb, capsys):

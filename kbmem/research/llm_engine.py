@@ -8,6 +8,7 @@ prompts follow the intent of GAM's planning, integration and reflection prompts 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..config import Settings
@@ -16,8 +17,10 @@ from ..index import Hit
 from ..llm import LLMConfig, complete, extract_json
 from ..textutil import count_tokens, truncate_tokens
 from .offline import (
+    Correction,
     OfflineEngine,
     agreed_values,
+    replaced_since,
     request_actions,
     standing_sentences,
     superseded_on,
@@ -140,10 +143,9 @@ class LLMEngine:
         # A model cannot tell which of two dates memory holds now: each item says when it was
         # said and whether a later correction replaced a value it gives, as the offline
         # engine's key facts do.
-        marks = superseded_marks(self.reader, top)
+        later = Supersession.of(self.reader, top)
         evidence = "\n".join(
-            f"[{label}] ({evidence_when(hit, marks.get(hit.interval.key, ''))}) "
-            f"{' '.join(hit.excerpt.split())}"
+            f"[{label}] ({later.note(hit)}) {' '.join(hit.excerpt.split())}"
             for label, hit in labels.items()
         )
         user = f"REQUEST: {request}\n\nEVIDENCE:\n{evidence}"
@@ -166,9 +168,10 @@ class LLMEngine:
                 if not used:
                     self.notes.append(f"key fact without a valid citation dropped: {fact[:80]}")
                     continue
+                mark = later.fact_mark(fact, [labels[x] for x in used])
                 for label in used:
                     fact = fact.replace(f"[{label}]", labels[label].interval.citation())
-                cited.append(fact + superseded_note([labels[x] for x in used], marks))
+                cited.append(fact + mark)
             for label, hit in labels.items():
                 draft = draft.replace(f"[{label}]", hit.interval.citation())
             pages = list(dict.fromkeys(h.page_id for h in labels.values()))
@@ -234,29 +237,49 @@ def make_llm_engine(settings: Settings, model: str | None = None) -> Callable[[A
     return lambda researcher: LLMEngine(researcher.toolkit, config, k)
 
 
-def superseded_marks(reader: OfflineEngine, top: list[Candidate]) -> dict[str, str]:
-    """Interval key -> the day a later correction among ``top`` replaced a value the
-    interval still states (see offline.superseded_on); intervals not superseded are left
-    out."""
-    read, corrections = reader.read(top)
-    marks = {}
-    for cand, sentences in read:
-        text = " ".join(standing_sentences(sentences))
-        day = superseded_on(text, cand.hit.timestamp, corrections, agreed_values(sentences))
-        if day:
-            marks[cand.hit.interval.key] = day
-    return marks
+@dataclass
+class Supersession:
+    """Which of the evidence later corrections replaced: the corrections among it, and for
+    each interval (by key) its date, the values it says were replaced itself (see
+    offline.agreed_values) and what later corrections replaced of it (day and values)."""
+
+    corrections: list[Correction]
+    when: dict[str, str]
+    agreed: dict[str, frozenset[str]]
+    replaced: dict[str, tuple[str, frozenset[str]]]
+
+    @classmethod
+    def of(cls, reader: OfflineEngine, top: list[Candidate]) -> Supersession:
+        read, corrections = reader.read(top)
+        when, agreed, replaced = {}, {}, {}
+        for cand, sentences in read:
+            key = cand.hit.interval.key
+            when[key] = cand.hit.timestamp
+            agreed[key] = agreed_values(sentences)
+            text = " ".join(standing_sentences(sentences))
+            day, values = replaced_since(text, when[key], corrections, agreed[key])
+            if day:
+                replaced[key] = (day, values)
+        return cls(corrections, when, agreed, replaced)
+
+    def note(self, hit: Hit) -> str:
+        """When an evidence item was said, and what a later correction replaced of it:
+        "2026-01-05; a correction on 2026-02-23 replaced 14 april here"."""
+        when = hit.timestamp[:10] or "undated"
+        day, values = self.replaced.get(hit.interval.key, ("", frozenset()))
+        if not day:
+            return when
+        return f"{when}; a correction on {day} replaced {', '.join(sorted(values))} here"
+
+    def fact_mark(self, fact: str, sources: list[Hit]) -> str:
+        """ " (superseded on D)" for a fact that gives a value which a later correction
+        replaced in every source it cites, else "" (a source may hold a superseded date and
+        other facts that still stand)."""
+        days = [
+            superseded_on(fact, self.when.get(k, ""), self.corrections, self.agreed.get(k, _NONE))
+            for k in (hit.interval.key for hit in sources)
+        ]
+        return f" (superseded on {min(days)})" if days and all(days) else ""
 
 
-def evidence_when(hit: Hit, superseded: str) -> str:
-    """ "2026-01-05", "undated", or "2026-01-05; superseded on 2026-02-23 by a later
-    correction"."""
-    when = hit.timestamp[:10] or "undated"
-    return f"{when}; superseded on {superseded} by a later correction" if superseded else when
-
-
-def superseded_note(sources: list[Hit], marks: dict[str, str]) -> str:
-    """ " (superseded on D)" for a fact whose every cited source a later correction
-    superseded, else ""."""
-    days = [marks.get(hit.interval.key, "") for hit in sources]
-    return f" (superseded on {min(days)})" if days and all(days) else ""
+_NONE: frozenset[str] = frozenset()

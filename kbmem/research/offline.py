@@ -223,9 +223,14 @@ def replaced_in(sentence: str) -> tuple[str, set[str]]:
 
 
 def agreed_values(sentences: list[str]) -> frozenset[str]:
-    """The values a statement itself says were replaced ("not 14 April as stated"): a later
-    correction of the same values agrees with it rather than superseding it."""
-    return frozenset(v for sentence in sentences for v in replaced_in(sentence)[1])
+    """The values a statement itself says were replaced ("not 14 April as stated", or said
+    before "That's wrong."): a later correction of the same values agrees with it rather than
+    superseding it."""
+    standing = standing_sentences(sentences)
+    withdrawn = {
+        v for sentence in sentences if sentence not in standing for v in stated_values(sentence)
+    }
+    return frozenset(withdrawn | {v for sentence in standing for v in replaced_in(sentence)[1]})
 
 
 @dataclass(frozen=True)
@@ -275,13 +280,23 @@ def superseded_on(
     correction; "the Expo opens on 14 April" is not superseded by a correction of the launch
     date from 14 to 21 April). ``agreed``: values that the statement ``text`` comes from
     itself replaced; a later correction of the same values agrees with it."""
+    return replaced_since(text, when, corrections, agreed)[0]
+
+
+def replaced_since(
+    text: str, when: str, corrections: list[Correction], agreed: frozenset[str] = frozenset()
+) -> tuple[str, frozenset[str]]:
+    """What later corrections replaced of ``text`` (see superseded_on): the day of the first,
+    and the values they replaced ("", {} if none did)."""
     if not when:
-        return ""
+        return "", frozenset()
     # "The launch is 21 April, not 14 April" does not state 14 April.
     values = stated_values(replaced_in(text)[0]) - agreed
     terms = set(analyze(text))
-    later = [c.when for c in corrections if c.when > when and values & c.values and terms & c.terms]
-    return min(later)[:10] if later else ""
+    later = [c for c in corrections if c.when > when and values & c.values and terms & c.terms]
+    if not later:
+        return "", frozenset()
+    return min(c.when for c in later)[:10], frozenset(v for c in later for v in values & c.values)
 
 
 @dataclass(frozen=True)
