@@ -3,6 +3,10 @@ takes it."""
 
 from __future__ import annotations
 
+from kbmem.memorizer import ingest_session
+from kbmem.sessions import session_from_mapping
+from kbmem.store import KnowledgeBase
+
 
 def talk(
     tenant: str, sid: str, turns: list[tuple[str, str]], day: str = "2026-03-01", **extra
@@ -23,3 +27,11 @@ def talk(
         ],
         **extra,
     }
+
+
+def memorize(
+    kb: KnowledgeBase, tenant: str, meetings: dict[str, tuple[str, list[tuple[str, str]]]]
+) -> None:
+    """Memorize each meeting ``sid: (day, turns)`` (see talk) into ``kb``."""
+    for sid, (day, turns) in meetings.items():
+        ingest_session(kb, session_from_mapping(talk(tenant, sid, turns, day)))

@@ -4,11 +4,9 @@ lists it fuses, and the sessions a query's dates point at."""
 from __future__ import annotations
 
 import pytest
-from talk import talk
+from talk import memorize
 
 from kbmem.errors import ValidationError
-from kbmem.memorizer import ingest_session
-from kbmem.sessions import session_from_mapping
 from kbmem.store import KnowledgeBase
 from kbmem.template import init_kb
 from kbmem.toolkit import Toolkit
@@ -29,8 +27,7 @@ def harbour(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
             ],
         ),
     }
-    for sid, (day, turns) in meetings.items():
-        ingest_session(kb, session_from_mapping(talk("acme", sid, turns, day)))
+    memorize(kb, "acme", meetings)
     return kb
 
 

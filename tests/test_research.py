@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from talk import talk
+from talk import memorize
 
 from kbmem.cli import main
 from kbmem.errors import ValidationError
 from kbmem.llm import LLMConfig
 from kbmem.local_llm import free_port
-from kbmem.memorizer import ingest_session
 from kbmem.research.briefing import render_excerpt
 from kbmem.research.llm_engine import (
     LLMEngine,
@@ -27,7 +26,6 @@ from kbmem.research.offline import (
 from kbmem.research.researcher import Researcher
 from kbmem.research.state import Candidate
 from kbmem.research.types import BriefingContext
-from kbmem.sessions import session_from_mapping
 
 OFFSITE = "In which city will the team's April offsite take place?"
 TROMSO_PAGE = "2026-01-21-sprint1-review/1"
@@ -619,8 +617,7 @@ def test_a_correction_in_passing_supersedes_what_it_corrects(empty_kb):
             ],
         ),
     }
-    for sid, (day, turns) in sessions.items():
-        ingest_session(empty_kb, session_from_mapping(talk("default", sid, turns, day)))
+    memorize(empty_kb, "default", sessions)
     researcher = Researcher(empty_kb, "default")
     try:
         briefing = researcher.research("When is the Calloway demo?")
