@@ -21,6 +21,7 @@ from kbmem.research.offline import (
     correction_in,
     standing_sentences,
     stated_values,
+    states_correction,
     superseded_on,
 )
 from kbmem.research.researcher import Researcher
@@ -589,6 +590,10 @@ def test_corrections_said_in_other_words():
     scratched = correction_in(["The demo is on 3 May.", "Scratch that.", "It is on 5 May."])
     assert scratched is not None and scratched.values == {"3 may"}
     assert correction_in(["We are not moving the 14 April date."]) is None
+    # Someone else's correction, announced, is not one; one's own, announced and made, is.
+    assert not states_correction(["Oskar said he has a correction."])
+    assert not states_correction(["Good. Oskar, you said you had a correction."])
+    assert states_correction(["I have a correction: it is 5,600 dollars, not 6,500."])
     # A statement does not give the value it says is replaced: a later account of the same
     # correction ("I said ... 14 May, but it's 19 May") does not supersede the correction.
     later = correction_in(["I said the demo was on 14 May, but it's 19 May."], "2026-05-01")

@@ -47,8 +47,16 @@ _I_SAID = re.compile(
     r"(?:it's|it’s|it is|it was|actually|in fact|really)\b",
     re.I,
 )
+_OTHERS_HAVE = "".join(
+    f"(?<!{who} {verb} a )"
+    for who in ("he", "she", "you", "they", "we")
+    for verb in ("has", "had", "have")
+)
 _CORRECTS = re.compile(
-    r"\b(?:correction|corrected|correcting|to correct|misread|mixed (?:\w+ ){0,3}up|I meant"
+    # "he has a correction", "you said you had a correction": someone else's correction,
+    # announced, not made ("I have a correction: ..." makes one).
+    _OTHERS_HAVE
+    + r"\b(?:correction|corrected|correcting|to correct|misread|mixed (?:\w+ ){0,3}up|I meant"
     r"|scratch that|strike that)\b"
     r"|\bnot (?:\d[.,]\d|[^.;!?]){1,60}? as (?:stated|said|announced|planned)\b"
     rf"|{_I_SAID.pattern}",
