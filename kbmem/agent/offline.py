@@ -17,10 +17,7 @@ from ..pages import TURN_HEADER, unescape_line
 from ..research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
-    agreed_values,
-    correction_in,
-    standing_sentences,
-    states_correction,
+    statement,
     superseded_on,
 )
 from ..research.types import BriefingContext, EvidenceItem
@@ -224,30 +221,33 @@ class OfflineAgent:
         whole = sum(weight.values())
         candidates: list[tuple[float, int, Sentence]] = []
         order = 0
-        # Each evidence item's turns or paragraphs, with their sentences.
+        # Each evidence item's turns or paragraphs, each read once as a statement.
         units = [
-            [(unit, split_sentences("\n".join(unit.body))) for unit in _units(item)]
+            [
+                (unit, statement(split_sentences("\n".join(unit.body)), unit.stamp))
+                for unit in _units(item)
+            ]
             for item in briefing.evidence
         ]
         corrections = [  # (kbmem's own answers only repeat corrections)
-            c
+            st.correction
             for item, read in zip(briefing.evidence, units, strict=True)
-            for unit, said in read
-            if not is_own_answer(item.session_id, unit.speaker)
-            and (c := correction_in(said, unit.stamp))
+            for unit, st in read
+            if st.correction and not is_own_answer(item.session_id, unit.speaker)
         ]
+        wanted = set(terms)
         for rank, (item, read) in enumerate(zip(briefing.evidence, units, strict=True)):
-            place = _place_terms(item) & set(terms)
-            for (speaker, start, end, body, stamp), said in read:
+            place = _place_terms(item) & wanted
+            for (speaker, start, end, body, stamp), st in read:
                 factor = 0.5 if is_own_answer(item.session_id, speaker) else 1.0
                 subject = "" if speaker else paragraph_subject(body)
-                agreed = agreed_values(said)
-                said_by = frozenset(analyze(speaker or "")) & set(terms)
-                if states_correction(said):
+                said_by = frozenset(analyze(speaker or "")) & wanted
+                said = st.sentences
+                if st.corrects:
                     # What memory holds now, before the statement it corrects; and not the
                     # sentences that the correction withdraws ("... 14 April. That's wrong.").
                     factor *= CORRECTION_WEIGHT
-                    said = standing_sentences(said)
+                    said = st.standing
                 for n, text in enumerate(said):
                     order += 1
                     text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
@@ -258,13 +258,13 @@ class OfflineAgent:
                         text = f"{subject} — {text}"
                     # Who said it is part of what it tells: asked what Priya corrected,
                     # Priya's own words cover "Priya" as much as a sentence naming her.
-                    found = frozenset(analyze(text)) & set(terms) | said_by
+                    found = frozenset(analyze(text)) & wanted | said_by
                     covered = sum(weight[t] for t in found)
                     covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
                     if covered < MIN_COVERAGE * whole:
                         continue
                     score = factor * covered + 0.3 / (1 + rank)
-                    superseded = superseded_on(text, stamp, corrections, agreed)
+                    superseded = superseded_on(text, stamp, corrections, st.agreed)
                     if superseded:
                         # Still an answer to "what was said at the kickoff?", never before
                         # the correction that replaced it.

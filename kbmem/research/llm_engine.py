@@ -19,10 +19,8 @@ from ..textutil import count_tokens, truncate_tokens
 from .offline import (
     Correction,
     OfflineEngine,
-    agreed_values,
     replaced_since,
     request_actions,
-    standing_sentences,
     superseded_on,
 )
 from .state import Candidate, ResearchState
@@ -241,7 +239,7 @@ def make_llm_engine(settings: Settings, model: str | None = None) -> Callable[[A
 class Supersession:
     """Which of the evidence later corrections replaced: the corrections among it, and for
     each interval (by key) its date, the values it says were replaced itself (see
-    offline.agreed_values) and what later corrections replaced of it (day and values)."""
+    offline.Statement) and what later corrections replaced of it (day and values)."""
 
     corrections: list[Correction]
     when: dict[str, str]
@@ -252,11 +250,11 @@ class Supersession:
     def of(cls, reader: OfflineEngine, top: list[Candidate]) -> Supersession:
         read, corrections = reader.read(top)
         when, agreed, replaced = {}, {}, {}
-        for cand, sentences in read:
+        for cand, said in read:
             key = cand.hit.interval.key
             when[key] = cand.hit.timestamp
-            agreed[key] = agreed_values(sentences)
-            text = " ".join(standing_sentences(sentences))
+            agreed[key] = said.agreed
+            text = " ".join(said.standing)
             day, values = replaced_since(text, when[key], corrections, agreed[key])
             if day:
                 replaced[key] = (day, values)

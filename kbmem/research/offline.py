@@ -48,10 +48,8 @@ _I_SAID = re.compile(
     re.I,
 )
 _OTHERS_HAVE = "".join(
-    f"(?<!{who} {verb} a )"
-    for who in ("he", "she", "you", "they", "we")
-    for verb in ("has", "had", "have")
-)
+    f"(?<!{who} a )" for who in ("he has", "he had", "you have", "you had", "they have", "they had")
+)  # ("he has a" also stands for "she has a"; "we have a correction" may be one's own)
 _CORRECTS = re.compile(
     # "he has a correction", "you said you had a correction": someone else's correction,
     # announced, not made ("I have a correction: ..." makes one).
@@ -230,17 +228,6 @@ def replaced_in(sentence: str) -> tuple[str, set[str]]:
     return rest, values
 
 
-def agreed_values(sentences: list[str]) -> frozenset[str]:
-    """The values a statement itself says were replaced ("not 14 April as stated", or said
-    before "That's wrong."): a later correction of the same values agrees with it rather than
-    superseding it."""
-    standing = standing_sentences(sentences)
-    withdrawn = {
-        v for sentence in sentences if sentence not in standing for v in stated_values(sentence)
-    }
-    return frozenset(withdrawn | {v for sentence in standing for v in replaced_in(sentence)[1]})
-
-
 @dataclass(frozen=True)
 class Correction:
     """What a correcting statement replaced: ``values`` (see stated_values), said of
@@ -251,18 +238,27 @@ class Correction:
     terms: frozenset[str]
 
 
-def correction_in(sentences: list[str], when: str = "") -> Correction | None:
-    """What a correcting statement replaces, or None: the values after "not" (up to "as
-    stated"), "instead of" or "rather than", those "I said" gave ("I said 14 April, but
-    it's 21 April"), and those of the sentences its retraction withdraws (see
-    standing_sentences), less the values the correction itself still gives. "The launch is
-    Tuesday 21 April 2026, not Tuesday 14 April 2026 as stated" replaces "14 april" (2026
-    still stands), said of "launch"."""
-    if not states_correction(sentences):
-        return None
+@dataclass(frozen=True)
+class Statement:
+    """A turn's or a paragraph's sentences, read once for corrections: those that still
+    stand (see standing_sentences), whether it corrects an earlier statement (see
+    states_correction), what it replaced (see correction_in), and ``agreed``, the values it
+    says were replaced whether or not it is a correction ("not 14 April as stated", or said
+    before "That's wrong."): a later correction of those values agrees with it rather than
+    superseding it."""
+
+    sentences: tuple[str, ...]
+    standing: tuple[str, ...]
+    corrects: bool
+    correction: Correction | None
+    agreed: frozenset[str]
+
+
+def statement(sentences: list[str], when: str = "") -> Statement:
+    """The statement ``sentences`` make, said at ``when`` (see Statement)."""
     standing = standing_sentences(sentences)
     withdrawn = [x for x in sentences if x not in standing]
-    replaced: set[str] = set()
+    replaced = {v for x in withdrawn for v in stated_values(x)}
     kept: set[str] = set()
     about = list(withdrawn)
     for sentence in standing:
@@ -271,13 +267,22 @@ def correction_in(sentences: list[str], when: str = "") -> Correction | None:
         if rest != sentence:
             about.append(sentence)
         kept |= stated_values(rest)
-    for sentence in withdrawn:
-        replaced |= stated_values(sentence)
-    values = replaced - kept
-    if not values:
-        return None
-    terms = set(analyze(" ".join(about))) - GENERIC_TERMS - set(analyze(" ".join(values)))
-    return Correction(when, frozenset(values), frozenset(terms))
+    corrects = states_correction(sentences)
+    correction = None
+    if corrects and (values := replaced - kept):
+        terms = set(analyze(" ".join(about))) - GENERIC_TERMS - set(analyze(" ".join(values)))
+        correction = Correction(when, frozenset(values), frozenset(terms))
+    return Statement(tuple(sentences), tuple(standing), corrects, correction, frozenset(replaced))
+
+
+def correction_in(sentences: list[str], when: str = "") -> Correction | None:
+    """What a correcting statement replaces, or None: the values after "not" (up to "as
+    stated"), "instead of" or "rather than", those "I said" gave ("I said 14 April, but
+    it's 21 April"), and those of the sentences its retraction withdraws (see
+    standing_sentences), less the values the correction itself still gives. "The launch is
+    Tuesday 21 April 2026, not Tuesday 14 April 2026 as stated" replaces "14 april" (2026
+    still stands), said of "launch"."""
+    return statement(sentences, when).correction
 
 
 def superseded_on(
@@ -383,18 +388,14 @@ class OfflineEngine:
 
     def read(
         self, ranked: list[Candidate]
-    ) -> tuple[list[tuple[Candidate, list[str]]], list[Correction]]:
-        """Each candidate's sentences (see said), and the corrections they make (echoes
-        repeat corrections without making them)."""
+    ) -> tuple[list[tuple[Candidate, Statement]], list[Correction]]:
+        """Each candidate's statement (its sentences, see said), and the corrections they
+        make (echoes repeat corrections without making them)."""
         read = []
         for cand in ranked:
             sentences = [x.strip() for x in _SENTENCES.split(self.said(cand.hit)) if x.strip()]
-            read.append((cand, sentences))
-        corrections = [
-            c
-            for cand, sentences in read
-            if not cand.echo and (c := correction_in(sentences, cand.hit.timestamp))
-        ]
+            read.append((cand, statement(sentences, cand.hit.timestamp)))
+        corrections = [st.correction for cand, st in read if not cand.echo and st.correction]
         return read, corrections
 
     def term_shares(self, terms: list[str]) -> dict[str, float]:
@@ -500,11 +501,11 @@ class OfflineEngine:
         best_interval = max((state.effective(c) for c in ranked), default=0.0) or 1.0
         read, corrections = self.read(ranked)
         scored: list[tuple[float, int, str, Source]] = []
-        for rank, (cand, sentences) in enumerate(read):
+        for rank, (cand, said) in enumerate(read):
             hit = cand.hit
-            corrects = not cand.echo and states_correction(sentences)
+            corrects = not cand.echo and said.corrects
             best, best_score = "", 0.0
-            for sentence in standing_sentences(sentences):
+            for sentence in said.standing:
                 if sentence.endswith("?"):
                     continue  # a question states nothing
                 # Sorted: a float sum in set order would vary with the process's hash seed.
@@ -513,8 +514,7 @@ class OfflineEngine:
                     best, best_score = sentence, score
             if not best:
                 continue
-            agreed = agreed_values(sentences)
-            superseded = superseded_on(best, hit.timestamp, corrections, agreed)
+            superseded = superseded_on(best, hit.timestamp, corrections, said.agreed)
             when = ", ".join(
                 x for x in (hit.timestamp[:10], superseded and f"superseded on {superseded}") if x
             )
