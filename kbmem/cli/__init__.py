@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from ..errors import KbmemError
 from ..store import KnowledgeBase
@@ -63,14 +64,20 @@ def add_common(parser: argparse.ArgumentParser, default: object = None) -> None:
     )
 
 
-def _commands(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
-    """Every command's parser under ``parser`` (``bench``, and ``bench locomo``)."""
-    found = []
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for command in dict.fromkeys(action.choices.values()):
-                found += [command, *_commands(command)]
-    return found
+class Commands(Protocol):
+    """What an area's ``register`` is given: where its commands are added."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of one command (``pages``, ``bench``, ``bench locomo``): it takes the
+    common options too, after the command's name. Subcommands get this class as well, since
+    ``add_subparsers`` makes its parsers of the class of the parser it is called on."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        add_common(self, argparse.SUPPRESS)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,7 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
         "chat with provenance.",
     )
     add_common(parser)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=CommandParser
+    )
     import importlib
 
     for area in AREAS:
@@ -91,8 +100,6 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
-    for command in _commands(parser):
-        add_common(command, argparse.SUPPRESS)
     return parser
 
 

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from . import Commands
+
 DEFAULT_DATA = Path("../shared/data/locomo")
 
 # name -> (module under kbmem.bench, help, needs --data)
@@ -21,7 +23,7 @@ BENCHES = {
 }
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Commands) -> None:
     bench = sub.add_parser("bench", help="benchmarks (figures printed, targets in the docs)")
     bsub = bench.add_subparsers(dest="bench", metavar="BENCH", required=True)
     for name, (module, text, needs_data) in BENCHES.items():

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import KbmemError, ValidationError
+from . import Commands
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Commands) -> None:
     p = sub.add_parser(
         "chat",
         help="chat with the memory (the TUI; --no-tui reads one message per line from stdin)",

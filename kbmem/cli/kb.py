@@ -14,9 +14,10 @@ from ..memorizer import check_session_size, ingest_session
 from ..pagestore import PageStore
 from ..sessions import load_sessions
 from ..template import init_kb
+from . import Commands
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Commands) -> None:
     p = sub.add_parser("init", help="create a knowledge base from kb_template/")
     p.add_argument("dir", type=Path, help="folder to create (must be empty or absent)")
     p.add_argument("--empty", action="store_true", help="settings only, no example history")

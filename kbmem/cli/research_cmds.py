@@ -8,10 +8,12 @@ import logging
 import sys
 from typing import Any
 
+from . import Commands
+
 log = logging.getLogger("kbmem")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Commands) -> None:
     p = sub.add_parser("search", help="search the tenant's memory (one-shot retrieval)")
     p.add_argument("query")
     p.add_argument("--tool", choices=("bm25", "dense", "hybrid"), default="hybrid")
