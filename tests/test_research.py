@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from talk import memorize
@@ -139,6 +140,23 @@ def test_nothing_in_memory_says_so(researcher):
     briefing = researcher.research("zyzzyva quokka xylophone")
     assert not briefing.evidence
     assert briefing.open_questions
+
+
+def test_words_no_evidence_uses_are_named_as_open_questions(researcher):
+    """Searched for again and still absent from the evidence, the words are named for what
+    they are, without saying that memory lacks what they mean (it says "owns" for
+    "maintains")."""
+    briefing = researcher.research(
+        "Who maintains the tide-window scheduler and what did they change last?"
+    )
+    assert not briefing.partial
+    reflections = [e for e in briefing.trace if e.kind == "reflect"]
+    assert reflections[0].data["reason"].startswith("not yet covered: ")
+    assert "maintains" in reflections[0].data["reason"]
+    opens = [q for q in briefing.open_questions if q.startswith("Not found")]
+    assert len(opens) == 1
+    assert re.fullmatch(r"Not found in the evidence: the words '[^']+'(, '[^']+')*", opens[0])
+    assert "'maintains'" in opens[0]
 
 
 def test_llm_plan_schema_rejects_invented_pages(example_kb):

@@ -571,12 +571,15 @@ class OfflineEngine:
             state.followed.add(bridge.lower())
         if not follow:
             return ReflectionDecision(True, reason="the evidence covers the request's terms")
-        missing_info = (
-            f"not yet covered: {', '.join(missing)}"
-            if missing
-            else "following entities the evidence introduced"
-        )
-        return ReflectionDecision(False, missing_info, follow, reason=missing_info)
+        # What is missing, as the briefing's open questions say it ("Not found in the
+        # evidence: the words ..."): the words themselves, which memory may hold in others.
+        if missing:
+            missing_info = "the words " + ", ".join(f"'{w}'" for w in missing)
+            reason = f"not yet covered: {', '.join(missing)}"
+        else:
+            missing_info = "what the names and relations in the evidence lead to"
+            reason = "following entities the evidence introduced"
+        return ReflectionDecision(False, missing_info, follow, reason=reason)
 
     def bridges(self, request: str, top: list, state: ResearchState) -> list[tuple[str, str]]:
         """Things the best evidence points to elsewhere, read from the sentences that share a

@@ -305,7 +305,9 @@ class Researcher:
                 f"was covered; missing: {decision.missing_info or 'unknown'}"
             )
         elif decision.missing_info:
-            open_questions.append(f"Not found in memory: {decision.missing_info}")
+            # Searched for and not found among the evidence, which is not to say that memory
+            # holds none of it: it may say it in other words.
+            open_questions.append(f"Not found in the evidence: {decision.missing_info}")
         facts = fit_list(integration.key_facts, budgets.max_tokens // 5)
         summary_budget = max(20, budgets.max_tokens // 10)
         summary = _summary(state, integration.briefing_draft)
