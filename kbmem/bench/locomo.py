@@ -5,12 +5,18 @@ annotations are answer keys and are never read."""
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import re
+import shutil
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import memo, memorizer, pages, pagestore, sessions, template
 from ..errors import ValidationError
 from ..memorizer import IngestResult, ingest_session
 from ..sessions import load_document, sessions_from_locomo
@@ -97,3 +103,75 @@ def ingest_locomo(data_dir: Path, target: Path | None = None) -> IngestRun:
     results = [ingest_session(kb, s) for s in sessions]
     seconds = time.perf_counter() - started
     return IngestRun(kb, results, seconds, sum(len(s.turns) for s in sessions))
+
+
+STAMP = "locomo-data.sha256"  # beside a kept knowledge base: what it was built from
+
+
+# The code that turns sessions into pages: a kept knowledge base built by other code is stale.
+MEMORIZING = (sessions, memorizer, pages, pagestore, memo, template)
+
+
+def data_fingerprint(data_dir: Path) -> str:
+    """What a kept knowledge base was built from: the LoCoMo files (names and bytes) and the
+    source of the code that memorized them."""
+    digest = hashlib.sha256()
+    for module in MEMORIZING:
+        digest.update(Path(str(module.__file__)).read_bytes())
+    for path in conversation_files(data_dir):
+        digest.update(f"{path.name}\n".encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class LocomoKB:
+    kb: KnowledgeBase
+    ingest_seconds: float | None  # None: an earlier run's knowledge base, reused
+
+
+@contextmanager
+def locomo_kb(data_dir: Path, keep: Path | None = None) -> Iterator[LocomoKB]:
+    """A knowledge base holding every LoCoMo file in ``data_dir``. Without ``keep``, built in
+    a temporary folder and removed afterwards. With it, built in ``keep/kb`` and kept, and
+    reused by later runs on the same files (ingesting and indexing LoCoMo takes minutes; the
+    questions, a minute or two). A folder built from other files, by other memorizer code,
+    or by a run that was cut short, is refused rather than reused or overwritten."""
+    fingerprint = data_fingerprint(data_dir)
+    if keep is None:
+        root = Path(tempfile.mkdtemp(prefix="kbmem-bench-"))
+        try:
+            run = ingest_locomo(data_dir, root / "kb")
+            yield LocomoKB(run.kb, run.seconds)
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+        return
+    stamp = keep / STAMP
+    if stamp.is_file() and (keep / "kb").is_dir():
+        if stamp.read_text().strip() != fingerprint:
+            raise ValidationError(
+                f"{keep} holds a knowledge base built from other LoCoMo files or by other "
+                "memorizer code; remove it or choose another folder",
+                "--dir",
+            )
+        yield LocomoKB(KnowledgeBase(keep / "kb"), None)
+        return
+    if keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+        raise ValidationError(
+            f"{keep} exists and is not a knowledge base kept by an earlier run (or that run "
+            "was cut short); remove it or choose another folder",
+            "--dir",
+        )
+    run = ingest_locomo(data_dir, keep / "kb")
+    stamp.write_text(fingerprint + "\n")  # last: a build cut short is never reused
+    yield LocomoKB(run.kb, run.seconds)
+
+
+def add_keep_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="keep the ingested knowledge base in this folder and reuse it in later runs on "
+        "the same files (default: a temporary folder, removed at the end)",
+    )

@@ -5,12 +5,17 @@ the briefing used), ``interval_coverage`` (all evidence turns inside the briefin
 excerpts), ``mean_context_tokens``, ``latency_ms_p50`` / ``latency_ms_p95``; and, measured in
 the same run, one-shot baselines with the same page budget under ``baselines``. With
 ``--engine llm`` and a model, each question is also answered from its briefing and scored by
-token F1 and BLEU-1 as in the GAM paper."""
+token F1 and BLEU-1 as in the GAM paper.
+
+``--details FILE`` writes one JSON line per question (what it asked, the evidence, the pages
+and turns the briefing used, what it missed), for finding out why a question was missed;
+``--dir`` keeps the ingested knowledge base for later runs (see ``locomo_kb``)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -21,9 +26,10 @@ from ..llm import LLMConfig
 from ..research.llm_engine import LLMEngine
 from ..research.researcher import Researcher
 from ..research.types import BriefingContext
+from ..store import KnowledgeBase
 from ..toolkit import Toolkit, fuse
 from . import answers
-from .locomo import conversation_files, ingest_locomo, load_questions
+from .locomo import Question, add_keep_argument, conversation_files, load_questions, locomo_kb
 from .retrieval import covered_context, session_of
 from .stats import percentile
 
@@ -46,6 +52,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="at most this many questions per conversation (quick runs)",
     )
+    parser.add_argument(
+        "--details",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write one JSON line per question: its evidence, what the briefing used, "
+        "what it missed",
+    )
+    add_keep_argument(parser)
 
 
 def _blank() -> dict[str, float]:
@@ -58,29 +73,35 @@ def run(
     model: str | None = None,
     limit: int | None = None,
     local_llm: bool = False,
+    details: Path | None = None,
+    dir: Path | None = None,
 ) -> dict[str, Any]:
     if engine != "llm" and (model or local_llm):
         raise ValidationError("--model and --local-llm go with --engine llm", "--engine")
-    if not local_llm:
-        return _run(data_dir, engine, model, None, limit)
-    from ..local_llm import LocalLLMServer
+    if details is not None and (details.is_dir() or not details.parent.is_dir()):
+        raise ValidationError(f"{details} is not a file in an existing folder", "--details")
+    with locomo_kb(data_dir, dir) as built:
+        kb = built.kb
+        if not local_llm:
+            return _run(kb, data_dir, engine, model, None, limit, details=details)
+        from ..local_llm import LocalLLMServer
 
-    with LocalLLMServer() as server:
-        # Prompts (and the answer) must fit the server's context window.
-        room = server.n_ctx - 700
-        return _run(data_dir, engine, server.model, server.api_base, limit, room)
+        with LocalLLMServer() as server:
+            # Prompts (and the answer) must fit the server's context window.
+            room = server.n_ctx - 700
+            return _run(kb, data_dir, engine, server.model, server.api_base, limit, room, details)
 
 
 def _run(
+    kb: KnowledgeBase,
     data_dir: Path,
     engine: str,
     model: str | None,
     api_base: str | None,
     limit: int | None,
     prompt_room: int | None = None,
+    details: Path | None = None,
 ) -> dict[str, Any]:
-    ingest = ingest_locomo(data_dir)
-    kb = ingest.kb
     config = None
     if engine == "llm":
         config = LLMConfig.from_settings(kb.settings, model)
@@ -97,6 +118,7 @@ def _run(
     max_pages = int(kb.settings.section("research")["max_pages"])
     totals: dict[str, dict[str, float]] = defaultdict(_blank)
     latencies: dict[str, list[float]] = defaultdict(list)
+    lines: list[str] = []
     for path in conversation_files(data_dir):
         questions = load_questions(path)[:limit]
         if not questions:
@@ -133,13 +155,46 @@ def _run(
                 row[f"{name}.page_coverage"] = float(q.sessions <= pages)
                 row[f"{name}.interval_coverage"] = float(set(q.evidence) <= covered)
                 row[f"{name}.context_tokens"] = float(tokens)
+            if details is not None:
+                lines.append(json.dumps(_detail(q, briefing, row, ms)))
             for group in ("overall", q.category_name):
                 totals[group]["n"] += 1
                 for key, value in row.items():
                     totals[group][key] += value
                 latencies[group].append(ms)
         researcher.close()
+    if details is not None:
+        details.write_text("".join(line + "\n" for line in lines))
     return _report(totals, latencies, engine)
+
+
+def _detail(q: Question, briefing: BriefingContext, row: dict[str, float], ms: float) -> dict:
+    """One question's line in ``--details``."""
+    sessions = list(dict.fromkeys(session_of(p) for p in briefing.pages_used))
+    turns = {t for e in briefing.evidence for t in e.interval.turn_ids}
+    return {
+        "tenant": q.tenant,
+        "question": q.text,
+        "category": q.category_name,
+        "answer": q.answer,
+        "evidence": q.evidence,
+        "evidenceSessions": sorted(q.sessions),
+        "sessionsUsed": sessions,
+        "pageCovered": bool(row["page_coverage"]),
+        "intervalCovered": bool(row["interval_coverage"]),
+        "missingSessions": sorted(q.sessions - set(sessions)),
+        "missingTurns": [t for t in q.evidence if t not in turns],
+        "contextTokens": briefing.tokens_used,
+        "reflectionSteps": briefing.reflection_steps,
+        "latencyMs": round(ms, 1),
+        "baselines": {
+            name: {
+                "pageCovered": bool(row[f"{name}.page_coverage"]),
+                "intervalCovered": bool(row[f"{name}.interval_coverage"]),
+            }
+            for name in ("bm25", "hybrid")
+        },
+    }
 
 
 def _scores(

@@ -8,14 +8,16 @@ side, as the toolkit expands them; mean tokens counts the union of that expanded
 
 from __future__ import annotations
 
+import argparse
 import time
 from pathlib import Path
 from typing import Any
 
 from ..index import Hit
+from ..store import KnowledgeBase
 from ..textutil import count_tokens
 from ..toolkit import Toolkit, fuse
-from .locomo import conversation_files, ingest_locomo, load_questions
+from .locomo import add_keep_argument, conversation_files, load_questions, locomo_kb
 
 PAGE_KS = (1, 3, 5, 8)
 TOP_INTERVALS = 10
@@ -45,8 +47,16 @@ def covered_context(toolkit: Toolkit, hits: list[Hit]) -> tuple[set[str], int]:
     return turns, tokens
 
 
-def run(data_dir: Path) -> dict[str, Any]:
-    ingest = ingest_locomo(data_dir)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_keep_argument(parser)
+
+
+def run(data_dir: Path, dir: Path | None = None) -> dict[str, Any]:
+    with locomo_kb(data_dir, dir) as built:
+        return _run(built.kb, data_dir, built.ingest_seconds)
+
+
+def _run(kb: KnowledgeBase, data_dir: Path, ingest_seconds: float | None) -> dict[str, Any]:
     tools = ("bm25", "dense", "hybrid")
     page_hits = {t: {k: 0 for k in PAGE_KS} for t in tools}
     covered = dict.fromkeys(tools, 0)
@@ -56,7 +66,7 @@ def run(data_dir: Path) -> dict[str, Any]:
     index_seconds = 0.0
     for path in conversation_files(data_dir):
         qs = load_questions(path)
-        toolkit = Toolkit(ingest.kb, qs[0].tenant if qs else path.stem)
+        toolkit = Toolkit(kb, qs[0].tenant if qs else path.stem)
         t0 = time.perf_counter()
         toolkit.index.sync()
         index_seconds += time.perf_counter() - t0
@@ -82,7 +92,7 @@ def run(data_dir: Path) -> dict[str, Any]:
     n = max(questions, 1)
     return {
         "questions": questions,
-        "ingest_seconds": round(ingest.seconds, 2),
+        "ingest_seconds": None if ingest_seconds is None else round(ingest_seconds, 2),
         "index_seconds": round(index_seconds, 2),
         "query_seconds": round(time.perf_counter() - started - index_seconds, 2),
         "tools": {
@@ -97,8 +107,10 @@ def run(data_dir: Path) -> dict[str, Any]:
 
 
 def render(result: dict[str, Any]) -> str:
+    ingest = result["ingest_seconds"]
     lines = [
-        f"questions: {result['questions']}  (ingest {result['ingest_seconds']} s, "
+        f"questions: {result['questions']}  "
+        f"(ingest {'reused' if ingest is None else f'{ingest} s'}, "
         f"index {result['index_seconds']} s, queries {result['query_seconds']} s)",
         f"{'tool':<8}" + "".join(f"  R@{k:<4}" for k in PAGE_KS) + "  coverage  tokens",
     ]
