@@ -132,3 +132,16 @@ def test_details_must_go_to_a_file(tmp_path: Path, capsys) -> None:
     for bad in (tmp_path, tmp_path / "missing" / "details.jsonl"):
         assert main(["bench", "locomo", "--data", str(data), "--details", str(bad)]) == 2
         assert "--details" in capsys.readouterr().err
+
+
+def test_the_llm_engine_without_a_model_is_refused_before_ingesting(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    monkeypatch.delenv("KBMEM_MODEL", raising=False)
+    monkeypatch.delenv("KBMEM_LLM__MODEL", raising=False)
+    data, _ = _slice(tmp_path / "locomo")
+    keep = tmp_path / "kept"
+    args = ["--data", str(data), "--engine", "llm", "--dir", str(keep)]
+    assert main(["bench", "locomo", *args]) == 2
+    assert "--engine llm needs a model" in capsys.readouterr().err
+    assert not keep.exists(), "refused before anything was built"

@@ -21,12 +21,13 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from ..config import load_settings
 from ..errors import LLMError, ValidationError
 from ..llm import LLMConfig
 from ..research.llm_engine import LLMEngine
 from ..research.researcher import Researcher
 from ..research.types import BriefingContext
-from ..store import KnowledgeBase
+from ..store import TEMPLATE_DIR, KnowledgeBase
 from ..toolkit import Toolkit, fuse
 from . import answers
 from .locomo import Question, add_keep_argument, conversation_files, load_questions, locomo_kb
@@ -63,6 +64,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_keep_argument(parser)
 
 
+NO_MODEL = "--engine llm needs a model (--model, KBMEM_MODEL, or --local-llm)"
+
+
+def _model_chosen(model: str | None) -> bool:
+    """Whether a model is named, by ``--model`` or by the settings the benchmark's knowledge
+    base gets (the template's, with the environment's overrides)."""
+    return LLMConfig.from_settings(load_settings(TEMPLATE_DIR), model) is not None
+
+
 def _blank() -> dict[str, float]:
     return defaultdict(float)
 
@@ -78,6 +88,8 @@ def run(
 ) -> dict[str, Any]:
     if engine != "llm" and (model or local_llm):
         raise ValidationError("--model and --local-llm go with --engine llm", "--engine")
+    if engine == "llm" and not local_llm and not _model_chosen(model):
+        raise ValidationError(NO_MODEL, "--model")  # before minutes of ingest, not after
     if details is not None and (details.is_dir() or not details.parent.is_dir()):
         raise ValidationError(f"{details} is not a file in an existing folder", "--details")
     with locomo_kb(data_dir, dir) as built:
@@ -106,9 +118,7 @@ def _run(
     if engine == "llm":
         config = LLMConfig.from_settings(kb.settings, model)
         if config is None:
-            raise ValidationError(
-                "--engine llm needs a model (--model, KBMEM_MODEL, or --local-llm)", "--model"
-            )
+            raise ValidationError(NO_MODEL, "--model")
         if api_base:
             config = dataclasses.replace(config, api_base=api_base)
         if prompt_room:
