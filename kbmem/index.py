@@ -37,7 +37,6 @@ import logging
 import math
 import os
 import queue
-import re
 import shutil
 import threading
 import time
@@ -68,6 +67,7 @@ from .intervals import Interval, IntervalText, cut_page
 from .pages import parse_page
 from .pagestore import PageStore
 from .store import KnowledgeBase, atomic_write, flock_until
+from .textutil import PIECE_BREAK, SENTENCE_BREAK
 
 log = logging.getLogger("kbmem")
 
@@ -197,10 +197,6 @@ def embed_texts(texts: list[str]) -> np.ndarray:
     return embedder.embed([text[:MAX_EMBED_CHARS] for text in texts])
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_TURN_PIECE_END = re.compile(r"(?<=[.!?])\s+|\n+")  # a turn's lines: text, then captions
-
-
 def vector_texts(text: str, speaker: str = "") -> list[str]:
     """What is embedded for one interval: its whole text, then, if it says more than one
     thing, each of its sentences (a turn's with its speaker, "John: I'm doing kickboxing.").
@@ -213,7 +209,7 @@ def vector_texts(text: str, speaker: str = "") -> list[str]:
     with the first sentence rather than becoming a piece shared by every paragraph."""
     prefix = f"{speaker}: " if speaker else ""
     body = text[len(prefix) :] if prefix and text.startswith(prefix) else text
-    cut = _TURN_PIECE_END if speaker else _SENTENCE_END
+    cut = PIECE_BREAK if speaker else SENTENCE_BREAK  # a turn's lines: text, then captions
     pieces = [p.strip() for p in cut.split(body) if len(p.split()) >= PIECE_MIN_WORDS]
     if len(pieces) < 2:
         return [text]

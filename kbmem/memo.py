@@ -16,11 +16,10 @@ from typing import Protocol
 from .errors import LLMError
 from .llm import LLMConfig, complete
 from .sessions import Session
-from .textutil import truncate_tokens
+from .textutil import PIECE_BREAK, truncate_tokens
 
 MAX_MEMO_CHARS = 400
 MAX_MEMO_SENTENCES = 5000  # sentences the offline memo reads at most
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]+|\d[\d:.,/-]*")
 STOPWORDS = frozenset(
     [
@@ -194,7 +193,7 @@ class OfflineMemo:
         self.max_words = max_words
 
     def write(self, session: Session, memory: list[str]) -> Memo:
-        raw = [s for turn in session.turns for s in _SENTENCE.split(turn.text)]
+        raw = [s for turn in session.turns for s in PIECE_BREAK.split(turn.text)]
         if len(raw) > MAX_MEMO_SENTENCES:
             # A huge session (a book, a 10 MB log) is read at evenly spread sentences, so the
             # memo stays quick and deterministic; the pages still keep every byte.

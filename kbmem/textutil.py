@@ -5,6 +5,13 @@ from __future__ import annotations
 import re
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+# Where text is cut into the pieces that are embedded, memoed and quoted as facts: after a
+# sentence's closing ., ! or ?, and (PIECE_BREAK) at line breaks too, so that an image's
+# caption line or a list item is a piece of its own. The offline agent reads sentences more
+# carefully (kbmem.agent.offline.split_sentences: wrapped lines joined, "e.g. this" kept
+# whole); these cuts are cheaper and are what the indexes were built with.
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+PIECE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def count_tokens(text: str) -> int:

@@ -19,7 +19,7 @@ from ..dates import MONTHS, date_windows, sessions_in
 from ..index import Hit, analyze
 from ..intervals import HEADING
 from ..memo import STOPWORDS
-from ..textutil import truncate_tokens
+from ..textutil import PIECE_BREAK, truncate_tokens
 from .state import Candidate, ResearchState
 from .types import IntegrationState, PlanAction, ReflectionDecision
 
@@ -33,7 +33,6 @@ QUESTION_WORDS = frozenset(
 )
 _ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9'’&.-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'’&.-]*)*")
 _WORD = re.compile(r"[\w'’-]+")
-_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")  # sentence ends, and line breaks
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
 # A statement that corrects an earlier one: "I need to correct something I said ... That's
@@ -393,7 +392,7 @@ class OfflineEngine:
         make (echoes repeat corrections without making them)."""
         read = []
         for cand in ranked:
-            sentences = [x.strip() for x in _SENTENCES.split(self.said(cand.hit)) if x.strip()]
+            sentences = [x.strip() for x in PIECE_BREAK.split(self.said(cand.hit)) if x.strip()]
             read.append((cand, statement(sentences, cand.hit.timestamp)))
         corrections = [st.correction for cand, st in read if not cand.echo and st.correction]
         return read, corrections
@@ -594,7 +593,7 @@ class OfflineEngine:
             hit = cand.hit
             text = self.said(hit)
             first = hit.speaker.split()[0] if hit.speaker else ""
-            sentences = [x for x in _SENTENCES.split(text) if x.strip()]
+            sentences = [x for x in PIECE_BREAK.split(text) if x.strip()]
             relevant: list[str] = []
             for i, sentence in enumerate(sentences):
                 if request_terms & set(analyze(sentence)):
