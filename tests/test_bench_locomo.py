@@ -145,3 +145,28 @@ def test_the_llm_engine_without_a_model_is_refused_before_ingesting(
     assert main(["bench", "locomo", *args]) == 2
     assert "--engine llm needs a model" in capsys.readouterr().err
     assert not keep.exists(), "refused before anything was built"
+
+
+def test_files_that_are_not_locomo_conversations_are_refused(tmp_path: Path, capsys) -> None:
+    before = _temp_kbs()
+    data, _ = _slice(tmp_path / "locomo")
+    conversation = json.loads((data / "conv-26.json").read_text())
+    broken = {
+        "list.json": ([1, 2], "is not a LoCoMo conversation"),
+        "truncated.json": ('{"session_1": [', "malformed JSON at line 1"),
+        "no-question.json": ({**conversation, "qa": [{"answer": "x"}]}, "qa[0]: must be an"),
+        "bad-category.json": (
+            {**conversation, "qa": [{"question": "q?", "category": "x"}]},
+            "qa[0]: category must be a number",
+        ),
+    }
+    for name, (content, message) in broken.items():
+        folder = tmp_path / name.removesuffix(".json")
+        folder.mkdir()
+        text = content if isinstance(content, str) else json.dumps(content)
+        (folder / name).write_text(text)
+        for bench in ("locomo", "retrieval"):
+            assert main(["bench", bench, "--data", str(folder)]) == 2, (name, bench)
+            err = capsys.readouterr().err
+            assert name in err and message in err, err
+    assert _temp_kbs() <= before

@@ -15,11 +15,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import memo, memorizer, pages, pagestore, sessions, template
 from ..errors import ValidationError
 from ..memorizer import IngestResult, ingest_session
-from ..sessions import load_document, sessions_from_locomo
+from ..sessions import is_locomo, load_document, sessions_from_locomo
 from ..store import KnowledgeBase
 from ..template import init_kb
 from ..textutil import slug
@@ -42,10 +43,10 @@ class Question:
         return CATEGORIES.get(self.category, str(self.category))
 
 
-def parse_evidence(raw: list[object]) -> list[str]:
+def parse_evidence(raw: list[object] | str) -> list[str]:
     """Evidence ids; entries holding several ids are split, malformed ones skipped."""
     out = []
-    for entry in raw or []:
+    for entry in [raw] if isinstance(raw, str) else raw or []:
         for part in re.split(r"[;,\s]+", str(entry)):
             if _DIA.match(part.strip()):
                 out.append(part.strip())
@@ -63,12 +64,32 @@ def tenant_for(path: Path) -> str:
     return slug(path.stem, 60)
 
 
-def load_questions(path: Path) -> list[Question]:
+def load_conversation(path: Path) -> dict[str, Any]:
+    """One LoCoMo file, refused with an error naming it when it is not a conversation."""
     data = load_document(path)
+    if not is_locomo(data):
+        raise ValidationError(
+            "is not a LoCoMo conversation (a JSON object with session_1, session_2, ...)",
+            str(path),
+        )
+    return data
+
+
+def load_questions(path: Path) -> list[Question]:
+    data = load_conversation(path)
     tenant = tenant_for(path)
+    qas = data.get("qa", [])
+    if not isinstance(qas, list):
+        raise ValidationError("must be a list of questions", f"{path}: qa")
     out = []
-    for qa in data.get("qa", []):
-        category = int(qa.get("category", 0))
+    for n, qa in enumerate(qas):
+        where = f"{path}: qa[{n}]"
+        if not isinstance(qa, dict) or not isinstance(qa.get("question"), str):
+            raise ValidationError("must be an object with a question", where)
+        try:
+            category = int(qa.get("category", 0))
+        except (TypeError, ValueError) as exc:
+            raise ValidationError("category must be a number", where) from exc
         if category == 5:
             continue
         evidence = parse_evidence(qa.get("evidence", []))
@@ -77,7 +98,7 @@ def load_questions(path: Path) -> list[Question]:
         sessions = {f"{tenant}-s{_DIA.match(e).group(1)}" for e in evidence}  # type: ignore[union-attr]
         out.append(
             Question(
-                tenant, str(qa["question"]), str(qa.get("answer", "")), category, evidence, sessions
+                tenant, qa["question"], str(qa.get("answer", "")), category, evidence, sessions
             )
         )
     return out
@@ -98,7 +119,12 @@ def ingest_locomo(data_dir: Path, target: Path | None = None) -> IngestRun:
     kb = init_kb(target, with_history=False)
     sessions = []
     for path in conversation_files(data_dir):
-        sessions += sessions_from_locomo(load_document(path), tenant_for(path), path.stem)
+        try:
+            sessions += sessions_from_locomo(load_conversation(path), tenant_for(path), path.stem)
+        except ValidationError as exc:
+            if str(path) in str(exc):
+                raise
+            raise ValidationError(f"{path}: {exc}") from exc
     started = time.perf_counter()
     results = [ingest_session(kb, s) for s in sessions]
     seconds = time.perf_counter() - started
@@ -137,6 +163,8 @@ def locomo_kb(data_dir: Path, keep: Path | None = None) -> Iterator[LocomoKB]:
     reused by later runs on the same files (ingesting and indexing LoCoMo takes minutes; the
     questions, a minute or two). A folder built from other files, by other memorizer code,
     or by a run that was cut short, is refused rather than reused or overwritten."""
+    for path in conversation_files(data_dir):
+        load_questions(path)  # a malformed file is refused now, not after minutes of ingest
     fingerprint = data_fingerprint(data_dir)
     if keep is None:
         root = Path(tempfile.mkdtemp(prefix="kbmem-bench-"))
