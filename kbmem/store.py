@@ -347,8 +347,11 @@ class KnowledgeBase:
             return kept
         return self.repo.odb.stream(bytes.fromhex(blob_id)).read()
 
-    def log(self, relpath: str | None = None, max_count: int | None = None) -> list[CommitInfo]:
-        """Commits touching ``relpath`` (following renames) or all commits, newest first."""
+    def log(
+        self, relpath: str | None = None, max_count: int | None = None, follow: bool = True
+    ) -> list[CommitInfo]:
+        """Commits touching ``relpath`` (a file, following its renames unless ``follow`` is
+        False; a folder needs False) or all commits, newest first."""
         if self.head() is None:
             return []
         # -z: file names as they are (not quoted, as git quotes non-ASCII names otherwise).
@@ -356,7 +359,7 @@ class KnowledgeBase:
         if max_count:
             args.append(f"-n{max_count}")
         if relpath:
-            args += ["--follow", "--", relpath]
+            args += ["--follow", "--", relpath] if follow else ["--", relpath]
         out = self.repo.git.log(*args)
         entries = []
         for record in out.split("\x1e")[1:]:

@@ -251,7 +251,8 @@ def test_pages_show_and_log(kb: Path, two_versions: tuple[str, str], capsys) -> 
     code, out, _err = run(capsys, "--kb", str(kb), "log", "-n", "1", "kickoff/1")
     assert out.splitlines() == lines[:1]
     code, out, _err = run(capsys, "--kb", str(kb), "log")
-    assert code == 0 and len(out.splitlines()) == 3  # init + two ingests
+    assert code == 0 and len(out.splitlines()) == 2  # the tenant's two ingests, not init
+    assert [line[:10] for line in out.splitlines()] == [new[:10], old[:10]]
 
     code, out, _err = run(capsys, "--kb", str(kb), "log", "kickoff/1", "--diff", old, new)
     assert code == 0
@@ -563,3 +564,20 @@ def test_ingest_shows_a_progress_bar_on_a_terminal(kb: Path, tmp_path: Path) -> 
     assert code == 0
     assert out == "3 session(s): 3 created\n"
     assert b"\ringest:   0%|" in shown and b"0/3 [" in shown and b"session/s]" in shown
+
+
+def test_log_shows_only_the_tenants_own_history(kb: Path, tmp_path: Path, capsys) -> None:
+    """Commit messages name sessions and notes: one tenant's log must not show another's."""
+    mine = summit_session("kickoff", TEXTS, title="Kickoff")
+    theirs = summit_session("acquisition", ["Secret: we buy Calloway."], "other", "Acquisition")
+    for name, data in (("mine.json", mine), ("theirs.json", theirs)):
+        code, _out, err = run(
+            capsys, "--kb", str(kb), "ingest", str(write_json(tmp_path / name, data))
+        )
+        assert code == 0, err
+    code, out, _err = run(capsys, "--kb", str(kb), "log")
+    assert code == 0 and "Kickoff" in out and "Acquisition" not in out
+    code, out, _err = run(capsys, "--kb", str(kb), "--tenant", "other", "log")
+    assert code == 0 and "Acquisition" in out and "Kickoff" not in out
+    code, out, _err = run(capsys, "--kb", str(kb), "--tenant", "nobody", "log")
+    assert code == 0 and out == ""

@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..memo import memo_engine
 from ..memorizer import check_session_size, ingest_session
-from ..pagestore import PageStore
+from ..pagestore import PageStore, tenant_prefix
 from ..sessions import load_sessions
 from ..template import init_kb
 from . import Commands
@@ -43,7 +43,7 @@ def register(sub: Commands) -> None:
     p.add_argument("--at", default="HEAD", help="revision (commit, tag, HEAD~3, ...)")
     p.set_defaults(handler=cmd_show)
 
-    p = sub.add_parser("log", help="history of a page, or of the knowledge base")
+    p = sub.add_parser("log", help="history of a page, or of all the tenant's pages")
     p.add_argument("page", nargs="?")
     p.add_argument("-n", type=int, default=None, help="at most this many commits")
     p.add_argument(
@@ -140,9 +140,11 @@ def cmd_log(ctx: Any, args: argparse.Namespace) -> int:
     if args.page:
         commits = PageStore(ctx.kb, ctx.tenant).history(args.page)[: args.n]
     else:
-        commits = ctx.kb.log(max_count=args.n)
+        # The tenant's history only: commit messages name sessions and notes, and another
+        # tenant's are not this one's to read.
+        commits = ctx.kb.log(tenant_prefix(ctx.tenant), max_count=args.n, follow=False)
     for c in commits:
         subject = c.message.splitlines()[0] if c.message else ""
-        where = f"  [{c.path}]" if c.path else ""
+        where = f"  [{c.path}]" if c.path and args.page else ""
         print(f"{c.sha[:10]}  {c.date[:19]}  {c.author:<8}  {subject}{where}")
     return 0
