@@ -30,7 +30,7 @@ from kbmem.agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from kbmem.agent.journal import journal_dir, read_journal
+from kbmem.agent.journal import ChatJournal, journal_dir, read_journal
 from kbmem.agent.offline import NOTHING, OfflineAgent, paragraph_subject, split_sentences
 from kbmem.agent.provenance import SNAPSHOT_FILES, turn_dir
 from kbmem.agent.session import ChatSession
@@ -407,7 +407,7 @@ def test_sigkill_between_batches_then_every_turn_committed_exactly_once(
             ("killed", 6, 8, True)
         ]
     assert trailers_of(kb.root, "killed") == ["killed 1-5", "killed 6-8"]
-    assert committed_turns(kb, "killed") == set(range(1, 9))
+    assert committed_turns(kb, TENANT, "killed") == set(range(1, 9))
     for n in range(1, 9):
         assert kb.blob_id(turn_dir(TENANT, "killed", n) + "answer.md") is not None
     page = kb.read_bytes(f"tenants/{TENANT}/pages/chat-killed/1.md").decode()
@@ -562,3 +562,32 @@ def test_recovery_removes_stale_lock_files_but_not_an_open_chats(kb: KnowledgeBa
         ChatSession(kb, TENANT).close()  # a second chat's start-up recovery runs meanwhile
         assert mine.exists()  # the open chat keeps its lock
     assert os.listdir(journal_dir(kb)) == []
+
+
+def test_two_tenants_may_use_the_same_chat_id(kb: KnowledgeBase) -> None:
+    """Chat ids are unique within a tenant only: another tenant's chat "standup" must not
+    make this one's turns look committed (they were never written to git)."""
+    with ChatSession(kb, TENANT, chat_id="standup", batch_turns=1) as chat:
+        chat.send("Who owns Terraform?")
+        chat.send("Who is Femi Adeyemi's onboarding buddy?")
+    with ChatSession(kb, "other", chat_id="standup", batch_turns=1) as chat:
+        record = chat.send("What did we decide?")
+    assert record.tenant == "other" and record.turn == 1
+    assert committed_turns(kb, TENANT, "standup") == {1, 2}
+    assert committed_turns(kb, "other", "standup") == {1}
+    assert kb.blob_id(turn_dir("other", "standup", 1) + "answer.md") is not None
+    assert os.listdir(journal_dir(kb)) == []
+
+
+def test_a_journal_of_another_tenants_chat_is_not_continued(kb: KnowledgeBase) -> None:
+    with ChatSession(kb, TENANT, chat_id="standup", batch_turns=5) as chat:
+        record = chat.send("Who owns Terraform?")
+    # As if that chat's commit had failed: its turn waits in the journal.
+    journal = ChatJournal.open(kb, "standup", TENANT)
+    journal.append(record)
+    journal.close(remove=False)
+    before = journal.path.read_bytes()
+    with pytest.raises(ValidationError, match="another tenant"):
+        ChatJournal.open(kb, "standup", "other")
+    assert journal.path.read_bytes() == before
+    ChatJournal.open(kb, "standup", TENANT).close(remove=False)  # its own tenant may go on

@@ -29,6 +29,7 @@ from .records import TurnRecord
 TRAILER = "Kbmem-Turns"
 LOCK_POLL_S = 0.5
 _TRAILER_LINE = re.compile(rf"^{TRAILER}: (\S+) (\d+)-(\d+)\s*$", re.M)
+_TENANT_LINE = re.compile(r"^Kbmem-Tenant: (\S+)\s*$", re.M)
 
 
 def chat_session_id(chat_id: str) -> str:
@@ -109,17 +110,24 @@ def load_chat_lines(kb: KnowledgeBase, tenant: str, chat_id: str) -> list[ChatLi
     return lines
 
 
-def committed_turns(kb: KnowledgeBase, chat_id: str) -> set[int]:
-    """Turns of ``chat_id`` that a commit's ``Kbmem-Turns`` trailer names, in all of history."""
+def committed_turns(kb: KnowledgeBase, tenant: str, chat_id: str) -> set[int]:
+    """Turns of the tenant's chat ``chat_id`` that a commit's ``Kbmem-Turns`` trailer names,
+    in all of history. Chat ids are unique within a tenant only (``--chat standup`` may be
+    used by two tenants): a commit whose ``Kbmem-Tenant`` names another tenant does not count,
+    or that tenant's turns would keep this one's from ever being committed."""
     if kb.head() is None:
         return set()
     out = kb.repo.git.log(
         "--fixed-strings", f"--grep={TRAILER}: {chat_id} ", "--format=%B%x00", "HEAD"
     )
     found: set[int] = set()
-    for m in _TRAILER_LINE.finditer(out):
-        if m.group(1) == chat_id:
-            found.update(range(int(m.group(2)), int(m.group(3)) + 1))
+    for message in out.split("\x00"):
+        owner = _TENANT_LINE.search(message)
+        if owner is not None and owner.group(1) != tenant:
+            continue
+        for m in _TRAILER_LINE.finditer(message):
+            if m.group(1) == chat_id:
+                found.update(range(int(m.group(2)), int(m.group(3)) + 1))
     return found
 
 
@@ -208,7 +216,7 @@ class BatchCommitter:
     def _commit_locked(
         self, chat_id: str, records: list[TurnRecord], history: list[ChatLine]
     ) -> str | None:
-        done = committed_turns(self.kb, chat_id)
+        done = committed_turns(self.kb, records[0].tenant, chat_id) if records else set()
         todo = [r for r in records if r.turn not in done]
         if not todo:
             return None

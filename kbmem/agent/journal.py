@@ -132,7 +132,18 @@ class ChatJournal:
         fd = _try_lock(folder / f"{chat_id}.lock")
         if fd is None:
             raise ValidationError(f"chat {chat_id!r} is open in another process", "chat_id")
-        return cls(folder / f"{chat_id}.jsonl", fd, chat_id, tenant)
+        path = folder / f"{chat_id}.jsonl"
+        # Chat ids are unique within a tenant only. A journal left by another tenant's chat
+        # of the same id (one whose turns could not be committed yet) is not this chat's to
+        # continue: its turns would be read and committed as this tenant's.
+        if any(r.tenant != tenant for r in read_journal(path).turns):
+            _unlock(fd)
+            raise ValidationError(
+                f"chat {chat_id!r} has turns of another tenant waiting to be committed; "
+                "choose another chat id",
+                "chat_id",
+            )
+        return cls(path, fd, chat_id, tenant)
 
     def _append(self, entry: dict[str, Any]) -> None:
         line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
