@@ -5,7 +5,6 @@ cancellation, tool-argument errors, and a chat's content found again by a later 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -30,9 +29,9 @@ from kbmem.agent.events import (
     TurnFinished,
     TurnStarted,
 )
-from kbmem.agent.journal import ChatJournal, journal_dir, read_journal
+from kbmem.agent.journal import journal_dir, read_journal
 from kbmem.agent.offline import NOTHING, OfflineAgent, paragraph_subject, split_sentences
-from kbmem.agent.provenance import SNAPSHOT_FILES, turn_dir
+from kbmem.agent.provenance import SNAPSHOT_FILES, list_turns, turn_dir
 from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
 from kbmem.index import TenantIndex
@@ -148,7 +147,7 @@ def test_twelve_offline_turns_make_three_batch_commits_with_snapshots(kb: Knowle
     text = "".join(kb.read_bytes(p).decode() for p in sorted(pages))
     assert "### q1 | user |" in text and "### a12 | kbmem |" in text
     assert git(kb.root, "status", "--porcelain") == ""
-    assert os.listdir(journal_dir(kb)) == []  # journal and lock file gone once committed
+    assert journal_files(kb) == []  # journal and lock file gone once committed
 
     # Events: each turn starts, streams exactly its answer, and finishes; three batches.
     for record in records:
@@ -350,7 +349,7 @@ def test_cancel_journals_the_turn_as_interrupted(kb: KnowledgeBase) -> None:
 
     record = chat.send(QUESTIONS[0], on_event=cancel_on_first_delta)
     assert record.status == "interrupted" and "[interrupted" in record.answer
-    journaled = read_journal(journal_dir(kb) / f"{chat.chat_id}.jsonl").turns
+    journaled = read_journal(journal_dir(kb) / TENANT / f"{chat.chat_id}.jsonl").turns
     assert [(r.turn, r.status) for r in journaled] == [(1, "interrupted")]
     assert chat.send(QUESTIONS[1]).status == "complete"  # the next turn is not cancelled
     chat.close()
@@ -368,7 +367,7 @@ def test_ctrl_c_during_a_turn_is_journaled_then_raised(kb: KnowledgeBase) -> Non
     with pytest.raises(KeyboardInterrupt):
         chat.send(QUESTIONS[0], on_event=ctrl_c)
     assert chat.pending_turns == [1]
-    journaled = read_journal(journal_dir(kb) / f"{chat.chat_id}.jsonl").turns
+    journaled = read_journal(journal_dir(kb) / TENANT / f"{chat.chat_id}.jsonl").turns
     assert journaled[0].status == "interrupted" and "Ctrl-C" in (journaled[0].error or "")
     chat.close()
     assert trailers_of(kb.root, chat.chat_id) == [f"{chat.chat_id} 1-1"]
@@ -396,7 +395,7 @@ def test_sigkill_between_batches_then_every_turn_committed_exactly_once(
         if child.poll() is None:
             child.kill()
             child.wait()
-    state = read_journal(journal_dir(kb) / "killed.jsonl")
+    state = read_journal(journal_dir(kb) / TENANT / "killed.jsonl")
     assert [r.turn for r in state.pending] == [6, 7, 8]
 
     events: list[AgentEvent] = []
@@ -412,7 +411,7 @@ def test_sigkill_between_batches_then_every_turn_committed_exactly_once(
         assert kb.blob_id(turn_dir(TENANT, "killed", n) + "answer.md") is not None
     page = kb.read_bytes(f"tenants/{TENANT}/pages/chat-killed/1.md").decode()
     assert "### q8 | user |" in page and "### q1 | user |" in page
-    assert os.listdir(journal_dir(kb)) == []  # the dead chat's lock file is cleaned up too
+    assert journal_files(kb) == []  # the dead chat's lock file is cleaned up too
     before = head(kb.root)
     ChatSession(kb, TENANT).close()  # nothing left to recover: no new commit
     assert head(kb.root) == before
@@ -424,7 +423,7 @@ def test_crash_after_the_commit_before_the_journal_mark_does_not_commit_twice(
     chat = ChatSession(kb, TENANT, chat_id="late-mark")
     chat.send(QUESTIONS[0])
     chat.send(QUESTIONS[1])
-    journal = journal_dir(kb) / "late-mark.jsonl"
+    journal = journal_dir(kb) / TENANT / "late-mark.jsonl"
     unmarked = journal.read_bytes()  # what the disk held between the commit and the mark
     chat.close()
     assert trailers_of(kb.root, "late-mark") == ["late-mark 1-2"]
@@ -532,7 +531,7 @@ def test_send_refuses_empty_messages_without_journaling(kb: KnowledgeBase) -> No
         chat.send("   ")
     assert chat.next_turn == 1 and chat.pending_turns == []
     chat.close()
-    assert os.listdir(journal_dir(kb)) == []  # not even the chat's lock file is left
+    assert journal_files(kb) == []  # not even the chat's lock file is left
 
 
 def test_best_excerpt_shows_the_sentence_that_answers():
@@ -557,11 +556,11 @@ def test_recovery_removes_stale_lock_files_but_not_an_open_chats(kb: KnowledgeBa
     stale.touch()
     with ChatSession(kb, TENANT) as open_chat:
         assert not stale.exists()
-        mine = journal_dir(kb) / f"{open_chat.chat_id}.lock"
+        mine = journal_dir(kb) / TENANT / f"{open_chat.chat_id}.lock"
         assert mine.exists()
         ChatSession(kb, TENANT).close()  # a second chat's start-up recovery runs meanwhile
         assert mine.exists()  # the open chat keeps its lock
-    assert os.listdir(journal_dir(kb)) == []
+    assert journal_files(kb) == []
 
 
 def test_two_tenants_may_use_the_same_chat_id(kb: KnowledgeBase) -> None:
@@ -576,18 +575,40 @@ def test_two_tenants_may_use_the_same_chat_id(kb: KnowledgeBase) -> None:
     assert committed_turns(kb, TENANT, "standup") == {1, 2}
     assert committed_turns(kb, "other", "standup") == {1}
     assert kb.blob_id(turn_dir("other", "standup", 1) + "answer.md") is not None
-    assert os.listdir(journal_dir(kb)) == []
+    assert journal_files(kb) == []
 
 
-def test_a_journal_of_another_tenants_chat_is_not_continued(kb: KnowledgeBase) -> None:
-    with ChatSession(kb, TENANT, chat_id="standup", batch_turns=5) as chat:
-        record = chat.send("Who owns Terraform?")
-    # As if that chat's commit had failed: its turn waits in the journal.
-    journal = ChatJournal.open(kb, "standup", TENANT)
-    journal.append(record)
-    journal.close(remove=False)
-    before = journal.path.read_bytes()
-    with pytest.raises(ValidationError, match="another tenant"):
-        ChatJournal.open(kb, "standup", "other")
-    assert journal.path.read_bytes() == before
-    ChatJournal.open(kb, "standup", TENANT).close(remove=False)  # its own tenant may go on
+def test_the_same_chat_id_may_be_open_in_two_tenants_at_once(kb: KnowledgeBase) -> None:
+    with ChatSession(kb, TENANT, chat_id="standup", batch_turns=5) as mine:
+        mine.send("Who owns Terraform?")
+        with ChatSession(kb, "other", chat_id="standup", batch_turns=5) as theirs:
+            theirs.send("What did we decide?")
+            paths = sorted(
+                str(p.relative_to(journal_dir(kb))) for p in journal_dir(kb).rglob("*.jsonl")
+            )
+            assert paths == [f"{TENANT}/standup.jsonl", "other/standup.jsonl"]
+            assert [
+                r.tenant for r in read_journal(journal_dir(kb) / "other" / "standup.jsonl").turns
+            ] == ["other"]
+    assert committed_turns(kb, TENANT, "standup") == {1}
+    assert committed_turns(kb, "other", "standup") == {1}
+    assert journal_files(kb) == []
+
+
+def test_a_journal_an_older_kbmem_left_at_the_top_is_still_recovered(kb: KnowledgeBase) -> None:
+    chat = ChatSession(kb, TENANT, chat_id="old-layout", batch_turns=5)
+    chat.send(QUESTIONS[0])
+    journal = journal_dir(kb) / TENANT / "old-layout.jsonl"
+    unmarked = journal.read_bytes()
+    chat.journal.close(remove=True)  # as if the process died, its journal moved to the old place
+    (journal_dir(kb) / "old-layout.jsonl").write_bytes(unmarked)
+    assert committed_turns(kb, TENANT, "old-layout") == set()
+    assert [t.turn for t in list_turns(kb, TENANT, "old-layout")] == [1]
+    ChatSession(kb, TENANT).close()  # start-up recovery
+    assert committed_turns(kb, TENANT, "old-layout") == {1}
+    assert journal_files(kb) == []
+
+
+def journal_files(kb: KnowledgeBase) -> list[str]:
+    """Every journal and lock file, in any folder (tenant folders themselves stay)."""
+    return sorted(str(p) for p in journal_dir(kb).rglob("*") if p.is_file())

@@ -82,7 +82,7 @@ def test_a_stream_that_dies_keeps_the_partial_answer(kb: KnowledgeBase) -> None:
     assert record.status == "partial"
     assert "[partial: the model's stream ended early" in record.answer
     assert record.answer.split("[partial")[0].strip()  # what came before is kept
-    journaled = read_journal(journal_dir(kb) / f"{chat.chat_id}.jsonl").turns
+    journaled = read_journal(journal_dir(kb) / TENANT / f"{chat.chat_id}.jsonl").turns
     assert journaled[0].status == "partial" and journaled[0].answer == record.answer
 
     # The server is gone: the next turn still answers, offline from the briefing, marked.

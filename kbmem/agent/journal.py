@@ -1,12 +1,15 @@
 """The chat journal: finished turns are safe on disk before anyone is told they are done.
 
-Layout under ``.kbmem/journal/``::
+Layout under ``.kbmem/journal/``, a folder per tenant (chat ids are unique within a tenant
+only: two tenants may each have a chat ``standup``, open at the same time)::
 
-    <chat-id>.jsonl   one JSON object a line: {"type": "turn", "record": {...}} for each
-                      finished turn, {"type": "committed", "first": n, "last": m, "commit": sha}
-                      once a batch commit holding those turns has landed
-    <chat-id>.lock    held (flock) by the process whose chat is open; removed, under the
-                      lock, together with its journal once every turn is committed
+    <tenant>/<chat-id>.jsonl   one JSON object a line: {"type": "turn", "record": {...}} for
+                               each finished turn, {"type": "committed", "first": n, "last": m,
+                               "commit": sha} once a batch commit holding those turns has landed
+    <tenant>/<chat-id>.lock    held (flock) by the process whose chat is open; removed, under
+                               the lock, together with its journal once every turn is committed
+
+Journals that an older kbmem left directly under ``journal/`` are still read and recovered.
 
 Each line is appended, flushed and fsynced. A line torn by a crash is the last one and is
 ignored (its turn was never reported done). A journal whose lock nobody holds belongs to a
@@ -28,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KbmemError, StorageError, ValidationError
-from ..ids import check_segment
+from ..ids import check_segment, check_tenant
 from ..store import KnowledgeBase
 from .events import AgentEvent, Notice
 from .records import TurnRecord
@@ -43,6 +46,28 @@ def journal_dir(kb: KnowledgeBase) -> Path:
     path = kb.state_dir / JOURNAL_DIR
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def tenant_journal_dir(kb: KnowledgeBase, tenant: str) -> Path:
+    """The folder of the tenant's chat journals (tenant folders are never removed: another
+    process may be about to lock a chat in it)."""
+    path = journal_dir(kb) / check_tenant(tenant)
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def journal_paths(kb: KnowledgeBase, tenant: str, chat_id: str | None = None) -> list[Path]:
+    """The journal files that may hold turns of the tenant's chats (or of one chat): its own
+    folder's, and those an older kbmem kept directly under ``journal/`` (whose records say
+    their tenant: read them, keep the tenant's)."""
+    name = f"{check_segment(chat_id, 'chat_id')}.jsonl" if chat_id else "*.jsonl"
+    root = journal_dir(kb)
+    return sorted((root / check_tenant(tenant)).glob(name)) + sorted(root.glob(name))
+
+
+def _journal_folders(kb: KnowledgeBase) -> list[Path]:
+    root = journal_dir(kb)
+    return [root, *sorted(p for p in root.iterdir() if p.is_dir())]
 
 
 @dataclass
@@ -128,22 +153,11 @@ class ChatJournal:
     @classmethod
     def open(cls, kb: KnowledgeBase, chat_id: str, tenant: str) -> ChatJournal:
         check_segment(chat_id, "chat_id")
-        folder = journal_dir(kb)
+        folder = tenant_journal_dir(kb, tenant)
         fd = _try_lock(folder / f"{chat_id}.lock")
         if fd is None:
             raise ValidationError(f"chat {chat_id!r} is open in another process", "chat_id")
-        path = folder / f"{chat_id}.jsonl"
-        # Chat ids are unique within a tenant only. A journal left by another tenant's chat
-        # of the same id (one whose turns could not be committed yet) is not this chat's to
-        # continue: its turns would be read and committed as this tenant's.
-        if any(r.tenant != tenant for r in read_journal(path).turns):
-            _unlock(fd)
-            raise ValidationError(
-                f"chat {chat_id!r} has turns of another tenant waiting to be committed; "
-                "choose another chat id",
-                "chat_id",
-            )
-        return cls(path, fd, chat_id, tenant)
+        return cls(folder / f"{chat_id}.jsonl", fd, chat_id, tenant)
 
     def _append(self, entry: dict[str, Any]) -> None:
         line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -186,7 +200,15 @@ def recover_journals(
     kill, a commit that could not get the lock), once each. Returns the commit ids made.
     Chats of other tenants are recovered too: the journal belongs to the knowledge base."""
     commits: list[str] = []
-    folder = journal_dir(kb)
+    for folder in _journal_folders(kb):
+        commits += _recover_folder(folder, committer, on_event)
+    return commits
+
+
+def _recover_folder(
+    folder: Path, committer: BatchCommitter, on_event: Callable[[AgentEvent], None]
+) -> list[str]:
+    commits: list[str] = []
     for path in sorted(folder.glob("*.jsonl")):
         chat_id = path.stem
         try:

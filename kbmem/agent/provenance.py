@@ -285,7 +285,7 @@ def committed_turn_numbers(
 def list_turns(kb: KnowledgeBase, tenant: str, chat_id: str | None = None) -> list[TurnSummary]:
     """Every turn of the tenant's chats (or of one chat): committed ones from HEAD, and the
     ones still waiting in the journal; oldest first."""
-    from .journal import journal_dir, read_journal
+    from .journal import journal_paths, read_journal
 
     out: dict[tuple[str, int], TurnSummary] = {}
     if kb.head() is not None:
@@ -304,8 +304,7 @@ def list_turns(kb: KnowledgeBase, tenant: str, chat_id: str | None = None) -> li
                     _epoch(pack.get("started_at")),
                     True,
                 )
-    pattern = f"{check_segment(chat_id, 'chat_id')}.jsonl" if chat_id else "*.jsonl"
-    for path in sorted(journal_dir(kb).glob(pattern)):
+    for path in journal_paths(kb, tenant, chat_id):
         state = read_journal(path)
         for record in state.turns:
             if record.tenant != tenant or (record.chat_id, record.turn) in out:
@@ -331,17 +330,18 @@ def parse_turn_id(text: str) -> tuple[str, int]:
 
 def load_turn(kb: KnowledgeBase, tenant: str, chat_id: str, turn: int) -> tuple[TurnRecord, bool]:
     """A turn from git, else from the journal; and whether it is committed."""
-    from .journal import journal_dir, read_journal
+    from .journal import journal_paths, read_journal
 
     if kb.head() is not None:
         try:
             return read_turn(kb, tenant, chat_id, turn), True
         except NotFound:
             pass
-    state = read_journal(journal_dir(kb) / f"{check_segment(chat_id, 'chat_id')}.jsonl")
-    for record in state.turns:
-        if record.turn == turn and record.tenant == tenant:
-            return record, turn in state.committed
+    for path in journal_paths(kb, tenant, chat_id):
+        state = read_journal(path)
+        for record in state.turns:
+            if record.turn == turn and record.tenant == tenant:
+                return record, turn in state.committed
     raise NotFound(f"no turn {chat_id}/{turn} in tenant {tenant!r}")
 
 
