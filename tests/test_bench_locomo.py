@@ -154,6 +154,7 @@ def test_files_that_are_not_locomo_conversations_are_refused(tmp_path: Path, cap
     broken = {
         "list.json": ([1, 2], "is not a LoCoMo conversation"),
         "truncated.json": ('{"session_1": [', "malformed JSON at line 1"),
+        "bad-session.json": ({**conversation, "session_2": 5}, "session_2: must be a list"),
         "no-question.json": ({**conversation, "qa": [{"answer": "x"}]}, "qa[0]: must be an"),
         "bad-category.json": (
             {**conversation, "qa": [{"question": "q?", "category": "x"}]},

@@ -19,9 +19,9 @@ from kbmem.research.llm_engine import (
     Supersession,
 )
 from kbmem.research.offline import (
-    correction_in,
     standing_sentences,
     stated_values,
+    statement,
     states_correction,
     superseded_on,
 )
@@ -48,6 +48,10 @@ def _first_step_with(briefing: BriefingContext, page_id: str, word: str) -> int 
             if hit["pageId"] == page_id and word in hit["excerpt"]:
                 return event.step
     return None
+
+
+def correction_of(sentences: list[str], when: str = ""):
+    return statement(sentences, when).correction
 
 
 def test_multi_hop_is_covered_only_after_reflection(researcher):
@@ -557,7 +561,7 @@ def test_an_earlier_statement_of_a_corrected_value_is_marked_superseded(research
 
 def test_what_a_correction_replaces():
     # "not ... as stated" names the replaced value; the values the correction gives stand.
-    launch = correction_in(
+    launch = correction_of(
         [
             "Correction recorded: the launch is Tuesday 21 April 2026, not Tuesday 14 April "
             "2026 as stated at the kickoff on 5 January."
@@ -566,7 +570,7 @@ def test_what_a_correction_replaces():
     )
     assert launch is not None and launch.values == {"14 april"}
     # A retraction replaces the values of what it withdraws, less those the speaker repeats.
-    budget = correction_in(
+    budget = correction_of(
         [
             "I need to correct something I said.",
             "I said our monthly AWS budget is 6,500 dollars for 2026.",
@@ -576,7 +580,7 @@ def test_what_a_correction_replaces():
         "2026-01-28T10:00:00",
     )
     assert budget is not None and budget.values == {"6,500"}
-    assert correction_in(["The budget is 6,500 dollars."]) is None  # no correction
+    assert correction_of(["The budget is 6,500 dollars."]) is None  # no correction
     assert stated_values("On April 14th, or the 21st of April, at 9:30") == {
         "14 april",
         "21 april",
@@ -603,18 +607,18 @@ def test_corrections_said_in_other_words():
         "Correction recorded: 5,600 dollars, not 6,500 as stated at the review.": {"6,500"},
     }
     for said, values in cases.items():
-        found = correction_in([said], "2026-04-10T10:00:00")
+        found = correction_of([said], "2026-04-10T10:00:00")
         assert found is not None and found.values == values, said
-    scratched = correction_in(["The demo is on 3 May.", "Scratch that.", "It is on 5 May."])
+    scratched = correction_of(["The demo is on 3 May.", "Scratch that.", "It is on 5 May."])
     assert scratched is not None and scratched.values == {"3 may"}
-    assert correction_in(["We are not moving the 14 April date."]) is None
+    assert correction_of(["We are not moving the 14 April date."]) is None
     # Someone else's correction, announced, is not one; one's own, announced and made, is.
     assert not states_correction(["Oskar said he has a correction."])
     assert not states_correction(["Good. Oskar, you said you had a correction."])
     assert states_correction(["I have a correction: it is 5,600 dollars, not 6,500."])
     # A statement does not give the value it says is replaced: a later account of the same
     # correction ("I said ... 14 May, but it's 19 May") does not supersede the correction.
-    later = correction_in(["I said the demo was on 14 May, but it's 19 May."], "2026-05-01")
+    later = correction_of(["I said the demo was on 14 May, but it's 19 May."], "2026-05-01")
     assert later is not None
     fix = "Correction: the demo is on 19 May, not 14 May as stated."
     assert superseded_on(fix, "2026-04-10T10:00:00", [later]) == ""

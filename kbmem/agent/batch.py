@@ -27,9 +27,10 @@ from .provenance import committed_turn_numbers, read_turn, snapshot_files
 from .records import TurnRecord
 
 TRAILER = "Kbmem-Turns"
+TENANT_TRAILER = "Kbmem-Tenant"
 LOCK_POLL_S = 0.5
 _TRAILER_LINE = re.compile(rf"^{TRAILER}: (\S+) (\d+)-(\d+)\s*$", re.M)
-_TENANT_LINE = re.compile(r"^Kbmem-Tenant: (\S+)\s*$", re.M)
+_TENANT_LINE = re.compile(rf"^{TENANT_TRAILER}: (\S+)\s*$", re.M)
 
 
 def chat_session_id(chat_id: str) -> str:
@@ -216,11 +217,13 @@ class BatchCommitter:
     def _commit_locked(
         self, chat_id: str, records: list[TurnRecord], history: list[ChatLine]
     ) -> str | None:
-        done = committed_turns(self.kb, records[0].tenant, chat_id) if records else set()
+        if not records:
+            return None
+        tenant = records[0].tenant
+        done = committed_turns(self.kb, tenant, chat_id)
         todo = [r for r in records if r.turn not in done]
         if not todo:
             return None
-        tenant = todo[0].tenant
         writes: dict[str, bytes | None] = {}
         for record in todo:
             writes.update(snapshot_files(record))
@@ -235,6 +238,6 @@ class BatchCommitter:
             {
                 TRAILER: f"{chat_id} {span}",
                 "Kbmem-Session": result.session_id,
-                "Kbmem-Tenant": tenant,
+                TENANT_TRAILER: tenant,
             },
         )

@@ -20,7 +20,7 @@ from typing import Any
 from .. import memo, memorizer, pages, pagestore, sessions, template
 from ..errors import ValidationError
 from ..memorizer import IngestResult, ingest_session
-from ..sessions import is_locomo, load_document, sessions_from_locomo
+from ..sessions import Session, is_locomo, load_document, sessions_from_locomo
 from ..store import KnowledgeBase
 from ..template import init_kb
 from ..textutil import slug
@@ -76,7 +76,12 @@ def load_conversation(path: Path) -> dict[str, Any]:
 
 
 def load_questions(path: Path) -> list[Question]:
-    data = load_conversation(path)
+    return questions_in(load_conversation(path), path)
+
+
+def questions_in(data: dict[str, Any], path: Path) -> list[Question]:
+    """The scored questions of one conversation read from ``path`` (category 5 and those
+    without usable evidence left out); a malformed entry is refused, named by ``qa[N]``."""
     tenant = tenant_for(path)
     qas = data.get("qa", [])
     if not isinstance(qas, list):
@@ -104,6 +109,21 @@ def load_questions(path: Path) -> list[Question]:
     return out
 
 
+def locomo_sessions(data_dir: Path) -> list[Session]:
+    """The sessions of every LoCoMo file in ``data_dir``, each file read once and checked
+    whole (its turns and its questions) before anything is built: a malformed file is refused
+    with its name, not after minutes of ingesting the others."""
+    sessions: list[Session] = []
+    for path in conversation_files(data_dir):
+        data = load_conversation(path)
+        questions_in(data, path)
+        try:
+            sessions += sessions_from_locomo(data, tenant_for(path), path.stem)
+        except ValidationError as exc:
+            raise ValidationError(f"{path}: {exc}") from exc
+    return sessions
+
+
 @dataclass
 class IngestRun:
     kb: KnowledgeBase
@@ -112,19 +132,12 @@ class IngestRun:
     turns: int
 
 
-def ingest_locomo(data_dir: Path, target: Path | None = None) -> IngestRun:
-    """A fresh knowledge base (settings from kb_template, no example history) holding every
-    LoCoMo file in ``data_dir``, one tenant per conversation."""
-    target = target or Path(tempfile.mkdtemp(prefix="kbmem-bench-")) / "kb"
+def ingest_locomo(data_dir: Path, target: Path, sessions: list[Session] | None = None) -> IngestRun:
+    """A fresh knowledge base at ``target`` (settings from kb_template, no example history)
+    holding every LoCoMo file in ``data_dir`` (or its ``sessions``, already read), one tenant
+    per conversation."""
+    sessions = locomo_sessions(data_dir) if sessions is None else sessions
     kb = init_kb(target, with_history=False)
-    sessions = []
-    for path in conversation_files(data_dir):
-        try:
-            sessions += sessions_from_locomo(load_conversation(path), tenant_for(path), path.stem)
-        except ValidationError as exc:
-            if str(path) in str(exc):
-                raise
-            raise ValidationError(f"{path}: {exc}") from exc
     started = time.perf_counter()
     results = [ingest_session(kb, s) for s in sessions]
     seconds = time.perf_counter() - started
@@ -163,17 +176,16 @@ def locomo_kb(data_dir: Path, keep: Path | None = None) -> Iterator[LocomoKB]:
     reused by later runs on the same files (ingesting and indexing LoCoMo takes minutes; the
     questions, a minute or two). A folder built from other files, by other memorizer code,
     or by a run that was cut short, is refused rather than reused or overwritten."""
-    for path in conversation_files(data_dir):
-        load_questions(path)  # a malformed file is refused now, not after minutes of ingest
-    fingerprint = data_fingerprint(data_dir)
+    sessions = locomo_sessions(data_dir)  # a malformed file is refused before anything is built
     if keep is None:
         root = Path(tempfile.mkdtemp(prefix="kbmem-bench-"))
         try:
-            run = ingest_locomo(data_dir, root / "kb")
+            run = ingest_locomo(data_dir, root / "kb", sessions)
             yield LocomoKB(run.kb, run.seconds)
         finally:
             shutil.rmtree(root, ignore_errors=True)
         return
+    fingerprint = data_fingerprint(data_dir)
     stamp = keep / STAMP
     if stamp.is_file() and (keep / "kb").is_dir():
         if stamp.read_text().strip() != fingerprint:
@@ -190,7 +202,7 @@ def locomo_kb(data_dir: Path, keep: Path | None = None) -> Iterator[LocomoKB]:
             "was cut short); remove it or choose another folder",
             "--dir",
         )
-    run = ingest_locomo(data_dir, keep / "kb")
+    run = ingest_locomo(data_dir, keep / "kb", sessions)
     stamp.write_text(fingerprint + "\n")  # last: a build cut short is never reused
     yield LocomoKB(run.kb, run.seconds)
 

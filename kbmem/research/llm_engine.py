@@ -238,27 +238,25 @@ def make_llm_engine(settings: Settings, model: str | None = None) -> Callable[[A
 @dataclass
 class Supersession:
     """Which of the evidence later corrections replaced: the corrections among it, and for
-    each interval (by key) its date, the values it says were replaced itself (see
-    offline.Statement) and what later corrections replaced of it (day and values)."""
+    each interval (by key) the values it says were replaced itself (see offline.Statement)
+    and what later corrections replaced of it (day and values)."""
 
     corrections: list[Correction]
-    when: dict[str, str]
     agreed: dict[str, frozenset[str]]
     replaced: dict[str, tuple[str, frozenset[str]]]
 
     @classmethod
     def of(cls, reader: OfflineEngine, top: list[Candidate]) -> Supersession:
         read, corrections = reader.read(top)
-        when, agreed, replaced = {}, {}, {}
+        agreed, replaced = {}, {}
         for cand, said in read:
             key = cand.hit.interval.key
-            when[key] = cand.hit.timestamp
             agreed[key] = said.agreed
             text = " ".join(said.standing)
-            day, values = replaced_since(text, when[key], corrections, agreed[key])
+            day, values = replaced_since(text, cand.hit.timestamp, corrections, said.agreed)
             if day:
                 replaced[key] = (day, values)
-        return cls(corrections, when, agreed, replaced)
+        return cls(corrections, agreed, replaced)
 
     def note(self, hit: Hit) -> str:
         """When an evidence item was said, and what a later correction replaced of it:
@@ -274,10 +272,12 @@ class Supersession:
         replaced in every source it cites, else "" (a source may hold a superseded date and
         other facts that still stand)."""
         days = [
-            superseded_on(fact, self.when.get(k, ""), self.corrections, self.agreed.get(k, _NONE))
-            for k in (hit.interval.key for hit in sources)
+            superseded_on(
+                fact,
+                hit.timestamp,
+                self.corrections,
+                self.agreed.get(hit.interval.key, frozenset()),
+            )
+            for hit in sources
         ]
         return f" (superseded on {min(days)})" if days and all(days) else ""
-
-
-_NONE: frozenset[str] = frozenset()

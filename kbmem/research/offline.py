@@ -241,10 +241,16 @@ class Correction:
 class Statement:
     """A turn's or a paragraph's sentences, read once for corrections: those that still
     stand (see standing_sentences), whether it corrects an earlier statement (see
-    states_correction), what it replaced (see correction_in), and ``agreed``, the values it
-    says were replaced whether or not it is a correction ("not 14 April as stated", or said
-    before "That's wrong."): a later correction of those values agrees with it rather than
-    superseding it."""
+    states_correction), ``correction``, what a correcting statement replaced (or None), and
+    ``agreed``, the values it says were replaced whether or not it is a correction ("not 14
+    April as stated", or said before "That's wrong."): a later correction of those values
+    agrees with it rather than superseding it.
+
+    What a correction replaces: the values after "not" (up to "as stated"), "instead of" or
+    "rather than", those "I said" gave ("I said 14 April, but it's 21 April"), and those of
+    the sentences its retraction withdraws, less the values it still gives itself. "The
+    launch is Tuesday 21 April 2026, not Tuesday 14 April 2026 as stated" replaces "14 april"
+    (2026 still stands), said of "launch"."""
 
     sentences: tuple[str, ...]
     standing: tuple[str, ...]
@@ -272,16 +278,6 @@ def statement(sentences: list[str], when: str = "") -> Statement:
         terms = set(analyze(" ".join(about))) - GENERIC_TERMS - set(analyze(" ".join(values)))
         correction = Correction(when, frozenset(values), frozenset(terms))
     return Statement(tuple(sentences), tuple(standing), corrects, correction, frozenset(replaced))
-
-
-def correction_in(sentences: list[str], when: str = "") -> Correction | None:
-    """What a correcting statement replaces, or None: the values after "not" (up to "as
-    stated"), "instead of" or "rather than", those "I said" gave ("I said 14 April, but
-    it's 21 April"), and those of the sentences its retraction withdraws (see
-    standing_sentences), less the values the correction itself still gives. "The launch is
-    Tuesday 21 April 2026, not Tuesday 14 April 2026 as stated" replaces "14 april" (2026
-    still stands), said of "launch"."""
-    return statement(sentences, when).correction
 
 
 def superseded_on(
