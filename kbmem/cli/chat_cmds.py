@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import KbmemError, ValidationError
+from ..service import turn_reply_dict, turn_summary_dict
 from . import Commands
 
 
@@ -115,19 +116,7 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
                 continue
             record = chat.send(message, on_event)
             if args.json:
-                print(
-                    json.dumps(
-                        {
-                            "chat_id": record.chat_id,
-                            "turn": record.turn,
-                            "status": record.status,
-                            "answer": record.answer,
-                            "citations": [c.citation() for c in record.context if c.cited],
-                            "error": record.error,
-                        },
-                        ensure_ascii=False,
-                    )
-                )
+                print(json.dumps(turn_reply_dict(record), ensure_ascii=False))
             else:
                 print("\n")
             sys.stdout.flush()
@@ -147,24 +136,7 @@ def cmd_turns(ctx: Any, args: argparse.Namespace) -> int:
 
     turns = list_turns(ctx.kb, ctx.tenant, args.chat)
     if args.json:
-        print(
-            json.dumps(
-                [
-                    {
-                        "turn": t.turn_id,
-                        "chat_id": t.chat_id,
-                        "n": t.turn,
-                        "question": t.question,
-                        "status": t.status,
-                        "started_at": iso(t.started_at),
-                        "committed": t.committed,
-                    }
-                    for t in turns
-                ],
-                ensure_ascii=False,
-                indent=1,
-            )
-        )
+        print(json.dumps([turn_summary_dict(t) for t in turns], ensure_ascii=False, indent=1))
         return 0
     if not turns:
         print("no turns", file=sys.stderr)

@@ -12,6 +12,7 @@ from ..errors import ValidationError
 from ..memo import memo_engine
 from ..memorizer import check_session_size, ingest_session
 from ..pagestore import PageStore, tenant_prefix
+from ..service import ingest_result_dict
 from ..sessions import load_sessions
 from ..template import init_kb
 from . import Commands
@@ -85,19 +86,7 @@ def cmd_ingest(ctx: Any, args: argparse.Namespace) -> int:
             result = ingest_session(kb, session, engine)
             counts[result.status] = counts.get(result.status, 0) + 1
             if args.json:
-                print(
-                    json.dumps(
-                        {
-                            "tenantId": result.tenant_id,
-                            "sessionId": result.session_id,
-                            "status": result.status,
-                            "pages": result.page_ids,
-                            "commit": result.commit,
-                            "memo": result.memo,
-                            "memoNote": result.memo_note,
-                        }
-                    )
-                )
+                print(json.dumps(ingest_result_dict(result)))
             elif result.memo_note:
                 print(f"note: {result.session_id}: {result.memo_note}", file=sys.stderr)
             bar.update(1)

@@ -1,0 +1,136 @@
+"""The HTTP API's commands: serve, and the tokens that let a client in."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+from ..errors import ValidationError
+from . import Commands
+
+DEFAULT_PORT = 8765
+
+
+def register(sub: Commands) -> None:
+    p = sub.add_parser("serve", help="serve the memory to other agents over HTTP (JSON API)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: loopback)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default {DEFAULT_PORT}")
+    p.add_argument("--model", help="litellm model for the llm engine and chats")
+    p.add_argument("--quiet", action="store_true", help="do not log each request")
+    p.set_defaults(handler=cmd_serve)
+
+    p = sub.add_parser("token", help="API tokens: each lets a client act for one tenant")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    q = actions.add_parser("create", help="a new token for --tenant (printed once)")
+    q.add_argument("--name", default="", help="what the token is for, to tell it apart later")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(handler=cmd_token_create)
+    q = actions.add_parser("list", help="the tenant's tokens (ids and names, never the tokens)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(handler=cmd_token_list)
+    q = actions.add_parser("revoke", help="stop a token working (servers notice at once)")
+    q.add_argument("id")
+    q.set_defaults(handler=cmd_token_revoke)
+
+
+def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
+    from ..api import MemoryServer
+    from ..tokens import TokenStore
+
+    if not 0 <= args.port <= 65535:
+        raise ValidationError("must be between 0 and 65535", "--port")
+    kb = ctx.kb
+    logging.getLogger("kbmem.api").setLevel(logging.WARNING if args.quiet else logging.INFO)
+    if not TokenStore(kb.state_dir).list():
+        print(
+            "kbmem: no API tokens yet, so every request will be refused; create one with "
+            "'kbmem token create --tenant <tenant>'",
+            file=sys.stderr,
+        )
+    if not _is_loopback(args.host):
+        print(
+            f"kbmem: warning: listening on {args.host} in plain HTTP; tokens cross the "
+            "network unencrypted unless a TLS proxy sits in front",
+            file=sys.stderr,
+        )
+    try:
+        server = MemoryServer((args.host, args.port), kb, model=args.model or kb.settings.model)
+    except OSError as exc:
+        raise ValidationError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror}", "--port"
+        ) from None
+
+    def stop(_signum: int, _frame: Any) -> None:
+        # shutdown() waits for serve_forever to return, so it must run on another thread.
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
+    print(f"kbmem: serving {kb.root} at {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        print("kbmem: stopping; committing open chats", file=sys.stderr)
+        server.server_close()
+    return 0
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def cmd_token_create(ctx: Any, args: argparse.Namespace) -> int:
+    from ..tokens import TokenStore
+
+    token, info = TokenStore(ctx.kb.state_dir).create(ctx.tenant, args.name)
+    if args.json:
+        print(json.dumps({**info.public(), "token": token}))
+        return 0
+    print(token)
+    print(
+        f"kbmem: token {info.id} for tenant {info.tenant!r}; it is shown only now, keep it "
+        "secret (send it as 'Authorization: Bearer <token>')",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_token_list(ctx: Any, args: argparse.Namespace) -> int:
+    from ..tokens import TokenStore
+
+    tokens = TokenStore(ctx.kb.state_dir).list(ctx.tenant)
+    if args.json:
+        print(json.dumps([t.public() for t in tokens], indent=1))
+        return 0
+    if not tokens:
+        print("no tokens", file=sys.stderr)
+    for t in tokens:
+        print(f"{t.id}\t{t.created_at}\t{t.name}")
+    return 0
+
+
+def cmd_token_revoke(ctx: Any, args: argparse.Namespace) -> int:
+    from ..tokens import TokenStore
+
+    store = TokenStore(ctx.kb.state_dir)
+    mine = {t.id for t in store.list(ctx.tenant)}
+    if args.id not in mine:
+        # Another tenant's token ids are not this tenant's to see or revoke.
+        from ..errors import NotFound
+
+        raise NotFound(f"tenant {ctx.tenant!r} has no API token with id {args.id!r}")
+    info = store.revoke(args.id)
+    print(f"revoked token {info.id} ({info.name or 'no name'})", file=sys.stderr)
+    return 0

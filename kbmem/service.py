@@ -1,0 +1,317 @@
+"""One tenant's memory as operations with JSON-ready results: what the HTTP API and the MCP
+server offer other agents, and what the CLI prints with ``--json``.
+
+Every operation is scoped to the tenant a :class:`Memory` was opened for; a page, chat or turn
+id is validated before it names anything on disk, and a session that says it belongs to
+another tenant is refused. Errors are the :mod:`kbmem.errors` hierarchy, which each front end
+renders in its own form (an exit code, an HTTP status with a JSON body, a JSON-RPC error).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .errors import KbmemError, ValidationError
+from .ids import check_tenant
+from .pagestore import PageStore, tenant_prefix
+from .store import CommitInfo, KnowledgeBase
+
+SEARCH_TOOLS = ("hybrid", "bm25", "dense")
+ENGINES = ("offline", "llm")
+
+
+def ingest_result_dict(result: Any) -> dict[str, Any]:
+    return {
+        "tenantId": result.tenant_id,
+        "sessionId": result.session_id,
+        "status": result.status,
+        "pages": result.page_ids,
+        "commit": result.commit,
+        "memo": result.memo,
+        "memoNote": result.memo_note,
+    }
+
+
+def turn_summary_dict(summary: Any) -> dict[str, Any]:
+    from .agent.provenance import iso
+
+    return {
+        "turn": summary.turn_id,
+        "chat_id": summary.chat_id,
+        "n": summary.turn,
+        "question": summary.question,
+        "status": summary.status,
+        "started_at": iso(summary.started_at),
+        "committed": summary.committed,
+    }
+
+
+def turn_reply_dict(record: Any) -> dict[str, Any]:
+    """A finished chat turn as a caller needs it: the answer and what it cites."""
+    return {
+        "chat_id": record.chat_id,
+        "turn": record.turn,
+        "turn_id": record.turn_id,
+        "status": record.status,
+        "answer": record.answer,
+        "citations": [c.citation() for c in record.context if c.cited],
+        "error": record.error,
+    }
+
+
+def commit_dict(commit: CommitInfo) -> dict[str, Any]:
+    return {
+        "commit": commit.sha,
+        "date": commit.date,
+        "author": commit.author,
+        "subject": commit.message.splitlines()[0] if commit.message else "",
+        "path": commit.path,
+    }
+
+
+def _text_arg(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("must be non-empty text", field)
+    return value
+
+
+def _int_arg(value: Any, field: str, low: int, high: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError("must be a whole number", field)
+    if not low <= value <= high:
+        raise ValidationError(f"must be between {low} and {high}", field)
+    return value
+
+
+def _rev_arg(value: Any) -> str:
+    if value is None:
+        return "HEAD"
+    if not isinstance(value, str) or not value or value.startswith("-") or len(value) > 200:
+        raise ValidationError("must be a commit id or revision", "at")
+    return value
+
+
+class Memory:
+    """One tenant's memory in one knowledge base. Safe to use from several threads: searches
+    share one toolkit, each research request gets its own researcher, and each chat is a
+    :class:`~kbmem.agent.session.ChatSession` kept open until :meth:`close_chat` or
+    :meth:`close` (which commits its pending turns)."""
+
+    def __init__(self, kb: KnowledgeBase, tenant: str, model: str | None = None):
+        self.kb = kb
+        self.tenant = check_tenant(tenant)
+        self.model = model if model is not None else kb.settings.model
+        self.store = PageStore(kb, self.tenant)
+        self._toolkit: Any = None
+        self._lock = threading.Lock()
+        self._chats: dict[str, Any] = {}
+        self._chat_used: dict[str, float] = {}
+
+    # -- pages ----------------------------------------------------------------------------
+
+    def pages(self, at: Any = None) -> list[dict[str, Any]]:
+        rev = _rev_arg(at)
+        if not self.kb.head():
+            return []
+        out = []
+        for record in self.store.iter_pages(rev):
+            meta = record.page.meta
+            out.append(
+                {
+                    "id": record.page_id,
+                    "title": str(meta.get("title") or ""),
+                    "created_at": str(meta.get("created_at") or ""),
+                    "session_id": meta.get("session_id"),
+                    "memo": str(meta.get("memo") or ""),
+                }
+            )
+        return out
+
+    def page(self, page_id: Any, at: Any = None) -> dict[str, Any]:
+        record = self.store.read(_text_arg(page_id, "page_id"), _rev_arg(at))
+        return {
+            "id": record.page_id,
+            "path": record.path,
+            "commit": record.commit,
+            "header": _plain(record.page.meta),
+            "text": record.text,
+        }
+
+    def history(self, page_id: Any = None, limit: Any = None) -> list[dict[str, Any]]:
+        n = _int_arg(limit, "limit", 1, 10_000)
+        if page_id is None:
+            # The tenant's own history only: commit subjects name sessions and notes.
+            commits = self.kb.log(tenant_prefix(self.tenant), max_count=n, follow=False)
+        else:
+            commits = self.store.history(_text_arg(page_id, "page_id"))[:n]
+        return [commit_dict(c) for c in commits]
+
+    # -- retrieval and research -------------------------------------------------------------
+
+    @property
+    def toolkit(self) -> Any:
+        with self._lock:
+            if self._toolkit is None:
+                from .toolkit import Toolkit
+
+                self._toolkit = Toolkit(self.kb, self.tenant)
+            return self._toolkit
+
+    def search(self, query: Any, tool: Any = "hybrid", k: Any = 10) -> dict[str, Any]:
+        query = _text_arg(query, "query")
+        tool = "hybrid" if tool is None else tool
+        if tool not in SEARCH_TOOLS:
+            raise ValidationError(f"must be one of {', '.join(SEARCH_TOOLS)}", "tool")
+        k = _int_arg(10 if k is None else k, "k", 1, 100)
+        hits = self.toolkit.search(query, tool, k)
+        return {"query": query, "tool": tool, "hits": [h.to_dict() for h in hits]}
+
+    def research(
+        self,
+        request: Any,
+        *,
+        max_pages: Any = None,
+        depth: Any = None,
+        max_tokens: Any = None,
+        engine: Any = None,
+        trace: bool = False,
+        on_event: Callable[[Any], None] | None = None,
+    ) -> dict[str, Any]:
+        """A cited briefing for ``request`` (the ``BriefingContext`` JSON), with the trace of
+        every step when ``trace`` is true. ``engine`` is ``offline`` or ``llm``; the LLM is the
+        one this memory was opened with, never one the caller names."""
+        from .research.researcher import Researcher
+
+        request = _text_arg(request, "request")
+        limits = {
+            "max_pages": _int_arg(max_pages, "max_pages", 1, 32),
+            "max_depth": _int_arg(depth, "depth", 0, 5),
+            "max_tokens": _int_arg(max_tokens, "max_tokens", 50, 20_000),
+        }
+        engine = engine or self.kb.settings.section("research")["engine"]
+        if engine not in ENGINES:
+            raise ValidationError(f"must be one of {', '.join(ENGINES)}", "engine")
+        researcher = Researcher(self.kb, self.tenant, toolkit=self.toolkit)
+        try:
+            if engine == "llm":
+                if not self.model:
+                    raise ValidationError("no model is configured for the llm engine", "engine")
+                from .research.llm_engine import make_llm_engine
+
+                researcher.engine = make_llm_engine(self.kb.settings, self.model)(researcher)
+            briefing = researcher.research(request, on_event=on_event, **limits)
+        finally:
+            researcher.close()
+        return briefing.to_dict(with_trace=trace)
+
+    # -- memorizing ---------------------------------------------------------------------------
+
+    def ingest(self, session: Any) -> dict[str, Any]:
+        """Memorize one session given in the Summit shape (``tenantId`` may be left out; if
+        given it must be this memory's tenant)."""
+        from .memo import memo_engine
+        from .memorizer import check_session_size, ingest_session
+        from .sessions import session_from_mapping
+
+        parsed = session_from_mapping(session, self.tenant)
+        check_session_size(self.kb, parsed)
+        result = ingest_session(self.kb, parsed, memo_engine(self.kb.settings, self.model))
+        return ingest_result_dict(result)
+
+    # -- chats --------------------------------------------------------------------------------
+
+    def open_chat(self, chat_id: Any = None) -> str:
+        """Open a chat (a new one without ``chat_id``); returns its id. A chat open in another
+        process is refused by the chat's journal lock."""
+        from .agent.session import ChatSession, check_chat_id
+
+        if chat_id is not None:
+            chat_id = check_chat_id(chat_id)
+        with self._lock:
+            if chat_id is not None and chat_id in self._chats:
+                self._chat_used[chat_id] = time.monotonic()
+                return chat_id
+            chat = ChatSession(self.kb, self.tenant, self.model, chat_id)
+            self._chats[chat.chat_id] = chat
+            self._chat_used[chat.chat_id] = time.monotonic()
+            return chat.chat_id
+
+    def send(self, chat_id: Any, message: Any) -> dict[str, Any]:
+        """One turn of the chat ``chat_id`` (opened first if need be)."""
+        message = _text_arg(message, "message")
+        chat_id = self.open_chat(chat_id)
+        with self._lock:
+            chat = self._chats[chat_id]
+        record = chat.send(message)
+        with self._lock:
+            self._chat_used[chat_id] = time.monotonic()
+        return turn_reply_dict(record)
+
+    def close_chat(self, chat_id: Any) -> dict[str, Any]:
+        from .agent.session import check_chat_id
+
+        chat_id = check_chat_id(chat_id)
+        with self._lock:
+            chat = self._chats.pop(chat_id, None)
+            self._chat_used.pop(chat_id, None)
+        if chat is None:
+            from .errors import NotFound
+
+            raise NotFound(f"chat {chat_id!r} is not open")
+        return {"chat_id": chat_id, "commit": chat.close()}
+
+    def close_idle_chats(self, idle_seconds: float) -> list[str]:
+        """Close (and commit) the chats nobody has used for ``idle_seconds``."""
+        now = time.monotonic()
+        with self._lock:
+            idle = [c for c, used in self._chat_used.items() if now - used >= idle_seconds]
+        closed = []
+        for chat_id in idle:
+            try:
+                self.close_chat(chat_id)
+                closed.append(chat_id)
+            except KbmemError:
+                continue  # closed by another thread in the meantime
+        return closed
+
+    def turns(self, chat_id: Any = None) -> list[dict[str, Any]]:
+        from .agent.provenance import list_turns
+
+        if chat_id is not None:
+            from .agent.session import check_chat_id
+
+            chat_id = check_chat_id(chat_id)
+        return [turn_summary_dict(t) for t in list_turns(self.kb, self.tenant, chat_id)]
+
+    def audit(self, turn_id: Any) -> dict[str, Any]:
+        from .agent.provenance import audit_turn, parse_turn_id
+
+        chat_id, turn = parse_turn_id(_text_arg(turn_id, "turn"))
+        return audit_turn(self.kb, self.tenant, chat_id, turn).to_dict()
+
+    def close(self) -> None:
+        """Commit every open chat's pending turns and release their journals."""
+        with self._lock:
+            chats = list(self._chats.values())
+            self._chats.clear()
+            self._chat_used.clear()
+        for chat in chats:
+            chat.close()
+
+
+def _plain(value: Any) -> Any:
+    """A page header as JSON-ready values (YAML dates become ISO text)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)

@@ -1,0 +1,359 @@
+"""The HTTP API (``kbmem serve``): a real server on a loopback port over a real git knowledge
+base, spoken to with http.client as another agent would."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import signal
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kbgit import git, kbmem, summit_session
+
+from kbmem.api import MAX_BODY, MemoryServer
+from kbmem.store import KnowledgeBase
+from kbmem.tokens import TokenStore
+
+ROSTER = "notes/team-roster.md"
+
+
+class Client:
+    def __init__(self, server: MemoryServer, token: str | None):
+        self.host, self.port = server.server_address[:2]
+        self.token = token
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, Any, http.client.HTTPResponse]:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=120)
+        sent = dict(headers or {})
+        if self.token:
+            sent["Authorization"] = f"Bearer {self.token}"
+        data = raw if raw is not None else None if body is None else json.dumps(body).encode()
+        if data is not None:
+            sent.setdefault("Content-Type", "application/json")
+        conn.request(method, path, body=data, headers=sent)
+        response = conn.getresponse()
+        payload = response.read()
+        conn.close()
+        kind = response.headers.get_content_type()
+        return (
+            response.status,
+            json.loads(payload) if kind == "application/json" else payload,
+            response,
+        )
+
+
+@pytest.fixture
+def served(example_kb: KnowledgeBase) -> Iterator[MemoryServer]:
+    server = MemoryServer(("127.0.0.1", 0), example_kb)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def client(server: MemoryServer, tenant: str = "default") -> Client:
+    token, _ = TokenStore(server.kb.state_dir).create(tenant, "test")
+    return Client(server, token)
+
+
+def test_no_request_gets_in_without_a_valid_token(served: MemoryServer) -> None:
+    status, body, _ = Client(served, None).call("GET", "/v1/health")
+    assert status == 200 and body["status"] == "ok"
+    status, body, response = Client(served, None).call("GET", "/v1/pages")
+    assert status == 401 and response.headers["WWW-Authenticate"] == "Bearer"
+    assert "Authorization: Bearer" in body["error"]["message"]
+    status, body, _ = Client(served, "kbm_not-a-token").call("GET", "/v1/pages")
+    assert status == 401 and body["error"]["message"] == "the token is not valid"
+    # A refused POST's body is never read, nor anything written.
+    head = served.kb.head()
+    status, _, _ = Client(served, None).call(
+        "POST", "/v1/sessions", summit_session(None, ["y"], None, "x")
+    )
+    assert status == 401 and served.kb.head() == head
+
+
+def test_the_token_decides_the_tenant(served: MemoryServer) -> None:
+    default, other = client(served), client(served, "other")
+    status, created, _ = other.call(
+        "POST", "/v1/sessions", summit_session(None, ["Our code is 4417."], None, "Secret")
+    )
+    assert status == 201 and created["tenantId"] == "other"
+    secret_page = created["pages"][0]
+    assert [p["id"] for p in other.call("GET", "/v1/pages")[1]["pages"]] == [secret_page]
+    # The default tenant sees none of it: not in its list, its page, search or history.
+    pages = {p["id"] for p in default.call("GET", "/v1/pages")[1]["pages"]}
+    assert ROSTER in pages and secret_page not in pages
+    status, body, _ = default.call("GET", f"/v1/pages/{secret_page}")
+    assert status == 404, body
+    hits = default.call("POST", "/v1/search", {"query": "code 4417", "tool": "bm25"})[1]["hits"]
+    assert all(h["tenantId"] == "default" and "4417" not in h["excerpt"] for h in hits)
+    subjects = [c["subject"] for c in default.call("GET", "/v1/history")[1]["commits"]]
+    assert subjects and not any("Secret" in s for s in subjects)
+    # A session that names another tenant is refused, and nothing is committed.
+    head = served.kb.head()
+    status, body, _ = default.call(
+        "POST", "/v1/sessions", summit_session(None, ["hi"], "other", "Sneak")
+    )
+    assert status == 400 and body["error"]["field"] == "tenantId"
+    assert served.kb.head() == head
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/pages/..%2F..%2Fkbmem.yaml", "/v1/pages/../../kbmem.yaml", "/v1/pages/%2Fetc%2Fpasswd"],
+)
+def test_path_like_page_ids_are_refused(served: MemoryServer, path: str) -> None:
+    status, body, _ = client(served).call("GET", path)
+    assert status in (400, 404), body
+    assert "error" in body and "default_tenant" not in json.dumps(body)
+
+
+def test_pages_history_and_a_page_at_a_revision(served: MemoryServer) -> None:
+    api = client(served)
+    status, page, _ = api.call("GET", f"/v1/pages/{ROSTER}")
+    assert status == 200 and page["header"]["title"] == "Team roster"
+    assert "Tobias Ferrante" in page["text"] and page["path"].endswith(ROSTER)
+    commits = api.call("GET", f"/v1/history?page={ROSTER}")[1]["commits"]
+    assert commits and all(re.fullmatch(r"[0-9a-f]{40}", c["commit"]) for c in commits)
+    first = commits[-1]["commit"]
+    status, old, _ = api.call("GET", f"/v1/pages/{ROSTER}?at={first}")
+    assert status == 200 and old["commit"] == first
+    status, body, _ = api.call("GET", "/v1/history?limit=x")
+    assert status == 400 and body["error"]["field"] == "limit"
+    status, body, _ = api.call("GET", f"/v1/pages/{ROSTER}?at=--output=/tmp/x")
+    assert status == 400 and body["error"]["field"] == "at"
+
+
+def test_research_returns_a_cited_briefing_and_streams_its_trace(served: MemoryServer) -> None:
+    api = client(served)
+    request = {"request": "Who is Femi Adeyemi's onboarding buddy?", "trace": True}
+    status, briefing, _ = api.call("POST", "/v1/research", request)
+    assert status == 200 and briefing["tenantId"] == "default"
+    assert any("Tobias Ferrante" in e["excerpt"] for e in briefing["evidence"])
+    assert ROSTER in briefing["pagesUsed"]
+    assert [e["kind"] for e in briefing["trace"]][:2] == ["plan", "tool_call"]
+
+    status, stream, response = api.call(
+        "POST",
+        "/v1/research",
+        {"request": "Who is Femi Adeyemi's onboarding buddy?", "stream": True},
+    )
+    assert status == 200 and response.headers.get_content_type() == "text/event-stream"
+    events = re.findall(r"event: (\w+)\ndata: (.*)\n\n", stream.decode())
+    kinds = [k for k, _ in events]
+    assert kinds[-1] == "briefing" and kinds.count("trace") >= 3
+    assert json.loads(events[-1][1])["evidence"] == briefing["evidence"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "words"),
+    [
+        (b'{"request": ', "body", "invalid JSON at line 1"),
+        (b"[1, 2]", "body", "JSON object"),
+        (b'{"requst": "x"}', "body", "unknown field(s) 'requst'"),
+        (b'{"request": ""}', "request", "non-empty"),
+        (b'{"request": "x", "max_pages": 99}', "max_pages", "between 1 and 32"),
+        (b'{"request": "x", "depth": "2"}', "depth", "whole number"),
+        (b'{"request": "x", "engine": "gpt"}', "engine", "offline, llm"),
+        (b'{"request": "x", "engine": "llm"}', "engine", "no model"),
+        (b'{"request": "x", "trace": "yes"}', "trace", "true or false"),
+        (b"\xff\xfe", "body", "UTF-8"),
+    ],
+)
+def test_bad_research_requests_are_named(
+    served: MemoryServer, body: bytes, field: str, words: str
+) -> None:
+    status, answer, _ = client(served).call("POST", "/v1/research", raw=body)
+    assert status == 400, answer
+    assert answer["error"]["field"] == field and words in answer["error"]["message"]
+
+
+def test_routes_methods_and_sizes(served: MemoryServer) -> None:
+    api = client(served)
+    status, body, _ = api.call("GET", "/v1/nothing")
+    assert status == 404 and body["error"]["code"] == "not_found"
+    status, body, response = api.call("PUT", "/v1/pages")
+    assert status == 405 and response.headers["Allow"] == "GET"
+    status, body, _ = api.call("POST", "/v1/search")
+    assert status == 400 and body["error"]["message"] == "is empty; send a JSON object"
+    conn = http.client.HTTPConnection(*served.server_address[:2], timeout=30)
+    conn.putrequest("POST", "/v1/search")
+    conn.putheader("Authorization", f"Bearer {api.token}")
+    conn.endheaders()
+    response = conn.getresponse()
+    assert (
+        response.status == 411
+        and "Content-Length" in json.loads(response.read())["error"]["message"]
+    )
+    conn.close()
+    # Refused from its Content-Length alone: the body is never read, the connection closed.
+    conn = http.client.HTTPConnection(*served.server_address[:2], timeout=30)
+    conn.putrequest("POST", "/v1/sessions")
+    conn.putheader("Authorization", f"Bearer {api.token}")
+    conn.putheader("Content-Length", str(MAX_BODY + 1))
+    conn.endheaders()
+    response = conn.getresponse()
+    assert response.status == 413 and response.headers["Connection"] == "close"
+    assert "at most" in json.loads(response.read())["error"]["message"]
+    conn.close()
+
+
+def test_a_malformed_session_leaves_memory_as_it_was(served: MemoryServer) -> None:
+    api, head = client(served), served.kb.head()
+    for bad, field in (
+        ({"title": "x", "turns": "hello"}, "turns"),
+        ({"title": "x", "turns": []}, "turns"),
+        ({"title": "x", "turns": [{"role": "user"}]}, "turns[0].content"),
+        ({"sessionId": "../escape", "turns": [{"role": "u", "content": "c"}]}, "sessionId"),
+    ):
+        status, body, _ = api.call("POST", "/v1/sessions", bad)
+        assert status == 400 and body["error"]["field"] == field, body
+    assert served.kb.head() == head
+    status, created, _ = api.call(
+        "POST", "/v1/sessions", summit_session(None, ["Hull is teal."], None, "Boat paint")
+    )
+    assert status == 201 and served.kb.head() == created["commit"]
+    status, again, _ = api.call(
+        "POST", "/v1/sessions", summit_session(None, ["Hull is teal."], None, "Boat paint")
+    )
+    assert status == 200 and again["status"] == "unchanged"
+
+
+def test_a_chat_is_answered_committed_and_audited(served: MemoryServer) -> None:
+    api = client(served)
+    status, opened, _ = api.call("POST", "/v1/chats", {"chat_id": "crew"})
+    assert status == 201 and opened == {"chat_id": "crew"}
+    status, reply, _ = api.call(
+        "POST", "/v1/chats/crew/messages", {"message": "Who is the first pilot customer?"}
+    )
+    assert status == 200 and reply["turn_id"] == "crew/1" and reply["status"] == "complete"
+    assert "Skerrick Island Ferries" in reply["answer"] and reply["citations"]
+    status, closed, _ = api.call("DELETE", "/v1/chats/crew")
+    assert status == 200 and closed["commit"] == served.kb.head()
+    assert "Kbmem-Tenant: default" in git(served.kb.root, "log", "-1", "--format=%B")
+    turns = api.call("GET", "/v1/turns?chat=crew")[1]["turns"]
+    assert [(t["turn"], t["committed"]) for t in turns] == [("crew/1", True)]
+    status, audit, _ = api.call("GET", "/v1/turns/crew/1")
+    assert status == 200 and audit["question"] == "Who is the first pilot customer?"
+    assert audit["tool_calls"] and audit["tool_calls"][0]["name"] == "research"
+    # Another tenant cannot read this turn, and bad ids are named.
+    status, body, _ = client(served, "other").call("GET", "/v1/turns/crew/1")
+    assert status == 404, body
+    status, body, _ = api.call("POST", "/v1/chats/..%2Fx/messages", {"message": "hi"})
+    assert status == 400 and body["error"]["field"] == "chat_id"
+    status, body, _ = api.call("DELETE", "/v1/chats/crew")
+    assert status == 404 and "not open" in body["error"]["message"]
+
+
+def test_stopping_the_server_commits_open_chats(example_kb: KnowledgeBase) -> None:
+    server = MemoryServer(("127.0.0.1", 0), example_kb)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    api = client(server)
+    head = example_kb.head()
+    status, _, _ = api.call("POST", "/v1/chats/late/messages", {"message": "When is launch?"})
+    assert status == 200 and example_kb.head() == head  # batched: not yet committed
+    server.shutdown()
+    server.server_close()
+    assert example_kb.head() != head
+    assert "chat late" in git(example_kb.root, "log", "-1", "--format=%s")
+
+
+def test_idle_chats_are_closed_and_committed(example_kb: KnowledgeBase) -> None:
+    server = MemoryServer(("127.0.0.1", 0), example_kb, chat_idle_seconds=0.5)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        api = client(server)
+        head = example_kb.head()
+        api.call("POST", "/v1/chats/idle/messages", {"message": "Who owns sync?"})
+        memory = server.memory("default")
+        for _ in range(40):
+            if example_kb.head() != head:
+                break
+            threading.Event().wait(0.25)
+        assert example_kb.head() != head and memory.close_idle_chats(0) == []
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_tokens_are_kept_hashed_and_a_revoked_one_stops_at_once(
+    served: MemoryServer, tmp_path: Path
+) -> None:
+    kb = served.kb
+    created = kbmem("--kb", str(kb.root), "token", "create", "--json")
+    info = json.loads(created.stdout)
+    tokens_file = kb.state_dir / "api-tokens.json"
+    assert info["token"] not in tokens_file.read_text()
+    assert stat.S_IMODE(tokens_file.stat().st_mode) == 0o600
+    api = Client(served, info["token"])
+    assert api.call("GET", "/v1/pages")[0] == 200
+    # Another tenant cannot revoke it, nor learn that it exists.
+    other = kbmem("--kb", str(kb.root), "--tenant", "other", "token", "revoke", info["id"])
+    assert other.returncode == 3 and "has no API token" in other.stderr
+    assert kbmem("--kb", str(kb.root), "token", "revoke", info["id"]).returncode == 0
+    assert api.call("GET", "/v1/pages")[0] == 401
+
+
+def test_a_damaged_token_file_is_named_and_never_overwritten(served: MemoryServer) -> None:
+    api = client(served)
+    tokens_file = served.kb.state_dir / "api-tokens.json"
+    tokens_file.write_text("{not json")
+    status, body, _ = api.call("GET", "/v1/pages")
+    assert status == 500 and "api-tokens.json" in body["error"]["message"]
+    made = kbmem("--kb", str(served.kb.root), "token", "create")
+    assert made.returncode != 0 and "api-tokens.json" in made.stderr
+    assert tokens_file.read_text() == "{not json"
+
+
+def test_kbmem_serve_runs_until_sigterm_and_commits_on_the_way_out(
+    example_kb: KnowledgeBase,
+) -> None:
+    token, _ = TokenStore(example_kb.state_dir).create("default", "cli")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kbmem.cli", "--kb", str(example_kb.root), "serve", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        match = re.search(r"at http://127\.0\.0\.1:(\d+)", line)
+        assert match, line
+        conn = http.client.HTTPConnection("127.0.0.1", int(match.group(1)), timeout=120)
+        conn.request(
+            "POST",
+            "/v1/chats/cli/messages",
+            body=json.dumps({"message": "Who is the pilot customer?"}),
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        response = conn.getresponse()
+        assert response.status == 200 and json.loads(response.read())["turn"] == 1
+        conn.close()
+        head = example_kb.head()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert example_kb.head() != head
+    assert "chat cli" in git(example_kb.root, "log", "-1", "--format=%s")
