@@ -331,10 +331,21 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.close_connection = True
 
+        lock = threading.Lock()
+        gone = threading.Event()
+
         def emit(kind: str, data: Any) -> None:
-            payload = json.dumps(data, ensure_ascii=False)
-            self.wfile.write(f"event: {kind}\ndata: {payload}\n\n".encode())
-            self.wfile.flush()
+            # Trace events come from the research's search threads too: one write at a time.
+            # A client that went away stops the writing, not the research.
+            payload = f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+            with lock:
+                if gone.is_set():
+                    return
+                try:
+                    self.wfile.write(payload.encode())
+                    self.wfile.flush()
+                except OSError:
+                    gone.set()
 
         try:
             briefing = memory.research(

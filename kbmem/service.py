@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .errors import KbmemError, ValidationError
+from .errors import NotFound, ValidationError
 from .ids import check_tenant
 from .pagestore import PageStore, tenant_prefix
 from .store import CommitInfo, KnowledgeBase
@@ -109,8 +109,8 @@ class Memory:
         self.store = PageStore(kb, self.tenant)
         self._toolkit: Any = None
         self._lock = threading.Lock()
-        self._chats: dict[str, Any] = {}
-        self._chat_used: dict[str, float] = {}
+        self._chats_lock = threading.Lock()
+        self._chats: dict[str, _OpenChat] = {}
 
     # -- pages ----------------------------------------------------------------------------
 
@@ -232,50 +232,64 @@ class Memory:
 
         if chat_id is not None:
             chat_id = check_chat_id(chat_id)
-        with self._lock:
-            if chat_id is not None and chat_id in self._chats:
-                self._chat_used[chat_id] = time.monotonic()
+        with self._chats_lock:
+            if chat_id in self._chats:
+                self._chats[chat_id].used = time.monotonic()
                 return chat_id
-            chat = ChatSession(self.kb, self.tenant, self.model, chat_id)
-            self._chats[chat.chat_id] = chat
-            self._chat_used[chat.chat_id] = time.monotonic()
-            return chat.chat_id
+            chat = _OpenChat(ChatSession(self.kb, self.tenant, self.model, chat_id))
+            self._chats[chat.session.chat_id] = chat
+            return chat.session.chat_id
 
     def send(self, chat_id: Any, message: Any) -> dict[str, Any]:
-        """One turn of the chat ``chat_id`` (opened first if need be)."""
+        """One turn of the chat ``chat_id`` (opened first if need be). Turns of one chat run
+        one after another; a second message waits for the first answer."""
         message = _text_arg(message, "message")
         chat_id = self.open_chat(chat_id)
-        with self._lock:
-            chat = self._chats[chat_id]
-        record = chat.send(message)
-        with self._lock:
-            self._chat_used[chat_id] = time.monotonic()
+        with self._chats_lock:
+            chat = self._chats.get(chat_id)
+        if chat is None:
+            raise NotFound(f"chat {chat_id!r} was closed")
+        with chat.turn:
+            if chat.session.closed:
+                raise NotFound(f"chat {chat_id!r} was closed")
+            chat.used = time.monotonic()
+            record = chat.session.send(message)
+            chat.used = time.monotonic()
         return turn_reply_dict(record)
 
-    def close_chat(self, chat_id: Any) -> dict[str, Any]:
+    def close_chat(self, chat_id: Any, *, wait: bool = True) -> dict[str, Any]:
+        """Commit the chat's pending turns and release it (after its running turn, if any;
+        with ``wait=False``, a chat in the middle of a turn is left open: None is returned)."""
         from .agent.session import check_chat_id
 
         chat_id = check_chat_id(chat_id)
-        with self._lock:
-            chat = self._chats.pop(chat_id, None)
-            self._chat_used.pop(chat_id, None)
+        with self._chats_lock:
+            chat = self._chats.get(chat_id)
         if chat is None:
-            from .errors import NotFound
-
             raise NotFound(f"chat {chat_id!r} is not open")
-        return {"chat_id": chat_id, "commit": chat.close()}
+        if not chat.turn.acquire(blocking=wait):
+            return {"chat_id": chat_id, "commit": None, "closed": False}
+        try:
+            with self._chats_lock:
+                if self._chats.get(chat_id) is not chat:
+                    raise NotFound(f"chat {chat_id!r} is not open")
+                del self._chats[chat_id]
+            return {"chat_id": chat_id, "commit": chat.session.close(), "closed": True}
+        finally:
+            chat.turn.release()
 
     def close_idle_chats(self, idle_seconds: float) -> list[str]:
-        """Close (and commit) the chats nobody has used for ``idle_seconds``."""
+        """Close (and commit) the chats nobody has used for ``idle_seconds``; a chat in the
+        middle of a turn is not idle."""
         now = time.monotonic()
-        with self._lock:
-            idle = [c for c, used in self._chat_used.items() if now - used >= idle_seconds]
+        with self._chats_lock:
+            idle = [c for c, chat in self._chats.items() if now - chat.used >= idle_seconds]
         closed = []
         for chat_id in idle:
             try:
-                self.close_chat(chat_id)
-                closed.append(chat_id)
-            except KbmemError:
+                if self.close_chat(chat_id, wait=False)["closed"]:
+                    closed.append(chat_id)
+            except NotFound:
                 continue  # closed by another thread in the meantime
         return closed
 
@@ -296,12 +310,23 @@ class Memory:
 
     def close(self) -> None:
         """Commit every open chat's pending turns and release their journals."""
-        with self._lock:
-            chats = list(self._chats.values())
-            self._chats.clear()
-            self._chat_used.clear()
-        for chat in chats:
-            chat.close()
+        with self._chats_lock:
+            chat_ids = list(self._chats)
+        for chat_id in chat_ids:
+            try:
+                self.close_chat(chat_id)
+            except NotFound:
+                continue
+
+
+class _OpenChat:
+    """A chat this memory holds open: its session, the lock its turns run under, and when
+    it was last used."""
+
+    def __init__(self, session: Any):
+        self.session = session
+        self.turn = threading.Lock()
+        self.used = time.monotonic()
 
 
 def _plain(value: Any) -> Any:

@@ -263,6 +263,27 @@ def test_a_chat_is_answered_committed_and_audited(served: MemoryServer) -> None:
     assert status == 404 and "not open" in body["error"]["message"]
 
 
+def test_messages_sent_to_one_chat_at_once_are_answered_in_turn(served: MemoryServer) -> None:
+    api = client(served)
+    replies: list[dict[str, Any]] = []
+
+    def ask(question: str) -> None:
+        status, reply, _ = api.call("POST", "/v1/chats/busy/messages", {"message": question})
+        assert status == 200, reply
+        replies.append(reply)
+
+    threads = [
+        threading.Thread(target=ask, args=(q,))
+        for q in ("Who is the pilot customer?", "Who owns the sync service?")
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert sorted(r["turn"] for r in replies) == [1, 2]
+    assert all(r["status"] == "complete" for r in replies)
+
+
 def test_stopping_the_server_commits_open_chats(example_kb: KnowledgeBase) -> None:
     server = MemoryServer(("127.0.0.1", 0), example_kb)
     threading.Thread(target=server.serve_forever, daemon=True).start()
