@@ -44,7 +44,6 @@ from .tokens import TokenStore
 
 log = logging.getLogger(__name__)
 
-MAX_BODY = 32 * 1024 * 1024
 CHAT_IDLE_SECONDS = 300.0
 
 
@@ -90,6 +89,9 @@ class MemoryServer(ThreadingHTTPServer):
         self.kb = kb
         self.model = model
         self.tokens = TokenStore(kb.state_dir)
+        # Room for the largest session the memorizer takes, as JSON (escapes can double it).
+        max_session = int(kb.settings.section("memorizer")["max_session_bytes"])
+        self.max_body = 2 * max_session + 1024 * 1024
         self.chat_idle_seconds = chat_idle_seconds
         self._memories: dict[str, Memory] = {}
         self._lock = threading.Lock()
@@ -255,9 +257,11 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "invalid", "Content-Length is not a number") from None
         if length < 0:
             raise ApiError(400, "invalid", "Content-Length is not a number")
-        if length > MAX_BODY:
+        if length > self.server.max_body:
             raise ApiError(
-                413, "too_large", f"the body is {length} bytes; at most {MAX_BODY} are accepted"
+                413,
+                "too_large",
+                f"the body is {length} bytes; at most {self.server.max_body} are accepted",
             )
         raw = self.rfile.read(length)
         self._body_read = True

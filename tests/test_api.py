@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from kbgit import git, kbmem, summit_session
 
-from kbmem.api import MAX_BODY, MemoryServer
+from kbmem.api import MemoryServer
 from kbmem.store import KnowledgeBase
 from kbmem.tokens import TokenStore
 
@@ -208,7 +208,7 @@ def test_routes_methods_and_sizes(served: MemoryServer) -> None:
     conn = http.client.HTTPConnection(*served.server_address[:2], timeout=30)
     conn.putrequest("POST", "/v1/sessions")
     conn.putheader("Authorization", f"Bearer {api.token}")
-    conn.putheader("Content-Length", str(MAX_BODY + 1))
+    conn.putheader("Content-Length", str(served.max_body + 1))
     conn.endheaders()
     response = conn.getresponse()
     assert response.status == 413 and response.headers["Connection"] == "close"
