@@ -2,15 +2,14 @@
 itself memorized as a session (so later chats can research what was said), with the trailers
 ``Kbmem-Turns: <chat-id> <first>-<last>``, ``Kbmem-Session`` and ``Kbmem-Tenant``.
 
-Exactly once: under the write lock, the turns that git already records (by their trailer) are
-left out, so replaying a journal after a crash between the commit and the journal's
-``committed`` line adds nothing. Another writer holding the lock makes the commit wait and
+Exactly once: under the write lock, the turns whose snapshot HEAD already holds are left
+out, so replaying a journal after a crash between the commit and the journal's ``committed``
+line adds nothing. Another writer holding the lock makes the commit wait and
 retry until ``git.lock_timeout_s``; on LockTimeout the turns stay in the journal.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,8 +28,6 @@ from .records import TurnRecord
 TRAILER = "Kbmem-Turns"
 TENANT_TRAILER = "Kbmem-Tenant"
 LOCK_POLL_S = 0.5
-_TRAILER_LINE = re.compile(rf"^{TRAILER}: (\S+) (\d+)-(\d+)\s*$", re.M)
-_TENANT_LINE = re.compile(rf"^{TENANT_TRAILER}: (\S+)\s*$", re.M)
 
 
 def chat_session_id(chat_id: str) -> str:
@@ -112,24 +109,11 @@ def load_chat_lines(kb: KnowledgeBase, tenant: str, chat_id: str) -> list[ChatLi
 
 
 def committed_turns(kb: KnowledgeBase, tenant: str, chat_id: str) -> set[int]:
-    """Turns of the tenant's chat ``chat_id`` that a commit's ``Kbmem-Turns`` trailer names,
-    in all of history. Chat ids are unique within a tenant only (``--chat standup`` may be
-    used by two tenants): a commit whose ``Kbmem-Tenant`` names another tenant does not count,
-    or that tenant's turns would keep this one's from ever being committed."""
-    if kb.head() is None:
-        return set()
-    out = kb.repo.git.log(
-        "--fixed-strings", f"--grep={TRAILER}: {chat_id} ", "--format=%B%x00", "HEAD"
-    )
-    found: set[int] = set()
-    for message in out.split("\x00"):
-        owner = _TENANT_LINE.search(message)
-        if owner is not None and owner.group(1) != tenant:
-            continue
-        for m in _TRAILER_LINE.finditer(message):
-            if m.group(1) == chat_id:
-                found.update(range(int(m.group(2)), int(m.group(3)) + 1))
-    return found
+    """Turns of the tenant's chat ``chat_id`` whose snapshot is committed at HEAD. Read from
+    the tree, under the tenant's own folder: it costs the chat's files, not a walk over all
+    of history (``git log --grep`` took 0.13 s per batch at 20,000 commits), and a chat id
+    another tenant also uses (``--chat standup``) cannot count."""
+    return set(committed_turn_numbers(kb, tenant, chat_id).get(chat_id, []))
 
 
 class BatchCommitter:
