@@ -33,25 +33,15 @@ import logging
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .errors import KbmemError, ValidationError
-from .service import Memory
+from .service import CHAT_IDLE_SECONDS, Memory, close_idle_chats_until, kbmem_version
 from .store import KnowledgeBase
 from .tokens import TokenStore
 
 log = logging.getLogger(__name__)
-
-CHAT_IDLE_SECONDS = 300.0
-
-
-def kbmem_version() -> str:
-    try:
-        return version("kbmem")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 class ApiError(Exception):
@@ -96,7 +86,12 @@ class MemoryServer(ThreadingHTTPServer):
         self._memories: dict[str, Memory] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._reaper = threading.Thread(target=self._close_idle_chats, daemon=True)
+        self._reaper = threading.Thread(
+            target=close_idle_chats_until,
+            args=(self._stop, self._open_memories, chat_idle_seconds),
+            name="kbmem-idle-chats",
+            daemon=True,
+        )
         self._reaper.start()
 
     @property
@@ -110,17 +105,9 @@ class MemoryServer(ThreadingHTTPServer):
                 self._memories[tenant] = Memory(self.kb, tenant, self.model)
             return self._memories[tenant]
 
-    def _close_idle_chats(self) -> None:
-        """A chat's turns are committed in batches: one that a client stops using is closed,
-        and its pending turns committed, after ``chat_idle_seconds``."""
-        while not self._stop.wait(min(60.0, self.chat_idle_seconds / 2)):
-            with self._lock:
-                memories = list(self._memories.values())
-            for memory in memories:
-                try:
-                    memory.close_idle_chats(self.chat_idle_seconds)
-                except Exception:  # the reaper must outlive one chat's failure
-                    log.exception("closing idle chats of %s", memory.tenant)
+    def _open_memories(self) -> list[Memory]:
+        with self._lock:
+            return list(self._memories.values())
 
     def close_memories(self) -> None:
         self._stop.set()

@@ -9,18 +9,30 @@ renders in its own form (an exit code, an HTTP status with a JSON body, a JSON-R
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from .errors import NotFound, ValidationError
+from .errors import KbmemError, NotFound, ValidationError
 from .ids import check_tenant
 from .pagestore import PageStore, tenant_prefix
 from .store import CommitInfo, KnowledgeBase
 
+log = logging.getLogger(__name__)
+
 SEARCH_TOOLS = ("hybrid", "bm25", "dense")
 ENGINES = ("offline", "llm")
+CHAT_IDLE_SECONDS = 300.0
+
+
+def kbmem_version() -> str:
+    try:
+        return version("kbmem")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def ingest_result_dict(result: Any) -> dict[str, Any]:
@@ -309,14 +321,38 @@ class Memory:
         return audit_turn(self.kb, self.tenant, chat_id, turn).to_dict()
 
     def close(self) -> None:
-        """Commit every open chat's pending turns and release their journals."""
+        """Commit every open chat's pending turns and release their journals. A chat that
+        fails to commit (its turns stay in its journal for the next chat session to recover)
+        does not keep the others open: the first failure is raised after all were tried."""
         with self._chats_lock:
             chat_ids = list(self._chats)
+        failure: KbmemError | None = None
         for chat_id in chat_ids:
             try:
                 self.close_chat(chat_id)
             except NotFound:
                 continue
+            except KbmemError as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
+
+
+def close_idle_chats_until(
+    stop: threading.Event,
+    memories: Callable[[], Iterable[Memory]],
+    idle_seconds: float = CHAT_IDLE_SECONDS,
+) -> None:
+    """Until ``stop`` is set, close (and commit) the chats of ``memories()`` that nobody has
+    used for ``idle_seconds``: a chat's turns are committed in batches, and a client that
+    stops talking would otherwise leave its last turns waiting in the journal. Meant to run
+    in a daemon thread beside a server."""
+    while not stop.wait(min(60.0, idle_seconds / 2)):
+        for memory in list(memories()):
+            try:
+                memory.close_idle_chats(idle_seconds)
+            except Exception:  # one chat's failure must not stop the closing of the others
+                log.exception("closing idle chats of tenant %s", memory.tenant)
 
 
 class _OpenChat:

@@ -168,7 +168,8 @@ def session_from_mapping(data: Any, tenant: str | None = None) -> Session:
         raise ValidationError("missing; every session belongs to a tenant", "tenantId")
     if file_tenant is not None and tenant is not None and file_tenant != tenant:
         raise ValidationError(
-            f"the session says {file_tenant!r} but --tenant says {tenant!r}", "tenantId"
+            f"the session says {file_tenant!r}, but it is being memorized for tenant {tenant!r}",
+            "tenantId",
         )
     tenant_id = check_tenant(file_tenant if file_tenant is not None else tenant)
     metadata = data.get("metadata") or {}

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from ..errors import KbmemError
 from ..store import KnowledgeBase
 
-AREAS = ("kb", "research_cmds", "chat_cmds", "bench_cmds", "serve_cmds")
+AREAS = ("kb", "research_cmds", "chat_cmds", "bench_cmds", "serve_cmds", "mcp_cmds")
 
 
 @dataclass

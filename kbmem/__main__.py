@@ -1,0 +1,7 @@
+"""``python -m kbmem``: the same as the ``kbmem`` command (handy in an MCP client's config)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
