@@ -28,8 +28,10 @@ event per research step as it happens, then one ``briefing`` event (or ``error``
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -37,11 +39,22 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .errors import KbmemError, ValidationError
-from .service import CHAT_IDLE_SECONDS, Memory, close_idle_chats_until, kbmem_version
+from .service import (
+    CHAT_IDLE_SECONDS,
+    SESSION_FIELDS,
+    Memory,
+    check_text,
+    close_idle_chats_until,
+    kbmem_version,
+    recover_chats,
+)
 from .store import KnowledgeBase
 from .tokens import TokenStore
 
 log = logging.getLogger(__name__)
+
+SMALL_BODY = 1024 * 1024  # every route's body but a session's
+SOCKET_TIMEOUT_S = 30.0  # a client that stops sending mid-request is dropped
 
 
 class ApiError(Exception):
@@ -54,7 +67,15 @@ class ApiError(Exception):
         self.headers = headers or {}
 
 
-ERROR_CODES = {400: "invalid", 403: "forbidden", 404: "not_found", 409: "conflict", 502: "llm"}
+ERROR_CODES = {
+    400: "invalid",
+    403: "forbidden",
+    404: "not_found",
+    409: "conflict",
+    422: "unreadable_page",
+    429: "too_many",
+    502: "llm",
+}
 
 
 def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
@@ -67,6 +88,9 @@ class MemoryServer(ThreadingHTTPServer):
 
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # socketserver's 5 reset bursts of concurrent clients
+    max_connections = 64  # one thread each; beyond this a client is turned away with 503
+    socket_timeout = SOCKET_TIMEOUT_S
 
     def __init__(
         self,
@@ -83,6 +107,8 @@ class MemoryServer(ThreadingHTTPServer):
         max_session = int(kb.settings.section("memorizer")["max_session_bytes"])
         self.max_body = 2 * max_session + 1024 * 1024
         self.chat_idle_seconds = chat_idle_seconds
+        self._slots = threading.BoundedSemaphore(self.max_connections)
+        recover_chats(kb)
         self._memories: dict[str, Memory] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -109,13 +135,42 @@ class MemoryServer(ThreadingHTTPServer):
         with self._lock:
             return list(self._memories.values())
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                body = json.dumps(error_body("busy", "too many connections; try again")).encode()
+                request.sendall(
+                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    b"Retry-After: 1\r\nConnection: close\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
     def close_memories(self) -> None:
+        """Commit every tenant's open chats; one that cannot (the knowledge base stayed
+        locked) keeps its turns in the journal, and the others are still tried."""
         self._stop.set()
         with self._lock:
             memories = list(self._memories.values())
             self._memories.clear()
         for memory in memories:
-            memory.close()
+            try:
+                memory.close()
+            except KbmemError as exc:
+                log.warning("chats of tenant %s not committed yet: %s", memory.tenant, exc)
 
     def server_close(self) -> None:
         self.close_memories()
@@ -128,6 +183,12 @@ Route = Callable[["Handler", Memory, list[str], dict[str, list[str]]], Any]
 class Handler(BaseHTTPRequestHandler):
     server: MemoryServer
     protocol_version = "HTTP/1.1"
+    _body_read = True
+    _streaming = False
+
+    def setup(self) -> None:
+        self.timeout = self.server.socket_timeout
+        super().setup()
 
     def version_string(self) -> str:
         return f"kbmem/{kbmem_version()}"
@@ -153,6 +214,29 @@ class Handler(BaseHTTPRequestHandler):
     def do_PATCH(self) -> None:
         self._dispatch("PATCH")
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The base class's own refusals (a URL or header too long, an unknown method, a
+        malformed request line) as JSON too, like every other error here."""
+        self._body_read = False  # whatever follows on this connection cannot be trusted
+        self.close_connection = True
+        text = message or self.responses.get(code, ("error",))[0]
+        with contextlib.suppress(OSError):
+            self._send_json(code, error_body("http", text))
+
+    def handle_expect_100(self) -> bool:
+        """``Expect: 100-continue`` asks whether to send the body: only to a client with a
+        valid token and a body of an acceptable size."""
+        try:
+            self._route(self.command, self._parts())
+            self._tenant()
+            self._length(self.server.max_body)
+        except ApiError as exc:
+            self._body_read = False
+            self._send_json(exc.status, error_body(exc.code, str(exc)), exc.headers)
+            self.close_connection = True
+            return False
+        return super().handle_expect_100()
+
     def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         self.send_response(status)
@@ -166,42 +250,68 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _parts(self) -> list[str]:
+        return [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
+
     def _dispatch(self, method: str) -> None:
         # A body this request leaves unread would be taken for the next request on the
         # connection: json_body marks it read; otherwise the connection is closed after.
-        self._body_read = self.headers.get("Content-Length", "0").strip() == "0" and not (
-            self.headers.get("Transfer-Encoding")
-        )
+        lengths = self.headers.get_all("Content-Length") or ["0"]
+        self._body_read = lengths == ["0"] and not self.headers.get("Transfer-Encoding")
+        self._streaming = False
         try:
-            url = urlsplit(self.path)
-            parts = [unquote(p) for p in url.path.split("/") if p]
-            query = parse_qs(url.query, keep_blank_values=True)
-            if parts == ["v1", "health"] and method == "GET":
-                self._send_json(200, {"status": "ok", "version": kbmem_version()})
-                return
-            route = self._route(method, parts)
-            tenant = self._tenant()
-            status, body = route(self, self.server.memory(tenant), parts[2:], query)
-            if body is not None:
-                self._send_json(status, body)
-        except ApiError as exc:
-            self._send_json(exc.status, error_body(exc.code, str(exc)), exc.headers)
-        except KbmemError as exc:
-            status = exc.http_status
-            field = getattr(exc, "field", None)
-            message = getattr(exc, "problem", None) if field else None
-            self._send_json(
-                status,
-                error_body(ERROR_CODES.get(status, "error"), message or str(exc), field),
-            )
-        except (BrokenPipeError, ConnectionResetError):
+            try:
+                self._answer(method)
+            except ApiError as exc:
+                self._refuse(exc.status, error_body(exc.code, str(exc)), exc.headers)
+            except KbmemError as exc:
+                self._refuse(exc.http_status, self._error_of(exc))
+            except (BrokenPipeError, ConnectionResetError, TimeoutError):
+                raise
+            except (ValueError, RecursionError) as exc:
+                # Python's own limits on what json.loads builds (integers of over 4,300
+                # digits, nesting too deep) are the input's fault.
+                self._refuse(400, error_body("invalid", f"body: {exc}", "body"))
+            except Exception:
+                log.exception("internal error in %s %s", method, self.path)
+                self._refuse(500, error_body("internal", "internal error; see the server's log"))
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
             log.info("client went away during %s %s", method, self.path)
-        except Exception:
-            log.exception("internal error in %s %s", method, self.path)
-            self._send_json(500, error_body("internal", "internal error; see the server's log"))
+            self.close_connection = True
         finally:
             if not self._body_read:
                 self.close_connection = True
+
+    def _answer(self, method: str) -> None:
+        parts = self._parts()
+        query = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
+        if parts == ["v1", "health"] and method == "GET":
+            self._send_json(200, {"status": "ok", "version": kbmem_version()})
+            return
+        route = self._route(method, parts)
+        tenant = self._tenant()
+        status, body = route(self, self.server.memory(tenant), parts[2:], query)
+        if body is not None:
+            self._send_json(status, body)
+
+    def _refuse(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        if self._streaming:  # the stream has begun: its own error event said what happened
+            self.close_connection = True
+            return
+        self._send_json(status, body, headers)
+
+    @staticmethod
+    def _error_of(exc: KbmemError) -> dict[str, Any]:
+        """A KbmemError as the client sees it. A server-side failure (storage, a damaged
+        token file) is logged in full and answered without its details: they name files on
+        the server, and the client can do nothing about them."""
+        status = exc.http_status
+        if status >= 500 and status != 502:
+            log.error("%s: %s", type(exc).__name__, exc)
+            return error_body("internal", "the server could not do this; see its log")
+        field = getattr(exc, "field", None)
+        message = (getattr(exc, "problem", None) if field else None) or str(exc)
+        return error_body(ERROR_CODES.get(status, "error"), message, field)
 
     def _route(self, method: str, parts: list[str]) -> Route:
         if len(parts) < 2 or parts[0] != "v1" or parts[1] not in ROUTES:
@@ -231,26 +341,33 @@ class Handler(BaseHTTPRequestHandler):
             )
         return tenant
 
-    def json_body(self) -> dict[str, Any]:
-        """The request's JSON object, read whole before anything is done with it."""
-        length_text = self.headers.get("Content-Length")
+    def _length(self, limit: int) -> int:
+        """The body's length, from exactly one plain Content-Length: anything looser
+        (``+17``, two lengths, chunked) is refused, since a proxy in front may read it
+        otherwise."""
         if self.headers.get("Transfer-Encoding"):
             raise ApiError(411, "length_required", "send the body with a Content-Length")
-        if length_text is None:
+        lengths = self.headers.get_all("Content-Length") or []
+        if not lengths:
             raise ApiError(411, "length_required", "send a JSON body with a Content-Length")
-        try:
-            length = int(length_text)
-        except ValueError:
-            raise ApiError(400, "invalid", "Content-Length is not a number") from None
-        if length < 0:
-            raise ApiError(400, "invalid", "Content-Length is not a number")
-        if length > self.server.max_body:
+        if len(lengths) > 1 or not _DIGITS.fullmatch(lengths[0].strip()):
+            raise ApiError(400, "invalid", "Content-Length must be one whole number")
+        length = int(lengths[0])
+        if length > limit:
             raise ApiError(
-                413,
-                "too_large",
-                f"the body is {length} bytes; at most {self.server.max_body} are accepted",
+                413, "too_large", f"the body is {length} bytes; at most {limit} are accepted here"
             )
+        return length
+
+    def json_body(
+        self, fields: frozenset[str] | set[str], limit: int = SMALL_BODY
+    ) -> dict[str, Any]:
+        """The request's JSON object, read whole and checked (its size, its encoding, its
+        field names) before anything is done with it."""
+        length = self._length(limit)
         raw = self.rfile.read(length)
+        if len(raw) < length:
+            raise ApiError(400, "invalid", "the body ended before its Content-Length")
         self._body_read = True
         if not raw.strip():
             raise ValidationError("is empty; send a JSON object", "body")
@@ -264,6 +381,15 @@ class Handler(BaseHTTPRequestHandler):
             ) from None
         if not isinstance(body, dict):
             raise ValidationError("must be a JSON object", "body")
+        check_text(body, "body")
+        unknown = sorted(set(body) - set(fields))
+        if unknown:
+            # A misspelt field ("max_page") is an error, not silently the default.
+            raise ValidationError(
+                f"unknown field(s) {', '.join(map(repr, unknown))}; "
+                f"expected {', '.join(sorted(fields))}",
+                "body",
+            )
         return body
 
     # -- routes -------------------------------------------------------------------------------
@@ -276,9 +402,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def history(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
         _no_more(rest)
-        limit = _one(query, "limit")
+        limit: Any = _one(query, "limit")
         if limit is not None:
-            if not limit.isdigit():
+            if not _DIGITS.fullmatch(limit):
                 raise ValidationError("must be a whole number", "limit")
             limit = int(limit)
         page = _one(query, "page")
@@ -286,42 +412,40 @@ class Handler(BaseHTTPRequestHandler):
 
     def search(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
         _no_more(rest)
-        body = self.json_body()
-        _known(body, {"query", "tool", "k"})
+        body = self.json_body({"query", "tool", "k"})
         return 200, memory.search(body.get("query"), body.get("tool"), body.get("k"))
 
     def research(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
         _no_more(rest)
-        body = self.json_body()
-        _known(body, {"request", "max_pages", "depth", "max_tokens", "engine", "trace", "stream"})
+        body = self.json_body(
+            {"request", "max_pages", "depth", "max_tokens", "engine", "trace", "stream"}
+        )
         for flag in ("trace", "stream"):
             if not isinstance(body.get(flag, False), bool):
                 raise ValidationError("must be true or false", flag)
-        args = {
-            "max_pages": body.get("max_pages"),
-            "depth": body.get("depth"),
-            "max_tokens": body.get("max_tokens"),
-            "engine": body.get("engine"),
-        }
+        call = memory.research_call(
+            body.get("request"),
+            max_pages=body.get("max_pages"),
+            depth=body.get("depth"),
+            max_tokens=body.get("max_tokens"),
+            engine=body.get("engine"),
+        )
         if not body.get("stream"):
-            briefing = memory.research(body.get("request"), trace=bool(body.get("trace")), **args)
-            return 200, briefing
-        self._stream_research(memory, body.get("request"), args)
+            return 200, call(None).to_dict(with_trace=bool(body.get("trace")))
+        self._stream_research(call)
         return 200, None
 
-    def _stream_research(self, memory: Memory, request: Any, args: dict[str, Any]) -> None:
-        """Server-sent events: the trace as it happens, then the briefing. Arguments are
-        checked before the stream starts, so a bad request still gets a 4xx."""
-        from .service import _text_arg
-
-        _text_arg(request, "request")
+    def _stream_research(self, call: Callable[[Any], Any]) -> None:
+        """Server-sent events: the trace as it happens, then the briefing. The arguments were
+        checked before (a bad request still gets a 4xx); a failure after the stream began is
+        its last event, ``error``."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-store")
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
-
+        self._streaming = True
         lock = threading.Lock()
         gone = threading.Event()
 
@@ -339,27 +463,29 @@ class Handler(BaseHTTPRequestHandler):
                     gone.set()
 
         try:
-            briefing = memory.research(
-                request, on_event=lambda event: emit("trace", event.to_dict()), **args
-            )
+            briefing = call(lambda event: emit("trace", event.to_dict()))
         except KbmemError as exc:
-            emit("error", error_body(ERROR_CODES.get(exc.http_status, "error"), str(exc)))
+            emit("error", self._error_of(exc))
             return
-        emit("briefing", briefing)
+        except Exception:
+            log.exception("internal error in a streamed research")
+            emit("error", error_body("internal", "internal error; see the server's log"))
+            return
+        emit("briefing", briefing.to_dict())
 
     def sessions(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
         _no_more(rest)
-        result = memory.ingest(self.json_body())
+        body = self.json_body(SESSION_FIELDS, self.server.max_body)
+        result = memory.ingest(body)
         return (201 if result["status"] == "created" else 200), result
 
     def chats(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
         if not rest:
-            body = self.json_body()
-            _known(body, {"chat_id"})
-            return 201, {"chat_id": memory.open_chat(body.get("chat_id"))}
+            body = self.json_body({"chat_id"})
+            chat_id, opened = memory.open_chat(body.get("chat_id"))
+            return (201 if opened else 200), {"chat_id": chat_id}
         if len(rest) == 2 and rest[1] == "messages":
-            body = self.json_body()
-            _known(body, {"message"})
+            body = self.json_body({"message"})
             return 200, memory.send(rest[0], body.get("message"))
         raise ApiError(404, "not_found", f"no such route: {self.path.split('?')[0]}")
 
@@ -401,12 +527,4 @@ def _no_more(rest: list[str]) -> None:
         raise ApiError(404, "not_found", "no such route")
 
 
-def _known(body: dict[str, Any], names: set[str]) -> None:
-    """A misspelt field ("max_page") is an error, not silently the default."""
-    unknown = sorted(set(body) - names)
-    if unknown:
-        raise ValidationError(
-            f"unknown field(s) {', '.join(map(repr, unknown))}; "
-            f"expected {', '.join(sorted(names))}",
-            "body",
-        )
+_DIGITS = re.compile(r"[0-9]{1,15}")

@@ -22,6 +22,20 @@ class ValidationError(KbmemError):
         self.problem = message
 
 
+class InUse(ValidationError):
+    """Something another process holds right now (a chat open elsewhere): asking again
+    later may work."""
+
+    http_status = 409
+
+
+class TooMany(KbmemError):
+    """A limit on things held open at once (chats, connections) is reached."""
+
+    exit_code = 2
+    http_status = 429
+
+
 class NotFound(KbmemError):
     """A page, session, turn or revision that does not exist."""
 
@@ -58,7 +72,10 @@ class UncommittedChanges(KbmemError):
 
 
 class PageFormatError(ValidationError):
-    """A page file whose front matter cannot be read."""
+    """A page file whose front matter cannot be read: stored data, not the request, is at
+    fault (so not a 400 in the API)."""
+
+    http_status = 422
 
 
 class LLMError(KbmemError):

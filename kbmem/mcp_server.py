@@ -32,7 +32,15 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from .errors import KbmemError, ValidationError
-from .service import ENGINES, SEARCH_TOOLS, Memory, close_idle_chats_until, kbmem_version
+from .service import (
+    ENGINES,
+    SEARCH_TOOLS,
+    Memory,
+    check_text,
+    close_idle_chats_until,
+    kbmem_version,
+    recover_chats,
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +58,8 @@ INTERNAL_ERROR = -32603
 
 REVISION = {
     "type": "string",
-    "description": "A git revision (commit id, tag, 'HEAD~3') to read the memory as it was "
-    "then. Leave out for now.",
+    "description": "A commit id, or HEAD with ~N or ^N steps back ('HEAD~3'), to read the "
+    "memory as it was then. Leave out for now.",
 }
 
 TURN_SCHEMA: dict[str, Any] = {
@@ -596,6 +604,7 @@ class McpServer:
         if not isinstance(arguments, dict):
             raise RpcError(INVALID_PARAMS, "params.arguments must be an object")
         try:
+            check_text(arguments, "arguments")
             checked = check_arguments(tool.input_schema, arguments)
             return tool_result(tool.run(self.memory, checked))
         except KbmemError as exc:
@@ -671,6 +680,7 @@ def serve_stdio(memory: Memory) -> int:
             yield line
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    recover_chats(memory.kb)  # turns a killed run left in the journal
     idle_stop = threading.Event()
     threading.Thread(
         target=close_idle_chats_until,

@@ -10,13 +10,14 @@ renders in its own form (an exit code, an HTTP status with a JSON body, a JSON-R
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from .errors import KbmemError, NotFound, ValidationError
+from .errors import KbmemError, NotFound, TooMany, ValidationError
 from .ids import check_tenant
 from .pagestore import PageStore, tenant_prefix
 from .store import CommitInfo, KnowledgeBase
@@ -24,8 +25,25 @@ from .store import CommitInfo, KnowledgeBase
 log = logging.getLogger(__name__)
 
 SEARCH_TOOLS = ("hybrid", "bm25", "dense")
+# What a session in the Summit shape may hold (sessions.session_from_mapping reads these).
+SESSION_FIELDS = frozenset(
+    {
+        "tenantId",
+        "sessionId",
+        "agentId",
+        "title",
+        "classification",
+        "policyTags",
+        "tags",
+        "metadata",
+        "originRunId",
+        "requestIntent",
+        "turns",
+    }
+)
 ENGINES = ("offline", "llm")
 CHAT_IDLE_SECONDS = 300.0
+MAX_OPEN_CHATS = 64
 
 
 def kbmem_version() -> str:
@@ -87,6 +105,7 @@ def commit_dict(commit: CommitInfo) -> dict[str, Any]:
 def _text_arg(value: Any, field: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError("must be non-empty text", field)
+    check_text(value, field)
     return value
 
 
@@ -100,12 +119,39 @@ def _int_arg(value: Any, field: str, low: int, high: int) -> int | None:
     return value
 
 
+# A commit id, HEAD, or either with ~N / ^N steps back. Git's other revision forms search or
+# read the whole repository (":/<regex>" matches every tenant's commit messages,
+# "HEAD:<path>" names any file), so a caller scoped to one tenant gets none of them.
+_REVISION = re.compile(r"(?:HEAD|[0-9a-f]{4,40})(?:[~^][0-9]{0,6}){0,20}")
+
+
 def _rev_arg(value: Any) -> str:
     if value is None:
         return "HEAD"
-    if not isinstance(value, str) or not value or value.startswith("-") or len(value) > 200:
-        raise ValidationError("must be a commit id or revision", "at")
+    if not isinstance(value, str) or not _REVISION.fullmatch(value):
+        raise ValidationError(
+            "must be a commit id or HEAD, optionally with ~N or ^N (e.g. HEAD~2)", "at"
+        )
     return value
+
+
+def check_text(value: Any, field: str) -> None:
+    """Refuse text that cannot be stored: JSON's escapes can carry half a UTF-16 pair
+    ("\\ud800"), which no file or git commit can hold. Walks nested lists and objects."""
+    stack = [(value, field)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                raise ValidationError("holds an unpaired UTF-16 surrogate (\\ud800-\\udfff)", where)
+        elif isinstance(item, dict):
+            stack.extend((v, f"{where}.{k}") for k, v in item.items())
+            stack.extend((k, where) for k in item)
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class Memory:
@@ -183,7 +229,7 @@ class Memory:
         hits = self.toolkit.search(query, tool, k)
         return {"query": query, "tool": tool, "hits": [h.to_dict() for h in hits]}
 
-    def research(
+    def research_call(
         self,
         request: Any,
         *,
@@ -191,34 +237,52 @@ class Memory:
         depth: Any = None,
         max_tokens: Any = None,
         engine: Any = None,
-        trace: bool = False,
-        on_event: Callable[[Any], None] | None = None,
-    ) -> dict[str, Any]:
-        """A cited briefing for ``request`` (the ``BriefingContext`` JSON), with the trace of
-        every step when ``trace`` is true. ``engine`` is ``offline`` or ``llm``; the LLM is the
-        one this memory was opened with, never one the caller names."""
-        from .research.researcher import Researcher
+    ) -> Callable[[Callable[[Any], None] | None], Any]:
+        """Check a research request whole and return the call that runs it (given a trace
+        sink, it returns the ``BriefingContext``): a caller that streams the trace can refuse
+        bad arguments before its stream begins. ``engine`` is ``offline`` or ``llm``; the LLM
+        is the one this memory was opened with, never one the caller names."""
+        from .research.researcher import MAX_REQUEST_CHARS, Researcher
 
         request = _text_arg(request, "request")
+        if len(request) > MAX_REQUEST_CHARS:
+            raise ValidationError(f"longer than {MAX_REQUEST_CHARS} characters", "request")
         limits = {
             "max_pages": _int_arg(max_pages, "max_pages", 1, 32),
             "max_depth": _int_arg(depth, "depth", 0, 5),
             "max_tokens": _int_arg(max_tokens, "max_tokens", 50, 20_000),
         }
-        engine = engine or self.kb.settings.section("research")["engine"]
+        if engine is None:
+            engine = self.kb.settings.section("research")["engine"]
         if engine not in ENGINES:
             raise ValidationError(f"must be one of {', '.join(ENGINES)}", "engine")
-        researcher = Researcher(self.kb, self.tenant, toolkit=self.toolkit)
-        try:
-            if engine == "llm":
-                if not self.model:
-                    raise ValidationError("no model is configured for the llm engine", "engine")
-                from .research.llm_engine import make_llm_engine
+        if engine == "llm" and not self.model:
+            raise ValidationError("no model is configured for the llm engine", "engine")
 
-                researcher.engine = make_llm_engine(self.kb.settings, self.model)(researcher)
-            briefing = researcher.research(request, on_event=on_event, **limits)
-        finally:
-            researcher.close()
+        def run(on_event: Callable[[Any], None] | None) -> Any:
+            researcher = Researcher(self.kb, self.tenant, toolkit=self.toolkit)
+            try:
+                if engine == "llm":
+                    from .research.llm_engine import make_llm_engine
+
+                    researcher.engine = make_llm_engine(self.kb.settings, self.model)(researcher)
+                return researcher.research(request, on_event=on_event, **limits)
+            finally:
+                researcher.close()
+
+        return run
+
+    def research(
+        self,
+        request: Any,
+        *,
+        trace: bool = False,
+        on_event: Callable[[Any], None] | None = None,
+        **limits: Any,
+    ) -> dict[str, Any]:
+        """A cited briefing for ``request`` (the ``BriefingContext`` JSON), with the trace of
+        every step when ``trace`` is true; ``limits`` as for :meth:`research_call`."""
+        briefing = self.research_call(request, **limits)(on_event)
         return briefing.to_dict(with_trace=trace)
 
     # -- memorizing ---------------------------------------------------------------------------
@@ -237,9 +301,11 @@ class Memory:
 
     # -- chats --------------------------------------------------------------------------------
 
-    def open_chat(self, chat_id: Any = None) -> str:
-        """Open a chat (a new one without ``chat_id``); returns its id. A chat open in another
-        process is refused by the chat's journal lock."""
+    def open_chat(self, chat_id: Any = None) -> tuple[str, bool]:
+        """Open a chat (a new one without ``chat_id``): its id, and whether it was opened now
+        (False: it was open already). A chat open in another process is refused (InUse) by
+        the chat's journal lock; at most ``MAX_OPEN_CHATS`` are open at once, since each
+        holds its journal open until it is closed or idle."""
         from .agent.session import ChatSession, check_chat_id
 
         if chat_id is not None:
@@ -247,16 +313,21 @@ class Memory:
         with self._chats_lock:
             if chat_id in self._chats:
                 self._chats[chat_id].used = time.monotonic()
-                return chat_id
+                return chat_id, False
+            if len(self._chats) >= MAX_OPEN_CHATS:
+                raise TooMany(
+                    f"{MAX_OPEN_CHATS} chats are open for this tenant; close one first "
+                    "(they also close after a while unused)"
+                )
             chat = _OpenChat(ChatSession(self.kb, self.tenant, self.model, chat_id))
             self._chats[chat.session.chat_id] = chat
-            return chat.session.chat_id
+            return chat.session.chat_id, True
 
     def send(self, chat_id: Any, message: Any) -> dict[str, Any]:
         """One turn of the chat ``chat_id`` (opened first if need be). Turns of one chat run
         one after another; a second message waits for the first answer."""
         message = _text_arg(message, "message")
-        chat_id = self.open_chat(chat_id)
+        chat_id, _ = self.open_chat(chat_id)
         with self._chats_lock:
             chat = self._chats.get(chat_id)
         if chat is None:
@@ -282,11 +353,15 @@ class Memory:
         if not chat.turn.acquire(blocking=wait):
             return {"chat_id": chat_id, "commit": None, "closed": False}
         try:
+            if chat.session.closed:
+                raise NotFound(f"chat {chat_id!r} is not open")
+            # Closed first, forgotten after: a commit that fails (the knowledge base stayed
+            # locked) leaves the chat open and its turns pending, to be closed again later.
+            commit = chat.session.close()
             with self._chats_lock:
-                if self._chats.get(chat_id) is not chat:
-                    raise NotFound(f"chat {chat_id!r} is not open")
-                del self._chats[chat_id]
-            return {"chat_id": chat_id, "commit": chat.session.close(), "closed": True}
+                if self._chats.get(chat_id) is chat:
+                    del self._chats[chat_id]
+            return {"chat_id": chat_id, "commit": commit, "closed": True}
         finally:
             chat.turn.release()
 
@@ -336,6 +411,24 @@ class Memory:
                 failure = failure or exc
         if failure is not None:
             raise failure
+
+
+def recover_chats(kb: KnowledgeBase) -> list[str]:
+    """Commit the turns that chats of an earlier run left in the journal (a server killed
+    before it could commit them): a server calls this when it starts, rather than leaving
+    them until some client opens a chat. Returns the commits made; a failure (the knowledge
+    base stayed locked) is logged and left for the next chance."""
+    from .agent.batch import BatchCommitter
+    from .agent.journal import recover_journals
+
+    def note(event: Any) -> None:
+        log.warning("%s", getattr(event, "message", event))
+
+    try:
+        return recover_journals(kb, BatchCommitter(kb), note)
+    except KbmemError as exc:
+        log.warning("journaled chat turns not committed yet: %s", exc)
+        return []
 
 
 def close_idle_chats_until(

@@ -73,7 +73,11 @@ class TokenStore:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             tokens = [TokenInfo(**entry) for entry in data["tokens"]]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            for info in tokens:
+                if not all(isinstance(v, str) for v in vars(info).values()):
+                    raise TypeError(f"token {info.id!r} has a field that is not text")
+                check_tenant(info.tenant)
+        except (OSError, ValueError, KeyError, TypeError, ValidationError) as exc:
             raise StorageError(f"{self.path}: not a readable token file ({exc})") from exc
         self._seen, self._tokens = stamp, tokens
         return tokens

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from kbgit import git, kbmem, summit_session
@@ -333,15 +335,22 @@ def test_tokens_are_kept_hashed_and_a_revoked_one_stops_at_once(
     assert api.call("GET", "/v1/pages")[0] == 401
 
 
-def test_a_damaged_token_file_is_named_and_never_overwritten(served: MemoryServer) -> None:
+def test_a_damaged_token_file_fails_closed_and_is_never_overwritten(
+    served: MemoryServer, caplog: pytest.LogCaptureFixture
+) -> None:
     api = client(served)
     tokens_file = served.kb.state_dir / "api-tokens.json"
     tokens_file.write_text("{not json")
     status, body, _ = api.call("GET", "/v1/pages")
-    assert status == 500 and "api-tokens.json" in body["error"]["message"]
+    # Refused, and the client is not told where the server keeps its files; the log is.
+    assert status == 500 and str(served.kb.root) not in json.dumps(body)
+    assert "api-tokens.json: not a readable token file" in caplog.text
     made = kbmem("--kb", str(served.kb.root), "token", "create")
     assert made.returncode != 0 and "api-tokens.json" in made.stderr
     assert tokens_file.read_text() == "{not json"
+    entry = {"id": "x", "tenant": "../default", "name": "", "created_at": "", "sha256": None}
+    tokens_file.write_text(json.dumps({"version": 1, "tokens": [entry]}))
+    assert api.call("GET", "/v1/pages")[0] == 500
 
 
 def test_kbmem_serve_runs_until_sigterm_and_commits_on_the_way_out(
@@ -378,3 +387,200 @@ def test_kbmem_serve_runs_until_sigterm_and_commits_on_the_way_out(
             proc.kill()
     assert example_kb.head() != head
     assert "chat cli" in git(example_kb.root, "log", "-1", "--format=%s")
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        ":/Team roster",  # searches every tenant's commit messages
+        "HEAD^{/Team roster}",
+        "HEAD:tenants/default/notes/team-roster.md",  # names any file
+        "HEAD@{1}",
+        "main",
+        "--output=/tmp/x",
+    ],
+)
+def test_revisions_that_search_or_name_files_are_refused(served: MemoryServer, at: str) -> None:
+    api = client(served, "other")
+    status, body, _ = api.call("GET", f"/v1/pages?at={quote(at)}")
+    assert status == 400 and body["error"]["field"] == "at", body
+
+
+def test_revisions_that_do_not_exist_are_not_found(served: MemoryServer) -> None:
+    api = client(served)
+    for at in ("deadbeef", "HEAD~999"):
+        status, body, _ = api.call("GET", f"/v1/pages/{ROSTER}?at={at}")
+        assert status == 404, (at, body)
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "field"),
+    [
+        ("/v1/search", b'{"query": "x", "k": ' + b"9" * 5000 + b"}", "body"),
+        ("/v1/search", b"[" * 100_000 + b"]" * 100_000, "body"),
+        ("/v1/search", b'{"query": "bad \\ud800"}', "body.query"),
+        ("/v1/sessions", b'{"title": "t", "turns": [{"role": "u", "content": "\\udc00"}]}', None),
+        ("/v1/chats/c/messages", b'{"message": "\\ud800"}', "body.message"),
+        ("/v1/sessions", b'{"sesionId": "typo", "turns": [{"role": "u", "content": "c"}]}', "body"),
+        ("/v1/research", b'{"request": "x", "engine": ""}', "engine"),
+    ],
+    ids=[
+        "huge-int",
+        "deep",
+        "surrogate-query",
+        "surrogate-session",
+        "surrogate-chat",
+        "typo",
+        "engine",
+    ],
+)
+def test_input_python_or_git_cannot_hold_is_a_400(
+    served: MemoryServer, route: str, body: bytes, field: str | None
+) -> None:
+    head = served.kb.head()
+    status, answer, _ = client(served).call("POST", route, raw=body)
+    assert status == 400, answer
+    if field:
+        assert answer["error"]["field"] == field, answer
+    assert served.kb.head() == head and not git(served.kb.root, "status", "--porcelain")
+
+
+def test_a_streamed_research_refuses_bad_arguments_before_it_streams(
+    served: MemoryServer,
+) -> None:
+    api = client(served)
+    for body in (
+        {"request": "x", "stream": True, "max_pages": 999},
+        {"request": "x", "stream": True, "engine": "llm"},
+        {"request": "x" * 20_001, "stream": True},
+    ):
+        status, _, response = api.call("POST", "/v1/research", body)
+        assert status == 400 and response.headers.get_content_type() == "application/json"
+
+
+def test_statuses_say_whose_fault_it_is(served: MemoryServer) -> None:
+    api = client(served)
+    assert api.call("POST", "/v1/chats", {"chat_id": "twice"})[0] == 201
+    assert api.call("POST", "/v1/chats", {"chat_id": "twice"})[0] == 200  # open already
+    # A chat open in another process: a conflict, not bad input.
+    from kbmem.agent.session import ChatSession
+
+    with ChatSession(KnowledgeBase(served.kb.root), "default", chat_id="elsewhere"):
+        status, body, _ = api.call("POST", "/v1/chats", {"chat_id": "elsewhere"})
+    assert status == 409 and "another process" in body["error"]["message"]
+    # A page whose header was broken by hand: the stored page is at fault, not the request.
+    page = served.kb.root / "tenants" / "default" / "notes" / "broken.md"
+    page.write_text("---\ntitle: [unclosed\n---\nbody\n")
+    git(served.kb.root, "add", str(page))
+    git(served.kb.root, "commit", "-q", "-m", "hand edit")
+    status, body, _ = api.call("GET", "/v1/pages/notes/broken.md")
+    assert status == 422 and body["error"]["code"] == "unreadable_page"
+
+
+def test_http_level_refusals_are_json_too(served: MemoryServer) -> None:
+    api = client(served)
+    for method in ("OPTIONS", "HEAD", "BREW"):
+        conn = http.client.HTTPConnection(*served.server_address[:2], timeout=30)
+        conn.request(method, "/v1/pages")
+        response = conn.getresponse()
+        assert response.status == 501
+        if method != "HEAD":
+            assert json.loads(response.read())["error"]["code"] == "http"
+        conn.close()
+    status, body, _ = api.call("GET", "/v1/pages/" + "x" * 70_000)
+    assert status == 414 and body["error"]["code"] == "http"
+    for lengths in (["+17"], ["17", "0"], ["1_7"]):
+        conn = http.client.HTTPConnection(*served.server_address[:2], timeout=30)
+        conn.putrequest("POST", "/v1/search")
+        conn.putheader("Authorization", f"Bearer {api.token}")
+        for value in lengths:
+            conn.putheader("Content-Length", value)
+        conn.endheaders(b'{"query": "pilot"}')
+        response = conn.getresponse()
+        assert response.status == 400, lengths
+        assert "Content-Length" in json.loads(response.read())["error"]["message"]
+        conn.close()
+
+
+def test_expect_100_continue_is_answered_only_for_a_valid_token(served: MemoryServer) -> None:
+    with socket.create_connection(served.server_address[:2], timeout=30) as sock:
+        sock.sendall(
+            b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 100000000\r\nExpect: 100-continue\r\n\r\n"
+        )
+        first = sock.recv(4096).decode()
+    assert first.startswith("HTTP/1.1 401") and "100 Continue" not in first
+
+
+def test_idle_and_excess_connections_cannot_exhaust_the_server(example_kb: KnowledgeBase) -> None:
+    class Small(MemoryServer):
+        max_connections = 2
+        socket_timeout = 1.0
+
+    server = Small(("127.0.0.1", 0), example_kb)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        api = client(server)
+        stalled = [socket.create_connection(server.server_address[:2]) for _ in range(2)]
+        for sock in stalled:  # a request line, and then nothing
+            sock.sendall(b"GET /v1/health HTTP/1.1\r\nX-a: ")
+        threading.Event().wait(0.3)
+        with socket.create_connection(server.server_address[:2], timeout=10) as third:
+            third.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert third.recv(4096).startswith(b"HTTP/1.1 503")
+        # The stalled ones are dropped after the socket timeout, and the slots come back.
+        for sock in stalled:
+            sock.settimeout(10)
+            assert sock.recv(4096) == b""
+            sock.close()
+        assert api.call("GET", "/v1/pages")[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_close_that_finds_the_knowledge_base_locked_keeps_the_chat(served: MemoryServer) -> None:
+    served.kb.settings.data["git"]["lock_timeout_s"] = 0.5
+    api = client(served)
+    assert api.call("POST", "/v1/chats/held/messages", {"message": "Who owns sync?"})[0] == 200
+    head = served.kb.head()
+    with KnowledgeBase(served.kb.root).write_lock():
+        status, body, _ = api.call("DELETE", "/v1/chats/held")
+    assert status == 409 and served.kb.head() == head
+    # Still open: it takes messages, and a later close commits both turns.
+    reply = api.call("POST", "/v1/chats/held/messages", {"message": "And the pilot?"})[1]
+    assert reply["turn"] == 2
+    status, body, _ = api.call("DELETE", "/v1/chats/held")
+    assert status == 200 and body["commit"] == served.kb.head()
+    assert "turns 1-2" in git(served.kb.root, "log", "-1", "--format=%s")
+
+
+def test_turns_a_killed_server_left_are_committed_when_it_starts_again(
+    example_kb: KnowledgeBase,
+) -> None:
+    token, _ = TokenStore(example_kb.state_dir).create("default", "cli")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kbmem.cli", "--kb", str(example_kb.root), "serve", "--port", "0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stderr is not None
+        port = int(re.search(r":(\d+) ", proc.stderr.readline()).group(1))  # type: ignore[union-attr]
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        conn.request(
+            "POST",
+            "/v1/chats/killed/messages",
+            body=json.dumps({"message": "Who is the pilot customer?"}),
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        assert conn.getresponse().status == 200
+    finally:
+        proc.kill()
+        proc.wait()
+    head = example_kb.head()
+    server = MemoryServer(("127.0.0.1", 0), example_kb)
+    server.server_close()
+    assert example_kb.head() != head
+    assert "chat killed turns 1-1" in git(example_kb.root, "log", "-1", "--format=%s")

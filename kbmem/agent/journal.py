@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import KbmemError, StorageError, ValidationError
+from ..errors import InUse, KbmemError, StorageError, ValidationError
 from ..ids import check_segment, check_tenant
 from ..store import KnowledgeBase
 from .events import AgentEvent, Notice
@@ -156,7 +156,7 @@ class ChatJournal:
         folder = tenant_journal_dir(kb, tenant)
         fd = _try_lock(folder / f"{chat_id}.lock")
         if fd is None:
-            raise ValidationError(f"chat {chat_id!r} is open in another process", "chat_id")
+            raise InUse(f"chat {chat_id!r} is open in another process", "chat_id")
         return cls(folder / f"{chat_id}.jsonl", fd, chat_id, tenant)
 
     def _append(self, entry: dict[str, Any]) -> None:
