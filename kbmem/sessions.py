@@ -22,9 +22,10 @@ from .textutil import slug
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_SPEAKER_LENGTH = 200
-# Chats are memorized as sessions too: their ids start with CHAT_PREFIX, and kbmem's own
-# answers in them are spoken by CHAT_AGENT (the researcher weighs those echoes down).
+# Chats are memorized as sessions too: their ids start with CHAT_PREFIX (see is_chat), and
+# kbmem's own answers in them are spoken by CHAT_AGENT (the researcher weighs those echoes down).
 CHAT_PREFIX = "chat-"
+DERIVED_PREFIX = "session-"  # put before a derived session id that would start like a chat's
 CHAT_AGENT = "kbmem"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _TURN_ID = re.compile(rf"[^\s\x00-\x1f\x7f]{{1,{MAX_ID_LENGTH}}}")
@@ -77,10 +78,34 @@ class Session:
         return sum(len(t.text.encode("utf-8")) for t in self.turns)
 
 
+def is_chat(session_id: str) -> bool:
+    """Whether ``session_id`` is one of kbmem's own chats, memorized as ``chat-<chat-id>``.
+
+    The prefix is the whole rule, so ingest keeps out of it: :func:`session_from_mapping`
+    refuses a given ``sessionId`` that starts with it, whatever its letter case (``Chat-c1``
+    and ``chat-c1`` are one folder on a file system that ignores case), and an id kbmem
+    derives, from a title or a LoCoMo file's name, gets ``session-`` in front when it would
+    start so ("Chat with Bob" → ``session-chat-with-bob-…``). So an ingest never replaces a
+    chat's pages, a chat's batch commit never replaces an ingested session, and only chats'
+    turns are taken for echoes (:func:`is_echo`). kbmem's own chats are built as sessions
+    directly (``agent.batch.chat_session``), not through ingest."""
+    return session_id.startswith(CHAT_PREFIX)
+
+
+def _reserved_for_chats(session_id: str) -> bool:
+    return session_id.lower().startswith(CHAT_PREFIX)
+
+
+def derived_session_id(candidate: str) -> str:
+    """The session id kbmem makes up (from a title or a file name) out of ``candidate``:
+    itself, unless it would start like a chat's (see :func:`is_chat`)."""
+    return DERIVED_PREFIX + candidate if _reserved_for_chats(candidate) else candidate
+
+
 def is_own_answer(session_id: str, speaker: str) -> bool:
     """Whether a turn is kbmem's own earlier answer, memorized with the chat it was given in:
     it quotes its sources and repeats the question, so it counts less than they do."""
-    return speaker == CHAT_AGENT and session_id.startswith(CHAT_PREFIX)
+    return speaker == CHAT_AGENT and is_chat(session_id)
 
 
 ECHO_WEIGHT = 0.3  # weight of an echo (see is_echo) against the sources it repeats
@@ -91,7 +116,7 @@ def is_echo(session_id: str, speaker: str, text: str) -> bool:
     or a question put to kbmem in a chat (asked again, it matches the request word for word
     and states nothing). A person's statement in a chat ("the launch moved to 28 April") is
     no echo: it is a fact that memory holds nowhere else."""
-    if not session_id.startswith(CHAT_PREFIX):
+    if not is_chat(session_id):
         return False
     return speaker == CHAT_AGENT or text.rstrip().endswith("?")
 
@@ -237,7 +262,13 @@ def session_from_mapping(data: Any, tenant: str | None = None) -> Session:
     if session_id is None:
         # Derived from the content, so that ingesting the same file twice is a no-op.
         stem = slug(session.title, 40) if session.title else "session"
-        session_id = f"{stem}-{session.content_hash()[:10]}"
+        session_id = derived_session_id(f"{stem}-{session.content_hash()[:10]}")
+    elif _reserved_for_chats(check_session_id(session_id)):
+        raise ValidationError(
+            f"{session_id!r} starts with {CHAT_PREFIX!r}, which is reserved for kbmem's own "
+            f"chats (memorized as {CHAT_PREFIX}<chat-id>); give the session another id",
+            "sessionId",
+        )
     session.session_id = check_session_id(session_id)
     return session
 
@@ -282,7 +313,7 @@ def sessions_from_locomo(data: dict[str, Any], tenant: str, name: str) -> list[S
             session = session_from_mapping(
                 {
                     "tenantId": tenant,
-                    "sessionId": f"{stem}-s{number}",
+                    "sessionId": derived_session_id(f"{stem}-s{number}"),
                     "title": title,
                     "turns": turns,
                     "metadata": {"source": name, "locomo_session": number, "date": when or ""},

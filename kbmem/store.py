@@ -74,13 +74,19 @@ def flock_until(fd: int, deadline: float) -> bool:
         time.sleep(0.005)
 
 
+def lock_timeout(root: Path, timeout: float) -> LockTimeout:
+    """The error of a writer that waited ``timeout`` seconds for the lock of ``root``, the
+    wait written as set (3 s, 0.5 s: never rounded to 0)."""
+    return LockTimeout(
+        f"another kbmem process has held {root} for over {timeout:g} s; "
+        "try again when it has finished"
+    )
+
+
 def _flock(fd: int, deadline: float, timeout: float, root: Path) -> None:
     """Lock ``fd`` exclusively, polling until ``deadline`` (then LockTimeout)."""
     if not flock_until(fd, deadline):
-        raise LockTimeout(
-            f"another kbmem process has held {root} for over {timeout:.0f} s; "
-            "try again when it has finished"
-        )
+        raise lock_timeout(root, timeout)
 
 
 def _remove_temp_files(path: Path) -> None:

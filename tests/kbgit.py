@@ -13,6 +13,8 @@ import termios
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo"
 
@@ -53,6 +55,16 @@ def fsck(root: Path) -> str:
     )
     assert done.returncode == 0 and not done.stderr.strip(), done.stdout + done.stderr
     return done.stdout
+
+
+def plant_intervals(root: Path, turn_folder: str, intervals: list[dict[str, Any]]) -> None:
+    """Replace the intervals of the turn's committed ``context_pack.yaml`` and commit that
+    edit with plain git, as anyone who may push to the repository could."""
+    pack_path = root / turn_folder / "context_pack.yaml"
+    pack = yaml.safe_load(pack_path.read_text(encoding="utf-8"))
+    pack["intervals"] = intervals
+    pack_path.write_text(yaml.safe_dump(pack, sort_keys=False), encoding="utf-8")
+    git(root, "commit", "-q", "-m", "Edit a turn's provenance by hand", "--", str(pack_path))
 
 
 def session_trailers(root: Path) -> list[str]:

@@ -24,8 +24,11 @@ from kbgit import (
     write_json,
 )
 
+from kbmem.agent.session import ChatSession
 from kbmem.cli import main
+from kbmem.errors import ValidationError
 from kbmem.pagestore import PageStore
+from kbmem.sessions import CHAT_AGENT, is_echo, is_own_answer, session_from_mapping
 from kbmem.store import KnowledgeBase
 
 PREFIX = "tenants/default/"
@@ -151,6 +154,52 @@ def test_ingest_without_a_session_id_is_still_idempotent(kb: Path, tmp_path: Pat
     assert result["status"] == "created" and result["sessionId"].startswith("kickoff-v1-")
     code, out, _err = run(capsys, "--kb", str(kb), "ingest", "--json", str(path))
     assert json.loads(out)["status"] == "unchanged"
+
+
+def test_a_session_id_of_kbmems_own_chats_is_refused(kb: Path, tmp_path: Path, capsys) -> None:
+    """kbmem memorizes chat c1 as session ``chat-c1``: an ingested session with that id
+    would replace the chat's pages, and the chat's next batch would replace it again."""
+    with ChatSession(KnowledgeBase(kb), "default", chat_id="c1") as chat:
+        chat.send("The public launch moved to 28 April.")
+    chat_page = PREFIX + "pages/chat-c1/1.md"
+    before, page = head(kb), KnowledgeBase(kb).read_bytes(chat_page)
+    for session_id in ("chat-c1", "chat-not-yet-a-chat", "Chat-C1"):
+        path = write_json(tmp_path / "s.json", summit_session(session_id, TEXTS))
+        code, out, err = run(capsys, "--kb", str(kb), "ingest", str(path))
+        assert code == 2 and out == "", err
+        assert "sessionId:" in err and "reserved for kbmem's own chats" in err, err
+        with pytest.raises(ValidationError) as refused:
+            session_from_mapping(summit_session(session_id, TEXTS))
+        assert refused.value.field == "sessionId"
+    assert head(kb) == before and status(kb) == ""
+    assert KnowledgeBase(kb).read_bytes(chat_page) == page
+
+
+def test_a_title_that_starts_like_a_chat_is_no_chat(kb: Path, tmp_path: Path, capsys) -> None:
+    """A session without an id is named after its title; "Chat with Bob" must not become
+    ``chat-with-bob-…``, which is where kbmem would memorize its chat ``with-bob-…``."""
+    data = summit_session(
+        None, ["Did Bob sign the renewal?", "Yes, on 2 March."], title="Chat with Bob"
+    )
+    data["turns"][1]["metadata"]["speaker"] = CHAT_AGENT  # an assistant that happens to be named so
+    path = write_json(tmp_path / "bob.json", data)
+    code, out, err = run(capsys, "--kb", str(kb), "ingest", "--json", str(path))
+    assert code == 0, err
+    session_id = json.loads(out)["sessionId"]
+    assert session_id.startswith("session-chat-with-bob-")
+    assert f"{session_id}/1" in PageStore(KnowledgeBase(kb), "default").files()
+    # Neither a question in it nor its assistant's answer passes for an echo of a chat.
+    assert not is_echo(session_id, "Maya", "Did Bob sign the renewal?")
+    assert not is_echo(session_id, CHAT_AGENT, "Yes, on 2 March.")
+    assert not is_own_answer(session_id, CHAT_AGENT)
+    code, out, _err = run(capsys, "--kb", str(kb), "ingest", "--json", str(path))
+    assert code == 0 and json.loads(out)["status"] == "unchanged"
+    # A LoCoMo file's name makes the ids of its sessions: the same rule holds.
+    chat_log = tmp_path / "chat-log.json"
+    chat_log.write_bytes(_locomo_slice(tmp_path, 1).read_bytes())
+    code, out, err = run(capsys, "--kb", str(kb), "ingest", "--json", str(chat_log))
+    assert code == 0, err
+    assert json.loads(out)["sessionId"] == "session-chat-log-s1"
 
 
 def _locomo_slice(tmp_path: Path, sessions: int = 3) -> Path:

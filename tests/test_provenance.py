@@ -7,6 +7,7 @@ import json
 
 import pytest
 import yaml
+from kbgit import head, plant_intervals
 from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
 
 from kbmem.agent.provenance import (
@@ -133,3 +134,39 @@ def test_turns_are_listed_from_git_and_from_the_journal(kb: KnowledgeBase) -> No
     assert [t.committed for t in list_turns(kb, TENANT, "listed")] == [True, True, True]
     with pytest.raises(NotFound):
         audit_turn(kb, TENANT, "listed", 4)
+
+
+def test_audit_refuses_intervals_outside_the_tenants_pages(kb: KnowledgeBase) -> None:  # noqa: F811
+    """A snapshot edited by hand to cite another tenant's page, or a file of the tenant that
+    is no page, is audited without reading that file: the interval says why."""
+    with ChatSession(kb, "other", chat_id="spy") as chat:
+        chat.send("Who is on the team?")
+    commit = head(kb.root)
+    foreign = "is not a page of tenant 'other'"
+    planted = [  # (path, page id, why it is refused)
+        (f"tenants/{TENANT}/notes/team-roster.md", "notes/team-roster.md", foreign),
+        (f"tenants/other/../{TENANT}/notes/team-roster.md", "notes/team-roster.md", foreign),
+        (f"/tenants/{TENANT}/notes/team-roster.md", "notes/team-roster.md", foreign),
+        ("tenants/other/MEMORY.md", "MEMORY.md", foreign),  # the tenant's own file, no page
+        ("tenants/other/turns/spy/1/answer.md", "turns/spy/1/answer.md", foreign),
+        ("tenants/other/pages/chat-spy/1.md", "notes/team-roster.md", "does not live at"),
+    ]
+    plant_intervals(
+        kb.root,
+        turn_dir("other", "spy", 1),
+        [
+            {"page_id": page_id, "path": path, "lines": [1, 12], "commit": commit, "cited": True}
+            for path, page_id, _why in planted
+        ],
+    )
+
+    audit = audit_turn(kb, "other", "spy", 1)
+    assert audit.committed and [r.item.path for r in audit.intervals] == [p for p, *_ in planted]
+    for resolved, (path, _page_id, why) in zip(audit.intervals, planted, strict=True):
+        assert resolved.text == "" and resolved.changed_since is False
+        assert resolved.error and resolved.error.startswith("refused: ") and why in resolved.error
+        assert resolved.error.endswith("; it was not read") and repr(path) in resolved.error
+    text = render_audit(audit)
+    assert text.count("    ! refused: ") == len(planted)
+    for shown in (text, json.dumps(audit.to_dict())):
+        assert "Maya Lindqvist" not in shown and "# Team roster" not in shown

@@ -8,13 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from kbgit import plant_intervals
 from rich.console import Console
 from rich.text import Text
 from textual.screen import Screen
 from textual.widgets import DataTable, Markdown, OptionList, Static, TabbedContent, Tree
 from textual.widgets._footer import FooterKey
 
-from kbmem.agent.provenance import read_turn
+from kbmem.agent.provenance import read_turn, turn_dir
+from kbmem.agent.session import ChatSession
 from kbmem.store import KnowledgeBase
 from tui.app import KbmemApp
 from tui.scenarios import (
@@ -314,6 +316,35 @@ async def _audit(kb: KnowledgeBase) -> None:
         cited = history.query_one(NumberedLines).cited()
         assert cited is not None and history.query_one(NumberedLines).start == first.start
         await wait_until(pilot, lambda: cited_in_view(history), "the cited lines in view")
+
+
+def test_audit_screen_reads_no_file_outside_the_tenants_pages(kb: KnowledgeBase) -> None:
+    asyncio.run(_audit_refuses(kb))
+
+
+async def _audit_refuses(kb: KnowledgeBase) -> None:
+    with ChatSession(kb, "other", chat_id="spy") as chat:
+        chat.send("Who is on the team?")
+    roster = "tenants/default/notes/team-roster.md"
+    plant_intervals(
+        kb.root,
+        turn_dir("other", "spy", 1),
+        [{"page_id": "notes/team-roster.md", "path": roster, "lines": [1, 12], "cited": True}],
+    )
+    app = KbmemApp(kb, "other", chat_id="spy", cursor_blink=False, show_times=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f4")
+        screen = app.screen
+        assert isinstance(screen, AuditScreen)
+        await wait_until(pilot, lambda: screen.current is not None, "the turn")
+        await pilot.press("i")
+        items = screen.query_one("#interval-list")
+        await wait_until(pilot, lambda: bool(items.query(IntervalCard)), "the intervals")
+        (card,) = items.query(IntervalCard)
+        assert card.resolved.problem.startswith(f"refused: {roster!r} is not a page")
+        assert not card.query(NumberedLines) and card.resolved.text == ""
+        shown = " ".join(rendered(s) for s in card.query(Static))
+        assert "refused" in shown and "Maya Lindqvist" not in shown
 
 
 def test_a_failing_tool_is_a_toast_not_a_crash(kb: KnowledgeBase, tmp_path: Path) -> None:

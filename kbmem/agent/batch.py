@@ -19,7 +19,7 @@ from ..errors import LockTimeout, NotFound, StorageError
 from ..memo import memo_engine
 from ..memorizer import memorize_writes
 from ..sessions import CHAT_AGENT, CHAT_PREFIX, Session, SessionTurn
-from ..store import KnowledgeBase
+from ..store import KnowledgeBase, lock_timeout
 from .events import AgentEvent, BatchCommitted, Notice
 from .journal import ChatJournal
 from .provenance import committed_turn_numbers, read_turn, snapshot_files
@@ -147,9 +147,10 @@ class BatchCommitter:
                 with self.kb.write_lock(timeout=LOCK_POLL_S):
                     sha = self._commit_locked(chat_id, records, history)
                 break
-            except LockTimeout:
+            except LockTimeout as exc:
                 if time.monotonic() >= deadline:
-                    raise
+                    # Each try waited LOCK_POLL_S; the writer was kept out for the whole wait.
+                    raise lock_timeout(self.kb.root, self.lock_timeout_s) from exc
                 if not warned:
                     warned = True
                     on_event(

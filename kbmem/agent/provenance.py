@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from ..errors import NotFound, ValidationError
-from ..ids import check_segment, check_tenant
+from ..ids import check_segment, check_tenant, page_id_for
 from ..pages import Loader, dump_yaml
 from ..pagestore import tenant_prefix
 from ..store import KnowledgeBase
@@ -388,8 +388,28 @@ class TurnAudit:
         }
 
 
-def resolve_item(kb: KnowledgeBase, item: ContextItem) -> ResolvedInterval:
-    """The interval's lines exactly as they were at its commit."""
+def refused_path(tenant: str, item: ContextItem) -> str | None:
+    """Why an audit for ``tenant`` must not read ``item.path``, or None when it may.
+
+    A snapshot is only data in git: anyone who can commit can make an interval name any file,
+    another tenant's included. An audit reads only the tenant's own pages, as
+    :func:`~kbmem.ids.page_id_for` recognizes them under ``tenants/<tenant>/``, and only at
+    the path of the page the interval names (as the agent's tools check intervals)."""
+    prefix = tenant_prefix(tenant)
+    page_id = page_id_for(item.path[len(prefix) :]) if item.path.startswith(prefix) else None
+    if page_id is None:
+        return f"refused: {item.path!r} is not a page of tenant {tenant!r}; it was not read"
+    if page_id != item.page_id:
+        return f"refused: page {item.page_id!r} does not live at {item.path!r}; it was not read"
+    return None
+
+
+def resolve_item(kb: KnowledgeBase, tenant: str, item: ContextItem) -> ResolvedInterval:
+    """The interval's lines exactly as they were at its commit (never a file outside the
+    tenant's pages: see :func:`refused_path`)."""
+    refused = refused_path(tenant, item)
+    if refused:
+        return ResolvedInterval(item, "", refused)
     try:
         raw = kb.read_bytes(item.path, item.commit or "HEAD")
     except (NotFound, ValidationError) as exc:
@@ -413,7 +433,9 @@ def audit_turn(kb: KnowledgeBase, tenant: str, chat_id: str, turn: int) -> TurnA
     if committed and kb.head() is not None:
         history = kb.log(turn_dir(tenant, chat_id, turn) + "answer.md")
         recorded_in = history[-1].sha if history else None
-    return TurnAudit(record, committed, recorded_in, [resolve_item(kb, c) for c in record.context])
+    return TurnAudit(
+        record, committed, recorded_in, [resolve_item(kb, tenant, c) for c in record.context]
+    )
 
 
 def last_turn(kb: KnowledgeBase, tenant: str) -> tuple[str, int]:

@@ -280,14 +280,19 @@ class AuditScreen(KbmemScreen):
 
     @work(thread=True, exit_on_error=False, group="audit-turn", exclusive=True)
     def load_details(self, audited: AuditedTurn) -> None:
-        """Resolve every interval at its commit; read the committed reasoning."""
-        from kbmem.agent.provenance import render_reasoning, turn_dir
+        """Resolve every interval at its commit (only the tenant's own pages are read);
+        read the committed reasoning."""
+        from kbmem.agent.provenance import refused_path, render_reasoning, turn_dir
 
         kb = self.workspace.kb
         record = audited.record
         files: dict[tuple[str, str], str] = {}
         resolved = []
         for item in record.context:
+            refused = refused_path(self.workspace.tenant, item)
+            if refused:
+                resolved.append(ResolvedInterval(item, "", refused))
+                continue
             key = (item.path, item.commit or "HEAD")
             try:
                 if key not in files:

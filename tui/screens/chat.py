@@ -3,6 +3,7 @@ input with history, and a side panel that fills live with the turn's research tr
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -101,6 +102,8 @@ class ChatScreen(KbmemScreen):
     def load_suggestions(self) -> None:
         import yaml
 
+        from kbmem.sessions import is_chat
+
         ws = self.workspace
         kb = ws.kb
         readme = ""
@@ -115,7 +118,7 @@ class ChatScreen(KbmemScreen):
                 continue
             if not isinstance(data, dict) or not data.get("title"):
                 continue
-            if data.get("agent_id") == "kbmem-chat" or "chat" in (data.get("tags") or []):
+            if is_chat(PurePosixPath(path).stem):
                 continue  # the chats themselves, memorized
             titles.append((str(data.get("created_at") or ""), str(data["title"])))
         titles.sort(reverse=True)
