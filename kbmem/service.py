@@ -419,10 +419,20 @@ def recover_chats(kb: KnowledgeBase) -> list[str]:
     them until some client opens a chat. Returns the commits made; a failure (the knowledge
     base stayed locked) is logged and left for the next chance."""
     from .agent.batch import BatchCommitter
+    from .agent.events import BatchCommitted
     from .agent.journal import recover_journals
 
     def note(event: Any) -> None:
-        log.warning("%s", getattr(event, "message", event))
+        if isinstance(event, BatchCommitted):
+            log.info(
+                "committed chat %s turns %d-%d that an earlier run left (%s)",
+                event.chat_id,
+                event.first,
+                event.last,
+                event.commit[:10],
+            )
+        else:
+            log.warning("%s", getattr(event, "message", event))
 
     try:
         return recover_journals(kb, BatchCommitter(kb), note)
