@@ -20,6 +20,7 @@ BENCHES = {
     "locomo": ("research", "the researcher on every LoCoMo question", True),
     "chat": ("chat", "offline chat turns on the example knowledge base", False),
     "tui": ("tui", "time to first paint and first answer of the TUI", False),
+    "api": ("api", "what the HTTP API adds to research and search requests", False),
 }
 
 
