@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import NotFound, ValidationError
+from ..errors import NotFound, TenantError, ValidationError
 from ..ids import check_segment, check_tenant, page_id_for
 from ..pages import Loader, dump_yaml
 from ..pagestore import tenant_prefix
@@ -404,17 +404,23 @@ def refused_path(tenant: str, item: ContextItem) -> str | None:
     return None
 
 
-def resolve_item(kb: KnowledgeBase, tenant: str, item: ContextItem) -> ResolvedInterval:
-    """The interval's lines exactly as they were at its commit (never a file outside the
-    tenant's pages: see :func:`refused_path`)."""
+def read_cited_file(kb: KnowledgeBase, tenant: str, item: ContextItem) -> str:
+    """The whole file an interval cites, as it was at its commit: the one way audits read
+    stored provenance, so none reads a file outside the tenant's pages (TenantError, see
+    :func:`refused_path`)."""
     refused = refused_path(tenant, item)
     if refused:
-        return ResolvedInterval(item, "", refused)
+        raise TenantError(refused)
+    return kb.read_bytes(item.path, item.commit or "HEAD").decode("utf-8", "replace")
+
+
+def resolve_item(kb: KnowledgeBase, tenant: str, item: ContextItem) -> ResolvedInterval:
+    """The interval's lines exactly as they were at its commit (see :func:`read_cited_file`)."""
     try:
-        raw = kb.read_bytes(item.path, item.commit or "HEAD")
-    except (NotFound, ValidationError) as exc:
+        text = read_cited_file(kb, tenant, item)
+    except (NotFound, ValidationError, TenantError) as exc:
         return ResolvedInterval(item, "", str(exc))
-    lines = raw.decode("utf-8", "replace").split("\n")
+    lines = text.split("\n")
     if item.start < 1 or item.end < item.start or item.end > len(lines):
         return ResolvedInterval(
             item, "", f"lines {item.start}-{item.end} are outside the file ({len(lines)} lines)"

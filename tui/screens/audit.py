@@ -282,23 +282,17 @@ class AuditScreen(KbmemScreen):
     def load_details(self, audited: AuditedTurn) -> None:
         """Resolve every interval at its commit (only the tenant's own pages are read);
         read the committed reasoning."""
-        from kbmem.agent.provenance import refused_path, render_reasoning, turn_dir
+        from kbmem.agent.provenance import read_cited_file, render_reasoning, turn_dir
 
         kb = self.workspace.kb
         record = audited.record
         files: dict[tuple[str, str], str] = {}
         resolved = []
         for item in record.context:
-            refused = refused_path(self.workspace.tenant, item)
-            if refused:
-                resolved.append(ResolvedInterval(item, "", refused))
-                continue
             key = (item.path, item.commit or "HEAD")
             try:
                 if key not in files:
-                    files[key] = kb.read_bytes(item.path, item.commit or "HEAD").decode(
-                        "utf-8", "replace"
-                    )
+                    files[key] = read_cited_file(kb, self.workspace.tenant, item)
                 resolved.append(ResolvedInterval(item, files[key]))
             except KbmemError as exc:
                 resolved.append(ResolvedInterval(item, "", error_text(exc)))
