@@ -1,7 +1,8 @@
-"""Small text helpers shared by the memorizer, the indexes and the researcher."""
+"""Small text helpers shared by the memorizer, the indexes, the researcher and the CLI."""
 
 from __future__ import annotations
 
+import json
 import re
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -12,6 +13,15 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 # whole); these cuts are cheaper and are what the indexes were built with.
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 PIECE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+# What a terminal acts on rather than shows: C0 controls but newline and tab (and a CR that
+# ends a line, as in a file with Windows line ends: a lone CR lets text overwrite its line),
+# DEL, C1 controls (U+009B is CSI to some terminals), and the bidi embeddings, overrides and
+# isolates that reorder what is shown after them.
+_UNPRINTABLE = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]|\r(?!\n)"
+)
+# The same characters in JSON text: json.dumps escapes C0 controls itself, not the others.
+_JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def count_tokens(text: str) -> int:
@@ -33,3 +43,25 @@ def truncate_tokens(text: str, limit: int) -> str:
 def slug(text: str, max_len: int = 48) -> str:
     s = re.sub(r"[^A-Za-z0-9]+", "-", text.lower()).strip("-")
     return s[:max_len].strip("-") or "untitled"
+
+
+def printable(text: str) -> str:
+    """``text`` safe to write to a terminal: control characters but newline, tab and CRLF, DEL and
+    the bidi embedding, override and isolate characters become visible escapes (ESC is shown
+    as the four characters ``\\x1b``, U+202E as ``\\u202e``); all else, accents, CJK and emoji
+    among it, is kept as it is."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    # Python's escape notation, not U+FFFD: an auditor can read which character it was.
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def json_text(value: object, indent: int | None = None) -> str:
+    """``value`` as JSON that is safe to write to a terminal and still exact: non-ASCII text
+    stays readable, and what a terminal would act on is written as a ``\\uXXXX`` escape (in
+    JSON text such characters occur only inside strings, where the escape means the same)."""
+    text = json.dumps(value, ensure_ascii=False, indent=indent)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

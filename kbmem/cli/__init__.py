@@ -9,10 +9,11 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 from ..errors import KbmemError
 from ..store import KnowledgeBase
+from ..textutil import printable
 
 AREAS = ("kb", "research_cmds", "chat_cmds", "bench_cmds", "serve_cmds", "mcp_cmds")
 
@@ -70,7 +71,23 @@ class Commands(Protocol):
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 
-class CommandParser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose error messages, which quote what was typed (``unrecognized
+    arguments: ...``), reach the terminal made printable."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(printable(message))
+
+
+class TerminalFormatter(logging.Formatter):
+    """Log lines quote stored paths, exceptions and HTTP request lines: they reach the
+    terminal made printable."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
+
+
+class CommandParser(Parser):
     """The parser of one command (``pages``, ``bench``, ``bench locomo``): it takes the
     common options too, after the command's name. Subcommands get this class as well, since
     ``add_subparsers`` makes its parsers of the class of the parser it is called on."""
@@ -81,7 +98,7 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="kbmem",
         description="A git-backed memory for agents: memorize sessions, research briefings, "
         "chat with provenance.",
@@ -106,17 +123,18 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TerminalFormatter("%(levelname)s: %(message)s"))
     logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.WARNING,
-        format="%(levelname)s: %(message)s",
-        stream=sys.stderr,
+        level=logging.DEBUG if args.verbose else logging.WARNING, handlers=[handler]
     )
     kb_path = args.kb or Path(os.environ.get("KBMEM_KB") or ".")
     ctx = Context(kb_path=kb_path, tenant_arg=args.tenant)
     try:
         return int(args.handler(ctx, args) or 0)
     except KbmemError as exc:
-        print(f"kbmem: error: {exc}", file=sys.stderr)
+        # Messages quote bad ids and field values as they were given.
+        print(f"kbmem: error: {printable(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("kbmem: interrupted", file=sys.stderr)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 from pathlib import Path
 from typing import Any
 
+from ..textutil import json_text, printable
 from . import Commands
 
 DEFAULT_DATA = Path("../shared/data/locomo")
@@ -61,7 +61,7 @@ def _runner(module: str) -> Any:
             if getattr(mod, "WANTS_CONTEXT", False)
             else mod.run(**options)
         )
-        print(json.dumps(result, indent=1) if args.json else mod.render(result))
+        print(json_text(result, indent=1) if args.json else printable(mod.render(result)))
         return 0
 
     return handler

@@ -4,7 +4,6 @@ turns, audit, and ask (one-shot research)."""
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 from ..errors import KbmemError, ValidationError
 from ..service import turn_reply_dict, turn_summary_dict
+from ..textutil import json_text, printable
 from . import Commands
 
 
@@ -95,10 +95,10 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
 
     def on_event(event: AgentEvent) -> None:
         if isinstance(event, ReplyDelta) and streaming:
-            sys.stdout.write(event.text)
+            sys.stdout.write(printable(event.text))
             sys.stdout.flush()
         elif isinstance(event, Notice):
-            print(f"kbmem: {event.message}", file=sys.stderr)
+            print(f"kbmem: {printable(event.message)}", file=sys.stderr)
         elif isinstance(event, BatchCommitted):
             what = "recovered turns" if event.recovered else "turns"
             print(
@@ -116,7 +116,7 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
                 continue
             record = chat.send(message, on_event)
             if args.json:
-                print(json.dumps(turn_reply_dict(record), ensure_ascii=False))
+                print(json_text(turn_reply_dict(record)))
             else:
                 print("\n")
             sys.stdout.flush()
@@ -136,7 +136,7 @@ def cmd_turns(ctx: Any, args: argparse.Namespace) -> int:
 
     turns = list_turns(ctx.kb, ctx.tenant, args.chat)
     if args.json:
-        print(json.dumps([turn_summary_dict(t) for t in turns], ensure_ascii=False, indent=1))
+        print(json_text([turn_summary_dict(t) for t in turns], indent=1))
         return 0
     if not turns:
         print("no turns", file=sys.stderr)
@@ -145,7 +145,7 @@ def cmd_turns(ctx: Any, args: argparse.Namespace) -> int:
         if len(question) > 80:
             question = question[:77] + "..."
         pending = "" if t.committed else "  (pending)"
-        print(f"{t.turn_id}\t{iso(t.started_at)[:19]}\t{t.status}\t{question}{pending}")
+        print(f"{t.turn_id}\t{iso(t.started_at)[:19]}\t{t.status}\t{printable(question)}{pending}")
     return 0
 
 
@@ -157,9 +157,9 @@ def cmd_audit(ctx: Any, args: argparse.Namespace) -> int:
     chat_id, turn = last_turn(ctx.kb, ctx.tenant) if args.last else parse_turn_id(args.turn)
     audit = audit_turn(ctx.kb, ctx.tenant, chat_id, turn)
     if args.json:
-        print(json.dumps(audit.to_dict(), ensure_ascii=False, indent=1))
+        print(json_text(audit.to_dict(), indent=1))
     else:
-        sys.stdout.write(render_audit(audit))
+        sys.stdout.write(printable(render_audit(audit)))
     return 0
 
 
@@ -180,7 +180,7 @@ def cmd_ask(ctx: Any, args: argparse.Namespace) -> int:
         researcher.engine = make_llm_engine(kb.settings, args.model)(researcher)
 
     def on_event(event: Any) -> None:
-        print(json.dumps(event.to_dict(), ensure_ascii=False), file=sys.stderr)
+        print(json_text(event.to_dict()), file=sys.stderr)
 
     try:
         briefing = researcher.research(
@@ -192,9 +192,9 @@ def cmd_ask(ctx: Any, args: argparse.Namespace) -> int:
     finally:
         researcher.close()
     if args.json:
-        print(json.dumps(briefing.to_dict(), ensure_ascii=False, indent=1))
+        print(json_text(briefing.to_dict(), indent=1))
         return 0
-    sys.stdout.write(render_briefing_text(briefing))
+    sys.stdout.write(printable(render_briefing_text(briefing)))
     return 0
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from ..pagestore import PageStore, tenant_prefix
 from ..service import ingest_result_dict
 from ..sessions import load_sessions
 from ..template import init_kb
+from ..textutil import json_text, printable
 from . import Commands
 
 
@@ -67,7 +67,7 @@ def cmd_init(ctx: Any, args: argparse.Namespace) -> int:
 
     with tqdm(desc="init", unit="step", disable=None, file=sys.stderr, leave=False) as bar:
         kb = init_kb(args.dir, with_history=not args.empty, progress=lambda _what: bar.update(1))
-    print(f"created knowledge base at {kb.root} ({kb.head()[:10]})")
+    print(printable(f"created knowledge base at {kb.root} ({kb.head()[:10]})"))
     return 0
 
 
@@ -86,9 +86,10 @@ def cmd_ingest(ctx: Any, args: argparse.Namespace) -> int:
             result = ingest_session(kb, session, engine)
             counts[result.status] = counts.get(result.status, 0) + 1
             if args.json:
-                print(json.dumps(ingest_result_dict(result)))
+                print(json_text(ingest_result_dict(result)))
             elif result.memo_note:
-                print(f"note: {result.session_id}: {result.memo_note}", file=sys.stderr)
+                note = f"note: {result.session_id}: {result.memo_note}"
+                print(printable(note), file=sys.stderr)
             bar.update(1)
     if not args.json:
         summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
@@ -101,20 +102,20 @@ def cmd_pages(ctx: Any, args: argparse.Namespace) -> int:
     if args.check:
         problems = store.check(args.at)
         for path, problem in problems:
-            print(f"{path}: {problem}")
+            print(printable(f"{path}: {problem}"))
         total = len(store.files(args.at)) if ctx.kb.head() else 0
         print(f"{total} page(s), {len(problems)} with problems", file=sys.stderr)
         return 1 if problems else 0
     for record in store.iter_pages(args.at):
         meta = record.page.meta
         title = meta.get("title") or ""
-        print(f"{record.page_id}\t{str(meta.get('created_at', ''))[:10]}\t{title}")
+        print(printable(f"{record.page_id}\t{str(meta.get('created_at', ''))[:10]}\t{title}"))
     return 0
 
 
 def cmd_show(ctx: Any, args: argparse.Namespace) -> int:
     record = PageStore(ctx.kb, ctx.tenant).read(args.page, args.at)
-    sys.stdout.write(record.text)
+    sys.stdout.write(printable(record.text))
     return 0
 
 
@@ -124,7 +125,7 @@ def cmd_log(ctx: Any, args: argparse.Namespace) -> int:
     if args.diff:
         if not args.page:
             raise ValidationError("--diff needs a PAGE", "PAGE")
-        sys.stdout.write(PageStore(ctx.kb, ctx.tenant).diff(args.page, *args.diff))
+        sys.stdout.write(printable(PageStore(ctx.kb, ctx.tenant).diff(args.page, *args.diff)))
         return 0
     if args.page:
         commits = PageStore(ctx.kb, ctx.tenant).history(args.page)[: args.n]
@@ -135,5 +136,5 @@ def cmd_log(ctx: Any, args: argparse.Namespace) -> int:
     for c in commits:
         subject = c.message.splitlines()[0] if c.message else ""
         where = f"  [{c.path}]" if c.path and args.page else ""
-        print(f"{c.sha[:10]}  {c.date[:19]}  {c.author:<8}  {subject}{where}")
+        print(printable(f"{c.sha[:10]}  {c.date[:19]}  {c.author:<8}  {subject}{where}"))
     return 0

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from typing import Any
 
+from ..textutil import json_text, printable
 from . import Commands
 
 log = logging.getLogger("kbmem")
@@ -33,9 +33,8 @@ def cmd_search(ctx: Any, args: argparse.Namespace) -> int:
     hits = Toolkit(ctx.kb, ctx.tenant).search(args.query, args.tool, args.k)
     if args.json:
         print(
-            json.dumps(
+            json_text(
                 {"query": args.query, "tool": args.tool, "hits": [h.to_dict() for h in hits]},
-                ensure_ascii=False,
                 indent=1,
             )
         )
@@ -46,7 +45,7 @@ def cmd_search(ctx: Any, args: argparse.Namespace) -> int:
         excerpt = " ".join(hit.excerpt.split())
         if len(excerpt) > 160:
             excerpt = excerpt[:157] + "..."
-        print(f"{n:>2}. {hit.interval.citation()}  {hit.score:.4f}  {excerpt}")
+        print(printable(f"{n:>2}. {hit.interval.citation()}  {hit.score:.4f}  {excerpt}"))
     return 0
 
 
@@ -86,9 +85,11 @@ def cmd_reindex(ctx: Any, args: argparse.Namespace) -> int:
 
             report = TenantIndex(ctx.kb, tenant).sync(full=args.full, progress=progress)
         print(
-            f"{tenant}: {report.mode} sync to {(report.commit or 'empty')[:10]}: "
-            f"{report.pages_changed} page(s), +{report.intervals_added} "
-            f"-{report.intervals_removed} intervals in {report.seconds:.2f} s"
-            + (f" ({report.reason})" if report.reason else "")
+            printable(
+                f"{tenant}: {report.mode} sync to {(report.commit or 'empty')[:10]}: "
+                f"{report.pages_changed} page(s), +{report.intervals_added} "
+                f"-{report.intervals_removed} intervals in {report.seconds:.2f} s"
+                + (f" ({report.reason})" if report.reason else "")
+            )
         )
     return 0

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import json
 import logging
 import signal
 import sys
@@ -12,6 +11,7 @@ import threading
 from typing import Any
 
 from ..errors import ValidationError
+from ..textutil import json_text, printable
 from . import Commands
 
 DEFAULT_PORT = 8765
@@ -55,7 +55,7 @@ def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
         )
     if not _is_loopback(args.host):
         print(
-            f"kbmem: warning: listening on {args.host} in plain HTTP; tokens cross the "
+            f"kbmem: warning: listening on {printable(args.host)} in plain HTTP; tokens cross the "
             "network unencrypted unless a TLS proxy sits in front",
             file=sys.stderr,
         )
@@ -71,7 +71,8 @@ def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
         threading.Thread(target=server.shutdown, daemon=True).start()
 
     signal.signal(signal.SIGTERM, stop)
-    print(f"kbmem: serving {kb.root} at {server.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    serving = f"kbmem: serving {kb.root} at {server.url} (Ctrl-C to stop)"
+    print(printable(serving), file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -96,7 +97,7 @@ def cmd_token_create(ctx: Any, args: argparse.Namespace) -> int:
 
     token, info = TokenStore(ctx.kb.state_dir).create(ctx.tenant, args.name)
     if args.json:
-        print(json.dumps({**info.public(), "token": token}))
+        print(json_text({**info.public(), "token": token}))
         return 0
     print(token)
     print(
@@ -112,12 +113,12 @@ def cmd_token_list(ctx: Any, args: argparse.Namespace) -> int:
 
     tokens = TokenStore(ctx.kb.state_dir).list(ctx.tenant)
     if args.json:
-        print(json.dumps([t.public() for t in tokens], indent=1))
+        print(json_text([t.public() for t in tokens], indent=1))
         return 0
     if not tokens:
         print("no tokens", file=sys.stderr)
     for t in tokens:
-        print(f"{t.id}\t{t.created_at}\t{t.name}")
+        print(printable(f"{t.id}\t{t.created_at}\t{t.name}"))
     return 0
 
 
@@ -132,5 +133,5 @@ def cmd_token_revoke(ctx: Any, args: argparse.Namespace) -> int:
 
         raise NotFound(f"tenant {ctx.tenant!r} has no API token with id {args.id!r}")
     info = store.revoke(args.id)
-    print(f"revoked token {info.id} ({info.name or 'no name'})", file=sys.stderr)
+    print(printable(f"revoked token {info.id} ({info.name or 'no name'})"), file=sys.stderr)
     return 0
