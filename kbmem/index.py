@@ -806,6 +806,21 @@ class Generation:
             s.close()
 
 
+def _reporting(
+    progress: Callable[[int, int], None], failed: list[BaseException]
+) -> Callable[[int, int], None]:
+    """``progress``, noting in ``failed`` an exception it raises (which still propagates)."""
+
+    def report(done: int, total: int) -> None:
+        try:
+            progress(done, total)
+        except BaseException as exc:
+            failed.append(exc)
+            raise
+
+    return report
+
+
 class TenantIndex:
     """The hybrid index of one tenant. Thread-safe for readers within a process."""
 
@@ -904,6 +919,9 @@ class TenantIndex:
         """Bring the index to HEAD: incrementally when possible, from scratch when asked or
         when the live index is missing, foreign or corrupt."""
         started = time.perf_counter()
+        caller_failed: list[BaseException] = []
+        if progress is not None:
+            progress = _reporting(progress, caller_failed)
         with _flock(self.dir / "sync.lock", 600 if wait else 0.5) as got:
             if not got:
                 return SyncReport(self.tenant, None, "none", reason="another process is syncing")
@@ -920,6 +938,10 @@ class TenantIndex:
                 try:
                     report = self._build_incremental(gen, head, progress)
                 except Exception as exc:  # a damaged live index shows up here: start over
+                    if caller_failed:
+                        # The caller's progress callback failed (a UI that is closing): the
+                        # index is sound, and a full rebuild would only keep the caller waiting.
+                        raise
                     log.warning(
                         "tenant %s: incremental sync failed (%s); rebuilding", self.tenant, exc
                     )

@@ -481,6 +481,48 @@ def test_killed_sync_leaves_the_old_index_serving(
         assert not p.exists(), "the partial generation was not cleaned up"
 
 
+def test_a_failing_progress_report_stops_the_sync_without_a_rebuild(
+    two_tenants: KnowledgeBase, tmp_path: Path
+) -> None:
+    """A caller's progress callback that raises (a UI that is closing) stops the sync: the
+    exception reaches the caller, the live index keeps serving, and no full rebuild runs
+    (one did, and kept a quitting TUI waiting for minutes)."""
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    index = TenantIndex(kb, ACME)
+    old = index.current()
+    ingest(kb, session(ACME, "s-gale", [("Ann", "Gale warning: the crane lift is off.")]))
+    calls: list[tuple[int, int]] = []
+    builds: list[str] = []
+    real_full = index._build_full
+
+    def full(*args, **kwargs):
+        builds.append("full")
+        return real_full(*args, **kwargs)
+
+    def stop(done: int, total: int) -> None:
+        calls.append((done, total))
+        raise KeyboardInterrupt  # not an Exception: nothing may swallow it
+
+    index._build_full = full  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        index.sync(progress=stop)
+
+    class Closing(Exception):
+        pass
+
+    def closing(done: int, total: int) -> None:
+        calls.append((done, total))
+        raise Closing
+
+    with pytest.raises(Closing):
+        index.sync(progress=closing)
+    assert len(calls) == 2 and builds == []
+    assert index.current().name == old.name  # still serving the commit before
+    report = index.sync()  # and the next sync is incremental
+    assert report.mode == "incremental" and report.commit == kb.head()
+    assert any(h.session_id == "s-gale" for h in index.bm25("gale crane", 5))
+
+
 def test_partial_generation_on_disk_is_ignored_and_removed(
     two_tenants: KnowledgeBase, tmp_path: Path
 ) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -37,6 +38,10 @@ from .workspace import Workspace
 log = logging.getLogger(__name__)
 
 Marker = Callable[[str], None]
+
+
+class SyncStopped(Exception):
+    """Raised by the index sync's progress report to stop a sync when the app is closing."""
 
 
 class KbmemApp(App[None]):
@@ -100,6 +105,9 @@ class KbmemApp(App[None]):
         self._records: dict[str, Any] = {}
         self._marks: set[str] = set()
         self._last_toast: tuple[tuple[str, str], float] = (("", ""), 0.0)
+        # Set when quitting: no new index sync starts, and a running one stops at its next
+        # progress report (its partial build is discarded; the live index is untouched).
+        self._quitting = threading.Event()
         self.set_reactive(
             KbmemApp.status,
             Status(
@@ -192,6 +200,8 @@ class KbmemApp(App[None]):
 
     def sync_index(self, full: bool = False) -> None:
         """Bring the tenant's index to HEAD in a worker, unless a sync is already running."""
+        if self._quitting.is_set():
+            return  # the next start syncs; quitting must not wait for an index build
         if not any(w.group == "index" and not w.is_finished for w in self.workers):
             self._sync_index(full)
 
@@ -216,6 +226,8 @@ class KbmemApp(App[None]):
         shown = [-1]
 
         def progress(done: int, total: int) -> None:
+            if self._quitting.is_set():
+                raise SyncStopped("the app is closing")
             percent = 100 * done // max(total, 1)
             if percent >= shown[0] + 5 or done == total:  # a few updates, not thousands
                 shown[0] = percent
@@ -223,6 +235,8 @@ class KbmemApp(App[None]):
 
         try:
             report = index.sync(full=full, progress=progress)
+        except SyncStopped:
+            return
         finally:
             self.call_from_thread(self.set_status, syncing=False, sync_progress="")
         gen = index.current()
@@ -401,6 +415,7 @@ class KbmemApp(App[None]):
     # -- shutdown ---------------------------------------------------------------------------
 
     async def action_quit(self) -> None:
+        self._quitting.set()
         if any(w.group == "chat-send" and not w.is_finished for w in self.workers):
             self.set_status(busy="stopping the turn, then committing…")
             self.notify(
@@ -426,6 +441,7 @@ class KbmemApp(App[None]):
             self.report_failure(exc, "commit")
 
     async def on_unmount(self) -> None:
+        self._quitting.set()
         await self._close_chat()
 
 
