@@ -38,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from .agent.provenance import TurnFormatError
 from .errors import KbmemError, ValidationError
 from .service import (
     CHAT_IDLE_SECONDS,
@@ -314,7 +315,8 @@ class Handler(BaseHTTPRequestHandler):
             return error_body("internal", "the server could not do this; see its log")
         field = getattr(exc, "field", None)
         message = (getattr(exc, "problem", None) if field else None) or str(exc)
-        return error_body(ERROR_CODES.get(status, "error"), message, field)
+        code = "unreadable_turn" if isinstance(exc, TurnFormatError) else None
+        return error_body(code or ERROR_CODES.get(status, "error"), message, field)
 
     def _route(self, method: str, parts: list[str]) -> Route:
         if len(parts) < 2 or parts[0] != "v1" or parts[1] not in ROUTES:

@@ -80,6 +80,7 @@ def turn_summary_dict(summary: Any) -> dict[str, Any]:
         "status": summary.status,
         "started_at": iso(summary.started_at),
         "committed": summary.committed,
+        "problem": summary.problem,
     }
 
 
@@ -422,17 +423,16 @@ def recover_chats(kb: KnowledgeBase) -> list[str]:
     before it could commit them): a server calls this when it starts, rather than leaving
     them until some client opens a chat. Returns the commits made; a failure (the knowledge
     base stayed locked) is logged and left for the next chance."""
-    from .agent.batch import BatchCommitter
+    from .agent.batch import BatchCommitter, turn_span
     from .agent.events import BatchCommitted
     from .agent.journal import recover_journals
 
     def note(event: Any) -> None:
         if isinstance(event, BatchCommitted):
             log.info(
-                "committed chat %s turns %d-%d that an earlier run left (%s)",
+                "committed chat %s %s that an earlier run left (%s)",
                 event.chat_id,
-                event.first,
-                event.last,
+                turn_span(event.first, event.last),
                 event.commit[:10],
             )
         else:

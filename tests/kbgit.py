@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import termios
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,19 @@ def plant_intervals(root: Path, turn_folder: str, intervals: list[dict[str, Any]
     pack["intervals"] = intervals
     pack_path.write_text(yaml.safe_dump(pack, sort_keys=False), encoding="utf-8")
     git(root, "commit", "-q", "-m", "Edit a turn's provenance by hand", "--", str(pack_path))
+
+
+def commit_edit(root: Path, relpath: str, change: Callable[[bytes], bytes | None]) -> None:
+    """Replace a committed file by ``change(its bytes)`` (None deletes it) and commit that
+    with plain git, as anyone who may push to the repository could."""
+    path = root / relpath
+    new = change(path.read_bytes())
+    if new is None:
+        git(root, "rm", "-q", "--", relpath)
+    else:
+        path.write_bytes(new)
+        git(root, "add", "--", relpath)
+    git(root, "commit", "-q", "-m", f"Edit {relpath} by hand")
 
 
 def session_trailers(root: Path) -> list[str]:

@@ -19,7 +19,8 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from kbgit import git, kbmem, summit_session
+from kbgit import commit_edit, git, kbmem, summit_session
+from test_provenance import commit_turn
 
 from kbmem.api import MemoryServer
 from kbmem.store import KnowledgeBase
@@ -263,6 +264,27 @@ def test_a_chat_is_answered_committed_and_audited(served: MemoryServer) -> None:
     assert status == 400 and body["error"]["field"] == "chat_id"
     status, body, _ = api.call("DELETE", "/v1/chats/crew")
     assert status == 404 and "not open" in body["error"]["message"]
+
+
+def test_a_damaged_turn_is_a_422_and_an_unknown_chat_a_404(served: MemoryServer) -> None:
+    api = client(served)
+    folder = commit_turn(served.kb, "hand", 1)
+    commit_edit(served.kb.root, folder + "tool_calls.jsonl", lambda old: old + b'{"broken": ')
+    # The stored turn is at fault, not the request; the error names the file and the line.
+    status, body, _ = api.call("GET", "/v1/turns/hand/1")
+    assert status == 422 and body["error"]["field"] == folder + "tool_calls.jsonl"
+    assert body["error"]["code"] == "unreadable_turn"
+    assert body["error"]["message"] == "line 2: malformed JSON (Expecting value at column 12)"
+    status, body, _ = api.call("GET", "/v1/turns?chat=hand")
+    assert status == 200 and [(t["turn"], t["status"]) for t in body["turns"]] == [
+        ("hand/1", "damaged")
+    ]
+    assert "line 2: malformed JSON" in body["turns"][0]["problem"]
+    status, body, _ = api.call("GET", "/v1/turns?chat=nope")
+    assert status == 404 and body["error"]["message"] == "tenant 'default' has no chat 'nope'"
+    # A chat that is open but has no turn yet is no error.
+    assert api.call("POST", "/v1/chats", {"chat_id": "fresh"})[0] == 201
+    assert api.call("GET", "/v1/turns?chat=fresh")[:2] == (200, {"tenant": "default", "turns": []})
 
 
 def test_messages_sent_to_one_chat_at_once_are_answered_in_turn(served: MemoryServer) -> None:
@@ -583,4 +605,4 @@ def test_turns_a_killed_server_left_are_committed_when_it_starts_again(
     server = MemoryServer(("127.0.0.1", 0), example_kb)
     server.server_close()
     assert example_kb.head() != head
-    assert "chat killed turns 1-1" in git(example_kb.root, "log", "-1", "--format=%s")
+    assert "chat killed turn 1" in git(example_kb.root, "log", "-1", "--format=%s")

@@ -7,8 +7,9 @@ import io
 import json
 
 import pytest
-from kbgit import git
+from kbgit import commit_edit, git
 from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
+from test_provenance import QUESTION, commit_turn
 
 from kbmem.agent.provenance import read_turn
 from kbmem.cli import main
@@ -91,13 +92,55 @@ def test_audit_errors_name_the_problem(
     code, _, err = run(kb, capsys, monkeypatch, "audit", "--last")
     assert code == 3 and "no chat turns" in err
     code, _, err = run(kb, capsys, monkeypatch, "audit")
-    assert code == 2 and "TURN" in err
+    assert code == 2 and "TURN: give a turn id like <chat-id>/<n>, or --last" in err
+    code, _, err = run(kb, capsys, monkeypatch, "audit", "nochat/1", "--last")
+    assert code == 2 and "or give --last, not both" in err
+    code, _, err = run(kb, capsys, monkeypatch, "audit", "nochat/-1")
+    assert code == 2 and "'-1' is not a turn number: it must be a whole number from 1" in err
     code, _, err = run(kb, capsys, monkeypatch, "audit", "../../etc/1")
     assert code == 2 and "chat_id" in err
     code, _, err = run(kb, capsys, monkeypatch, "audit", "nochat/3")
     assert code == 3 and "no turn nochat/3" in err
     code, out, err = run(kb, capsys, monkeypatch, "turns")
     assert code == 0 and out == "" and "no turns" in err
+    code, out, err = run(kb, capsys, monkeypatch, "turns", "nochat")
+    assert code == 3 and out == "" and "has no chat 'nochat'" in err
+
+
+def test_a_damaged_turn_is_an_error_not_a_traceback_and_is_still_listed(
+    empty_kb: KnowledgeBase,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    folder = commit_turn(empty_kb, "hand", 1)
+    commit_turn(empty_kb, "hand", 2, "Who owns FL-212?")
+    commit_edit(empty_kb.root, folder + "tool_calls.jsonl", lambda old: old + b'{"broken": ')
+    problem = f"{folder}tool_calls.jsonl: line 2: malformed JSON (Expecting value at column 12)"
+
+    code, out, err = run(empty_kb, capsys, monkeypatch, "audit", "hand/1")
+    assert (code, out, err) == (2, "", f"kbmem: error: {problem}\n")
+    code, out, err = run(empty_kb, capsys, monkeypatch, "turns", "hand")
+    first, second = out.splitlines()
+    assert code == 0 and err == ""
+    assert first.startswith("hand/1\t") and first.endswith(f"\tdamaged\t{QUESTION}  ({problem})")
+    assert second.startswith("hand/2\t") and "\tcomplete\tWho owns FL-212?" in second
+    code, out, _ = run(empty_kb, capsys, monkeypatch, "turns", "--json")
+    listed = {t["n"]: t for t in json.loads(out)}
+    assert (listed[1]["status"], listed[1]["problem"]) == ("damaged", problem)
+    assert (listed[2]["status"], listed[2]["problem"]) == ("complete", None)
+
+
+def test_a_batch_of_one_turn_is_committed_as_turn_n(
+    kb: KnowledgeBase,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    code, _, err = run(
+        kb, capsys, monkeypatch, "chat", "--no-tui", "--chat", "one", stdin="Who owns FL-212?\n"
+    )
+    assert code == 0 and "kbmem: committed chat one turn 1 (" in err, err
+    assert git(kb.root, "log", "-1", "--format=%s") == "Record chat one turn 1\n"
+    assert "Kbmem-Turns: one 1-1" in git(kb.root, "log", "-1", "--format=%B")  # for machines
 
 
 def test_ask_prints_a_cited_briefing(

@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kbgit import ROOT, git, head, kbmem, status
+from kbgit import ROOT, commit_edit, git, head, kbmem, status
+from test_provenance import commit_turn
+
+from kbmem.store import KnowledgeBase
 
 QUESTION = "Who is Femi Adeyemi's onboarding buddy?"
 TOOLS = {
@@ -296,6 +299,17 @@ def test_a_bad_page_id_is_a_tool_error_and_the_server_goes_on(server: McpClient)
     assert "pageId: '..' is not a file or folder name" in escape
     assert server.request("ping")["result"] == {}
     assert server.data("read_page", page_id="notes/onboarding.md")["id"] == "notes/onboarding.md"
+    assert "Traceback" not in server.stderr
+
+
+def test_a_damaged_turn_is_a_tool_error_naming_the_file(server: McpClient, kb_root: Path) -> None:
+    folder = commit_turn(KnowledgeBase(kb_root), "hand", 1)
+    commit_edit(kb_root, folder + "tool_calls.jsonl", lambda old: old + b'{"broken": ')
+    problem = f"{folder}tool_calls.jsonl: line 2: malformed JSON (Expecting value at column 12)"
+    assert server.error("audit_turn", turn_id="hand/1") == f"audit_turn: {problem}"
+    (listed,) = server.data("list_turns", chat_id="hand")["turns"]
+    assert (listed["status"], listed["problem"]) == ("damaged", problem)
+    assert "has no chat 'nope'" in server.error("list_turns", chat_id="nope")
     assert "Traceback" not in server.stderr
 
 

@@ -4,27 +4,58 @@ path segments, and an audit that resolves intervals at their commits after the p
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 import yaml
-from kbgit import head, plant_intervals
+from kbgit import commit_edit, head, plant_intervals
 from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
 
+from kbmem.agent.journal import ChatJournal
 from kbmem.agent.provenance import (
     SNAPSHOT_FILES,
+    TurnFormatError,
     audit_turn,
     check_turn_number,
     list_turns,
     parse_turn_id,
     read_turn,
     render_audit,
+    snapshot_files,
     turn_dir,
 )
+from kbmem.agent.records import ToolCallRecord, TurnRecord
 from kbmem.agent.session import ChatSession, check_chat_id
 from kbmem.errors import NotFound, ValidationError
 from kbmem.store import KnowledgeBase
 
 QUESTION = "Who is Femi Adeyemi's onboarding buddy?"
+
+
+def commit_turn(
+    kb: KnowledgeBase,  # noqa: F811
+    chat_id: str,
+    turn: int,
+    question: str = QUESTION,
+    tenant: str = TENANT,
+) -> str:
+    """Commit a turn's snapshot (one research call, no interval) as a batch would, without
+    running an agent; its folder."""
+    call = ToolCallRecord("c1", "research", {"request": question}, 10.0, 11.0, result_chars=9)
+    record = TurnRecord(
+        chat_id,
+        turn,
+        tenant,
+        question,
+        "An answer.",
+        "complete",
+        "offline",
+        10.0 + turn,
+        11.0 + turn,
+        tool_calls=[call],
+    )
+    kb.commit_files(snapshot_files(record), f"Record chat {chat_id} turn {turn}")
+    return turn_dir(tenant, chat_id, turn)
 
 
 def test_snapshot_files_hold_the_turn(kb: KnowledgeBase) -> None:  # noqa: F811
@@ -73,8 +104,8 @@ def test_turn_ids_and_chat_ids_are_safe_path_segments() -> None:
     for bad in ("../x", "a/b", "", ".hidden", "x" * 101, "a b", "a\x00b"):
         with pytest.raises(ValidationError):
             check_chat_id(bad)
-    for bad in ("0", "01", "-1", "1/2", "..", "x", "1000000"):
-        with pytest.raises(ValidationError):
+    for bad in ("0", "01", "-1", "1/2", "..", "x", "1000000", "\u00b2", " 1"):
+        with pytest.raises(ValidationError, match="must be a whole number from 1 to 999999"):
             check_turn_number(bad)
     with pytest.raises(ValidationError):
         turn_dir(TENANT, "../../etc", 1)
@@ -170,3 +201,65 @@ def test_audit_refuses_intervals_outside_the_tenants_pages(kb: KnowledgeBase) ->
     assert text.count("    ! refused: ") == len(planted)
     for shown in (text, json.dumps(audit.to_dict())):
         assert "Maya Lindqvist" not in shown and "# Team roster" not in shown
+
+
+# (file, how it was damaged: its bytes -> new bytes, None to delete it, what the error says)
+DAMAGES: dict[str, tuple[str, Callable[[bytes], bytes | None], str]] = {
+    "a torn call": (
+        "tool_calls.jsonl",
+        lambda old: old + b'{"broken": ',
+        "line 2: malformed JSON (Expecting value at column 12)",
+    ),
+    "a call that is no object": ("tool_calls.jsonl", lambda old: old + b"[1]\n", "line 2: must"),
+    "a call with no id": ("tool_calls.jsonl", lambda _: b'{"name": "x"}\n', "line 1: missing"),
+    "an answer not in UTF-8": ("answer.md", lambda old: old + b"\xff\n", "line 2: not UTF-8"),
+    "an interval that is no mapping": (
+        "context_pack.yaml",
+        lambda old: old.replace(b"intervals: []", b"intervals: [3]"),
+        "interval 1 must be a mapping",
+    ),
+    "a context pack that is no YAML": ("context_pack.yaml", lambda _: b"a: [", "malformed YAML"),
+    "a deleted answer": ("answer.md", lambda _: None, "missing, though the turn's folder is"),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_turn_is_named_and_still_listed(empty_kb: KnowledgeBase, damage: str) -> None:
+    """A snapshot file edited by hand so that it cannot be read: reading the turn names the
+    file and the line (exit 2, HTTP 422: the stored data is at fault), and the turn is still
+    listed, as damaged: an auditor must see that it exists."""
+    folder = commit_turn(empty_kb, "hand", 1)
+    commit_turn(empty_kb, "hand", 2, "Who owns FL-212?")
+    name, change, problem = DAMAGES[damage]
+    commit_edit(empty_kb.root, folder + name, change)
+
+    with pytest.raises(TurnFormatError) as caught:
+        audit_turn(empty_kb, TENANT, "hand", 1)
+    error = caught.value
+    assert str(error).startswith(f"{folder}{name}: ") and problem in str(error)
+    assert (error.exit_code, error.http_status) == (2, 422)
+    listed = {t.turn: t for t in list_turns(empty_kb, TENANT, "hand")}
+    assert (listed[1].status, listed[1].committed, listed[1].problem) == (
+        "damaged",
+        True,
+        str(error),
+    )
+    # Its question, when its context_pack.yaml still gives it.
+    assert listed[1].question == ("" if damage == "a context pack that is no YAML" else QUESTION)
+    assert (listed[2].status, listed[2].problem) == ("complete", None)
+    assert audit_turn(empty_kb, TENANT, "hand", 2).record.question == "Who owns FL-212?"
+
+
+def test_an_unknown_chat_is_not_found_but_an_open_one_has_no_turns_yet(
+    empty_kb: KnowledgeBase,
+) -> None:
+    assert list_turns(empty_kb, TENANT) == []  # no chat at all: nothing to list, no error
+    commit_turn(empty_kb, "theirs", 1, tenant="other")
+    for chat_id in ("nope", "theirs"):  # another tenant's chat is none of this one's
+        with pytest.raises(NotFound, match=f"tenant 'default' has no chat '{chat_id}'"):
+            list_turns(empty_kb, TENANT, chat_id)
+    journal = ChatJournal.open(empty_kb, "fresh.1", TENANT)  # open, before its first turn
+    assert list_turns(empty_kb, TENANT, "fresh.1") == []
+    journal.close(remove=True)
+    with pytest.raises(NotFound):
+        list_turns(empty_kb, TENANT, "fresh.1")

@@ -30,6 +30,11 @@ TENANT_TRAILER = "Kbmem-Tenant"
 LOCK_POLL_S = 0.5
 
 
+def turn_span(first: int, last: int) -> str:
+    """``turn 3`` or ``turns 1-4``: a batch's turns in words (the trailer keeps ``3-3``)."""
+    return f"turn {first}" if first == last else f"turns {first}-{last}"
+
+
 def chat_session_id(chat_id: str) -> str:
     """The session id a chat is memorized under."""
     return f"{CHAT_PREFIX}{chat_id}"
@@ -216,12 +221,11 @@ class BatchCommitter:
         memorized, result = memorize_writes(self.kb, session, memo_engine(self.kb.settings))
         writes.update(memorized)
         first, last = todo[0].turn, todo[-1].turn
-        span = f"{first}-{last}"
         return self.kb.commit_files(
             writes,
-            f"Record chat {chat_id} turns {span}",
+            f"Record chat {chat_id} {turn_span(first, last)}",
             {
-                TRAILER: f"{chat_id} {span}",
+                TRAILER: f"{chat_id} {first}-{last}",
                 "Kbmem-Session": result.session_id,
                 TENANT_TRAILER: tenant,
             },

@@ -65,6 +65,14 @@ def journal_paths(kb: KnowledgeBase, tenant: str, chat_id: str | None = None) ->
     return sorted((root / check_tenant(tenant)).glob(name)) + sorted(root.glob(name))
 
 
+def journaled_chat(kb: KnowledgeBase, tenant: str, chat_id: str) -> bool:
+    """Whether the tenant's chat ``chat_id`` has a journal or a lock: a chat open now (maybe
+    before its first turn) or one whose turns are not all committed yet."""
+    check_segment(chat_id, "chat_id")
+    folder = tenant_journal_dir(kb, tenant)
+    return any((folder / f"{chat_id}{ext}").exists() for ext in (".jsonl", ".lock"))
+
+
 def _journal_folders(kb: KnowledgeBase) -> list[Path]:
     root = journal_dir(kb)
     return [root, *sorted(p for p in root.iterdir() if p.is_dir())]

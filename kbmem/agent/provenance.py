@@ -17,6 +17,7 @@ even after the page was edited or deleted.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -31,15 +32,29 @@ from ..store import KnowledgeBase
 from .records import ContextItem, ToolCallRecord, TurnRecord
 
 SNAPSHOT_FILES = ("reasoning.md", "tool_calls.jsonl", "context_pack.yaml", "answer.md")
+# What a turn is read back from (reasoning.md is for people; it is rendered again if need be).
+READ_FILES = ("context_pack.yaml", "answer.md", "tool_calls.jsonl")
 MAX_TURN = 999_999
+# ASCII digits only, no leading zero: str.isdigit() takes "²", which int() refuses.
+_TURN_NUMBER = re.compile(r"[1-9][0-9]{0,5}")
+
+
+class TurnFormatError(ValidationError):
+    """A committed turn's snapshot file that cannot be read back (malformed, of the wrong
+    shape, or missing beside the others): stored data, not the request, is at fault, so not
+    a 400 in the API (as for a page, see :class:`~kbmem.errors.PageFormatError`)."""
+
+    http_status = 422
 
 
 def check_turn_number(value: object) -> int:
     """A turn number as a path segment: a whole number from 1 to 999999."""
     text = str(value)
-    check_segment(text, "turn")
-    if not text.isdigit() or text.startswith("0") or not 1 <= int(text) <= MAX_TURN:
-        raise ValidationError(f"{value!r} is not a turn number (1 to {MAX_TURN})", "turn")
+    if not _TURN_NUMBER.fullmatch(text):
+        raise ValidationError(
+            f"{value!r} is not a turn number: it must be a whole number from 1 to {MAX_TURN}",
+            "turn",
+        )
     return int(text)
 
 
@@ -206,9 +221,10 @@ class TurnSummary:
     chat_id: str
     turn: int
     question: str
-    status: str
+    status: str  # a turn status, or "damaged" when its committed files cannot be read
     started_at: float
     committed: bool
+    problem: str | None = None  # what is damaged
 
     @property
     def turn_id(self) -> str:
@@ -219,34 +235,81 @@ def _load_yaml(data: bytes, where: str) -> dict[str, Any]:
     try:
         value = yaml.load(data, Loader=Loader)
     except yaml.YAMLError as exc:
-        raise ValidationError(f"malformed YAML ({exc})", where) from exc
+        raise TurnFormatError(f"malformed YAML ({exc})", where) from exc
     if not isinstance(value, dict):
-        raise ValidationError("must be a mapping", where)
+        raise TurnFormatError("must be a mapping", where)
     return value
 
 
-def read_turn(
-    kb: KnowledgeBase, tenant: str, chat_id: str, turn: int, rev: str = "HEAD"
-) -> TurnRecord:
-    """A committed turn, rebuilt from its snapshot at ``rev``. NotFound if it has none."""
-    folder = turn_dir(tenant, chat_id, turn)
-    try:
-        pack = _load_yaml(kb.read_bytes(folder + "context_pack.yaml", rev), "context_pack.yaml")
-        answer = kb.read_bytes(folder + "answer.md", rev).decode("utf-8")
-        calls_raw = kb.read_bytes(folder + "tool_calls.jsonl", rev).decode("utf-8")
-    except NotFound as exc:
-        raise NotFound(f"no committed turn {chat_id}/{turn} in tenant {tenant!r}") from exc
+def _problem(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing field {exc.args[0]!r}"
+    return str(exc)
+
+
+def _tool_calls(data: bytes, where: str) -> list[ToolCallRecord]:
     calls = []
-    for line in calls_raw.splitlines():
-        if line.strip():
-            data = json.loads(line)
-            data["started_at"] = _epoch(data.get("started_at"))
-            data["finished_at"] = _epoch(data.get("finished_at"))
-            calls.append(ToolCallRecord.from_dict(data))
+    for n, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TurnFormatError(
+                f"line {n}: malformed JSON ({exc.msg} at column {exc.colno})", where
+            ) from exc
+        except UnicodeDecodeError as exc:
+            raise TurnFormatError(f"line {n}: not UTF-8 text", where) from exc
+        if not isinstance(value, dict):
+            raise TurnFormatError(f"line {n}: must be a JSON object", where)
+        try:
+            value["started_at"] = _epoch(value.get("started_at"))
+            value["finished_at"] = _epoch(value.get("finished_at"))
+            call = ToolCallRecord.from_dict(value)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TurnFormatError(f"line {n}: {_problem(exc)}", where) from exc
+        if not all(isinstance(iv, dict) for iv in call.intervals):
+            raise TurnFormatError(f"line {n}: intervals must be JSON objects", where)
+        calls.append(call)
+    return calls
+
+
+def _context(pack: dict[str, Any], where: str) -> list[ContextItem]:
+    items = pack.get("intervals") or []
+    if not isinstance(items, list):
+        raise TurnFormatError("intervals must be a list", where)
     context = []
-    for item in pack.get("intervals") or []:
-        lines = item.get("lines") or [0, 0]
-        context.append(ContextItem.from_dict({**item, "start": lines[0], "end": lines[1]}))
+    for n, item in enumerate(items, start=1):
+        if not isinstance(item, dict):
+            raise TurnFormatError(f"interval {n} must be a mapping", where)
+        try:
+            lines = item.get("lines") or [0, 0]
+            context.append(ContextItem.from_dict({**item, "start": lines[0], "end": lines[1]}))
+        except (IndexError, KeyError, TypeError, ValueError) as exc:
+            raise TurnFormatError(f"interval {n}: {_problem(exc)}", where) from exc
+    return context
+
+
+def _record_from_files(
+    tenant: str, chat_id: str, turn: int, files: dict[str, bytes | None]
+) -> TurnRecord:
+    """A turn from its snapshot files (``{name: bytes, or None when missing}``);
+    TurnFormatError naming the file, and the line or interval, when one cannot be read."""
+    folder = turn_dir(tenant, chat_id, turn)
+    raw: dict[str, bytes] = {}
+    for name in READ_FILES:
+        data = files.get(name)
+        if data is None:
+            raise TurnFormatError("missing, though the turn's folder is committed", folder + name)
+        raw[name] = data
+    pack = _load_yaml(raw["context_pack.yaml"], folder + "context_pack.yaml")
+    context = _context(pack, folder + "context_pack.yaml")
+    try:
+        answer = raw["answer.md"].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw["answer.md"][: exc.start].count(b"\n") + 1
+        raise TurnFormatError(f"line {line}: not UTF-8 text", folder + "answer.md") from exc
+    calls = _tool_calls(raw["tool_calls.jsonl"], folder + "tool_calls.jsonl")
     return TurnRecord(
         chat_id=chat_id,
         turn=turn,
@@ -264,19 +327,47 @@ def read_turn(
     )
 
 
+def read_turn(
+    kb: KnowledgeBase, tenant: str, chat_id: str, turn: int, rev: str = "HEAD"
+) -> TurnRecord:
+    """A committed turn, rebuilt from its snapshot at ``rev``. NotFound if it has none;
+    TurnFormatError if its files cannot be read (see :func:`_record_from_files`)."""
+    folder = turn_dir(tenant, chat_id, turn)
+    files: dict[str, bytes | None] = {}
+    for name in READ_FILES:
+        try:
+            files[name] = kb.read_bytes(folder + name, rev)
+        except NotFound:
+            files[name] = None
+    if all(data is None for data in files.values()) and not kb.list_files(folder, rev):
+        raise NotFound(f"no committed turn {chat_id}/{turn} in tenant {tenant!r}")
+    return _record_from_files(tenant, chat_id, turn, files)
+
+
+def _committed_snapshots(
+    kb: KnowledgeBase, tenant: str, chat_id: str | None = None
+) -> dict[tuple[str, int], dict[str, str]]:
+    """``{(chat id, turn): {file name: blob id}}`` of the turn folders at HEAD holding any
+    snapshot file: a turn with a file deleted or damaged still counts as committed."""
+    prefix = f"{tenant_prefix(check_tenant(tenant))}turns/"
+    if chat_id is not None:
+        prefix += check_segment(chat_id, "chat_id") + "/"
+    out: dict[tuple[str, int], dict[str, str]] = {}
+    for path, blob in kb.list_files(prefix).items():
+        parts = path[len(tenant_prefix(tenant)) :].split("/")
+        if len(parts) == 4 and parts[3] in SNAPSHOT_FILES and _TURN_NUMBER.fullmatch(parts[2]):
+            out.setdefault((parts[1], int(parts[2])), {})[parts[3]] = blob
+    return out
+
+
 def committed_turn_numbers(
     kb: KnowledgeBase, tenant: str, chat_id: str | None = None
 ) -> dict[str, list[int]]:
     """``{chat id: [turn, ...]}`` of the snapshots committed at HEAD (one chat or all)."""
-    prefix = f"{tenant_prefix(check_tenant(tenant))}turns/"
-    if chat_id is not None:
-        prefix += check_segment(chat_id, "chat_id") + "/"
-    out: dict[str, set[int]] = {}
-    for path in kb.list_files(prefix):
-        parts = path[len(tenant_prefix(tenant)) :].split("/")
-        if len(parts) == 4 and parts[3] == "context_pack.yaml" and parts[2].isdigit():
-            out.setdefault(parts[1], set()).add(int(parts[2]))
-    return {chat: sorted(turns) for chat, turns in sorted(out.items())}
+    out: dict[str, list[int]] = {}
+    for chat, n in sorted(_committed_snapshots(kb, tenant, chat_id)):
+        out.setdefault(chat, []).append(n)
+    return out
 
 
 # -- listing and audit ------------------------------------------------------------------------
@@ -284,26 +375,25 @@ def committed_turn_numbers(
 
 def list_turns(kb: KnowledgeBase, tenant: str, chat_id: str | None = None) -> list[TurnSummary]:
     """Every turn of the tenant's chats (or of one chat): committed ones from HEAD, and the
-    ones still waiting in the journal; oldest first."""
-    from .journal import journal_paths, read_journal
+    ones still waiting in the journal; oldest first. A committed turn whose files cannot be
+    read is listed all the same, as "damaged" with the problem: an auditor must see that it
+    exists. NotFound for a chat that has neither turns nor a journal (open or pending)."""
+    from .journal import journal_paths, journaled_chat, read_journal
 
     out: dict[tuple[str, int], TurnSummary] = {}
     if kb.head() is not None:
-        for chat, numbers in committed_turn_numbers(kb, tenant, chat_id).items():
-            for n in numbers:
-                folder = turn_dir(tenant, chat, n)
-                try:
-                    pack = _load_yaml(kb.read_bytes(folder + "context_pack.yaml"), folder)
-                except (NotFound, ValidationError):
-                    continue
-                out[(chat, n)] = TurnSummary(
-                    chat,
-                    n,
-                    str(pack.get("question") or ""),
-                    str(pack.get("status") or ""),
-                    _epoch(pack.get("started_at")),
-                    True,
-                )
+        for (chat, n), blobs in _committed_snapshots(kb, tenant, chat_id).items():
+            files = {
+                name: kb.read_blob(blobs[name]) if name in blobs else None for name in READ_FILES
+            }
+            try:
+                record = _record_from_files(tenant, chat, n, files)
+            except TurnFormatError as exc:
+                out[(chat, n)] = _damaged(chat, n, files["context_pack.yaml"], str(exc))
+                continue
+            out[(chat, n)] = TurnSummary(
+                chat, n, record.question, record.status, record.started_at, True
+            )
     for path in journal_paths(kb, tenant, chat_id):
         state = read_journal(path)
         for record in state.turns:
@@ -317,7 +407,22 @@ def list_turns(kb: KnowledgeBase, tenant: str, chat_id: str | None = None) -> li
                 record.started_at,
                 record.turn in state.committed,
             )
+    if chat_id is not None and not out and not journaled_chat(kb, tenant, chat_id):
+        raise NotFound(f"tenant {tenant!r} has no chat {chat_id!r}")
     return sorted(out.values(), key=lambda s: (s.started_at, s.chat_id, s.turn))
+
+
+def _damaged(chat_id: str, turn: int, pack: bytes | None, problem: str) -> TurnSummary:
+    """A turn that cannot be read whole, with its question and time if its
+    context_pack.yaml still gives them."""
+    try:
+        fields = _load_yaml(pack or b"", "context_pack.yaml")
+    except TurnFormatError:
+        fields = {}
+    question = str(fields.get("question") or "")
+    return TurnSummary(
+        chat_id, turn, question, "damaged", _epoch(fields.get("started_at")), True, problem
+    )
 
 
 def parse_turn_id(text: str) -> tuple[str, int]:

@@ -88,6 +88,7 @@ def _log_to_file(path: Path) -> None:
 
 
 def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
+    from ..agent.batch import turn_span
     from ..agent.events import AgentEvent, BatchCommitted, Notice, ReplyDelta
     from ..agent.session import ChatSession
 
@@ -100,10 +101,9 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
         elif isinstance(event, Notice):
             print(f"kbmem: {printable(event.message)}", file=sys.stderr)
         elif isinstance(event, BatchCommitted):
-            what = "recovered turns" if event.recovered else "turns"
+            what = ("recovered " if event.recovered else "") + turn_span(event.first, event.last)
             print(
-                f"kbmem: committed chat {event.chat_id} {what} {event.first}-{event.last} "
-                f"({event.commit[:10]})",
+                f"kbmem: committed chat {event.chat_id} {what} ({event.commit[:10]})",
                 file=sys.stderr,
             )
 
@@ -144,16 +144,19 @@ def cmd_turns(ctx: Any, args: argparse.Namespace) -> int:
         question = " ".join(t.question.split())
         if len(question) > 80:
             question = question[:77] + "..."
-        pending = "" if t.committed else "  (pending)"
-        print(f"{t.turn_id}\t{iso(t.started_at)[:19]}\t{t.status}\t{printable(question)}{pending}")
+        problem = " ".join((t.problem or "").split())  # YAML errors span lines
+        note = f"  ({problem})" if problem else "" if t.committed else "  (pending)"
+        print(printable(f"{t.turn_id}\t{iso(t.started_at)[:19]}\t{t.status}\t{question}{note}"))
     return 0
 
 
 def cmd_audit(ctx: Any, args: argparse.Namespace) -> int:
     from ..agent.provenance import audit_turn, last_turn, parse_turn_id, render_audit
 
-    if args.last == bool(args.turn):
+    if args.last and args.turn:
         raise ValidationError("name a turn (<chat-id>/<n>) or give --last, not both", "TURN")
+    if not args.last and not args.turn:
+        raise ValidationError("give a turn id like <chat-id>/<n>, or --last", "TURN")
     chat_id, turn = last_turn(ctx.kb, ctx.tenant) if args.last else parse_turn_id(args.turn)
     audit = audit_turn(ctx.kb, ctx.tenant, chat_id, turn)
     if args.json:
