@@ -111,14 +111,34 @@ def is_own_answer(session_id: str, speaker: str) -> bool:
 ECHO_WEIGHT = 0.3  # weight of an echo (see is_echo) against the sources it repeats
 
 
+# How a request put to kbmem opens when it is typed without its question mark ("Who owns the
+# scheduler", "tell me ..."): not "What a day!".
+_ASKING = re.compile(
+    r"(?:who|whom|whose|what|when|where|which|why|how|do|does|did|is|are|was|were|can|could"
+    r"|would|will|should|has|have|tell me|list|show me|summari[sz]e|explain)\b(?!\s+an?\b)",
+    re.I,
+)
+
+
+def is_request(text: str) -> bool:
+    """Whether a chat message asks rather than states: it ends with a question mark, or it
+    opens as a question or an instruction does (a long message's excerpt is cut before its
+    question mark)."""
+    text = text.strip()
+    return text.endswith("?") or (bool(_ASKING.match(text)) and not text.endswith("!"))
+
+
 def is_echo(session_id: str, speaker: str, text: str) -> bool:
     """Whether a turn only repeats what memory holds elsewhere: kbmem's own earlier answer,
-    or a question put to kbmem in a chat (asked again, it matches the request word for word
-    and states nothing). A person's statement in a chat ("the launch moved to 28 April") is
-    no echo: it is a fact that memory holds nowhere else."""
+    or a request put to kbmem in a chat (asked again, it matches the request word for word
+    and states nothing; see is_request). A person's statement in a chat ("the launch moved to
+    28 April") is no echo: it is a fact that memory holds nowhere else. ``text`` may start
+    with the speaker's name, as an excerpt does."""
     if not is_chat(session_id):
         return False
-    return speaker == CHAT_AGENT or text.rstrip().endswith("?")
+    if speaker == CHAT_AGENT:
+        return True
+    return is_request(text.removeprefix(f"{speaker}: ") if speaker else text)
 
 
 def normalize_timestamp(value: Any, field_name: str) -> str:

@@ -35,6 +35,7 @@ from kbmem.agent.provenance import SNAPSHOT_FILES, list_turns, turn_dir
 from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
 from kbmem.index import TenantIndex
+from kbmem.sessions import is_request
 from kbmem.store import KnowledgeBase
 from kbmem.toolkit import Toolkit
 
@@ -322,6 +323,71 @@ def test_asking_again_answers_from_the_sources_not_from_earlier_answers(
     for tool in ("bm25", "dense", "hybrid"):
         hits = Toolkit(kb, TENANT).search(question, tool, 5)
         assert len(hits) == 5 and not any(h.page_id.startswith("chat-") for h in hits), tool
+
+
+def test_a_multi_hop_answer_quotes_where_the_reference_leads(kb: KnowledgeBase) -> None:
+    # "The offsite will be in the city where my sister lives" (Dara, 2 March) names no city;
+    # Dara's "I'm flying to Tromsø to see my sister Niamh" (21 January) does. The research
+    # follows "Dara sister"; the answer quotes both, the second right after the first.
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send("In which city will the team's April offsite take place?")
+    lines = record.answer.split("\n")
+    where = next(n for n, line in enumerate(lines) if "city where my sister lives" in line)
+    assert "Tromsø" in lines[where + 1], record.answer
+    assert "[2026-01-21-sprint1-review/1:L85-L86]" in lines[where + 1]
+    assert any(c.page_id == "2026-01-21-sprint1-review/1" and c.cited for c in record.context)
+
+
+def test_a_request_typed_without_its_question_mark_is_no_answer(kb: KnowledgeBase) -> None:
+    # Asked in one chat without a question mark, then in a later one: the later answer quotes
+    # the sources, not the earlier request (which names every word of the question), and not
+    # the earlier "memory holds nothing" about a word memory lacks.
+    with ChatSession(kb, TENANT) as first:
+        first.send("Who owns the tide-window scheduler and the zyzzyva quokka")
+    with ChatSession(kb, TENANT) as second:
+        record = second.send("Who owns the tide-window scheduler and the zyzzyva quokka?")
+    assert "Tobias Ferrante" in record.answer
+    cited = [c.page_id for c in record.context if c.cited]
+    assert cited and not any(p.startswith(f"chat-{first.chat_id}") for p in cited), record.answer
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Who owns the scheduler", True),
+        ("tell me about the offsite", True),
+        ("Does Femi have a buddy", True),
+        ("Where is the key kept?", True),
+        ("the launch moved to 28 April?", True),
+        ("What a day!", False),
+        ("What a relief, the crane passed.", False),
+        ("Remember: the key is in the tin.", False),
+        ("Whoever owns it, the scheduler failed.", False),
+    ],
+)
+def test_a_request_is_told_from_a_statement(text: str, asks: bool) -> None:
+    assert is_request(text) is asks
+
+
+def test_quoted_text_shows_as_written_in_markdown(kb: KnowledgeBase) -> None:
+    # The answer is Markdown; a quote of memory must not turn into emphasis, code, a link or
+    # HTML, nor lose characters, when it is rendered.
+    from markdown_it import MarkdownIt
+
+    fact = "Remember this: the spare key is kept in **tin 4** `code` <b>shelf</b> [a](b) #7 x_y_z."
+    with ChatSession(kb, TENANT) as first:
+        first.send(fact)
+    with ChatSession(kb, TENANT) as second:
+        record = second.send("Where is the spare key kept?")
+    line = next(line for line in record.answer.split("\n") if "spare key" in line)
+    tokens = MarkdownIt("commonmark").parseInline(line.removeprefix("- "))[0].children or []
+    shown = "".join(t.content for t in tokens if t.type in ("text", "text_special"))
+    assert "**tin 4** `code` <b>shelf</b> [a](b) #7 x_y_z." in shown, line
+    assert {t.type for t in tokens} <= {"text", "text_special", "softbreak"}, line
+    # Quoted again, kbmem's own escaped answer is unescaped first, not escaped twice.
+    with ChatSession(kb, TENANT) as third:
+        again = third.send("Where is the spare key kept?")
+    assert "\\\\" not in again.answer, again.answer
 
 
 def test_a_chat_can_be_continued_by_its_id(kb: KnowledgeBase) -> None:

@@ -21,12 +21,16 @@ from ..research.offline import (
     superseded_on,
 )
 from ..research.types import BriefingContext, EvidenceItem
-from ..sessions import is_own_answer
+from ..sessions import is_chat, is_own_answer, is_request
 from ..textutil import truncate_tokens
 from .context import TurnContext
 from .records import ContextItem
 
 MAX_SENTENCES = 3
+# "The offsite will be in the city where my sister lives": the answer is where the sister
+# lives, said elsewhere. A sentence that resolves such a reference must name at least this
+# many of its terms (the person whose relation it is, the relation, a name given for them).
+BRIDGE_TERMS = 2
 MAX_SENTENCE_TOKENS = 60
 NOTHING = "Memory holds nothing on this question."
 ANSWER_HEAD = "From memory:"
@@ -40,6 +44,12 @@ _CITED = re.compile(r"\s*\[[A-Za-z0-9][A-Za-z0-9._/-]*:L\d+-L\d+\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])")
 _HEADING = re.compile(r"^#{1,6}\s")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+# Characters that Markdown would read as markup in a quoted sentence (emphasis, code, links,
+# HTML, tables, headings): the answer is Markdown, and a quote must show as it was said.
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>|#~])")
+# kbmem's own earlier answer that memory held nothing: never evidence of anything.
+_ESCAPED = re.compile(r"\\([\\`*_\[\]<>|#~])")  # what markdown_literal escaped
+_NOTHING_SAID = re.compile(r"^(?:Memory holds nothing|(?:Memory|It) never mentions)\b")
 _BOLD_LEAD = re.compile(r"^\s*(?:(?:[-*+]|\d+[.)])\s+)?\*\*([^*\n]{1,80})\*\*")
 
 
@@ -160,14 +170,16 @@ class OfflineAgent:
         if not chosen:
             ctx.note("No evidence sentence covers enough of the question's content words.")
             unknown = self.unknown_words(ctx)
-            extra = f" It never mentions: {', '.join(unknown)}." if unknown else ""
+            extra = (
+                f" It never mentions: {markdown_literal(', '.join(unknown))}." if unknown else ""
+            )
             self._stream(ctx, NOTHING + extra)
             return
         lines = []
         for sentence in chosen:
             citation = f"[{sentence.item.page_id}:L{sentence.start}-L{sentence.end}]"
             who = f"{sentence.speaker}: " if sentence.speaker else ""
-            lines.append(f"- {who}{sentence.text} {citation}")
+            lines.append(f"- {markdown_literal(who + sentence.text)} {citation}")
             ctx.add_context(
                 ContextItem(
                     page_id=sentence.item.page_id,
@@ -188,7 +200,7 @@ class OfflineAgent:
         text = ANSWER_HEAD + "\n" + "\n".join(lines)
         unknown = self.unknown_words(ctx)
         if unknown:
-            text += f"\n\nMemory never mentions: {', '.join(unknown)}."
+            text += f"\n\nMemory never mentions: {markdown_literal(', '.join(unknown))}."
         self._stream(ctx, text)
 
     @staticmethod
@@ -236,10 +248,14 @@ class OfflineAgent:
             if st.correction and not is_own_answer(item.session_id, unit.speaker)
         ]
         wanted = set(terms)
+        pool: list[tuple[frozenset[str], int, Sentence]] = []  # every sentence, and its terms
         for rank, (item, read) in enumerate(zip(briefing.evidence, units, strict=True)):
             place = _place_terms(item) & wanted
             for (speaker, start, end, body, stamp), st in read:
-                factor = 0.5 if is_own_answer(item.session_id, speaker) else 1.0
+                own = is_own_answer(item.session_id, speaker)
+                if not own and is_chat(item.session_id) and is_request("\n".join(body)):
+                    continue  # a request put to kbmem in a chat states nothing
+                factor = 0.5 if own else 1.0
                 subject = "" if speaker else paragraph_subject(body)
                 said_by = frozenset(analyze(speaker or "")) & wanted
                 said = st.sentences
@@ -251,11 +267,29 @@ class OfflineAgent:
                 for n, text in enumerate(said):
                     order += 1
                     text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
-                    if text.endswith("?") or not text:
+                    if own:
+                        text = _ESCAPED.sub(r"\1", text)  # quoted as said, not as marked up
+                    if text.endswith("?") or not text or (own and _NOTHING_SAID.match(text)):
                         continue
                     if n and subject and subject.lower() not in text.lower():
                         # "Owns the sync service…" says whose only in the paragraph's lead.
                         text = f"{subject} — {text}"
+                    said_terms = frozenset(analyze(text)) | frozenset(analyze(speaker))
+                    pool.append(
+                        (
+                            said_terms,
+                            order,
+                            Sentence(
+                                truncate_tokens(text, MAX_SENTENCE_TOKENS),
+                                speaker,
+                                item,
+                                start,
+                                end,
+                                said_terms & wanted,
+                                order,
+                            ),
+                        )
+                    )
                     # Who said it is part of what it tells: asked what Priya corrected,
                     # Priya's own words cover "Priya" as much as a sentence naming her.
                     found = frozenset(analyze(text)) & wanted | said_by
@@ -291,7 +325,7 @@ class OfflineAgent:
             chosen.append(sentence)
             if len(chosen) == MAX_SENTENCES:
                 break
-        return chosen
+        return resolve_references(chosen, pool, briefing)
 
     @staticmethod
     def _stream(ctx: TurnContext, text: str, words: int = 6) -> None:
@@ -300,6 +334,57 @@ class OfflineAgent:
         for n in range(0, len(pieces), words):
             ctx.check_cancel()
             ctx.reply("".join(pieces[n : n + words]))
+
+
+def _unit_key(sentence: Sentence) -> str:
+    return f"{sentence.item.interval.path}#{sentence.start}-{sentence.end}"
+
+
+def followed_references(briefing: BriefingContext) -> list[tuple[str, frozenset[str]]]:
+    """The references the research followed (its trace's follow-up searches): the key of the
+    interval that made each, and the terms searched for ("Dara sister" for Dara's "the city
+    where my sister lives"). A single name is left out: a sentence that names "Priya" is
+    not, for that, what Priya's mention was about."""
+    out = []
+    for event in briefing.trace:
+        if event.kind != "plan":
+            continue
+        for action in event.data.get("actions", []):
+            terms = frozenset(analyze(action.get("query") or ""))
+            if action.get("follows") and len(terms) >= BRIDGE_TERMS:
+                out.append((action["follows"], terms))
+    return out
+
+
+def resolve_references(
+    chosen: list[Sentence],
+    pool: list[tuple[frozenset[str], int, Sentence]],
+    briefing: BriefingContext,
+) -> list[Sentence]:
+    """``chosen``, and after the first of them that makes a reference the research followed,
+    the evidence sentence that resolves it: one that says all the reference's terms (who
+    said it counts), from a turn or paragraph not already quoted. Asked where the offsite
+    will be, "in the city where my sister lives" (Dara) is followed by Dara's "I'm flying to
+    Tromsø to see my sister Niamh": the answer is in the second sentence, not the first."""
+    shown = {_unit_key(s) for s in chosen}
+    for n, sentence in enumerate(chosen):
+        for source, terms in followed_references(briefing):
+            if source != _unit_key(sentence):
+                continue
+            found = [
+                (order, other)
+                for said, order, other in pool
+                if terms <= said and _unit_key(other) not in shown
+            ]
+            if found:
+                return [*chosen[: n + 1], min(found, key=lambda f: f[0])[1], *chosen[n + 1 :]]
+    return chosen
+
+
+def markdown_literal(text: str) -> str:
+    """``text`` as Markdown that shows it as written: what Markdown would read as markup
+    (``**``, backticks, ``[links]``, ``<b>``) is escaped with a backslash."""
+    return _MARKDOWN.sub(r"\\\1", text)
 
 
 def _turns_of(sentence: Sentence) -> set[str]:
