@@ -11,8 +11,17 @@ import pytest
 from kbgit import plant_intervals
 from rich.console import Console
 from rich.text import Text
+from textual import events
 from textual.screen import Screen
-from textual.widgets import DataTable, Markdown, OptionList, Static, TabbedContent, Tree
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Markdown,
+    OptionList,
+    Static,
+    TabbedContent,
+    Tree,
+)
 from textual.widgets._footer import FooterKey
 
 from kbmem.agent.provenance import read_turn, turn_dir
@@ -27,6 +36,7 @@ from tui.scenarios import (
     SIZE,
     ask,
     edit_glossary,
+    history_scenario,
     make_app,
     wait_until,
 )
@@ -35,7 +45,7 @@ from tui.screens.chat import ChatScreen
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
 from tui.screens.interval import IntervalScreen
-from tui.widgets.chat_log import AgentReply, PromptInput, Suggestions, UserMessage
+from tui.widgets.chat_log import AgentReply, Citation, PromptInput, Suggestions, UserMessage
 from tui.widgets.interval_view import NumberedLines
 from tui.widgets.status_bar import StatusBar
 from tui.widgets.trace import BriefingView, ResearchCallView, ToolCallView, TracePanel
@@ -142,9 +152,9 @@ async def _chat_streams(kb: KnowledgeBase) -> None:
 
         # The input keeps a history.
         await pilot.press("up")
-        assert screen.query_one(PromptInput).value == QUESTION
+        assert screen.query_one(PromptInput).text == QUESTION
         await pilot.press("down")
-        assert screen.query_one(PromptInput).value == ""
+        assert screen.query_one(PromptInput).text == ""
 
         # A citation opens the cited lines as they were at that commit ...
         reply.query_one(".citations", OptionList).focus()
@@ -273,6 +283,9 @@ async def _audit(kb: KnowledgeBase) -> None:
         assert len(cards) == len(record.context) > 0
         for card in cards:
             item = card.resolved.item
+            # Cited as the chat's sources are: the commit id right after the "@".
+            head = rendered(card.query_one(".head", Static))
+            assert head.startswith(f"{item.citation()} @{item.commit[:10]} · ")
             block = card.query_one(NumberedLines).cited()
             assert block is not None
             shown = rendered(block)
@@ -449,3 +462,159 @@ def test_research_steps_that_arrive_early_stay_under_their_call() -> None:
             assert "step 0: plan" in rendered(view.children[1])
 
     asyncio.run(run())
+
+
+def test_the_message_box_keeps_every_line_of_a_paste(kb: KnowledgeBase) -> None:
+    asyncio.run(_multi_line(kb))
+
+
+async def _multi_line(kb: KnowledgeBase) -> None:
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ChatScreen)
+        prompt = screen.query_one(PromptInput)
+        assert app.focused is prompt
+        one_line = prompt.size.height
+        # The footer tells the key for a new line (enter sends).
+        assert footer_key(screen, "ctrl+j").description == "New line"
+        assert footer_key(screen, "enter").description == "Send"
+        # A pasted list keeps its lines, ctrl+j adds one, and the box grows with them.
+        app.post_message(events.Paste(f"Two questions:\n- {QUESTION}"))
+        await pilot.pause()
+        await pilot.press("ctrl+j", *"- Who owned the pilot?")
+        message = f"Two questions:\n- {QUESTION}\n- Who owned the pilot?"
+        assert prompt.text == message
+        await pilot.pause()
+        assert prompt.size.height == one_line + 2
+        # Enter sends all of it: shown, journaled and back under ↑ with every line.
+        await pilot.press("enter")
+        assert prompt.text == ""
+        assert rendered(screen.query_one(UserMessage)).strip() == message
+        await wait_until(pilot, lambda: bool(app.turn_records()), "the journaled turn")
+        assert app.turn_records()[0].question == message
+        await pilot.press("up")
+        assert prompt.text == message
+        # A long paste: the box stops growing at a few lines and scrolls instead.
+        prompt.clear()
+        app.post_message(events.Paste("\n".join(f"line {n}" for n in range(30))))
+        await pilot.pause()
+        assert prompt.region.height == 8 and prompt.max_scroll_y > 0  # borders included
+        assert prompt.text.count("\n") == 29
+
+
+def test_an_over_long_message_is_refused_before_it_is_sent(kb: KnowledgeBase) -> None:
+    asyncio.run(_too_long(kb))
+
+
+async def _too_long(kb: KnowledgeBase) -> None:
+    from kbmem.research.researcher import MAX_REQUEST_CHARS
+
+    paragraph = "The winter timetable keeps the dawn sailing from Skerrick on weekdays. "
+    text = "\n".join([paragraph] * (MAX_REQUEST_CHARS // len(paragraph) + 1))
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ChatScreen)
+        prompt = screen.query_one(PromptInput)
+        app.post_message(events.Paste(text))
+        await pilot.pause()
+        await pilot.press("enter")
+        # Refused here, with the limit and the length; nothing is sent and the text stays.
+        severity, title, message = toasts(app)[-1]
+        assert (severity, title) == ("warning", "Message too long")
+        assert f"{len(text.strip()):,} characters" in message
+        assert f"{MAX_REQUEST_CHARS:,}" in message
+        assert prompt.text == text
+        assert not screen.query(UserMessage) and screen.reply is None and not screen.running
+
+
+def test_a_turn_that_fails_before_it_starts_stops_thinking(kb: KnowledgeBase) -> None:
+    asyncio.run(_fails_before_start(kb))
+
+
+async def _fails_before_start(kb: KnowledgeBase) -> None:
+    from kbmem.research.researcher import MAX_REQUEST_CHARS
+
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ChatScreen)
+        # Sent past the message box (as the benchmark sends), the chat refuses it before the
+        # turn starts: the reply says it failed, and its header no longer says "thinking…".
+        screen.send("x" * (MAX_REQUEST_CHARS + 1))
+        reply = screen.reply
+        assert reply is not None
+        await wait_until(pilot, lambda: bool(reply.query(".error")), "the refusal")
+        assert rendered(reply.query_one(".who", Static)).strip() == "kbmem · failed"
+        error = rendered(reply.query_one(".error", Static))
+        assert f"longer than {MAX_REQUEST_CHARS} characters" in error
+        assert not screen.running
+
+
+def test_the_help_shows_its_own_keys(kb: KnowledgeBase) -> None:
+    asyncio.run(_help_keys(kb))
+
+
+async def _help_keys(kb: KnowledgeBase) -> None:
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f3")
+        assert footer_key(app.screen, "p").description == "Page"
+        await pilot.press("f1")
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        await pilot.pause()
+        # Its footer, on the bottom row, offers only what works here: History's keys do not.
+        keys = [(k.key, k.description) for k in help_screen.query(FooterKey)]
+        assert keys == [("escape", "Close")]
+        bottom, _region = help_screen.get_widget_at(0, SIZE[1] - 1)
+        assert help_screen.query_one(Footer) in bottom.ancestors_with_self
+        await pilot.press("escape")
+        assert isinstance(app.screen, HistoryScreen)
+
+
+def test_the_interval_dialog_cites_the_commit_as_one_token(kb: KnowledgeBase) -> None:
+    asyncio.run(_interval_title(kb))
+
+
+async def _interval_title(kb: KnowledgeBase) -> None:
+    head = kb.head()
+    assert head is not None
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.push_screen(IntervalScreen(Citation(GLOSSARY, 1, 2, head), "default"))
+        dialog = app.screen
+        await wait_until(pilot, lambda: bool(dialog.query(NumberedLines)), "the lines")
+        title = rendered(dialog.query_one("#interval-title", Static)).strip()
+        assert title == f"[{GLOSSARY}:L1-L2] @{head[:10]}"
+
+
+def test_a_wrapped_diff_line_keeps_its_marker_and_colour(kb: KnowledgeBase) -> None:
+    edit_glossary(kb)
+    asyncio.run(_wrapped_diff(kb))
+
+
+async def _wrapped_diff(kb: KnowledgeBase) -> None:
+    app = make_app(kb)
+    # Narrow: the diff pane is about 40 columns, so the edited lines wrap.
+    async with app.run_test(size=(90, 40)) as pilot:
+        await history_scenario(pilot)
+        diff = app.screen.query_one("#diff-text", Static)
+        strips = [diff.render_line(y) for y in range(diff.size.height)]
+        rows = [strip.text for strip in strips]
+        first = next(n for n, row in enumerate(rows) if row.startswith("-here, add it."))
+        # Every row the removed line takes starts with its "-" and has its colour.
+        wanted, got, n = "".join(GLOSSARY_OLD.split()), "", first
+        while got != wanted:
+            assert rows[n].startswith("-"), rows[first : n + 1]
+            got += "".join(rows[n][1:].split())
+            n += 1
+        assert n - first >= 2  # it did wrap
+        colours = {
+            segment.style.color
+            for strip in strips[first:n]
+            for segment in strip
+            if segment.text.strip() and segment.style is not None
+        }
+        assert len(colours) == 1

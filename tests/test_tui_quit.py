@@ -10,6 +10,7 @@ import asyncio
 import pytest
 from talk import talk
 
+from kbmem.agent.session import ChatSession
 from kbmem.index import TenantIndex
 from kbmem.memorizer import ingest_session
 from kbmem.sessions import session_from_mapping
@@ -38,6 +39,9 @@ def test_quitting_mid_sync_stops_the_sync_and_keeps_the_index(
         return real_full(self, *args, **kwargs)
 
     monkeypatch.setattr(TenantIndex, "_build_full", build_full)
+    # The chat's warm-up syncs too, and whichever starts first holds the sync lock; without
+    # it, the sync under test is always the app's own (the one a quit can stop).
+    monkeypatch.setattr(ChatSession, "warm", lambda self: None)
     asyncio.run(_quit_mid_sync(kb))
     assert full_builds == []
     after = TenantIndex(kb, "default").current()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -38,30 +39,51 @@ def short_sha(sha: str | None) -> str:
     return (sha or "")[:7]
 
 
+def at_commit(commit: str | None, length: int = 10) -> str:
+    """The commit a citation was read at, written as one token (``@e20070406a``, like the
+    chat's sources and the status bar); ``@HEAD`` when none is known."""
+    return f"@{commit[:length]}" if commit else "@HEAD"
+
+
 def short_date(iso: str) -> str:
     """``2026-03-20T14:35:00+00:00`` → ``2026-03-20 14:35``."""
     return iso[:16].replace("T", " ") if iso else ""
 
 
-def diff_text(diff: str) -> Text:
-    """A unified diff, coloured by line kind."""
-    out = Text(end="")
-    if not diff.strip():
-        return Text("The two versions are identical.", style="italic", end="")
-    for line in diff.splitlines():
-        if line.startswith(("+++", "---")):
-            style = "bold"
-        elif line.startswith("@@"):
-            style = "cyan"
-        elif line.startswith("+"):
-            style = "green"
-        elif line.startswith("-"):
-            style = "red"
-        else:
-            style = ""
-        out.append(line + "\n", style=style)
-    out.rstrip()
-    return out
+class DiffText:
+    """A unified diff, coloured by line kind. A line too long for the width wraps under its own
+    text, and every row it takes keeps its marker and colour: a wrapped row of an added or
+    removed line must not read as context."""
+
+    def __init__(self, diff: str):
+        self.lines = diff.splitlines()
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if not "".join(self.lines).strip():
+            yield Text("The two versions are identical.", style="italic", end="")
+            return
+        width = max(2, options.max_width)
+        for line in self.lines:
+            style = _diff_style(line)
+            if line.startswith(("+++", "---", "@@")):
+                yield Text(line, style=style, overflow="fold")
+                continue
+            marker, body = line[:1], line[1:]
+            rows = Text(body, style=style).wrap(console, width - 1, overflow="fold")
+            for row in rows:
+                yield Text.assemble((marker, style), row)
+
+
+def _diff_style(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "bold"
+    if line.startswith("@@"):
+        return "cyan"
+    if line.startswith("+"):
+        return "green"
+    if line.startswith("-"):
+        return "red"
+    return ""
 
 
 def numbered(lines: list[str], first: int, width: int) -> Table:

@@ -28,7 +28,7 @@ from textual.widgets import (
 
 from kbmem.errors import KbmemError
 
-from ..render import error_text, one_line, plain
+from ..render import at_commit, error_text, one_line, plain
 from ..widgets.interval_view import NumberedLines
 from ..widgets.status_bar import StatusBar
 from ..widgets.trace import ToolCallView, hit_line
@@ -86,7 +86,7 @@ class IntervalCard(ListItem):
         item = self.resolved.item
         head = Text(end="")
         head.append(item.citation(), style="bold cyan")
-        head.append(f" @ {item.commit[:10]}", style="")
+        head.append(f" {at_commit(item.commit)}", style="")
         head.append(
             f" · {item.retriever or '?'} · score {item.score:.4f} · "
             + ("cited in the answer" if item.cited else "shown to the agent"),

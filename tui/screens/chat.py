@@ -1,5 +1,5 @@
-"""The Chat screen: the conversation (replies streamed as Markdown, citations selectable), an
-input with history, and a side panel that fills live with the turn's research trace."""
+"""The Chat screen: the conversation (replies streamed as Markdown, citations selectable), a
+message box with history, and a side panel that fills live with the turn's research trace."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import Footer, OptionList
 from textual.worker import Worker, WorkerState
 
-from ..render import plain
 from ..widgets.chat_log import (
     AgentReply,
     Citation,
@@ -74,7 +73,7 @@ class ChatScreen(KbmemScreen):
                 yield FollowScroll(id="chat-log")
                 yield PromptInput(
                     id="prompt",
-                    placeholder="Ask about what the memory holds…  (enter: send, ↑: history)",
+                    placeholder="Ask the memory…  (enter: send · ctrl+j: new line · ↑: history)",
                 )
             yield TracePanel(show_times=self.kbmem.show_times, id="trace")
         yield Footer()
@@ -159,9 +158,13 @@ class ChatScreen(KbmemScreen):
 
     # -- sending ----------------------------------------------------------------------------
 
-    @on(PromptInput.Submitted, "#prompt")
+    @on(PromptInput.Submitted)
     def _submitted(self, event: PromptInput.Submitted) -> None:
-        text = event.value.strip()
+        # Imported here, not at the top: the researcher's module loads the index code, which
+        # must not delay the first paint (by now the chat's worker has usually loaded it).
+        from kbmem.research.researcher import MAX_REQUEST_CHARS
+
+        text = event.text.strip()
         if not text:
             return
         if self.running:
@@ -169,9 +172,19 @@ class ChatScreen(KbmemScreen):
                 "A turn is still running (escape stops it).", severity="warning", markup=False
             )
             return
+        if len(text) > MAX_REQUEST_CHARS:
+            # Refused here, the text kept to shorten: the chat would refuse it anyway.
+            self.notify(
+                f"The message is {len(text):,} characters long; the limit is "
+                f"{MAX_REQUEST_CHARS:,}. Shorten it and send again.",
+                title="Message too long",
+                severity="warning",
+                markup=False,
+            )
+            return
         prompt = self.query_one(PromptInput)
         prompt.remember(text)
-        prompt.value = ""
+        prompt.clear()
         self.send(text)
 
     def send(self, text: str) -> None:
@@ -226,9 +239,7 @@ class ChatScreen(KbmemScreen):
             self.last_turn_id = f"{event.chat_id}/{event.turn}"
             if reply is not None:
                 who = f"kbmem · turn {event.turn} · {event.agent}"
-                reply.query_one(".who", Static).update(
-                    plain(who + (f" · {event.model}" if event.model else ""))
-                )
+                reply.name_turn(who + (f" · {event.model}" if event.model else ""))
             await panel.start_turn(event.turn, event.message, event.agent, event.model)
         elif kind == "tool_call_started":
             panel.tool_call_started(event.call_id, event.name, event.arguments)

@@ -8,7 +8,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
+from textual.widgets import Footer, Markdown
 
 HELP = """\
 # kbmem — help
@@ -28,9 +28,11 @@ turn's tool calls and cited intervals are committed there too, so any answer can
 
 ## Chat
 
-- `enter` sends, `↑`/`↓` walk through what you asked before. On an empty chat, `↓` from the
-  message box reaches the suggested questions (a knowledge base's README may list them under a
-  heading about questions to ask); `enter` asks one.
+- `enter` sends; `ctrl+j` starts a new line (so do `shift+enter` and `alt+enter` where the
+  terminal reports them). A pasted paragraph or list keeps its lines.
+- `↑` on the first line and `↓` on the last walk through what you asked before. On an empty
+  chat, `↓` from the message box reaches the suggested questions (a knowledge base's README may
+  list them under a heading about questions to ask); `enter` asks one.
 - `escape` stops a running turn: what it did so far is kept, marked *interrupted*.
 - `ctrl+t` shows or hides the trace panel; `ctrl+o` opens the citations of the last answer.
 - Citations look like `[page-id:L12-L18]`: click one, or press `ctrl+o` and choose one, to read
@@ -74,10 +76,12 @@ class HelpScreen(ModalScreen[None]):
     CSS_PATH = "help.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "Close"),
-        Binding("f1", "dismiss", "Close"),
+        Binding("f1", "dismiss", "Close", show=False),
         Binding("q", "dismiss", "Close", show=False),
     ]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-scroll"):
             yield Markdown(HELP, id="help-text")
+        # Its own footer, over the screen below's (whose keys do not apply here).
+        yield Footer()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
+from rich.console import Group
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -27,7 +28,7 @@ from kbmem.errors import KbmemError, NotFound
 from kbmem.pages import parse_page
 from kbmem.store import CommitInfo
 
-from ..render import diff_text, plain, short_date, short_sha, value_text
+from ..render import DiffText, plain, short_date, short_sha, value_text
 from ..widgets.interval_view import NumberedLines
 from ..widgets.status_bar import StatusBar
 from .base import KbmemScreen
@@ -382,12 +383,12 @@ class HistoryScreen(KbmemScreen):
         header = Text.assemble(
             ("diff ", "bold"),
             (entry.name, "bold"),
-            f"  {short_sha(old_sha)} → {short_sha(new_sha)}\n\n",
+            f"  {short_sha(old_sha)} → {short_sha(new_sha)}\n",
         )
-        self.app.call_from_thread(self._show_diff, header + diff_text(diff))
+        self.app.call_from_thread(self._show_diff, Group(header, DiffText(diff)))
 
-    def _show_diff(self, text: Text) -> None:
-        self.query_one("#diff-text", Static).update(text)
+    def _show_diff(self, diff: Group) -> None:
+        self.query_one("#diff-text", Static).update(diff)
         self.query_one("#diff-scroll", VerticalScroll).scroll_home(animate=False)
 
     def action_goto(self) -> None:

@@ -14,7 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
-from ..render import error_text, plain
+from ..render import at_commit, error_text, plain
 from ..widgets.chat_log import Citation
 from ..widgets.interval_view import NumberedLines
 
@@ -46,8 +46,7 @@ class IntervalScreen(ModalScreen[None]):
         yield Footer()
 
     def _title(self) -> Text:
-        at = f" @ {self.commit[:10]}" if self.commit else " @ HEAD"
-        return Text.assemble((self.citation.label, "bold"), (at, "dim"))
+        return Text.assemble((self.citation.label, "bold"), (f" {at_commit(self.commit)}", "dim"))
 
     def on_mount(self) -> None:
         self.read_interval()

@@ -1,5 +1,5 @@
 """The conversation: the user's messages (literal text), the agent's replies streamed as
-Markdown with their citations made selectable, an input with history, suggested questions."""
+Markdown with their citations made selectable, a message box with history, suggested questions."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import Input, Markdown, OptionList, Static
+from textual.widgets import Markdown, OptionList, Static, TextArea
 from textual.widgets.markdown import MarkdownStream
 from textual.widgets.option_list import Option
 
-from ..render import CITATION, one_line, plain
+from ..render import CITATION, at_commit, one_line, plain
 
 CITE_SCHEME = "cite:"
 
@@ -130,6 +130,7 @@ class AgentReply(Vertical):
         self.citations: list[Citation] = []
         self.known: dict[tuple[str, int, int], Citation] = {}
         self.finished = False
+        self.named = False  # the header names the turn (it said only "thinking…" until then)
         self.deltas = 0  # pieces streamed so far
 
     def compose(self) -> ComposeResult:
@@ -139,6 +140,11 @@ class AgentReply(Vertical):
     @property
     def markdown(self) -> Markdown:
         return self.query_one(Markdown)
+
+    def name_turn(self, who: str) -> None:
+        """The turn started: the header says which turn, and who answers."""
+        self.named = True
+        self.query_one(".who", Static).update(plain(who))
 
     def remember_intervals(self, intervals: list[dict[str, Any]]) -> None:
         """Intervals a tool call found: a citation of them opens at their commit."""
@@ -189,6 +195,10 @@ class AgentReply(Vertical):
         elif answer:
             await self.markdown.update(linkify(answer))
         self.finished = True
+        if not self.named:
+            # The turn never started (refused, or the chat did not open): "thinking…" would
+            # stay above the error.
+            self.query_one(".who", Static).update(plain(f"kbmem · {status}"))
         for item in context or []:
             self.remember_intervals([item])
         if status == "failed":
@@ -204,10 +214,7 @@ class AgentReply(Vertical):
         self.citations = list(seen.values())
         if self.citations:
             options = OptionList(
-                *[
-                    Option(Content(f"↗ {c.label}" + (f" @{c.commit[:7]}" if c.commit else "")))
-                    for c in self.citations
-                ],
+                *[Option(Content(f"↗ {c.label} {at_commit(c.commit, 7)}")) for c in self.citations],
                 classes="citations",
             )
             options.border_title = "Sources"
@@ -226,13 +233,32 @@ class AgentReply(Vertical):
             self.post_message(self.CitationChosen(self, self.resolve(citation)))
 
 
-class PromptInput(Input):
-    """The message box: ↑ and ↓ walk through what was sent before."""
+class PromptInput(TextArea):
+    """The message box: several lines (pastes keep their newlines), growing to a few lines,
+    then scrolling. ``enter`` sends; ``ctrl+j`` inserts a new line (a key every terminal sends
+    apart from enter; ``shift+enter`` and ``alt+enter`` too where the terminal reports them).
+    ↑ on the first line and ↓ on the last walk through what was sent before."""
+
+    DEFAULT_CSS = """
+    PromptInput { height: auto; max-height: 8; }
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "history(-1)", "Previous", show=False),
-        Binding("down", "history(1)", "Next", show=False),
+        # Priority: the text area itself would take enter as a new line.
+        Binding("enter", "submit", "Send", priority=True),
+        Binding("ctrl+j", "newline", "New line"),
+        Binding("shift+enter,alt+enter", "newline", "New line", show=False),
     ]
+
+    class Submitted(Message):
+        """The user sent ``text`` (all of its lines)."""
+
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    class DownFromEnd(Message):
+        """↓ with nothing further in the history: the screen may move focus below."""
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
@@ -246,8 +272,23 @@ class PromptInput(Input):
         self.position = None
         self.draft = ""
 
-    class DownFromEnd(Message):
-        """↓ with nothing further in the history: the screen may move focus below."""
+    def action_submit(self) -> None:
+        self.post_message(self.Submitted(self.text))
+
+    def action_newline(self) -> None:
+        self.replace("\n", *self.selection)
+
+    def action_cursor_up(self, select: bool = False) -> None:
+        if select or not self.navigator.is_first_wrapped_line(self.cursor_location):
+            super().action_cursor_up(select)
+        else:
+            self.action_history(-1)
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        if select or not self.navigator.is_last_wrapped_line(self.cursor_location):
+            super().action_cursor_down(select)
+        else:
+            self.action_history(1)
 
     def action_history(self, step: int) -> None:
         if step > 0 and self.position is None:
@@ -256,16 +297,16 @@ class PromptInput(Input):
         if not self.past:
             return
         if self.position is None:
-            self.draft = self.value
+            self.draft = self.text
             self.position = len(self.past)
         self.position += step
         if self.position >= len(self.past):
             self.position = None
-            self.value = self.draft
+            self.text = self.draft
         else:
             self.position = max(0, self.position)
-            self.value = self.past[self.position]
-        self.cursor_position = len(self.value)
+            self.text = self.past[self.position]
+        self.move_cursor(self.document.end)
 
 
 class Suggestions(Vertical):
