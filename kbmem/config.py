@@ -15,6 +15,9 @@ import yaml
 
 from .errors import ValidationError
 
+# The longest request or chat message taken (the CLI, the API, MCP and the TUI refuse longer).
+MAX_REQUEST_CHARS = 20_000
+
 DEFAULTS: dict[str, Any] = {
     "default_tenant": "default",
     "memorizer": {

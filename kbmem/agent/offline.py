@@ -367,8 +367,9 @@ def resolve_references(
     will be, "in the city where my sister lives" (Dara) is followed by Dara's "I'm flying to
     Tromsø to see my sister Niamh": the answer is in the second sentence, not the first."""
     shown = {_unit_key(s) for s in chosen}
+    references = followed_references(briefing)
     for n, sentence in enumerate(chosen):
-        for source, terms in followed_references(briefing):
+        for source, terms in references:
             if source != _unit_key(sentence):
                 continue
             found = [

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..config import HARD_CAPS
+from ..config import HARD_CAPS, MAX_REQUEST_CHARS
 from ..errors import KbmemError, ValidationError
 from ..index import Hit, analyze
 from ..memorizer import read_memory
@@ -24,7 +24,6 @@ from .state import ResearchState
 from .types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
 
 EventSink = Callable[[TraceEvent], None]
-MAX_REQUEST_CHARS = 20_000
 ACTION_WEIGHT = {"bm25": 1.0, "dense": 0.6, "page_id": 0.5}
 # A follow-up search counts as any search for the intervals it finds, but does not vote on
 # pages as a whole (measured on LoCoMo: page votes and extra weight for follow-ups pushed the

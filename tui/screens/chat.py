@@ -14,6 +14,8 @@ from textual.message import Message
 from textual.widgets import Footer, OptionList
 from textual.worker import Worker, WorkerState
 
+from kbmem.config import MAX_REQUEST_CHARS
+
 from ..widgets.chat_log import (
     AgentReply,
     Citation,
@@ -160,10 +162,6 @@ class ChatScreen(KbmemScreen):
 
     @on(PromptInput.Submitted)
     def _submitted(self, event: PromptInput.Submitted) -> None:
-        # Imported here, not at the top: the researcher's module loads the index code, which
-        # must not delay the first paint (by now the chat's worker has usually loaded it).
-        from kbmem.research.researcher import MAX_REQUEST_CHARS
-
         text = event.text.strip()
         if not text:
             return
