@@ -36,6 +36,11 @@ class TooMany(KbmemError):
     http_status = 429
 
 
+class Cancelled(KbmemError):
+    """Work stopped because its caller asked it to (a program that is closing). Nothing is
+    half-written: a sync that stops leaves the live index as it was."""
+
+
 class NotFound(KbmemError):
     """A page, session, turn or revision that does not exist."""
 

@@ -61,7 +61,7 @@ from whoosh.util.numeric import byte_to_length
 
 from . import embedder
 from .analysis import make_analyzer
-from .errors import StorageError, ValidationError
+from .errors import Cancelled, StorageError, ValidationError
 from .ids import check_tenant
 from .intervals import Interval, IntervalText, cut_page
 from .pages import parse_page
@@ -579,10 +579,10 @@ def _link(src: Path, dst: Path) -> None:
 
 
 @contextmanager
-def _flock(path: Path, timeout: float) -> Any:
+def _flock(path: Path, timeout: float, cancel: threading.Event | None = None) -> Any:
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        if not flock_until(fd, time.monotonic() + timeout):
+        if not flock_until(fd, time.monotonic() + timeout, cancel):
             yield False
             return
         try:
@@ -807,13 +807,21 @@ class Generation:
 
 
 def _reporting(
-    progress: Callable[[int, int], None], failed: list[BaseException]
+    progress: Callable[[int, int], None] | None,
+    cancel: threading.Event | None,
+    failed: list[BaseException],
+    tenant: str,
 ) -> Callable[[int, int], None]:
-    """``progress``, noting in ``failed`` an exception it raises (which still propagates)."""
+    """``progress`` (if any), first raising Cancelled when ``cancel`` is set, and noting in
+    ``failed`` an exception either raises (which still propagates): a build checks both
+    after every step."""
 
     def report(done: int, total: int) -> None:
         try:
-            progress(done, total)
+            if cancel is not None and cancel.is_set():
+                raise Cancelled(f"the index sync of tenant {tenant} was stopped")
+            if progress is not None:
+                progress(done, total)
         except BaseException as exc:
             failed.append(exc)
             raise
@@ -866,14 +874,19 @@ class TenantIndex:
             return None, "the index belongs to another tenant"
         return gen, ""
 
-    def ensure_synced(self, progress: Callable[[int, int], None] | None = None) -> Generation:
+    def ensure_synced(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> Generation:
         """The current generation, synced first if HEAD moved (a cheap check when it did not).
-        If another process is syncing right now, serve the current generation."""
+        If another process is syncing right now, serve the current generation. Setting
+        ``cancel`` stops a sync this starts (Cancelled)."""
         head = self.kb.head()
         gen, _problem = self._usable_current()
         if gen is not None and gen.commit == head:
             return gen
-        self.sync(progress=progress, wait=gen is None)
+        self.sync(progress=progress, wait=gen is None, cancel=cancel)
         gen, problem = self._usable_current()
         if gen is None:
             raise StorageError(f"no usable index for tenant {self.tenant}: {problem}")
@@ -885,11 +898,13 @@ class TenantIndex:
         gen, _problem = self._usable_current()
         return gen if gen is not None else self.ensure_synced()
 
-    def _guarded(self, action: Callable[[Generation], Any]) -> Any:
+    def _guarded(
+        self, action: Callable[[Generation], Any], cancel: threading.Event | None = None
+    ) -> Any:
         """Run a read against the current generation; if the index turns out to be damaged
         while reading it (a file that opened but does not read back), rebuild it from scratch
-        with a warning and try once more."""
-        gen = self.ensure_synced()
+        with a warning and try once more. ``cancel`` stops the syncs this needs."""
+        gen = self.ensure_synced(cancel=cancel)
         try:
             return action(gen)
         except ValidationError:
@@ -898,7 +913,7 @@ class TenantIndex:
             if self._current_name() != gen.name:
                 # A sync replaced (and may have removed) the generation under this read:
                 # nothing is damaged, read the new one.
-                return action(self.ensure_synced())
+                return action(self.ensure_synced(cancel=cancel))
             log.warning(
                 "tenant %s: the index failed while reading it (%s: %s); rebuilding it",
                 self.tenant,
@@ -907,22 +922,30 @@ class TenantIndex:
             )
         with self._lock:
             self._gen = None
-        self.sync(full=True)
-        return action(self.ensure_synced())
+        self.sync(full=True, cancel=cancel)
+        return action(self.ensure_synced(cancel=cancel))
 
     def sync(
         self,
         full: bool = False,
         progress: Callable[[int, int], None] | None = None,
         wait: bool = True,
+        cancel: threading.Event | None = None,
     ) -> SyncReport:
         """Bring the index to HEAD: incrementally when possible, from scratch when asked or
-        when the live index is missing, foreign or corrupt."""
+        when the live index is missing, foreign or corrupt.
+
+        Setting ``cancel`` (a program that is closing) stops the sync with Cancelled: while
+        it waits for another sync, or after the build's current step. So does an exception
+        from ``progress``. Either way the partial build is discarded, the live index keeps
+        serving the commit it had, and the next sync resumes from there."""
         started = time.perf_counter()
         caller_failed: list[BaseException] = []
-        if progress is not None:
-            progress = _reporting(progress, caller_failed)
-        with _flock(self.dir / "sync.lock", 600 if wait else 0.5) as got:
+        if progress is not None or cancel is not None:
+            progress = _reporting(progress, cancel, caller_failed, self.tenant)
+        with _flock(self.dir / "sync.lock", 600 if wait else 0.5, cancel) as got:
+            if cancel is not None and cancel.is_set():
+                raise Cancelled(f"the index sync of tenant {self.tenant} was stopped")
             if not got:
                 return SyncReport(self.tenant, None, "none", reason="another process is syncing")
             head = self.kb.head()
@@ -932,20 +955,23 @@ class TenantIndex:
             if problem and problem != "there is no index yet":
                 log.warning("tenant %s: %s; rebuilding it from scratch", self.tenant, problem)
             if full or gen is None or gen.commit is None or head is None:
-                report = self._build_full(head, progress)
+                report = self._build_full(head, progress, cancel)
                 report.reason = "asked for a full rebuild" if full else problem
             else:
                 try:
-                    report = self._build_incremental(gen, head, progress)
+                    report = self._build_incremental(gen, head, progress, cancel)
+                except Cancelled:
+                    raise
                 except Exception as exc:  # a damaged live index shows up here: start over
                     if caller_failed:
-                        # The caller's progress callback failed (a UI that is closing): the
-                        # index is sound, and a full rebuild would only keep the caller waiting.
+                        # The caller stopped the sync, or its progress callback failed (a UI
+                        # that is closing): the index is sound, and a full rebuild would only
+                        # keep the caller waiting.
                         raise
                     log.warning(
                         "tenant %s: incremental sync failed (%s); rebuilding", self.tenant, exc
                     )
-                    report = self._build_full(head, progress)
+                    report = self._build_full(head, progress, cancel)
                     report.reason = f"incremental sync failed: {exc}"
             self._collect_garbage()
         report.seconds = time.perf_counter() - started
@@ -956,7 +982,13 @@ class TenantIndex:
         path.mkdir()
         return path
 
-    def _publish(self, path: Path, meta: dict[str, Any]) -> None:
+    def _publish(
+        self, path: Path, meta: dict[str, Any], cancel: threading.Event | None = None
+    ) -> None:
+        """Make the generation at ``path`` the live one, unless ``cancel`` was set while it
+        was built (then Cancelled; the unpublished directory is collected later)."""
+        if cancel is not None and cancel.is_set():
+            raise Cancelled(f"the index sync of tenant {self.tenant} was stopped")
         atomic_write(path / "meta.json", json.dumps(meta, indent=1).encode())
         atomic_write(self.dir / "CURRENT", path.name.encode())
 
@@ -1061,7 +1093,10 @@ class TenantIndex:
         return vectors.astype(np.float32), counts
 
     def _build_full(
-        self, head: str | None, progress: Callable[[int, int], None] | None
+        self,
+        head: str | None,
+        progress: Callable[[int, int], None] | None,
+        cancel: threading.Event | None = None,
     ) -> SyncReport:
         path = self._new_dir(head)
         (path / "whoosh").mkdir()
@@ -1133,11 +1168,16 @@ class TenantIndex:
                 "next_label": len(items),
                 "vectors": vec,
             },
+            cancel,
         )
         return SyncReport(self.tenant, head, "full", len(metas), len(items), 0)
 
     def _build_incremental(
-        self, gen: Generation, head: str, progress: Callable[[int, int], None] | None
+        self,
+        gen: Generation,
+        head: str,
+        progress: Callable[[int, int], None] | None,
+        cancel: threading.Event | None = None,
     ) -> SyncReport:
         changes = self.kb.changed_paths(gen.commit or "", head, self.store.prefix.rstrip("/"))
         removed_paths, added_paths = set(), set()
@@ -1201,7 +1241,7 @@ class TenantIndex:
             _save_delta(path / "delta.npz", delta_labels, delta_vectors, dead)
         vec.update({"delta": len(delta_labels), "dead": len(dead)})
         meta.update({"commit": head, "count": count, "next_label": first + len(items)})
-        self._publish(path, meta)
+        self._publish(path, meta, cancel)
         return SyncReport(
             self.tenant,
             head,
@@ -1359,11 +1399,12 @@ class TenantIndex:
         found.sort(key=lambda item: (-item[0], item[1]["key"]))
         return [self._hit(doc, s, retriever) for s, doc in found[:k]]
 
-    def warm(self) -> None:
+    def warm(self, cancel: threading.Event | None = None) -> None:
         """Read the index once the way a search does (its reader, one term's postings, page
         lengths, the vectors), so that the first real search does not also pay for lazy
         imports and cold files: a program that will search soon calls this in a background
-        thread (the TUI, while the embedding model loads). It never embeds anything."""
+        thread (the TUI, while the embedding model loads). It embeds nothing but what a sync
+        to HEAD needs; setting ``cancel`` stops that sync (Cancelled)."""
 
         def read(gen: Generation) -> None:
             if gen.count == 0:
@@ -1378,7 +1419,7 @@ class TenantIndex:
             gen.base()
             gen.delta()
 
-        self._guarded(read)
+        self._guarded(read, cancel)
 
     def bm25(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
         query, k = check_query(query, k)

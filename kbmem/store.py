@@ -60,8 +60,9 @@ class CommitInfo:
     path: str | None = None  # the file's path in that commit (it may have been renamed since)
 
 
-def flock_until(fd: int, deadline: float) -> bool:
-    """Lock ``fd`` exclusively, polling until ``deadline``; False when it could not."""
+def flock_until(fd: int, deadline: float, cancel: threading.Event | None = None) -> bool:
+    """Lock ``fd`` exclusively, polling until ``deadline`` (or until ``cancel`` is set); False
+    when it could not."""
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -69,7 +70,7 @@ def flock_until(fd: int, deadline: float) -> bool:
         except OSError as exc:
             if exc.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
-        if time.monotonic() >= deadline:
+        if time.monotonic() >= deadline or (cancel is not None and cancel.is_set()):
             return False
         time.sleep(0.005)
 

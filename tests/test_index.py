@@ -11,6 +11,7 @@ files, real git history.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -32,7 +34,7 @@ from tokenizers import Tokenizer
 
 from kbmem import embedder
 from kbmem import index as index_module
-from kbmem.errors import NotFound, ValidationError
+from kbmem.errors import Cancelled, NotFound, ValidationError
 from kbmem.index import INDEX_FORMAT, Hit, TenantIndex, analyze
 from kbmem.intervals import Interval
 from kbmem.memorizer import ingest_session
@@ -521,6 +523,56 @@ def test_a_failing_progress_report_stops_the_sync_without_a_rebuild(
     report = index.sync()  # and the next sync is incremental
     assert report.mode == "incremental" and report.commit == kb.head()
     assert any(h.session_id == "s-gale" for h in index.bm25("gale crane", 5))
+
+
+def test_a_set_cancel_stops_a_sync_mid_build_and_while_it_waits(
+    two_tenants: KnowledgeBase, tmp_path: Path
+) -> None:
+    """``cancel`` (a program that is closing) stops a sync after the build's current step,
+    and stops one that is waiting for another sync's lock, with Cancelled; the live index
+    keeps serving and the next sync is incremental."""
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    index = TenantIndex(kb, ACME)
+    old = index.current()
+    ingest(kb, session(ACME, "s-gale", [("Ann", "Gale warning: the crane lift is off.")]))
+    cancel = threading.Event()
+    steps: list[int] = []
+
+    def progress(done: int, total: int) -> None:
+        steps.append(done)
+        cancel.set()  # the app starts closing during the first step
+
+    with pytest.raises(Cancelled, match="stopped"):
+        index.sync(progress=progress, cancel=cancel)
+    assert steps == [steps[0]]  # the step after the one that set it never ran
+    assert index.current().name == old.name
+
+    # Another process holds the sync lock: a sync that waits for it stops when cancelled.
+    fd = os.open(index.dir / "sync.lock", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        cancel.clear()
+        waiting: list[BaseException] = []
+
+        def sync() -> None:
+            try:
+                index.sync(cancel=cancel)
+            except BaseException as exc:
+                waiting.append(exc)
+
+        thread = threading.Thread(target=sync)
+        thread.start()
+        time.sleep(0.3)
+        assert thread.is_alive() and not waiting  # waiting for the lock (up to 600 s)
+        cancel.set()
+        thread.join(5)
+        assert not thread.is_alive() and isinstance(waiting[0], Cancelled)
+    finally:
+        os.close(fd)
+    assert index.current().name == old.name
+    cancel.clear()
+    report = index.sync(cancel=cancel)
+    assert report.mode == "incremental" and report.commit == kb.head()
 
 
 def test_partial_generation_on_disk_is_ignored_and_removed(

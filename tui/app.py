@@ -40,10 +40,6 @@ log = logging.getLogger(__name__)
 Marker = Callable[[str], None]
 
 
-class SyncStopped(Exception):
-    """Raised by the index sync's progress report to stop a sync when the app is closing."""
-
-
 class KbmemApp(App[None]):
     """Chat with a live research trace, page history in git, and the audit of any turn."""
 
@@ -105,8 +101,9 @@ class KbmemApp(App[None]):
         self._records: dict[str, Any] = {}
         self._marks: set[str] = set()
         self._last_toast: tuple[tuple[str, str], float] = (("", ""), 0.0)
-        # Set when quitting: no new index sync starts, and a running one stops at its next
-        # progress report (its partial build is discarded; the live index is untouched).
+        # Set when quitting: no new index sync starts, and a running one (the app's own or the
+        # chat's warm-up) stops after its current step or while it waits for the other (its
+        # partial build is discarded; the live index is untouched).
         self._quitting = threading.Event()
         self.set_reactive(
             KbmemApp.status,
@@ -208,7 +205,7 @@ class KbmemApp(App[None]):
     @work(thread=True, exit_on_error=False, group="index")
     def _sync_index(self, full: bool = False) -> None:
         """Bring the tenant's index to HEAD, showing "syncing" while it runs."""
-        from kbmem.errors import KbmemError
+        from kbmem.errors import Cancelled, KbmemError
         from kbmem.index import TenantIndex
 
         kb = self.workspace.kb
@@ -226,16 +223,14 @@ class KbmemApp(App[None]):
         shown = [-1]
 
         def progress(done: int, total: int) -> None:
-            if self._quitting.is_set():
-                raise SyncStopped("the app is closing")
             percent = 100 * done // max(total, 1)
             if percent >= shown[0] + 5 or done == total:  # a few updates, not thousands
                 shown[0] = percent
                 self.call_from_thread(self.set_status, sync_progress=f"{done}/{total}")
 
         try:
-            report = index.sync(full=full, progress=progress)
-        except SyncStopped:
+            report = index.sync(full=full, progress=progress, cancel=self._quitting)
+        except Cancelled:
             return
         finally:
             self.call_from_thread(self.set_status, syncing=False, sync_progress="")
@@ -264,10 +259,12 @@ class KbmemApp(App[None]):
         else:
             # While the embedding model loads: the first question then only waits for it.
             # A failure here is the first search's to report, not the warm-up's.
-            from kbmem.errors import KbmemError
+            from kbmem.errors import Cancelled, KbmemError
 
             try:
-                session.warm()
+                session.warm(self._quitting)
+            except Cancelled:
+                pass  # quitting
             except KbmemError as exc:
                 log.info("warming the research tools failed: %s", exc)
 

@@ -110,10 +110,11 @@ class ChatSession:
 
             self.agent = LLMAgent(self.llm_config)
 
-    def warm(self) -> None:
+    def warm(self, cancel: threading.Event | None = None) -> None:
         """Get the research tools ready before the first message (index synced and read once;
-        the embedding model is not loaded here): for a front end that has idle time first."""
-        self.researcher.toolkit.index.warm()
+        the embedding model is not loaded here): for a front end that has idle time first.
+        Setting ``cancel`` (the front end is closing) stops the sync with Cancelled."""
+        self.researcher.toolkit.index.warm(cancel)
 
     # -- state ------------------------------------------------------------------------------
 
