@@ -20,7 +20,16 @@ from .textutil import PIECE_BREAK, truncate_tokens
 
 MAX_MEMO_CHARS = 400
 MAX_MEMO_SENTENCES = 5000  # sentences the offline memo reads at most
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]+|\d[\d:.,/-]*")
+# Words of any alphabet ("Tromsø", "café", "Москва"), and numbers, dates and times.
+_WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|['’-])+|\d[\d:.,/-]*")
+_LETTERS = re.compile(r"\b[^\W\d_]+")
+
+
+def _capitalized(word: str) -> bool:
+    """A capital then a small letter, in any alphabet ("Tromsø", "Åsa"; not "NASA")."""
+    return len(word) > 1 and word[0].isupper() and word[1].islower()
+
+
 STOPWORDS = frozenset(
     [
         "a",
@@ -219,7 +228,7 @@ class OfflineMemo:
             score = sum(
                 math.log(1 + n / df[w]) * (0.6 if w in known else 1.0) for w in sorted(set(words))
             )
-            score += 1.5 * len(re.findall(r"\b[A-Z][a-z]+", sentence[1:]))
+            score += 1.5 * sum(map(_capitalized, _LETTERS.findall(sentence[1:])))
             if re.search(r"\d", sentence):
                 score += 2.0
             scored.append((score / math.sqrt(len(words) + 4), pos, sentence))

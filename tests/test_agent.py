@@ -275,6 +275,16 @@ def test_each_list_item_is_a_sentence_of_its_own() -> None:
     ]
 
 
+def test_a_sentence_opening_with_a_capital_outside_ascii_is_cut_off() -> None:
+    text = "We met in Oslo. Åsa came too. Ōsaka is next. 3 people stayed."
+    assert split_sentences(text) == [
+        "We met in Oslo.",
+        "Åsa came too.",
+        "Ōsaka is next.",
+        "3 people stayed.",
+    ]
+
+
 def test_paragraph_subject_is_the_bold_lead_only() -> None:
     assert paragraph_subject(["**Tobias Ferrante**, Senior Backend Engineer. Owns x."]) == (
         "Tobias Ferrante"

@@ -20,6 +20,7 @@ from kbgit import ROOT, commit_count, fsck, git, head, session_trailers, status,
 
 from kbmem.config import load_settings
 from kbmem.errors import NotFound, ValidationError
+from kbmem.memo import OfflineMemo
 from kbmem.memorizer import ingest_session, read_memory
 from kbmem.pages import HEADER_FIELDS
 from kbmem.pagestore import PageStore
@@ -406,3 +407,21 @@ def test_a_session_is_not_mutated_by_ingest(empty_kb: KnowledgeBase) -> None:
     snapshot = copy.deepcopy(session)
     ingest_session(empty_kb, session)
     assert session == snapshot
+
+
+def test_the_offline_memo_reads_words_in_any_alphabet() -> None:
+    """Words were ASCII letters only: a session in Russian had no sentence of four words, and
+    its memo fell back to the opening greeting."""
+    session = session_from_mapping(
+        summit_session(
+            "s-ru",
+            [
+                "Ольга: Привет всем, начнём.",
+                "Иван: Паром «Коррен Белл» отходит из Тромсё в пятницу, 28 марта, в семь утра.",
+                "Ольга: Хорошо, спасибо, тогда до пятницы и всем хорошего дня.",
+            ],
+            title="Паром",
+        )
+    )
+    memo = OfflineMemo().write(session, [])
+    assert "Тромсё в пятницу, 28 марта" in memo.text, memo.text

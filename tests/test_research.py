@@ -19,6 +19,7 @@ from kbmem.research.llm_engine import (
     Supersession,
 )
 from kbmem.research.offline import (
+    entities,
     standing_sentences,
     stated_values,
     statement,
@@ -66,6 +67,33 @@ def test_multi_hop_is_covered_only_after_reflection(researcher):
     text = " ".join(e.excerpt for e in briefing.evidence)
     assert "Tromsø" in text and "city where my sister lives" in text
     assert {"2026-03-02-welcome-and-offsite/1", TROMSO_PAGE} <= set(briefing.pages_used)
+
+
+def test_a_name_outside_ascii_is_followed_whole(researcher):
+    # The follow-up searched "Troms" (no hits) when names were read as ASCII letters.
+    briefing = researcher.research("In which city does Dara's sister live?")
+    queries = [
+        a.get("query") or ""
+        for e in briefing.trace
+        if e.kind == "plan" and e.step >= 1
+        for a in e.data["actions"]
+    ]
+    assert any("Tromsø" in q for q in queries), queries
+    assert not any(re.search(r"Troms(?!ø)", q) for q in queries), queries
+
+
+@pytest.mark.parametrize(
+    ("text", "names"),
+    [
+        ("I flew to Tromsø to see Niamh.", ["Tromsø", "Niamh"]),
+        ("Åsa met Zoë in São Paulo.", ["Åsa", "Zoë", "São Paulo"]),
+        ("Встреча с Ольгой в Москве.", ["Встреча", "Ольгой", "Москве"]),
+        ("Ōsaka or Ærø? Łukasz knows.", ["Ōsaka", "Ærø", "Łukasz"]),
+    ],
+    ids=["nordic", "accents", "cyrillic", "macron"],
+)
+def test_names_in_any_alphabet_are_entities(text, names):
+    assert entities(text) == names
 
 
 def test_briefing_shape_and_citations(researcher):

@@ -22,7 +22,7 @@ from ..research.offline import (
 )
 from ..research.types import BriefingContext, EvidenceItem
 from ..sessions import is_chat, is_own_answer, is_request
-from ..textutil import truncate_tokens
+from ..textutil import CAPITAL, truncate_tokens
 from .context import TurnContext
 from .records import ContextItem
 
@@ -41,7 +41,7 @@ MODIFIERS = frozenset(["much", "many", "long", "often", "far", "old", "take", "p
 SUPERSEDED_WEIGHT = 0.5  # a sentence giving a value that a later correction replaced
 PLACE_CREDIT = 0.5  # share of a term's weight when only the session or page name has it
 _CITED = re.compile(r"\s*\[[A-Za-z0-9][A-Za-z0-9._/-]*:L\d+-L\d+\]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(\[]?[A-Z0-9])")
+_SENTENCE_END = re.compile(rf"(?<=[.!?])\s+(?=[\"“(\[]?(?:{CAPITAL}|[0-9]))")
 _HEADING = re.compile(r"^#{1,6}\s")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # Characters that Markdown would read as markup in a quoted sentence (emphasis, code, links,

@@ -19,7 +19,7 @@ from ..dates import MONTHS, date_windows, sessions_in
 from ..index import Hit, analyze
 from ..intervals import HEADING
 from ..memo import STOPWORDS
-from ..textutil import PIECE_BREAK, truncate_tokens
+from ..textutil import CAPITAL, PIECE_BREAK, truncate_tokens
 from .state import Candidate, ResearchState
 from .types import IntegrationState, PlanAction, ReflectionDecision
 
@@ -31,7 +31,8 @@ QUESTION_WORDS = frozenset(
     "could should can has have had tell describe give list name kind type sort likely "
     "anything something someone recently ever".split()
 )
-_ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9'’&.-]*(?:\s+(?:of\s+|the\s+)?[A-Z][a-zA-Z0-9'’&.-]*)*")
+_NAME_WORD = CAPITAL + r"[\w'’&.-]*"
+_ENTITY = re.compile(rf"\b{_NAME_WORD}(?:\s+(?:of\s+|the\s+)?{_NAME_WORD})*")
 _WORD = re.compile(r"[\w'’-]+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
