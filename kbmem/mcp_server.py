@@ -313,7 +313,8 @@ TOOLS: tuple[Tool, ...] = (
         "Store a conversation in memory, losslessly: its turns become pages (verbatim, with a "
         "header and a memo), committed to git in one commit, and searchable at once. Give each "
         "turn's speaker in metadata.speaker and its time in timestamp: research finds people "
-        "and dates by them. Returns the session id, the pages written and the commit.",
+        "and dates by them. Returns the session id, the pages written, the commit, and whether "
+        "this session created the tenant (tenantCreated).",
         {"session": SESSION_SCHEMA},
         ("session",),
         lambda m, a: m.ingest(a["session"]),

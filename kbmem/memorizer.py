@@ -18,7 +18,7 @@ from .errors import NotFound, ValidationError
 from .ids import session_page_id
 from .memo import Memo, MemoEngine, OfflineMemo, one_line, participants
 from .pages import Loader, Page, Turn, dump_yaml, render_page, render_turn, render_turns
-from .pagestore import tenant_prefix
+from .pagestore import tenant_exists, tenant_prefix
 from .sessions import Session
 from .store import KnowledgeBase
 from .textutil import count_tokens
@@ -37,6 +37,7 @@ class IngestResult:
     memo: str = ""
     memo_note: str = ""
     seconds: float = 0.0
+    tenant_created: bool = False  # the tenant held nothing before this session's commit
 
 
 def split_turns(turns: list[Turn], budget: int) -> list[list[Turn]]:
@@ -148,6 +149,8 @@ def ingest_session(
     committed; new versions of the same pages if its content changed."""
     started = time.perf_counter()
     with kb.write_lock():
+        # Read under the lock: of two sessions that start a tenant at once, one created it.
+        new_tenant = not tenant_exists(kb, session.tenant_id)
         writes, result = memorize_writes(kb, session, engine)
         if result.status != "unchanged":
             sid, title = session.session_id, session.title
@@ -158,6 +161,7 @@ def ingest_session(
                 {"Kbmem-Session": sid, "Kbmem-Tenant": session.tenant_id},
                 date=date,
             )
+            result.tenant_created = new_tenant and result.commit is not None
     result.seconds = time.perf_counter() - started
     return result
 

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .errors import NotFound, PageFormatError
+from .errors import NotFound, PageFormatError, ValidationError
 from .ids import check_tenant, page_id_for, page_relpath
 from .pages import Page, parse_page
 from .store import CommitInfo, KnowledgeBase
@@ -16,6 +16,25 @@ log = logging.getLogger("kbmem")
 
 def tenant_prefix(tenant: str) -> str:
     return f"tenants/{check_tenant(tenant)}/"
+
+
+def tenant_exists(kb: KnowledgeBase, tenant: str) -> bool:
+    """Whether anything (a page, a session record, a chat turn) is committed for ``tenant``
+    at HEAD: a tenant comes into being with its first commit, not before."""
+    return kb.has_path(tenant_prefix(tenant))
+
+
+def tenant_names(kb: KnowledgeBase) -> list[str]:
+    """The tenants that exist at HEAD, sorted; a folder under ``tenants/`` whose name is not
+    a tenant id (made by hand) is no tenant."""
+    names = {p.split("/")[1] for p in kb.list_files("tenants") if p.count("/") >= 2}
+    out = []
+    for name in sorted(names):
+        try:
+            out.append(check_tenant(name))
+        except ValidationError:
+            continue
+    return out
 
 
 @dataclass

@@ -66,6 +66,7 @@ def ingest_result_dict(result: Any) -> dict[str, Any]:
         "commit": result.commit,
         "memo": result.memo,
         "memoNote": result.memo_note,
+        "tenantCreated": result.tenant_created,
     }
 
 

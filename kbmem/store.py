@@ -337,6 +337,14 @@ class KnowledgeBase:
             return None
         return found[0] if found and found[1] == "blob" else None
 
+    def has_path(self, relpath: str, rev: str = "HEAD") -> bool:
+        """Whether a file or a folder ``relpath`` exists at ``rev`` (False before the first
+        commit). Git keeps no empty folders: a folder that exists holds a file."""
+        try:
+            return self._object_at(relpath.rstrip("/"), self.resolve(rev)) is not None
+        except NotFound:
+            return False
+
     def list_files(self, prefix: str, rev: str = "HEAD") -> dict[str, str]:
         """``{path: blob id}`` of every file below ``prefix`` at ``rev`` (empty if none)."""
         if self.head() is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import IO
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 # Where text is cut into the pieces that are embedded, memoed and quoted as facts: after a
@@ -65,6 +66,32 @@ def printable(text: str) -> str:
     as the four characters ``\\x1b``, U+202E as ``\\u202e``); all else, accents, CJK and emoji
     among it, is kept as it is."""
     return _UNPRINTABLE.sub(_escape, text)
+
+
+class PrintableStream:
+    """Text that arrives in pieces (a streamed answer), written made printable as it comes,
+    so that what is written equals ``printable`` of the pieces joined: a CR that ends a piece
+    is held back until the next piece says whether an LF follows it (CRLF, kept) or not (a
+    lone CR, escaped). Call :meth:`end` when the text is complete."""
+
+    def __init__(self, out: IO[str]):
+        self.out = out
+        self._held = ""
+
+    def write(self, piece: str) -> None:
+        text = self._held + piece
+        self._held = "\r" if text.endswith("\r") else ""
+        text = text[: len(text) - len(self._held)]
+        if text:
+            self.out.write(printable(text))
+            self.out.flush()
+
+    def end(self) -> None:
+        """The text is complete: a CR still held is a lone one."""
+        if self._held:
+            self.out.write(printable(self._held))
+            self._held = ""
+            self.out.flush()
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -23,6 +23,7 @@ from kbgit import commit_edit, git, kbmem, summit_session
 from test_provenance import commit_turn
 
 from kbmem.api import MemoryServer
+from kbmem.cli import main
 from kbmem.store import KnowledgeBase
 from kbmem.tokens import TokenStore
 
@@ -117,6 +118,36 @@ def test_the_token_decides_the_tenant(served: MemoryServer) -> None:
     )
     assert status == 400 and body["error"]["field"] == "tenantId"
     assert served.kb.head() == head
+
+
+def test_a_session_that_starts_a_tenant_says_so(served: MemoryServer) -> None:
+    fresh, default = client(served, "fresh"), client(served)
+    kiln = summit_session(None, ["The kiln fires at dawn."], None, "Kiln")
+    status, first, _ = fresh.call("POST", "/v1/sessions", kiln)
+    assert status == 201 and first["tenantId"] == "fresh" and first["tenantCreated"] is True
+    status, again, _ = fresh.call("POST", "/v1/sessions", kiln)
+    assert status == 200 and again["status"] == "unchanged" and again["tenantCreated"] is False
+    glaze = summit_session(None, ["Glaze is cobalt."], None, "Glaze")
+    status, second, _ = fresh.call("POST", "/v1/sessions", glaze)
+    assert status == 201 and second["tenantCreated"] is False
+    status, known, _ = default.call("POST", "/v1/sessions", glaze)
+    assert status == 201 and known["tenantCreated"] is False
+
+
+def test_of_sessions_that_start_a_tenant_at_once_one_created_it(served: MemoryServer) -> None:
+    api, answers = client(served, "burst"), []
+
+    def post(n: int) -> None:
+        session = summit_session(f"s{n}", [f"Item {n} is ready."], None, f"Item {n}")
+        answers.append(api.call("POST", "/v1/sessions", session)[:2])
+
+    threads = [threading.Thread(target=post, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [status for status, _ in answers] == [201] * 4, answers
+    assert sorted(body["tenantCreated"] for _, body in answers) == [False, False, False, True]
 
 
 @pytest.mark.parametrize(
@@ -355,6 +386,39 @@ def test_tokens_are_kept_hashed_and_a_revoked_one_stops_at_once(
     assert other.returncode == 3 and "has no API token" in other.stderr
     assert kbmem("--kb", str(kb.root), "token", "revoke", info["id"]).returncode == 0
     assert api.call("GET", "/v1/pages")[0] == 401
+
+
+@pytest.mark.parametrize(
+    ("tenant", "exists"), [("default", True), ("defualt", False)], ids=["known", "typo"]
+)
+def test_a_token_for_a_tenant_with_no_pages_is_made_with_a_warning(
+    example_kb: KnowledgeBase, capsys: pytest.CaptureFixture[str], tenant: str, exists: bool
+) -> None:
+    """A new tenant may start with a token (its agent ingests first), so the token is made;
+    but a misspelt --tenant gives one too, so the command says the tenant holds nothing."""
+    root = str(example_kb.root)
+    code = main(["--kb", root, "--tenant", tenant, "token", "create", "--name", "agent"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out.startswith("kbm_")
+    assert TokenStore(example_kb.state_dir).tenant_of(out.strip()) == tenant
+    warning = f"kbmem: warning: tenant {tenant!r} holds no pages yet"
+    assert (warning in err) is not exists, err
+    if not exists:
+        assert "(existing tenants: default)" in err
+    code = main(["--kb", root, "--tenant", tenant, "token", "create", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["tenant_exists"] is exists
+    assert (warning in err) is not exists
+
+
+@pytest.mark.parametrize("tenant", ["../default", "a/b", "..", ".hidden"])
+def test_a_token_for_a_path_like_tenant_is_refused(
+    example_kb: KnowledgeBase, capsys: pytest.CaptureFixture[str], tenant: str
+) -> None:
+    code = main(["--kb", str(example_kb.root), "--tenant", tenant, "token", "create"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "tenantId" in err and "not a safe id" in err
+    assert not (example_kb.state_dir / "api-tokens.json").exists()
 
 
 def test_a_damaged_token_file_fails_closed_and_is_never_overwritten(

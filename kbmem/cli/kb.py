@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ValidationError
 from ..memo import memo_engine
 from ..memorizer import check_session_size, ingest_session
-from ..pagestore import PageStore, tenant_prefix
+from ..pagestore import PageStore, tenant_names, tenant_prefix
 from ..service import ingest_result_dict
 from ..sessions import load_sessions
 from ..template import init_kb
@@ -85,6 +85,17 @@ def cmd_ingest(ctx: Any, args: argparse.Namespace) -> int:
         for session in sessions:
             result = ingest_session(kb, session, engine)
             counts[result.status] = counts.get(result.status, 0) + 1
+            if result.tenant_created:
+                # A new tenant is no error, but a misspelt --tenant or tenantId is one way
+                # to make it: say so, with the tenants there were.
+                others = [t for t in tenant_names(kb) if t != result.tenant_id]
+                print(
+                    printable(
+                        f"kbmem: created tenant {result.tenant_id!r}: it held nothing before "
+                        f"this session (other tenants: {', '.join(others) or 'none'})"
+                    ),
+                    file=sys.stderr,
+                )
             if args.json:
                 print(json_text(ingest_result_dict(result)))
             elif result.memo_note:

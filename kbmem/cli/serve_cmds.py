@@ -93,11 +93,25 @@ def _is_loopback(host: str) -> bool:
 
 
 def cmd_token_create(ctx: Any, args: argparse.Namespace) -> int:
+    from ..pagestore import tenant_exists, tenant_names
     from ..tokens import TokenStore
 
-    token, info = TokenStore(ctx.kb.state_dir).create(ctx.tenant, args.name)
+    kb, tenant = ctx.kb, ctx.tenant
+    exists = tenant_exists(kb, tenant)
+    token, info = TokenStore(kb.state_dir).create(tenant, args.name)
+    if not exists:
+        # Legitimate (an agent may start by ingesting), but also what a misspelt --tenant
+        # gives: a token that sees an empty memory.
+        others = ", ".join(tenant_names(kb)) or "none"
+        print(
+            printable(
+                f"kbmem: warning: tenant {tenant!r} holds no pages yet; the token works, and "
+                f"its first ingested session creates the tenant (existing tenants: {others})"
+            ),
+            file=sys.stderr,
+        )
     if args.json:
-        print(json_text({**info.public(), "token": token}))
+        print(json_text({**info.public(), "token": token, "tenant_exists": exists}))
         return 0
     print(token)
     print(
