@@ -360,6 +360,29 @@ async def _audit_refuses(kb: KnowledgeBase) -> None:
         assert "refused" in shown and "Maya Lindqvist" not in shown
 
 
+def test_keys_that_arrive_in_a_burst_send_the_whole_message(kb: KnowledgeBase) -> None:
+    """Keys queue up when the terminal sends them together (typing fast, tmux send-keys, a
+    busy app): enter sends what was typed before it, all of it, and what was typed after it
+    stays in the box for the next message. (Enter was a priority binding: it ran ahead of
+    the queued keys and sent "Who owns the tide-window sched", and the rest was lost.)"""
+    asyncio.run(_burst(kb))
+
+
+async def _burst(kb: KnowledgeBase) -> None:
+    app = KbmemApp(kb, "default", cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.chat.session is not None, "the chat to open")
+        question = "Who owns the tide-window scheduler?"
+        for key in [*question, "enter", *"and then"]:
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+        screen = app.screen
+        assert isinstance(screen, ChatScreen)
+        await wait_until(pilot, lambda: bool(screen.query(UserMessage)), "the question", 30)
+        assert rendered(screen.query_one(UserMessage)).strip() == question
+        await wait_until(pilot, lambda: not screen.running, "the answer")
+        assert screen.query_one(PromptInput).text == "and then"
+
+
 def test_a_failing_tool_is_a_toast_not_a_crash(kb: KnowledgeBase, tmp_path: Path) -> None:
     asyncio.run(_failing(kb, tmp_path))
 

@@ -182,7 +182,7 @@ class ChatScreen(KbmemScreen):
             return
         prompt = self.query_one(PromptInput)
         prompt.remember(text)
-        prompt.clear()
+        prompt.take(event.text)
         self.send(text)
 
     def send(self, text: str) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -244,8 +244,8 @@ class PromptInput(TextArea):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        # Priority: the text area itself would take enter as a new line.
-        Binding("enter", "submit", "Send", priority=True),
+        # Shown in the footer; _on_key does the sending (see there).
+        Binding("enter", "submit", "Send"),
         Binding("ctrl+j", "newline", "New line"),
         Binding("shift+enter,alt+enter", "newline", "New line", show=False),
     ]
@@ -272,8 +272,27 @@ class PromptInput(TextArea):
         self.position = None
         self.draft = ""
 
+    async def _on_key(self, event: events.Key) -> None:
+        # Enter sends, handled here in turn with the keys typed before it. A priority binding
+        # ran as the key arrived, ahead of the typed keys still queued for the box: typing
+        # fast, or while the app was busy, sent a cut message ("…the tide-window sched").
+        if event.key == "enter" and not self.read_only:
+            event.stop()
+            event.prevent_default()
+            self.action_submit()
+            return
+        await super()._on_key(event)
+
     def action_submit(self) -> None:
         self.post_message(self.Submitted(self.text))
+
+    def take(self, sent: str) -> None:
+        """Remove ``sent`` (what a Submitted carried) from the box, keeping what was typed
+        after the enter that sent it: keys queue up while the app is busy, and they are the
+        start of the next message. A box edited otherwise since is left alone."""
+        if self.text.startswith(sent):
+            self.text = self.text[len(sent) :]
+            self.move_cursor(self.document.end)
 
     def action_newline(self) -> None:
         self.replace("\n", *self.selection)
