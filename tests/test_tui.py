@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from kbgit import plant_intervals
+from kbgit import commit_edit, plant_intervals
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 from textual import events
@@ -16,9 +17,11 @@ from textual.screen import Screen
 from textual.widgets import (
     DataTable,
     Footer,
+    ListItem,
     Markdown,
     OptionList,
     Static,
+    Tab,
     TabbedContent,
     Tree,
 )
@@ -45,6 +48,7 @@ from tui.screens.chat import ChatScreen
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
 from tui.screens.interval import IntervalScreen
+from tui.screens.prompt import ChoiceScreen, PromptScreen
 from tui.widgets.chat_log import AgentReply, Citation, PromptInput, Suggestions, UserMessage
 from tui.widgets.interval_view import NumberedLines
 from tui.widgets.status_bar import StatusBar
@@ -383,6 +387,60 @@ async def _burst(kb: KnowledgeBase) -> None:
         assert screen.query_one(PromptInput).text == "and then"
 
 
+def test_audit_lists_a_damaged_turn_and_says_what_is_wrong(kb: KnowledgeBase) -> None:
+    asyncio.run(_audit_damaged(kb))
+
+
+async def _audit_damaged(kb: KnowledgeBase) -> None:
+    with ChatSession(kb, "default", chat_id="hand") as chat:
+        chat.send(QUESTION)
+        chat.send("Who is on the team?")
+    # A torn line in turn 1's tool calls, committed by hand: the turn cannot be read whole.
+    calls = turn_dir("default", "hand", 1) + "tool_calls.jsonl"
+    commit_edit(kb.root, calls, lambda old: old + b'{"broken": ')
+    app = KbmemApp(kb, "default", chat_id="next", cursor_blink=False, show_times=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f4")
+        screen = app.screen
+        assert isinstance(screen, AuditScreen)
+        await wait_until(pilot, lambda: screen.current is not None, "the turns")
+        # Both turns are listed, newest first; the damaged one is marked so, not left out.
+        assert screen.order == ["hand/2", "hand/1"]
+        table = screen.query_one("#turn-table", DataTable)
+        row = [str(cell) for cell in table.get_row("hand/1")]
+        assert row[0] == "✗" and row[-1].startswith("damaged Which company")
+        assert str(table.get_row("hand/2")[0]) == "✓"
+        assert not [t for t in toasts(app) if t[0] != "information"]
+        # Chosen, it says what is wrong (the file and the line), on every tab.
+        table.focus()
+        await pilot.press("down")
+        await wait_until(pilot, lambda: screen.current.turn_id == "hand/1", "the damaged turn")
+        damaged = screen.current
+        assert damaged.damaged and damaged.record is None
+        title = rendered(screen.query_one("#turn-title", Static))
+        assert "hand/1 · damaged · committed" in title
+        assert f"{calls}: line 2: malformed JSON" in " ".join(title.split())
+        await pilot.press("i")
+        items = screen.query_one("#interval-list")
+        await wait_until(pilot, lambda: bool(items.query(ListItem)), "the intervals tab")
+        assert not items.query(IntervalCard)
+        assert "cannot be read" in rendered(items.query_one(Static))
+        # Its reasoning.md is intact, and shown.
+        assert QUESTION in screen.query_one("#reasoning-text", Markdown).source
+        assert screen.check_action("open_interval", ()) is None
+        await pilot.press("o", "t", "r", "a")
+        # The readable turn next to it still shows whole.
+        await pilot.press("up")
+        await wait_until(
+            pilot,
+            lambda: screen.current.turn_id == "hand/2" and bool(items.query(IntervalCard)),
+            "the readable turn",
+        )
+        assert not screen.current.damaged and screen.current.record is not None
+        assert "damaged" not in rendered(screen.query_one("#turn-title", Static))
+        assert app.is_running
+
+
 def test_a_failing_tool_is_a_toast_not_a_crash(kb: KnowledgeBase, tmp_path: Path) -> None:
     asyncio.run(_failing(kb, tmp_path))
 
@@ -455,6 +513,59 @@ async def _palette(kb: KnowledgeBase) -> None:
         assert isinstance(app.screen, AuditScreen)
         # The chosen engine shows in the status bar (offline: no model configured).
         assert app.status.engine == "offline" and app.status.model is None
+
+
+def test_choosing_the_engine_in_use_keeps_the_chat(kb: KnowledgeBase) -> None:
+    asyncio.run(_same_engine(kb))
+
+
+async def _same_engine(kb: KnowledgeBase) -> None:
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await ask(pilot)
+        chat = app.screen
+        assert isinstance(chat, ChatScreen)
+        session = app.chat.session
+        assert session is not None and session.chat_id == "readme-demo"
+
+        async def choose(*keys: str, typed: str = "") -> None:
+            app.clear_notifications()
+            await pilot.press("ctrl+p", *"engine: choose")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), "the choice")
+            await pilot.press(*keys)
+            if typed:  # "another litellm model…" asks which
+                await wait_until(pilot, lambda: isinstance(app.screen, PromptScreen), "prompt")
+                await pilot.press(*typed, "enter")
+            await wait_until(pilot, lambda: app.screen is chat, "the chat screen")
+            await wait_until(pilot, lambda: all(w.is_finished for w in app.workers), "workers")
+
+        # The offline engine, in use (and highlighted): the chat and its conversation stay.
+        await choose("enter")
+        assert app.chat.session is session and not session.closed
+        assert rendered(chat.query_one(UserMessage)).strip() == QUESTION
+        assert [m for _s, _t, m in toasts(app)] == [
+            "Already using the offline engine; the chat goes on."
+        ]
+        # Another model: a new chat, as before.
+        await choose("down", "enter", typed="ollama/llama3")  # "another litellm model…"
+        await wait_until(pilot, lambda: app.chat.session is not session, "the new chat")
+        await wait_until(pilot, lambda: not chat.query(UserMessage), "the conversation cleared")
+        llm = app.chat.session
+        assert (llm.agent_name, llm.model) == ("llm", "ollama/llama3")
+        assert (app.status.engine, app.status.model) == ("llm", "ollama/llama3")
+        assert session.closed and llm.chat_id != "readme-demo"
+        # That model, chosen again from the list (now highlighted): kept too.
+        await choose("enter")
+        assert app.chat.session is llm and not llm.closed
+        assert [m for _s, _t, m in toasts(app)] == [
+            "Already using the llm engine with ollama/llama3; the chat goes on."
+        ]
+        # Back to the offline engine: another new chat.
+        await choose("home", "enter")
+        await wait_until(pilot, lambda: app.chat.session is not llm, "the offline chat")
+        assert app.chat.session.agent_name == "offline" and app.status.engine == "offline"
 
 
 def test_research_steps_that_arrive_early_stay_under_their_call() -> None:
@@ -595,6 +706,136 @@ async def _help_keys(kb: KnowledgeBase) -> None:
         assert help_screen.query_one(Footer) in bottom.ancestors_with_self
         await pilot.press("escape")
         assert isinstance(app.screen, HistoryScreen)
+
+
+def test_the_dialogs_show_their_own_keys(kb: KnowledgeBase) -> None:
+    edit = edit_glossary(kb)
+    asyncio.run(_dialog_keys(kb, edit))
+
+
+async def _dialog_keys(kb: KnowledgeBase, edit: str) -> None:
+    app = make_app(kb)
+    async with app.run_test(size=SIZE) as pilot:
+        await history_scenario(pilot)
+        history = app.screen
+        assert isinstance(history, HistoryScreen)
+        assert footer_key(history, "g").description == "At rev"
+
+        def own_footer(dialog: Screen) -> list[tuple[str, str]]:
+            # Its footer is on the bottom row, over History's, whose keys do not apply here.
+            bottom, _region = dialog.get_widget_at(0, SIZE[1] - 1)
+            assert dialog.query_one(Footer) in bottom.ancestors_with_self
+            return [(k.key, k.description) for k in dialog.query(FooterKey)]
+
+        # A line of text: "g" asks for a revision; enter (shown in the footer) sends it.
+        await pilot.press("g")
+        prompt = app.screen
+        assert isinstance(prompt, PromptScreen)
+        await pilot.pause()
+        assert own_footer(prompt) == [("enter", "OK"), ("escape", "Cancel")]
+        # Typed ahead, all at once (as into a busy app): enter comes after every character.
+        parent = kb.resolve(f"{edit}~1")
+        for key in [*parent[:12], "enter"]:
+            app.post_message(events.Key(key, key if len(key) == 1 else "\r"))
+        await wait_until(pilot, lambda: app.screen is history, "the prompt to close")
+        await wait_until(
+            pilot, lambda: history.shown is not None and history.shown.commit != edit, "the rev"
+        )
+        assert history.shown.commit == parent
+
+        # A choice: the engine; escape leaves it as it was.
+        await pilot.press("ctrl+p", *"engine: choose")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), "the choice")
+        choice = app.screen
+        await pilot.pause()
+        assert own_footer(choice) == [("enter", "Choose"), ("escape", "Cancel")]
+        await pilot.press("escape")
+        assert app.screen is history
+
+
+NARROW = (80, 24)
+
+
+def all_keys_show(screen: Screen) -> list[str]:
+    """The footer's keys, each checked to be on screen whole, in front of anything else."""
+    keys = []
+    for key in screen.query(FooterKey):
+        region = key.region
+        assert region.width and region.right <= screen.size.width, (key.key, region)
+        assert region.bottom <= screen.size.height, (key.key, region)
+        for x in (region.x, region.right - 1):
+            assert screen.get_widget_at(x, region.y)[0] is key, (key.key, region)
+        keys.append(key.key)
+    return keys
+
+
+def test_a_narrow_terminal_shows_every_key_and_readable_panes(kb: KnowledgeBase) -> None:
+    asyncio.run(_narrow(kb))
+
+
+async def _narrow(kb: KnowledgeBase) -> None:
+    width, height = NARROW
+    app = make_app(kb)
+    async with app.run_test(size=NARROW) as pilot:
+        await ask(pilot)
+        chat = app.screen
+        assert isinstance(chat, ChatScreen)
+        await pilot.pause()
+        # The status bar says everything it can in the width: the pending turns too.
+        bar = chat.query_one(StatusBar)
+        status = rendered(bar).strip()
+        assert cell_len(status) <= bar.content_size.width and status.endswith("pending 1/5")
+        assert status.startswith("example-kb │ default │ offline │ index @")
+        # Every key, the other screens' among them; the message box's hint fits it.
+        keys = ["enter", "ctrl+j", "ctrl+t", "ctrl+o", "ctrl+n", "f1", "f2", "f3", "f4"]
+        assert all_keys_show(chat) == keys
+        prompt = chat.query_one(PromptInput)
+        assert cell_len(str(prompt.placeholder)) <= prompt.scrollable_content_region.width
+        assert "↑: history" in str(prompt.placeholder)
+        assert chat.query_one("#conversation").size.width >= 48
+
+        await pilot.press("f3")
+        history = app.screen
+        assert isinstance(history, HistoryScreen)
+        await pilot.pause()
+        assert "f4" in all_keys_show(history)
+        # The page gets more room than the tree.
+        assert history.query_one("#page-pane").size.width > history.query_one(Tree).size.width
+
+        await pilot.press("f4")
+        audit = app.screen
+        assert isinstance(audit, AuditScreen)
+        await wait_until(pilot, lambda: audit.current is not None, "the turn")
+        await pilot.pause()
+        assert all_keys_show(audit)[-1] == "f4"
+        # The turns above the turn, each as wide as the screen: no column or tab cut off.
+        table = audit.query_one("#turn-table", DataTable)
+        assert table.virtual_size.width <= table.scrollable_content_region.width
+        detail = audit.query_one("#turn-detail").region
+        assert detail.width == width and detail.y >= table.region.bottom
+        for tab in audit.query(Tab):
+            assert tab.region.right <= width, tab.label
+
+        # A dialog's footer covers the one below (two rows here) and shows its own keys.
+        await pilot.press("f1")
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        await pilot.pause()
+        assert all_keys_show(help_screen) == ["escape"]
+        below = audit.query_one(Footer).region
+        assert help_screen.query_one(Footer).region == below and below.bottom == height
+        await pilot.press("escape")
+
+        # Wide again: one row of keys, the command palette's on the right; labels back.
+        await pilot.resize_terminal(140, 42)
+        await pilot.pause(0.3)
+        keys = all_keys_show(audit)
+        assert keys[-1] == "ctrl+p" and len({k.region.y for k in audit.query(FooterKey)}) == 1
+        assert rendered(audit.query_one(StatusBar)).startswith("KB example-kb │ tenant default")
+        # The turns beside the turn.
+        assert audit.query_one("#turn-detail").region.y == audit.query_one("#turn-pane").region.y
 
 
 def test_the_interval_dialog_cites_the_commit_as_one_token(kb: KnowledgeBase) -> None:

@@ -1,7 +1,8 @@
-"""Snapshots of the three screens (pytest-textual-snapshot), at 120×40 with the cursor blink
-off, after the same reproducible walks that make the README screenshots
-(:mod:`tui.scenarios`): a real offline turn on a copy of the example knowledge base, whose
-history has fixed dates; no wall-clock time or temporary path is on screen.
+"""Snapshots of the three screens (pytest-textual-snapshot), at 120×40 (and the Chat screen at
+80×24, where the screens take their narrow layouts) with the cursor blink off, after the same
+reproducible walks that make the README screenshots (:mod:`tui.scenarios`): a real offline
+turn on a copy of the example knowledge base, whose history has fixed dates; no wall-clock
+time or temporary path is on screen.
 
 Update the baselines after a deliberate change with ``pytest --snapshot-update``.
 
@@ -32,6 +33,7 @@ from tui.scenarios import (
     make_app,
 )
 
+NARROW = (80, 24)  # a terminal's default size
 _SVG_TEXT = re.compile(r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>')
 
 
@@ -96,3 +98,7 @@ def test_history_screen(compare: Callable[..., None], kb: KnowledgeBase) -> None
 
 def test_audit_screen(compare: Callable[..., None], kb: KnowledgeBase) -> None:  # noqa: F811
     compare(make_app(kb), terminal_size=SIZE, run_before=audit_scenario)
+
+
+def test_chat_screen_narrow(compare: Callable[..., None], kb: KnowledgeBase) -> None:  # noqa: F811
+    compare(make_app(kb), terminal_size=NARROW, run_before=chat_scenario)

@@ -32,6 +32,7 @@ from .screens.chat import ChatScreen
 from .screens.help import HelpScreen
 from .screens.history import HistoryScreen
 from .screens.prompt import ChoiceScreen, PromptScreen
+from .widgets.footer import NARROW
 from .widgets.status_bar import Status
 from .workspace import Workspace
 
@@ -52,6 +53,8 @@ class KbmemApp(App[None]):
         "audit": AuditScreen,
     }
     DEFAULT_MODE = "chat"
+    # A screen under NARROW columns is "-narrow": the screens' CSS gives it other layouts.
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (NARROW, "-wide")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help"),
         Binding("f2", "show('chat')", "Chat"),
@@ -384,7 +387,7 @@ class KbmemApp(App[None]):
 
     def choose_model(self) -> None:
         configured = self.workspace.kb.settings.model
-        current = self.workspace.model or ""
+        current = self.status.model or ""  # the latest choice, even before its chat opens
         choices = [("", "offline — the offline agent, no network")]
         for model in dict.fromkeys(m for m in (configured, current) if m):
             choices.append((model, f"{model} — litellm"))
@@ -398,7 +401,9 @@ class KbmemApp(App[None]):
                         value=current,
                         placeholder="provider/model",
                     ),
-                    lambda typed: self._use_model(typed.strip()) if typed else None,
+                    lambda typed: (
+                        self._use_model(typed.strip()) if typed and typed.strip() else None
+                    ),
                 )
             elif value is not None:
                 self._use_model(value)
@@ -406,6 +411,12 @@ class KbmemApp(App[None]):
         self.push_screen(ChoiceScreen("Which engine should answer?", choices, current), chosen)
 
     def _use_model(self, model: str) -> None:
+        """Answer with ``model`` ("": the offline agent) from a new chat; the engine in use
+        already keeps the chat going."""
+        if model == (self.status.model or ""):  # the status follows the latest choice at once
+            what = f"the llm engine with {model}" if model else "the offline engine"
+            self.notify(f"Already using {what}; the chat goes on.", markup=False, timeout=3)
+            return
         self.set_status(engine="llm" if model else "offline", model=model or None)
         self.open_chat(new=True, model=model)
 

@@ -1,7 +1,8 @@
-"""The Audit screen: every turn (chat, number, time, question), committed ones read back from
-their snapshot in git, pending ones from this session's journaled records; for a turn, the
-answer, the intervals it rested on resolved at their commit with the cited lines highlighted
-(enter jumps to the page at that commit), the tool calls, and the reasoning."""
+"""The Audit screen: every turn (chat, number, time, question) as ``kbmem turns`` lists it,
+committed ones from git and pending ones from the journal, a committed turn whose files cannot
+be read listed as damaged with the problem; for a turn, read when chosen, the answer, the
+intervals it rested on resolved at their commit with the cited lines highlighted (enter jumps
+to the page at that commit), the tool calls, and the reasoning."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import (
     DataTable,
-    Footer,
     ListItem,
     ListView,
     Markdown,
@@ -29,15 +29,19 @@ from textual.widgets import (
 from kbmem.errors import KbmemError
 
 from ..render import at_commit, error_text, one_line, plain
+from ..widgets.footer import KbmemFooter
 from ..widgets.interval_view import NumberedLines
 from ..widgets.status_bar import StatusBar
 from ..widgets.trace import ToolCallView, hit_line
 from .base import KbmemScreen
 
 if TYPE_CHECKING:
+    from kbmem.agent.provenance import TurnSummary
     from kbmem.agent.records import ContextItem, TurnRecord
 
 CONTEXT_LINES = 1
+QUESTION_CHARS = 30  # of the question in the list of turns
+UNREADABLE = "This turn is damaged: its {what} cannot be read (the problem is above)."
 
 
 def short_chat_id(chat_id: str) -> str:
@@ -52,12 +56,28 @@ def short_chat_id(chat_id: str) -> str:
 
 @dataclass
 class AuditedTurn:
-    record: TurnRecord
-    committed: bool
+    """A turn of the list: its summary (from :func:`~kbmem.agent.provenance.list_turns`), and
+    its record once read (None until then, and for a damaged turn)."""
+
+    summary: TurnSummary
+    record: TurnRecord | None = None
+    problem: str = ""  # why the turn cannot be read (a damaged turn's, or found on reading)
+
+    def __post_init__(self) -> None:
+        if self.summary.problem and not self.problem:
+            self.problem = self.summary.problem
 
     @property
     def turn_id(self) -> str:
-        return self.record.turn_id
+        return self.summary.turn_id
+
+    @property
+    def committed(self) -> bool:
+        return self.summary.committed
+
+    @property
+    def damaged(self) -> bool:
+        return bool(self.problem)
 
 
 @dataclass
@@ -122,7 +142,7 @@ class AuditScreen(KbmemScreen):
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
-        with Horizontal():
+        with Horizontal(id="audit-body"):
             with Vertical(id="turn-pane"):
                 table: DataTable[Text] = DataTable(id="turn-table", cursor_type="row")
                 table.border_title = "Turns"
@@ -139,7 +159,7 @@ class AuditScreen(KbmemScreen):
                         yield VerticalScroll(id="call-list")
                     with TabPane("Reasoning", id="reasoning"), VerticalScroll():
                         yield Markdown(id="reasoning-text", open_links=False)
-        yield Footer()
+        yield KbmemFooter()
 
     def on_mount(self) -> None:
         table = self.query_one("#turn-table", DataTable)
@@ -158,50 +178,63 @@ class AuditScreen(KbmemScreen):
 
     @work(thread=True, exit_on_error=False, group="audit-turns", exclusive=True)
     def load_turns(self) -> None:
-        from kbmem.agent.provenance import committed_turn_numbers, read_turn
+        """The turns as ``kbmem turns`` lists them (a damaged one included, with its
+        problem), and this session's own records, which the journal may not show yet."""
+        from kbmem.agent.provenance import TurnSummary, list_turns
 
         ws = self.workspace
         ws.check_available()
-        kb = ws.kb
-        found: dict[str, AuditedTurn] = {}
-        problems: list[str] = []
-        if kb.head() is not None:
-            for chat_id, numbers in committed_turn_numbers(kb, ws.tenant).items():
-                for n in numbers:
-                    try:
-                        record = read_turn(kb, ws.tenant, chat_id, n)
-                    except (KbmemError, ValueError) as exc:
-                        problems.append(f"{chat_id}/{n}: {error_text(exc)}")
-                        continue
-                    found[record.turn_id] = AuditedTurn(record, True)
+        found = {s.turn_id: AuditedTurn(s) for s in list_turns(ws.kb, ws.tenant)}
         for record in self.kbmem.turn_records():
-            if record.turn_id not in found and record.tenant == ws.tenant:
-                found[record.turn_id] = AuditedTurn(record, False)
-        self.app.call_from_thread(self._fill_turns, found, problems)
+            if record.tenant != ws.tenant:
+                continue
+            audited = found.get(record.turn_id)
+            if audited is None:
+                summary = TurnSummary(
+                    record.chat_id,
+                    record.turn,
+                    record.question,
+                    record.status,
+                    record.started_at,
+                    False,
+                )
+                found[record.turn_id] = AuditedTurn(summary, record)
+            elif not audited.committed:
+                audited.record = record  # shown as it is, without reading the journal back
+        self.app.call_from_thread(self._fill_turns, found)
 
-    def _fill_turns(self, found: dict[str, AuditedTurn], problems: list[str]) -> None:
-        for problem in problems:
-            self.notify(problem, title="Unreadable turn", severity="warning", markup=False)
+    def _fill_turns(self, found: dict[str, AuditedTurn]) -> None:
         self.turns = found
         self.order = sorted(
-            found, key=lambda t: (found[t].record.started_at, found[t].record.turn), reverse=True
+            found,
+            key=lambda t: (
+                found[t].summary.started_at,
+                found[t].summary.chat_id,
+                found[t].summary.turn,
+            ),
+            reverse=True,
         )
         table = self.query_one("#turn-table", DataTable)
         keep = self.wanted or (self.current.turn_id if self.current else None)
         table.clear()
         for turn_id in self.order:
             audited = found[turn_id]
-            r = audited.record
-            cells = [
-                plain("✓", "green") if audited.committed else plain("●", "yellow"),
-                plain(short_chat_id(r.chat_id), "dim"),
-                plain(str(r.turn)),
-            ]
+            s = audited.summary
+            if audited.damaged:
+                where = plain("✗", "bold red")
+            elif audited.committed:
+                where = plain("✓", "green")
+            else:
+                where = plain("●", "yellow")
+            cells = [where, plain(short_chat_id(s.chat_id), "dim"), plain(str(s.turn))]
             if self.kbmem.show_times:
-                cells.append(plain(self._time(r.started_at)))
-            question = plain(one_line(r.question, 30))
-            if r.status != "complete":
-                question = Text.assemble((f"{r.status} ", "bold yellow"), question)
+                cells.append(plain(self._time(s.started_at)))
+            # A status other than complete goes first; the column stays as wide.
+            status = "" if s.status == "complete" else f"{s.status} "
+            question = Text.assemble(
+                (status, "bold red" if audited.damaged else "bold yellow"),
+                plain(one_line(s.question, QUESTION_CHARS - len(status))),
+            )
             cells.append(question)
             table.add_row(*cells, key=turn_id)
         if not self.order:
@@ -213,11 +246,7 @@ class AuditScreen(KbmemScreen):
         table.move_cursor(row=self.order.index(target), animate=False)
         self.wanted = None
         previous = self.current
-        if (
-            previous is None
-            or previous.turn_id != target
-            or previous.committed != found[target].committed
-        ):
+        if previous is None or previous.summary != found[target].summary:
             self.show_turn(found[target])
 
     def _time(self, epoch: float) -> str:
@@ -239,25 +268,55 @@ class AuditScreen(KbmemScreen):
     # -- one turn ---------------------------------------------------------------------------
 
     def show_turn(self, audited: AuditedTurn) -> None:
+        """Show what is known of the turn now; read the rest (the record, the intervals at
+        their commits, the reasoning) in a worker."""
         self.current = audited
         self.refresh_bindings()  # "open" applies only to a turn with intervals
+        self._show_head(audited)
+        if audited.record is not None:
+            self._show_record(audited.record)
+        else:
+            self._show_unread(audited)
+        self.load_details(audited)
+
+    def _show_head(self, audited: AuditedTurn) -> None:
         r = audited.record
         where = "committed" if audited.committed else "pending (journaled, not committed yet)"
-        self.query_one("#turn-title", Static).update(
-            Text.assemble(
-                (f"turn {r.turn_id}", "bold"),
-                f" · {r.agent}" + (f" · {r.model}" if r.model else ""),
-                f" · {r.status}",
-                (f" · {where}", "dim"),
-            )
-        )
+        title = Text.assemble((f"turn {audited.turn_id}", "bold"))
+        if r is not None:
+            title.append(f" · {r.agent}" + (f" · {r.model}" if r.model else "") + f" · {r.status}")
+        elif audited.damaged:
+            title.append(" · damaged", style="bold red")
+        title.append(f" · {where}", style="dim")
+        if audited.damaged:
+            # Readable wherever the tabs are: the turn's files, and what is wrong with them.
+            title.append("\nThis turn's files cannot be read: ", style="bold red")
+            title.append(audited.problem, style="red")
+        self.query_one("#turn-title", Static).update(title)
+
+    def _show_record(self, record: TurnRecord) -> None:
         self.query_one("#question", Static).update(
-            Text.assemble(("Question: ", "bold"), r.question)
+            Text.assemble(("Question: ", "bold"), record.question)
         )
-        answer = r.answer if not r.error else f"{r.answer}\n\n*{r.status}: {r.error}*"
+        answer = record.answer
+        if record.error:
+            answer += f"\n\n*{record.status}: {record.error}*"
         self.query_one("#answer-text", Markdown).update(answer)
-        self._fill_calls(r)
-        self.load_details(audited)
+        self._fill_calls(record)
+
+    def _show_unread(self, audited: AuditedTurn) -> None:
+        """The question from the list; no answer, calls or intervals: not read yet, or
+        unreadable (a damaged turn)."""
+        question = audited.summary.question
+        self.query_one("#question", Static).update(
+            Text.assemble(("Question: ", "bold"), question or ("(unknown)", "dim"))
+        )
+        note = f"*{UNREADABLE.format(what='answer')}*" if audited.damaged else ""
+        self.query_one("#answer-text", Markdown).update(note)
+        calls = self.query_one("#call-list", VerticalScroll)
+        calls.remove_children()
+        if audited.damaged:
+            calls.mount(Static(Text(UNREADABLE.format(what="tool calls"), style="dim")))
 
     def _fill_calls(self, record: TurnRecord) -> None:
         calls = self.query_one("#call-list", VerticalScroll)
@@ -280,44 +339,70 @@ class AuditScreen(KbmemScreen):
 
     @work(thread=True, exit_on_error=False, group="audit-turn", exclusive=True)
     def load_details(self, audited: AuditedTurn) -> None:
-        """Resolve every interval at its commit (only the tenant's own pages are read);
-        read the committed reasoning."""
-        from kbmem.agent.provenance import read_cited_file, render_reasoning, turn_dir
+        """Read the turn (from git if committed, else from the journal) unless it is known;
+        resolve every interval at its commit (only the tenant's own pages are read); read
+        the committed reasoning (a damaged turn's too, when that file is readable)."""
+        from kbmem.agent.provenance import load_turn, read_cited_file, render_reasoning, turn_dir
 
         kb = self.workspace.kb
-        record = audited.record
+        tenant = self.workspace.tenant
+        s = audited.summary
+        record, problem = audited.record, audited.problem
+        if record is None and not problem:
+            try:
+                record, _committed = load_turn(kb, tenant, s.chat_id, s.turn)
+            except (KbmemError, ValueError) as exc:  # damaged, or gone, since it was listed
+                problem = error_text(exc)
         files: dict[tuple[str, str], str] = {}
         resolved = []
-        for item in record.context:
+        for item in record.context if record is not None else []:
             key = (item.path, item.commit or "HEAD")
             try:
                 if key not in files:
-                    files[key] = read_cited_file(kb, self.workspace.tenant, item)
+                    files[key] = read_cited_file(kb, tenant, item)
                 resolved.append(ResolvedInterval(item, files[key]))
             except KbmemError as exc:
                 resolved.append(ResolvedInterval(item, "", error_text(exc)))
         reasoning = ""
         if audited.committed:
-            path = turn_dir(record.tenant, record.chat_id, record.turn) + "reasoning.md"
+            path = turn_dir(tenant, s.chat_id, s.turn) + "reasoning.md"
             try:
                 reasoning = kb.read_bytes(path).decode("utf-8", "replace")
             except KbmemError:
                 reasoning = ""
-        reasoning = reasoning or render_reasoning(record)
+        if not reasoning and record is not None:
+            reasoning = render_reasoning(record)
         if not self.kbmem.show_times:
             reasoning = _without_times(reasoning)
-        self.app.call_from_thread(self._show_details, audited, resolved, reasoning)
+        self.app.call_from_thread(self._show_details, audited, record, problem, resolved, reasoning)
 
     async def _show_details(
-        self, audited: AuditedTurn, resolved: list[ResolvedInterval], reasoning: str
+        self,
+        audited: AuditedTurn,
+        record: TurnRecord | None,
+        problem: str,
+        resolved: list[ResolvedInterval],
+        reasoning: str,
     ) -> None:
-        if self.current is None or self.current.turn_id != audited.turn_id:
+        if self.current is not audited:
             return
+        newly_read = audited.record is None and record is not None
+        audited.record, audited.problem = record, problem
+        if newly_read or problem:
+            self._show_head(audited)
+        if newly_read and record is not None:
+            self._show_record(record)
+        elif record is None:
+            self._show_unread(audited)
+        self.refresh_bindings()
         items = self.query_one("#interval-list", ListView)
         await items.clear()
         cited = sorted(resolved, key=lambda r: (not r.item.cited, -r.item.score))
         await items.extend([IntervalCard(r) for r in cited])
-        if not cited:
+        if record is None:
+            note = UNREADABLE.format(what="intervals")
+            await items.append(ListItem(Static(Text(note, style="dim"))))
+        elif not cited:
             await items.append(ListItem(Static(Text("The answer used no interval.", style="dim"))))
         await self.query_one("#reasoning-text", Markdown).update(reasoning)
         items.index = 0 if cited else None
@@ -328,7 +413,7 @@ class AuditScreen(KbmemScreen):
             await self._open(event.item.resolved.item)
 
     async def _open(self, item: ContextItem) -> None:
-        tenant = self.current.record.tenant if self.current else None
+        tenant = self.current.record.tenant if self.current and self.current.record else None
         lines = (item.start, item.end)
         await self.kbmem.open_page(item.page_id, item.commit or "HEAD", lines, tenant)
 
@@ -336,11 +421,15 @@ class AuditScreen(KbmemScreen):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "open_interval":
-            return bool(self.current and self.current.record.context) or None
+            return bool(self._turn_intervals()) or None
         if action == "commit_now":
             session = self.kbmem.chat.session
             return bool(session is not None and session.pending_turns) or None
         return True
+
+    def _turn_intervals(self) -> list[ContextItem]:
+        record = self.current.record if self.current else None
+        return record.context if record is not None else []
 
     def action_tab(self, name: str) -> None:
         self.query_one("#audit-tabs", TabbedContent).active = name
@@ -350,8 +439,8 @@ class AuditScreen(KbmemScreen):
         chosen = items.highlighted_child
         if isinstance(chosen, IntervalCard):
             await self._open(chosen.resolved.item)
-        elif self.current and self.current.record.context:
-            await self._open(self.current.record.context[0])
+        elif context := self._turn_intervals():
+            await self._open(context[0])
 
     def action_commit_now(self) -> None:
         self.kbmem.commit_now()

@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.widgets import Footer, OptionList
+from textual.widgets import OptionList
 from textual.worker import Worker, WorkerState
 
 from kbmem.config import MAX_REQUEST_CHARS
@@ -26,6 +26,7 @@ from ..widgets.chat_log import (
     turn_foot,
 )
 from ..widgets.follow import FollowScroll
+from ..widgets.footer import KbmemFooter
 from ..widgets.status_bar import StatusBar
 from ..widgets.trace import TracePanel
 from .base import KbmemScreen
@@ -76,9 +77,10 @@ class ChatScreen(KbmemScreen):
                 yield PromptInput(
                     id="prompt",
                     placeholder="Ask the memory…  (enter: send · ctrl+j: new line · ↑: history)",
+                    short_placeholder="Ask the memory…  (↑: history)",
                 )
             yield TracePanel(show_times=self.kbmem.show_times, id="trace")
-        yield Footer()
+        yield KbmemFooter()
 
     def on_mount(self) -> None:
         prompt = self.query_one(PromptInput)

@@ -8,7 +8,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Markdown
+from textual.widgets import Markdown
+
+from ..widgets.footer import KbmemFooter
 
 HELP = """\
 # kbmem — help
@@ -84,4 +86,4 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help-scroll"):
             yield Markdown(HELP, id="help-text")
         # Its own footer, over the screen below's (whose keys do not apply here).
-        yield Footer()
+        yield KbmemFooter()

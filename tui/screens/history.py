@@ -16,7 +16,6 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import (
     DataTable,
-    Footer,
     Markdown,
     Static,
     TabbedContent,
@@ -29,6 +28,7 @@ from kbmem.pages import parse_page
 from kbmem.store import CommitInfo
 
 from ..render import DiffText, plain, short_date, short_sha, value_text
+from ..widgets.footer import KbmemFooter
 from ..widgets.interval_view import NumberedLines
 from ..widgets.status_bar import StatusBar
 from .base import KbmemScreen
@@ -115,7 +115,7 @@ class HistoryScreen(KbmemScreen):
                         )
                     with TabPane("Diff", id="diff"), VerticalScroll(id="diff-scroll"):
                         yield Static("Pick two versions on the Versions tab.", id="diff-text")
-        yield Footer()
+        yield KbmemFooter()
 
     def on_mount(self) -> None:
         self.query_one("#front-matter", DataTable).display = False

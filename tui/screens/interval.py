@@ -11,11 +11,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import Worker, WorkerState
 
 from ..render import at_commit, error_text, plain
 from ..widgets.chat_log import Citation
+from ..widgets.footer import KbmemFooter
 from ..widgets.interval_view import NumberedLines
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ class IntervalScreen(ModalScreen[None]):
         with Vertical(classes="dialog"):
             yield Static(self._title(), id="interval-title")
             yield VerticalScroll(Static(Text("Reading…", style="dim")), id="interval-body")
-        yield Footer()
+        yield KbmemFooter()
 
     def _title(self) -> Text:
         return Text.assemble((self.citation.label, "bold"), (f" {at_commit(self.commit)}", "dim"))

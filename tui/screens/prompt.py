@@ -1,4 +1,5 @@
-"""Small modal dialogs: ask for one line of text, or pick one of a few choices."""
+"""Small modal dialogs: ask for one line of text, or pick one of a few choices. Each has its
+own footer, over the screen below's (whose keys do not apply while the dialog is open)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,21 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
+
+from ..widgets.footer import KbmemFooter
+
+
+class DialogInput(Input):
+    """An input whose enter shows in the footer. The input handles it, as before: after the
+    keys typed ahead of it (a priority binding on the screen would read the text first)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "submit", "OK")]
+
+
+class DialogOptions(OptionList):
+    """An option list whose enter shows in the footer (handled by the list, in key order)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select", "Choose")]
 
 
 class PromptScreen(ModalScreen[str | None]):
@@ -29,8 +45,9 @@ class PromptScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Static(self.question, markup=False, classes="question")
-            yield Input(self.value, placeholder=self.placeholder, select_on_focus=False)
+            yield DialogInput(self.value, placeholder=self.placeholder, select_on_focus=False)
             yield Static("enter: OK · escape: cancel", classes="hint", markup=False)
+        yield KbmemFooter()
 
     def on_mount(self) -> None:
         self.query_one(Input).cursor_blink = getattr(self.app, "cursor_blink", True)
@@ -58,10 +75,11 @@ class ChoiceScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Static(self.question, markup=False, classes="question")
-            yield OptionList(
+            yield DialogOptions(
                 *[Option(Content(label), id=value) for value, label in self.choices],
             )
             yield Static("enter: choose · escape: cancel", classes="hint", markup=False)
+        yield KbmemFooter()
 
     def on_mount(self) -> None:
         options = self.query_one(OptionList)

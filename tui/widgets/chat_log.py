@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on
 from textual.app import ComposeResult
@@ -237,7 +238,9 @@ class PromptInput(TextArea):
     """The message box: several lines (pastes keep their newlines), growing to a few lines,
     then scrolling. ``enter`` sends; ``ctrl+j`` inserts a new line (a key every terminal sends
     apart from enter; ``shift+enter`` and ``alt+enter`` too where the terminal reports them).
-    ↑ on the first line and ↓ on the last walk through what was sent before."""
+    ↑ on the first line and ↓ on the last walk through what was sent before. ``placeholder``
+    gives way to ``short_placeholder`` where the box is too narrow for it (the footer names
+    the keys too)."""
 
     DEFAULT_CSS = """
     PromptInput { height: auto; max-height: 8; }
@@ -260,11 +263,17 @@ class PromptInput(TextArea):
     class DownFromEnd(Message):
         """↓ with nothing further in the history: the screen may move focus below."""
 
-    def __init__(self, **kwargs: Any):
+    def __init__(self, short_placeholder: str = "", **kwargs: Any):
         super().__init__(**kwargs)
         self.past: list[str] = []
         self.position: int | None = None
         self.draft = ""
+        self.placeholders = (str(self.placeholder), short_placeholder or str(self.placeholder))
+
+    def on_resize(self) -> None:
+        full, short = self.placeholders
+        fits = cell_len(full) <= self.scrollable_content_region.width
+        self.placeholder = full if fits else short
 
     def remember(self, text: str) -> None:
         if text and (not self.past or self.past[-1] != text):

@@ -29,6 +29,10 @@ class FollowScroll(VerticalScroll):
     def on_resize(self) -> None:
         self.follow()
 
+    def watch_virtual_size(self) -> None:
+        # The content grew (or shrank) after its last follow(): a Markdown laid out late.
+        self.follow()
+
     def append(self, *widgets: Widget) -> None:
         self.mount(*widgets)
         self.follow()

@@ -27,7 +27,17 @@ class Status:
     busy: str = ""  # what a long-running job is doing, e.g. "researching…"
 
 
-def status_text(status: Status) -> Text:
+def status_text(status: Status, width: int = 0) -> Text:
+    """The status line; when it is wider than ``width`` (0: any width), without its labels
+    ("KB", "tenant", "turns") and without "embedder ready", and cut with "…" if still too wide."""
+    text = _status_text(status, short=False)
+    if width and text.cell_len > width:
+        text = _status_text(status, short=True)
+        text.truncate(width, overflow="ellipsis")
+    return text
+
+
+def _status_text(status: Status, short: bool) -> Text:
     sep = (" │ ", "dim")
     engine = status.engine if not status.model else f"{status.engine} · {status.model}"
     if status.syncing:
@@ -44,20 +54,20 @@ def status_text(status: Status) -> Text:
         "ready": ("embedder ready", "green"),
         "failed": ("embedder failed", "bold red"),
     }.get(status.embedder, (f"embedder {status.embedder}", "dim"))
+    pending = f"pending {status.pending_turns}/{status.batch_turns}"
     parts: list[tuple[str, str]] = [
-        ("KB ", "dim"),
+        *([] if short else [("KB ", "dim")]),
         (status.kb, "bold"),
         sep,
-        ("tenant ", "dim"),
+        *([] if short else [("tenant ", "dim")]),
         (status.tenant, "bold"),
         sep,
         (engine, ""),
         sep,
         index,
+        *([] if short and status.embedder == "ready" else [sep, embedder]),
         sep,
-        embedder,
-        sep,
-        (f"turns pending {status.pending_turns}/{status.batch_turns}", ""),
+        (pending if short else f"turns {pending}", ""),
     ]
     if status.busy:
         parts += [sep, (status.busy, "bold magenta")]
@@ -77,8 +87,14 @@ class StatusBar(Static):
     }
     """
 
+    shown = Status()
+
     def on_mount(self) -> None:
         self.watch(self.app, "status", self._show)
 
+    def on_resize(self) -> None:
+        self._show(self.shown)  # labels come back, or go, with the width
+
     def _show(self, status: Status) -> None:
-        self.update(status_text(status))
+        self.shown = status
+        self.update(status_text(status, self.content_size.width))
