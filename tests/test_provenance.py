@@ -250,6 +250,30 @@ def test_a_damaged_turn_is_named_and_still_listed(empty_kb: KnowledgeBase, damag
     assert audit_turn(empty_kb, TENANT, "hand", 2).record.question == "Who owns FL-212?"
 
 
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_chat_with_a_damaged_turn_opens_while_its_exchanges_read(
+    empty_kb: KnowledgeBase, damage: str
+) -> None:
+    """Opening a chat reads each committed turn's question and answer (its pages are rebuilt
+    from them at the next batch). Damaged tool calls do not stop that: the chat opens with
+    every exchange. A damaged question or answer does, naming the file: rebuilding the
+    chat's pages without that exchange would drop it from memory."""
+    folder = commit_turn(empty_kb, "hand", 1)
+    commit_turn(empty_kb, "hand", 2, "Who owns FL-212?")
+    name, change, problem = DAMAGES[damage]
+    commit_edit(empty_kb.root, folder + name, change)
+    if name == "tool_calls.jsonl":
+        with ChatSession(empty_kb, TENANT, chat_id="hand") as chat:
+            assert [(n, q) for n, q, _a in chat.history] == [
+                (1, QUESTION),
+                (2, "Who owns FL-212?"),
+            ]
+            assert chat.next_turn == 3
+    else:
+        with pytest.raises(TurnFormatError, match=problem.split(" (")[0]):
+            ChatSession(empty_kb, TENANT, chat_id="hand")
+
+
 def test_an_unknown_chat_is_not_found_but_an_open_one_has_no_turns_yet(
     empty_kb: KnowledgeBase,
 ) -> None:

@@ -22,7 +22,7 @@ from ..sessions import CHAT_AGENT, CHAT_PREFIX, Session, SessionTurn
 from ..store import KnowledgeBase, lock_timeout
 from .events import AgentEvent, BatchCommitted, Notice
 from .journal import ChatJournal
-from .provenance import committed_turn_numbers, read_turn, snapshot_files
+from .provenance import EXCHANGE_FILES, committed_turn_numbers, read_turn, snapshot_files
 from .records import TurnRecord
 
 TRAILER = "Kbmem-Turns"
@@ -100,14 +100,18 @@ def chat_session(tenant: str, chat_id: str, lines: list[ChatLine]) -> Session:
 
 
 def load_chat_lines(kb: KnowledgeBase, tenant: str, chat_id: str) -> list[ChatLine]:
-    """The committed exchanges of a chat, from its snapshots at HEAD (empty for a new chat)."""
+    """The committed exchanges of a chat, from its snapshots at HEAD (empty for a new chat).
+    Only what an exchange needs is read: a turn whose tool calls were damaged by hand still
+    has its question and answer, and the chat opens (TurnFormatError when those are
+    damaged: the chat's pages are rebuilt from these lines, so none may go missing)."""
     if kb.head() is None:
         return []
     numbers = committed_turn_numbers(kb, tenant, chat_id).get(chat_id, [])
     lines = []
     for n in numbers:
         try:
-            lines.append(ChatLine.from_record(read_turn(kb, tenant, chat_id, n)))
+            record = read_turn(kb, tenant, chat_id, n, names=EXCHANGE_FILES)
+            lines.append(ChatLine.from_record(record))
         except NotFound:
             continue
     return lines

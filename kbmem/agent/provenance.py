@@ -34,6 +34,8 @@ from .records import ContextItem, ToolCallRecord, TurnRecord
 SNAPSHOT_FILES = ("reasoning.md", "tool_calls.jsonl", "context_pack.yaml", "answer.md")
 # What a turn is read back from (reasoning.md is for people; it is rendered again if need be).
 READ_FILES = ("context_pack.yaml", "answer.md", "tool_calls.jsonl")
+# What a turn's exchange (question, answer, status, times) is read back from.
+EXCHANGE_FILES = ("context_pack.yaml", "answer.md")
 MAX_TURN = 999_999
 # ASCII digits only, no leading zero: str.isdigit() takes "²", which int() refuses.
 _TURN_NUMBER = re.compile(r"[1-9][0-9]{0,5}")
@@ -291,13 +293,18 @@ def _context(pack: dict[str, Any], where: str) -> list[ContextItem]:
 
 
 def _record_from_files(
-    tenant: str, chat_id: str, turn: int, files: dict[str, bytes | None]
+    tenant: str,
+    chat_id: str,
+    turn: int,
+    files: dict[str, bytes | None],
+    names: tuple[str, ...] = READ_FILES,
 ) -> TurnRecord:
-    """A turn from its snapshot files (``{name: bytes, or None when missing}``);
-    TurnFormatError naming the file, and the line or interval, when one cannot be read."""
+    """A turn from its snapshot files (``{name: bytes, or None when missing}``), read from
+    ``names`` (EXCHANGE_FILES: no tool calls); TurnFormatError naming the file, and the line
+    or interval, when one cannot be read."""
     folder = turn_dir(tenant, chat_id, turn)
     raw: dict[str, bytes] = {}
-    for name in READ_FILES:
+    for name in names:
         data = files.get(name)
         if data is None:
             raise TurnFormatError("missing, though the turn's folder is committed", folder + name)
@@ -309,7 +316,11 @@ def _record_from_files(
     except UnicodeDecodeError as exc:
         line = raw["answer.md"][: exc.start].count(b"\n") + 1
         raise TurnFormatError(f"line {line}: not UTF-8 text", folder + "answer.md") from exc
-    calls = _tool_calls(raw["tool_calls.jsonl"], folder + "tool_calls.jsonl")
+    calls = (
+        _tool_calls(raw["tool_calls.jsonl"], folder + "tool_calls.jsonl")
+        if "tool_calls.jsonl" in raw
+        else []
+    )
     return TurnRecord(
         chat_id=chat_id,
         turn=turn,
@@ -328,20 +339,26 @@ def _record_from_files(
 
 
 def read_turn(
-    kb: KnowledgeBase, tenant: str, chat_id: str, turn: int, rev: str = "HEAD"
+    kb: KnowledgeBase,
+    tenant: str,
+    chat_id: str,
+    turn: int,
+    rev: str = "HEAD",
+    names: tuple[str, ...] = READ_FILES,
 ) -> TurnRecord:
-    """A committed turn, rebuilt from its snapshot at ``rev``. NotFound if it has none;
-    TurnFormatError if its files cannot be read (see :func:`_record_from_files`)."""
+    """A committed turn, rebuilt from its snapshot at ``rev`` (from the files ``names``:
+    EXCHANGE_FILES for its question and answer only, without its tool calls). NotFound if it
+    has none; TurnFormatError if its files cannot be read (see :func:`_record_from_files`)."""
     folder = turn_dir(tenant, chat_id, turn)
     files: dict[str, bytes | None] = {}
-    for name in READ_FILES:
+    for name in names:
         try:
             files[name] = kb.read_bytes(folder + name, rev)
         except NotFound:
             files[name] = None
     if all(data is None for data in files.values()) and not kb.list_files(folder, rev):
         raise NotFound(f"no committed turn {chat_id}/{turn} in tenant {tenant!r}")
-    return _record_from_files(tenant, chat_id, turn, files)
+    return _record_from_files(tenant, chat_id, turn, files, names)
 
 
 def _committed_snapshots(
