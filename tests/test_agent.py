@@ -177,6 +177,17 @@ def test_offline_answer_quotes_and_cites_the_evidence(kb: KnowledgeBase) -> None
         assert item.retriever and item.score > 0 and len(item.commit) == 40
 
 
+def test_the_answer_finds_the_turn_a_key_fact_cites(kb: KnowledgeBase) -> None:
+    # The research's key facts named the offsite's dates and place, from a long standup
+    # summary; its turn did not fit the evidence's budget after the others, so the answer,
+    # which reads the evidence, quoted the public launch and the Q1 actions ("April").
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send("Where will the April offsite be?")
+    lines = [line for line in record.answer.splitlines() if line.startswith("- ")]
+    assert any("Offsite: Tuesday 28 to Thursday 30 April 2026" in x for x in lines), record.answer
+    assert "Offsite" in lines[0], record.answer
+
+
 def test_a_note_sentence_keeps_whom_its_paragraph_is_about(kb: KnowledgeBase) -> None:
     # notes/team-roster.md: "**Oskar Brennan**, Infrastructure and SRE. Owns AWS, Terraform,
     # monitoring, ..." -- the sentence that answers does not name him; the answer must.

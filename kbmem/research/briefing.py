@@ -16,6 +16,7 @@ lines are rewritten, so a turn costs a few tokens of framing instead of twenty."
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..intervals import Interval
@@ -56,9 +57,16 @@ class Window:
 
 
 def select_evidence(
-    toolkit: Toolkit, state: ResearchState, max_pages: int, budget: int
+    toolkit: Toolkit,
+    state: ResearchState,
+    max_pages: int,
+    budget: int,
+    facts: Sequence[str] = (),
 ) -> list[EvidenceItem]:
-    """Evidence within ``budget`` tokens (as rendered) from the best ``max_pages`` pages."""
+    """Evidence within ``budget`` tokens (as rendered) from the best ``max_pages`` pages:
+    each page's best interval, then the intervals that the key ``facts`` cite (a reader, and
+    the agent answering from the evidence, should find the whole turn a fact was cut from),
+    then the rest by score."""
     ranked = state.ranked()
     if not ranked:
         return []
@@ -69,7 +77,15 @@ def select_evidence(
     for cand in ranked:
         if cand.hit.page_id in allowed and cand.hit.page_id not in firsts:
             firsts[cand.hit.page_id] = cand
+    # Each page's best interval, then the turns the key facts cite, in the facts' order.
     order = [firsts[p] for p in pages if p in firsts]
+    by_citation = {c.hit.interval.citation(): c for c in reversed(ranked)}
+    order += [
+        cand
+        for fact in facts
+        if (cand := by_citation.get(fact.rsplit(" ", 1)[-1])) and cand.hit.page_id in allowed
+    ]
+    order = list({id(c): c for c in order}.values())
     chosen = {id(c) for c in order}
     rest = [
         c
