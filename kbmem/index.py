@@ -806,6 +806,11 @@ class Generation:
             s.close()
 
 
+def _stop_if_cancelled(cancel: threading.Event | None, tenant: str) -> None:
+    if cancel is not None and cancel.is_set():
+        raise Cancelled(f"the index sync of tenant {tenant} was stopped")
+
+
 def _reporting(
     progress: Callable[[int, int], None] | None,
     cancel: threading.Event | None,
@@ -818,8 +823,7 @@ def _reporting(
 
     def report(done: int, total: int) -> None:
         try:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled(f"the index sync of tenant {tenant} was stopped")
+            _stop_if_cancelled(cancel, tenant)
             if progress is not None:
                 progress(done, total)
         except BaseException as exc:
@@ -944,8 +948,7 @@ class TenantIndex:
         if progress is not None or cancel is not None:
             progress = _reporting(progress, cancel, caller_failed, self.tenant)
         with _flock(self.dir / "sync.lock", 600 if wait else 0.5, cancel) as got:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled(f"the index sync of tenant {self.tenant} was stopped")
+            _stop_if_cancelled(cancel, self.tenant)
             if not got:
                 return SyncReport(self.tenant, None, "none", reason="another process is syncing")
             head = self.kb.head()
@@ -987,8 +990,7 @@ class TenantIndex:
     ) -> None:
         """Make the generation at ``path`` the live one, unless ``cancel`` was set while it
         was built (then Cancelled; the unpublished directory is collected later)."""
-        if cancel is not None and cancel.is_set():
-            raise Cancelled(f"the index sync of tenant {self.tenant} was stopped")
+        _stop_if_cancelled(cancel, self.tenant)
         atomic_write(path / "meta.json", json.dumps(meta, indent=1).encode())
         atomic_write(self.dir / "CURRENT", path.name.encode())
 

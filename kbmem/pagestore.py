@@ -26,14 +26,13 @@ def tenant_exists(kb: KnowledgeBase, tenant: str) -> bool:
 
 def tenant_names(kb: KnowledgeBase) -> list[str]:
     """The tenants that exist at HEAD, sorted; a folder under ``tenants/`` whose name is not
-    a tenant id (made by hand) is no tenant."""
-    names = {p.split("/")[1] for p in kb.list_files("tenants") if p.count("/") >= 2}
+    a tenant id (made by hand) is no tenant, and is skipped with a warning."""
     out = []
-    for name in sorted(names):
+    for name in kb.folders("tenants"):
         try:
             out.append(check_tenant(name))
-        except ValidationError:
-            continue
+        except ValidationError as exc:
+            log.warning("skipping tenants/%s: %s", name, exc)
     return out
 
 

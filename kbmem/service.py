@@ -248,7 +248,8 @@ class Memory:
         sink, it returns the ``BriefingContext``): a caller that streams the trace can refuse
         bad arguments before its stream begins. ``engine`` is ``offline`` or ``llm``; the LLM
         is the one this memory was opened with, never one the caller names."""
-        from .research.researcher import MAX_REQUEST_CHARS, Researcher
+        from .config import MAX_REQUEST_CHARS
+        from .research.researcher import Researcher
 
         request = _text_arg(request, "request")
         if len(request) > MAX_REQUEST_CHARS:

@@ -356,6 +356,17 @@ class KnowledgeBase:
             return {}
         return {item.path: item.hexsha for item in sub.traverse() if item.type == "blob"}
 
+    def folders(self, prefix: str, rev: str = "HEAD") -> list[str]:
+        """The names of the folders directly below ``prefix`` at ``rev``, sorted (empty if
+        none): one tree read, not a walk over every file below."""
+        if self.head() is None:
+            return []
+        try:
+            sub = self.repo.commit(self.resolve(rev)).tree / prefix.rstrip("/")
+        except KeyError:
+            return []
+        return sorted(t.name for t in sub.trees)
+
     def read_blob(self, blob_id: str) -> bytes:
         kept = self._blobs.get(blob_id)
         if kept is not None:

@@ -642,7 +642,7 @@ def test_an_over_long_message_is_refused_before_it_is_sent(kb: KnowledgeBase) ->
 
 
 async def _too_long(kb: KnowledgeBase) -> None:
-    from kbmem.research.researcher import MAX_REQUEST_CHARS
+    from kbmem.config import MAX_REQUEST_CHARS
 
     paragraph = "The winter timetable keeps the dawn sailing from Skerrick on weekdays. "
     text = "\n".join([paragraph] * (MAX_REQUEST_CHARS // len(paragraph) + 1))
@@ -668,7 +668,7 @@ def test_a_turn_that_fails_before_it_starts_stops_thinking(kb: KnowledgeBase) ->
 
 
 async def _fails_before_start(kb: KnowledgeBase) -> None:
-    from kbmem.research.researcher import MAX_REQUEST_CHARS
+    from kbmem.config import MAX_REQUEST_CHARS
 
     app = make_app(kb)
     async with app.run_test(size=SIZE) as pilot:

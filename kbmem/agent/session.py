@@ -26,10 +26,11 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from ..config import MAX_REQUEST_CHARS
 from ..errors import KbmemError, ValidationError
 from ..ids import check_segment, check_tenant
 from ..llm import LLMConfig
-from ..research.researcher import MAX_REQUEST_CHARS, Researcher
+from ..research.researcher import Researcher
 from ..store import KnowledgeBase
 from .batch import BatchCommitter, ChatLine, load_chat_lines
 from .context import TurnCancelled, TurnContext

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from typing import Any
 
 from ..textutil import json_text, printable
 from . import Commands
-
-log = logging.getLogger("kbmem")
 
 
 def register(sub: Commands) -> None:
@@ -49,30 +46,15 @@ def cmd_search(ctx: Any, args: argparse.Namespace) -> int:
     return 0
 
 
-def all_tenants(kb: Any) -> list[str]:
-    """Every tenant with a file at HEAD; a folder under ``tenants/`` whose name is not a safe
-    id (made by hand) is skipped with a warning rather than stopping the others."""
-    from ..errors import ValidationError
-    from ..ids import check_tenant
-
-    names = {parts[1] for path in kb.list_files("tenants") if len(parts := path.split("/")) > 2}
-    tenants = []
-    for name in sorted(names):
-        try:
-            tenants.append(check_tenant(name))
-        except ValidationError as exc:
-            log.warning("skipping tenants/%s: %s", name, exc)
-    return tenants
-
-
 def cmd_reindex(ctx: Any, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..index import TenantIndex
+    from ..pagestore import tenant_names
 
     tenants = [ctx.tenant]
     if args.all_tenants:
-        tenants = all_tenants(ctx.kb) or tenants
+        tenants = tenant_names(ctx.kb) or tenants
     for tenant in tenants:
         with tqdm(
             desc=f"index {tenant}", unit="interval", disable=None, file=sys.stderr, leave=False
