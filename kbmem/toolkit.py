@@ -128,13 +128,13 @@ class Toolkit:
         return self.index.bm25_pages(query, k, filters)
 
     def voiced(self, query: str) -> Voiced | None:
-        """The query as the one person it is about would have said it (see perspective)."""
+        """The query as the person it is about would have said it (see perspective)."""
         return voiced(query, self.index.speakers(), ignore=(CHAT_AGENT,))
 
     def dense_pages(
         self, query: str, depth: int = 100, filters: dict[str, Any] | None = None
     ) -> list[str]:
-        """Pages ranked by their nearest interval to the query. A query about one person who
+        """Pages ranked by their nearest interval to the query. A query about a person who
         speaks in memory is searched in that person's voice among their own turns."""
         view = self.voiced(query)
         wanted = (filters or {}).get("speaker")

@@ -40,7 +40,19 @@ SPEAKERS = ["John", "Maria", "Tobias Ferrante", "O'Brien", "Dr. Lee", "Anne-Mari
         ("What did O'Brien say about his boat?", Voiced("I say about my boat", "O'Brien")),
         ("Where does Dr. Lee work?", Voiced("I work", "Dr. Lee")),
         ("What is Anne-Marie's job?", Voiced("my job", "Anne-Marie")),
+        # Two people: the first named, talking to the other ("you").
+        (
+            "What things has John recommended to Maria?",
+            Voiced("things I recommended to you", "John"),
+        ),
+        ("What did Maria give John's sister?", Voiced("I give your sister", "Maria")),
+        ("What do John and Maria both like?", Voiced("I and you like", "John")),
+        (
+            "What did Tobias tell John about his boat?",
+            Voiced("I tell you about his boat", "Tobias Ferrante"),
+        ),
     ],
+    ids=lambda v: v.speaker.split()[0] if isinstance(v, Voiced) else "",
 )
 def test_a_request_about_one_speaker_is_put_in_their_voice(
     request_text: str, expected: Voiced
@@ -51,12 +63,13 @@ def test_a_request_about_one_speaker_is_put_in_their_voice(
 @pytest.mark.parametrize(
     "request_text",
     [
-        "What do John and Maria both like?",  # two people: no one voice
+        "What do John, Maria and Anne-Marie like?",  # three people: no one voice
         "What happened at the harbour?",  # nobody named
         "What did johnny say?",  # not a name in memory (names match as written, whole)
         "What did kbmem answer?",  # kbmem's own voice is never taken
         "Who is John?",  # nothing left to search once the name is taken out
     ],
+    ids=range(5),
 )
 def test_no_voice_when_the_request_is_not_about_one_speaker(request_text: str) -> None:
     assert voiced(request_text, SPEAKERS, ignore=[CHAT_AGENT]) is None
@@ -135,6 +148,18 @@ def test_the_researcher_plans_a_search_in_the_speakers_voice(researcher: Researc
     assert result.data["hits"], "the voiced search found John's turn"
     assert all(h["excerpt"].startswith("John:") for h in result.data["hits"])
     assert "kickboxing" in " ".join(e.excerpt for e in briefing.evidence)
+
+
+def test_a_request_naming_two_speakers_is_searched_in_the_first_ones_voice(
+    researcher: Researcher,
+) -> None:
+    briefing = researcher.research("What did Maria tell John about martial arts?")
+    [plan] = [e for e in briefing.trace if e.kind == "plan" and e.step == 0]
+    voiced_actions = [a for a in plan.data["actions"] if a.get("speaker")]
+    assert [(a["query"], a["speaker"]) for a in voiced_actions] == [
+        ("I tell you about martial arts", "Maria")
+    ]
+    assert "documentary about martial arts" in " ".join(e.excerpt for e in briefing.evidence)
 
 
 def test_nobody_named_means_no_voiced_search(researcher: Researcher) -> None:

@@ -1,7 +1,7 @@
 """The offline engine: deterministic planning, integration and reflection, no network.
 
 Planning reads the request's entities, rare terms and dates, and the memos (a memo that names
-the request's rare terms points the plan at its session's pages); a request about one person
+the request's rare terms points the plan at its session's pages); a request about a person
 who speaks in memory is also searched in that person's voice, among their own turns (see
 perspective). Reflection checks which of
 the request's terms the evidence does not cover yet and follows entities that the evidence
@@ -170,7 +170,7 @@ def spelled(terms: list[str], text: str) -> list[str]:
 
 def request_actions(toolkit: Toolkit, request: str, k: int) -> list[PlanAction]:
     """The searches every plan starts from, whichever engine plans: the request as asked, by
-    keyword and by meaning, and for a request about one person who speaks in memory, what that
+    keyword and by meaning, and for a request about a person who speaks in memory, what that
     person would have said about it, among their own turns."""
     actions = [
         PlanAction("bm25", request, k=k, note="the request as asked"),
