@@ -4,6 +4,7 @@ offline agent answers, real git history is browsed, real failures become toasts.
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 from pathlib import Path
 
@@ -801,8 +802,10 @@ async def _narrow(kb: KnowledgeBase) -> None:
         assert isinstance(history, HistoryScreen)
         await pilot.pause()
         assert "f4" in all_keys_show(history)
-        # The page gets more room than the tree.
-        assert history.query_one("#page-pane").size.width > history.query_one(Tree).size.width
+        # The tree above the page, each as wide as the screen; the page gets more rows.
+        page, tree = history.query_one("#page-pane").region, history.query_one(Tree).region
+        assert page.width == tree.width == width and page.y >= tree.bottom
+        assert page.height > tree.height
 
         await pilot.press("f4")
         audit = app.screen
@@ -861,8 +864,8 @@ def test_a_wrapped_diff_line_keeps_its_marker_and_colour(kb: KnowledgeBase) -> N
 
 async def _wrapped_diff(kb: KnowledgeBase) -> None:
     app = make_app(kb)
-    # Narrow: the diff pane is about 40 columns, so the edited lines wrap.
-    async with app.run_test(size=(90, 40)) as pilot:
+    # Narrow: the diff pane is the screen's 60 columns, so the edited lines wrap.
+    async with app.run_test(size=(60, 40)) as pilot:
         await history_scenario(pilot)
         diff = app.screen.query_one("#diff-text", Static)
         strips = [diff.render_line(y) for y in range(diff.size.height)]
@@ -882,3 +885,124 @@ async def _wrapped_diff(kb: KnowledgeBase) -> None:
             if segment.text.strip() and segment.style is not None
         }
         assert len(colours) == 1
+
+
+def test_history_at_80_columns_shows_every_label_whole(kb: KnowledgeBase) -> None:
+    asyncio.run(_history_labels(kb))
+
+
+async def _history_labels(kb: KnowledgeBase) -> None:
+    app = make_app(kb)
+    async with app.run_test(size=NARROW) as pilot:
+        await pilot.press("f3")
+        history = app.screen
+        assert isinstance(history, HistoryScreen)
+        tree = history.query_one(Tree)
+        await wait_until(pilot, lambda: bool(tree.root.children), "the page tree")
+        tree.root.expand_all()
+        tree.focus()
+        await pilot.pause()
+        # No line of the tree is wider than the tree: nothing to scroll sideways to.
+        assert tree.virtual_size.width <= tree.scrollable_content_region.width
+        # Every entry shows its whole label on its row: sessions, their pages, notes.
+        labels = []
+        for line in range(tree.last_line + 1):
+            tree.cursor_line = line
+            await pilot.pause()
+            node = tree.get_node_at_line(line)
+            assert node is not None
+            row = tree.render_line(line - round(tree.scroll_offset.y)).text
+            assert f" {node.label.plain}" in row, (node.label.plain, row)
+            labels.append(node.label.plain)
+        assert "2026-01-12-architecture-review" in labels
+        assert "notes/architecture-overview.md" in labels
+        assert "Choose a page in the tree." in rendered(history.query_one("#page-title", Static))
+        # A page chosen in the tree gets the screen's width below it.
+        node = tree.root.children[0].children[2].children[0]  # the first note
+        tree.move_cursor(node)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: history.shown is not None, "the page")
+        pane = history.query_one("#page-pane").region
+        assert pane.width == NARROW[0] and pane.y >= tree.region.bottom
+
+
+CROWDED = (
+    "llm · openai/gpt-4o-mini",
+    "llm · gpt-4o-mini",
+    "gpt-4o-mini",
+    "index syncing 120/253",
+    "syncing 120/253",
+    "embedder loading…",
+    "example-kb",
+    "default",
+)
+
+
+@pytest.mark.parametrize(
+    "busy", ["researching…", "stopping the turn, then committing…"], ids=["turn", "quit"]
+)
+def test_a_crowded_status_bar_drops_its_least_important_parts(kb: KnowledgeBase, busy: str) -> None:
+    asyncio.run(_crowded_status(kb, busy))
+
+
+async def _crowded_status(kb: KnowledgeBase, busy: str) -> None:
+    app = KbmemApp(kb, "default", "openai/gpt-4o-mini", kb_label="example-kb", background=False)
+    async with app.run_test(size=NARROW) as pilot:
+        # What the workers set while a turn runs as the index syncs and the model loads.
+        app.set_status(
+            index_known=True, syncing=True, sync_progress="120/253", embedder="loading", busy=busy
+        )
+        await pilot.pause()
+        bar = app.screen.query_one(StatusBar)
+        status = rendered(bar).strip()
+        assert cell_len(status) <= bar.content_size.width, status
+        # Whole parts, never one cut in a word; what is running and what is pending stay.
+        parts = status.split(" │ ")
+        assert parts[-2:] == ["pending 0/5", busy], status
+        assert all(part in CROWDED for part in parts[:-2]), status
+        assert "syncing 120/253" in status  # the index's progress outlasts names and labels
+
+        # Wide enough, the whole line, as before.
+        await pilot.resize_terminal(170, 42)
+        await pilot.pause(0.3)
+        assert rendered(bar).strip() == (
+            "KB example-kb │ tenant default │ llm · openai/gpt-4o-mini │ index syncing 120/253"
+            f" │ embedder loading… │ turns pending 0/5 │ {busy}"
+        )
+
+
+def test_a_dialog_names_its_keys_once_in_its_footer(kb: KnowledgeBase) -> None:
+    asyncio.run(_dialog_hints(kb))
+
+
+async def _dialog_hints(kb: KnowledgeBase) -> None:
+    app = make_app(kb)
+
+    def said_once(dialog: Screen) -> None:
+        """The footer names the dialog's keys; nothing in the dialog says them again."""
+        keys = list(dialog.query(FooterKey))
+        assert {k.key for k in keys} >= {"enter", "escape"}
+        body = " ".join(rendered(s) for s in dialog.query(".dialog Static")).lower()
+        for word in {w.lower() for k in keys for w in (k.key, k.key_display, k.description)}:
+            assert not re.search(rf"(?<!\w){re.escape(word)}(?!\w)", body), (word, body)
+
+    async with app.run_test(size=NARROW) as pilot:
+        await history_scenario(pilot)
+        history = app.screen
+        await pilot.press("g")
+        prompt = app.screen
+        assert isinstance(prompt, PromptScreen)
+        await pilot.pause()
+        said_once(prompt)
+        await pilot.press("escape")
+        assert app.screen is history
+
+        await pilot.press("ctrl+p", *"engine: choose")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceScreen), "the choice")
+        choice = app.screen
+        await pilot.pause()
+        said_once(choice)
+        await pilot.press("escape")
+        assert app.screen is history

@@ -148,7 +148,7 @@ class AuditScreen(KbmemScreen):
                 table.border_title = "Turns"
                 yield table
             with Vertical(id="turn-detail"):
-                yield Static("Choose a turn on the left.", id="turn-title", markup=False)
+                yield Static("Choose a turn in the list.", id="turn-title", markup=False)
                 with TabbedContent(id="audit-tabs", initial="answer"):
                     with TabPane("Answer", id="answer"), VerticalScroll():
                         yield Static(id="question")

@@ -49,7 +49,7 @@ version under the cursor · `g` shows the page at any commit you type.
 
 ## Audit
 
-Choose a turn on the left. `enter` on an interval (or `o`) opens the page at that commit, on
+Choose a turn in the list. `enter` on an interval (or `o`) opens the page at that commit, on
 the History screen, with the cited lines highlighted. `c` commits pending turns now.
 
 ## Command palette (`ctrl+p`)

@@ -86,13 +86,13 @@ class HistoryScreen(KbmemScreen):
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
-        with Horizontal():
+        with Horizontal(id="history-body"):
             tree: Tree[Entry] = Tree("pages", id="page-tree")
             tree.show_root = False
             tree.border_title = "Pages"
             yield tree
             with Vertical(id="page-pane"):
-                yield Static("Choose a page on the left.", id="page-title", markup=False)
+                yield Static("Choose a page in the tree.", id="page-title", markup=False)
                 with TabbedContent(id="page-tabs", initial="page"):
                     with TabPane("Page", id="page"), VerticalScroll(id="page-scroll"):
                         table: DataTable[Text] = DataTable(

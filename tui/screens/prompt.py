@@ -1,5 +1,6 @@
 """Small modal dialogs: ask for one line of text, or pick one of a few choices. Each has its
-own footer, over the screen below's (whose keys do not apply while the dialog is open)."""
+own footer, over the screen below's (whose keys do not apply while the dialog is open); the
+footer alone names their keys."""
 
 from __future__ import annotations
 
@@ -46,7 +47,6 @@ class PromptScreen(ModalScreen[str | None]):
         with Vertical(classes="dialog"):
             yield Static(self.question, markup=False, classes="question")
             yield DialogInput(self.value, placeholder=self.placeholder, select_on_focus=False)
-            yield Static("enter: OK · escape: cancel", classes="hint", markup=False)
         yield KbmemFooter()
 
     def on_mount(self) -> None:
@@ -78,7 +78,6 @@ class ChoiceScreen(ModalScreen[str | None]):
             yield DialogOptions(
                 *[Option(Content(label), id=value) for value, label in self.choices],
             )
-            yield Static("enter: choose · escape: cancel", classes="hint", markup=False)
         yield KbmemFooter()
 
     def on_mount(self) -> None:

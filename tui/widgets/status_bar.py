@@ -27,51 +27,94 @@ class Status:
     busy: str = ""  # what a long-running job is doing, e.g. "researching…"
 
 
+# How a status line too wide for its bar shortens: one level at a time, each shortening or
+# dropping one more part, the least important first; what a turn or a quit is doing and the
+# turns not yet committed stay to the end.
+LABELS = 1  # "KB", "tenant", "turns" and "embedder ready" go (the usual narrow line)
+LOADING = 2  # "embedder loading…" goes: the first question waits for the model anyway
+PROVIDER = 3  # the model without its provider: "gpt-4o-mini" for "openai/gpt-4o-mini"
+KB = 4  # the knowledge base's name goes: the person who opened it knows it
+ENGINE = 5  # the model alone, which says the llm engine
+INDEX = 6  # the index only while it is syncing or not built, as "syncing 120/253"
+TENANT = 7  # the tenant goes
+MODEL = 8  # the engine and its model go
+FAILED = 9  # "embedder failed" goes (a toast said so)
+SYNCING = 10  # the index goes altogether
+LEVELS = SYNCING
+
+
 def status_text(status: Status, width: int = 0) -> Text:
-    """The status line; when it is wider than ``width`` (0: any width), without its labels
-    ("KB", "tenant", "turns") and without "embedder ready", and cut with "…" if still too wide."""
-    text = _status_text(status, short=False)
-    if width and text.cell_len > width:
-        text = _status_text(status, short=True)
-        text.truncate(width, overflow="ellipsis")
+    """The status line in ``width`` cells (0: any width). A line too wide loses its least
+    important parts first, level by level (:data:`LABELS` to :data:`SYNCING`), whole; only a
+    line still too wide without them is cut, at a word boundary, with "…"."""
+    for level in range(LEVELS + 1):
+        text = _status_text(status, level)
+        if not width or text.cell_len <= width:
+            return text
+    return _cut(text, width)
+
+
+def _cut(text: Text, width: int) -> Text:
+    """``text`` cut to ``width`` cells after its last whole word that fits, with "…" (a word
+    wider than the bar is cut in it)."""
+    plain = text.plain
+    for end in reversed([n for n, char in enumerate(plain) if char == " "]):
+        head = text[: len(plain[:end].rstrip(" │"))]
+        if head and head.cell_len < width:
+            head.append("…")
+            return head
+    text.truncate(width, overflow="ellipsis")
     return text
 
 
-def _status_text(status: Status, short: bool) -> Text:
-    sep = (" │ ", "dim")
-    engine = status.engine if not status.model else f"{status.engine} · {status.model}"
-    if status.syncing:
+def _status_text(status: Status, level: int) -> Text:
+    """The status line at ``level`` of shortening; each part is its segments (a dim label, a
+    value), or none when it goes."""
+    labelled = level < LABELS
+    model = status.model or ""
+    if level >= PROVIDER:
+        model = model.rpartition("/")[2] or model
+    if not model:
+        engine = status.engine
+    else:
+        engine = model if level >= ENGINE else f"{status.engine} · {model}"
+    if level >= SYNCING:
+        index = ("", "")
+    elif status.syncing:
         done = f" {status.sync_progress}" if status.sync_progress else "…"
-        index = (f"index syncing{done}", "bold yellow")
+        index = (f"{'syncing' if level >= INDEX else 'index syncing'}{done}", "bold yellow")
     elif status.index_commit:
-        index = (f"index @{status.index_commit[:7]}", "")
+        index = ("" if level >= INDEX else f"index @{status.index_commit[:7]}", "")
     elif status.index_known:
         index = ("index not built", "yellow")
     else:
-        index = ("index …", "dim")
+        index = ("" if level >= INDEX else "index …", "dim")
     embedder = {
-        "loading": ("embedder loading…", "yellow"),
-        "ready": ("embedder ready", "green"),
-        "failed": ("embedder failed", "bold red"),
-    }.get(status.embedder, (f"embedder {status.embedder}", "dim"))
+        "loading": ("" if level >= LOADING else "embedder loading…", "yellow"),
+        "ready": ("embedder ready" if labelled else "", "green"),
+        "failed": ("" if level >= FAILED else "embedder failed", "bold red"),
+    }.get(status.embedder, ("" if level >= LOADING else f"embedder {status.embedder}", "dim"))
     pending = f"pending {status.pending_turns}/{status.batch_turns}"
-    parts: list[tuple[str, str]] = [
-        *([] if short else [("KB ", "dim")]),
-        (status.kb, "bold"),
-        sep,
-        *([] if short else [("tenant ", "dim")]),
-        (status.tenant, "bold"),
-        sep,
-        (engine, ""),
-        sep,
-        index,
-        *([] if short and status.embedder == "ready" else [sep, embedder]),
-        sep,
-        (pending if short else f"turns {pending}", ""),
+    kb = [("KB ", "dim"), (status.kb, "bold")] if labelled else [(status.kb, "bold")]
+    tenant = (
+        [("tenant ", "dim"), (status.tenant, "bold")] if labelled else [(status.tenant, "bold")]
+    )
+    parts: list[list[tuple[str, str]]] = [
+        [] if level >= KB else kb,
+        [] if level >= TENANT else tenant,
+        [] if level >= MODEL else [(engine, "")],
+        [index] if index[0] else [],
+        [embedder] if embedder[0] else [],
+        [(f"turns {pending}" if labelled else pending, "")],
+        [(status.busy, "bold magenta")] if status.busy else [],
     ]
-    if status.busy:
-        parts += [sep, (status.busy, "bold magenta")]
-    return Text.assemble(*parts, end="")
+    text = Text(end="")
+    for segments in filter(None, parts):
+        if text:
+            text.append(" │ ", "dim")
+        for segment, style in segments:
+            text.append(segment, style)
+    return text
 
 
 class StatusBar(Static):
