@@ -32,6 +32,7 @@ import contextlib
 import json
 import logging
 import re
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,6 +47,7 @@ from .service import (
     Memory,
     check_text,
     close_idle_chats_until,
+    field_named,
     kbmem_version,
     recover_chats,
 )
@@ -100,6 +102,12 @@ class MemoryServer(ThreadingHTTPServer):
         model: str | None = None,
         chat_idle_seconds: float = CHAT_IDLE_SECONDS,
     ):
+        # Set before binding: a bind that fails (the port in use) calls server_close.
+        self._memories: dict[str, Memory] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        if ":" in address[0]:  # an IPv6 address ('::1'); the base class binds IPv4 only
+            self.address_family = socket.AF_INET6
         super().__init__(address, Handler)
         self.kb = kb
         self.model = model
@@ -110,9 +118,6 @@ class MemoryServer(ThreadingHTTPServer):
         self.chat_idle_seconds = chat_idle_seconds
         self._slots = threading.BoundedSemaphore(self.max_connections)
         recover_chats(kb)
-        self._memories: dict[str, Memory] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
         self._reaper = threading.Thread(
             target=close_idle_chats_until,
             args=(self._stop, self._open_memories, chat_idle_seconds),
@@ -124,7 +129,7 @@ class MemoryServer(ThreadingHTTPServer):
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def memory(self, tenant: str) -> Memory:
         with self._lock:
@@ -365,15 +370,25 @@ class Handler(BaseHTTPRequestHandler):
         return length
 
     def json_body(
-        self, fields: frozenset[str] | set[str], limit: int = SMALL_BODY
+        self, fields: frozenset[str] | set[str], limit: int = SMALL_BODY, *, optional: bool = False
     ) -> dict[str, Any]:
         """The request's JSON object, read whole and checked (its size, its encoding, its
-        field names) before anything is done with it."""
+        field names) before anything is done with it. With ``optional`` (a route whose fields
+        all are), no body at all is ``{}``: ``curl -X POST`` sends none."""
+        headers = self.headers
+        if (
+            optional
+            and not headers.get_all("Content-Length")
+            and not headers.get("Transfer-Encoding")
+        ):
+            return {}
         length = self._length(limit)
         raw = self.rfile.read(length)
         if len(raw) < length:
             raise ApiError(400, "invalid", "the body ended before its Content-Length")
         self._body_read = True
+        if optional and not raw:
+            return {}
         if not raw.strip():
             raise ValidationError("is empty; send a JSON object", "body")
         try:
@@ -386,7 +401,9 @@ class Handler(BaseHTTPRequestHandler):
             ) from None
         if not isinstance(body, dict):
             raise ValidationError("must be a JSON object", "body")
-        check_text(body, "body")
+        for key, value in body.items():  # a field named as the route names it
+            check_text(key, "body")
+            check_text(value, key)
         unknown = sorted(set(body) - set(fields))
         if unknown:
             # A misspelt field ("max_page") is an error, not silently the default.
@@ -412,8 +429,9 @@ class Handler(BaseHTTPRequestHandler):
             if not _DIGITS.fullmatch(limit):
                 raise ValidationError("must be a whole number", "limit")
             limit = int(limit)
-        page = _one(query, "page")
-        return 200, {"tenant": memory.tenant, "commits": memory.history(page, limit)}
+        with field_named("page", "page_id"):
+            commits = memory.history(_one(query, "page"), limit)
+        return 200, {"tenant": memory.tenant, "commits": commits}
 
     def search(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
         _no_more(rest)
@@ -486,7 +504,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def chats(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
         if not rest:
-            body = self.json_body({"chat_id"})
+            body = self.json_body({"chat_id"}, optional=True)
             chat_id, opened = memory.open_chat(body.get("chat_id"))
             return (201 if opened else 200), {"chat_id": chat_id}
         if len(rest) == 2 and rest[1] == "messages":
@@ -501,7 +519,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def turns(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
         if not rest:
-            return 200, {"tenant": memory.tenant, "turns": memory.turns(_one(query, "chat"))}
+            with field_named("chat", "chat_id"):
+                turns = memory.turns(_one(query, "chat"))
+            return 200, {"tenant": memory.tenant, "turns": turns}
         if len(rest) != 2:
             raise ApiError(404, "not_found", "name a turn as /v1/turns/<chat-id>/<n>")
         return 200, memory.audit("/".join(rest))

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from .config import MAX_REQUEST_CHARS
 from .errors import KbmemError, ValidationError
 from .service import (
     ENGINES,
@@ -137,6 +138,33 @@ SESSION_SCHEMA: dict[str, Any] = {
 }
 
 
+# Lists come a window at a time: a whole knowledge base's pages or turns would fill the
+# calling model's context (300 pages are 120 kB of JSON).
+WINDOW = 100
+HISTORY_WINDOW = 50  # commits
+LIMIT = {
+    "type": "integer",
+    "minimum": 1,
+    "maximum": 1000,
+    "description": f"Most items to return (default {WINDOW}).",
+}
+OFFSET = {
+    "type": "integer",
+    "minimum": 0,
+    "maximum": 10_000_000,
+    "description": "Items to skip: the next_offset of the previous call, to read on.",
+}
+
+
+def window(items: list[Any], a: dict[str, Any], key: str) -> dict[str, Any]:
+    """``items[offset:offset + limit]`` as ``{key, total, next_offset}``; ``next_offset`` is
+    null when nothing is left."""
+    offset = a.get("offset", 0)
+    shown = items[offset : offset + a.get("limit", WINDOW)]
+    end = offset + len(shown)
+    return {key: shown, "total": len(items), "next_offset": end if end < len(items) else None}
+
+
 @dataclass(frozen=True)
 class Tool:
     """One MCP tool: what ``tools/list`` shows, and the :class:`Memory` call behind it."""
@@ -184,8 +212,9 @@ def _research(memory: Memory, a: dict[str, Any]) -> dict[str, Any]:
 
 
 def _history(memory: Memory, a: dict[str, Any]) -> dict[str, Any]:
-    page_id = a.get("page_id")
-    return {"page_id": page_id, "commits": memory.history(page_id, a.get("limit"))}
+    page_id, limit = a.get("page_id"), a.get("limit", HISTORY_WINDOW)
+    commits = memory.history(page_id, limit + 1)  # one more tells whether there are more
+    return {"page_id": page_id, "commits": commits[:limit], "more": len(commits) > limit}
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -202,6 +231,7 @@ TOOLS: tuple[Tool, ...] = (
             "request": {
                 "type": "string",
                 "minLength": 1,
+                "maxLength": MAX_REQUEST_CHARS,
                 "description": "The question or task, in plain words ('Who owns the "
                 "scheduler?', 'What did we decide about the data store, and why?').",
             },
@@ -241,7 +271,12 @@ TOOLS: tuple[Tool, ...] = (
         "of a conversation, or a paragraph of a note) with their text, page, line range, "
         "commit and score. Use it to find where something is said; use research to answer.",
         {
-            "query": {"type": "string", "minLength": 1, "description": "What to look for."},
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_REQUEST_CHARS,
+                "description": "What to look for.",
+            },
             "tool": {
                 "type": "string",
                 "enum": list(SEARCH_TOOLS),
@@ -279,18 +314,21 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "list_pages",
         "List pages",
-        "Every page in memory: id, title, date, session id and the one-line memo of what the "
-        "session was about. Good for an overview before reading pages.",
-        {"at": REVISION},
+        "The pages in memory: id, title, date, session id and the one-line memo of what the "
+        f"session was about, {WINDOW} at a time; total counts them all, and next_offset "
+        "(null at the end) reads on. Good for an overview before reading pages; to find "
+        "something, use research or search.",
+        {"at": REVISION, "limit": LIMIT, "offset": OFFSET},
         (),
-        lambda m, a: {"pages": m.pages(a.get("at"))},
+        lambda m, a: window(m.pages(a.get("at")), a, "pages"),
     ),
     Tool(
         "page_history",
         "Page history",
         "The git history of one page (each version's commit, date, author and subject), or "
-        "without page_id the memory's own history, newest first. Read an older version with "
-        "read_page and 'at'.",
+        f"without page_id the memory's own history, newest first, {HISTORY_WINDOW} commits "
+        "unless limit says otherwise (more: true when there are older ones). Read an older "
+        "version with read_page and 'at'.",
         {
             "page_id": {
                 "type": "string",
@@ -300,8 +338,8 @@ TOOLS: tuple[Tool, ...] = (
             "limit": {
                 "type": "integer",
                 "minimum": 1,
-                "maximum": 10_000,
-                "description": "Most commits to list, newest first.",
+                "maximum": 1000,
+                "description": f"Most commits to list, newest first (default {HISTORY_WINDOW}).",
             },
         },
         (),
@@ -328,7 +366,12 @@ TOOLS: tuple[Tool, ...] = (
         "continue the same chat. Every turn is recorded with what it read (see audit_turn) "
         "and committed to git in batches and when this server stops.",
         {
-            "message": {"type": "string", "minLength": 1, "description": "What to say."},
+            "message": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_REQUEST_CHARS,
+                "description": "What to say.",
+            },
             "chat_id": {
                 "type": "string",
                 "minLength": 1,
@@ -342,16 +385,20 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "list_turns",
         "List chat turns",
-        "Chat turns, committed and pending: turn id ('<chat-id>/<n>'), question, status, time.",
+        "Chat turns, committed and pending, oldest first: turn id ('<chat-id>/<n>'), "
+        f"question, status, time; {WINDOW} at a time (total counts them all, next_offset, "
+        "null at the end, reads on).",
         {
             "chat_id": {
                 "type": "string",
                 "minLength": 1,
                 "description": "Only this chat's turns; leave out for all chats.",
-            }
+            },
+            "limit": LIMIT,
+            "offset": OFFSET,
         },
         (),
-        lambda m, a: {"turns": m.turns(a.get("chat_id"))},
+        lambda m, a: window(m.turns(a.get("chat_id")), a, "turns"),
     ),
     Tool(
         "audit_turn",
@@ -397,7 +444,7 @@ def json_type(value: Any) -> str:
 
 def check_arguments(schema: dict[str, Any], value: Any, where: str = "") -> Any:
     """``value`` checked against the subset of JSON Schema the tools use (type, enum,
-    minLength, minimum, maximum, minItems, items, properties, required,
+    minLength, maxLength, minimum, maximum, minItems, items, properties, required,
     additionalProperties); raises :class:`ValidationError` naming the field
     (``session.turns[0].content``). Returns the value with optional fields given as null
     left out, and integral floats (``5.0``, as some clients send numbers) made integers."""
@@ -412,6 +459,8 @@ def check_arguments(schema: dict[str, Any], value: Any, where: str = "") -> Any:
         raise ValidationError(f"must be one of {allowed}, got {value!r}", field)
     if isinstance(value, str) and len(value) < schema.get("minLength", 0):
         raise ValidationError("must not be empty", field)
+    if isinstance(value, str) and len(value) > schema.get("maxLength", len(value)):
+        raise ValidationError(f"longer than {schema['maxLength']} characters", field)
     if kind == "integer":
         low, high = schema.get("minimum"), schema.get("maximum")
         if (low is not None and value < low) or (high is not None and value > high):
@@ -605,7 +654,9 @@ class McpServer:
         if not isinstance(arguments, dict):
             raise RpcError(INVALID_PARAMS, "params.arguments must be an object")
         try:
-            check_text(arguments, "arguments")
+            for key, value in arguments.items():  # a field named as the schema names it
+                check_text(key, "arguments")
+                check_text(value, key)
             checked = check_arguments(tool.input_schema, arguments)
             return tool_result(tool.run(self.memory, checked))
         except KbmemError as exc:

@@ -9,16 +9,17 @@ renders in its own form (an exit code, an HTTP status with a JSON body, a JSON-R
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from .errors import KbmemError, NotFound, TooMany, ValidationError
+from .errors import KbmemError, NotFound, PageFormatError, TooMany, ValidationError
 from .ids import check_tenant
 from .pagestore import PageStore, tenant_prefix
 from .store import CommitInfo, KnowledgeBase
@@ -42,6 +43,9 @@ SESSION_FIELDS = frozenset(
         "turns",
     }
 )
+# What one turn of such a session may hold: a misspelt "timestmap" is an error, not a
+# timestamp silently lost.
+TURN_FIELDS = ("role", "content", "timestamp", "metadata")
 ENGINES = ("offline", "llm")
 CHAT_IDLE_SECONDS = 300.0
 MAX_OPEN_CHATS = 64
@@ -141,6 +145,20 @@ def _rev_arg(value: Any) -> str:
     return value
 
 
+@contextlib.contextmanager
+def field_named(field: str, *names: str) -> Iterator[None]:
+    """A validation error of the core whose field is one of ``names`` (its own names for an
+    id: ``pageId``, ``TURN``) re-named ``field``, the name the caller gave the value, so that
+    a client, or the model behind it, knows which of its arguments to fix."""
+    try:
+        yield
+    except ValidationError as exc:
+        if exc.field in names and not isinstance(exc, PageFormatError):
+            exc.field = field
+            exc.args = (f"{field}: {exc.problem}",)
+        raise
+
+
 def check_text(value: Any, field: str) -> None:
     """Refuse text that cannot be stored: JSON's escapes can carry half a UTF-16 pair
     ("\\ud800"), which no file or git commit can hold. Walks nested lists and objects."""
@@ -197,7 +215,8 @@ class Memory:
         return out
 
     def page(self, page_id: Any, at: Any = None) -> dict[str, Any]:
-        record = self.store.read(_text_arg(page_id, "page_id"), _rev_arg(at))
+        with field_named("page_id", "pageId"):
+            record = self.store.read(_text_arg(page_id, "page_id"), _rev_arg(at))
         return {
             "id": record.page_id,
             "path": record.path,
@@ -212,7 +231,8 @@ class Memory:
             # The tenant's own history only: commit subjects name sessions and notes.
             commits = self.kb.log(tenant_prefix(self.tenant), max_count=n, follow=False)
         else:
-            commits = self.store.history(_text_arg(page_id, "page_id"))[:n]
+            with field_named("page_id", "pageId"):
+                commits = self.store.history(_text_arg(page_id, "page_id"))[:n]
         return [commit_dict(c) for c in commits]
 
     # -- retrieval and research -------------------------------------------------------------
@@ -227,7 +247,12 @@ class Memory:
             return self._toolkit
 
     def search(self, query: Any, tool: Any = "hybrid", k: Any = 10) -> dict[str, Any]:
+        from .config import MAX_REQUEST_CHARS
+
         query = _text_arg(query, "query")
+        if len(query) > MAX_REQUEST_CHARS:
+            # As for research: a query of 100,000 words kept BM25 busy for 106 s.
+            raise ValidationError(f"longer than {MAX_REQUEST_CHARS} characters", "query")
         tool = "hybrid" if tool is None else tool
         if tool not in SEARCH_TOOLS:
             raise ValidationError(f"must be one of {', '.join(SEARCH_TOOLS)}", "tool")
@@ -301,6 +326,7 @@ class Memory:
         from .memorizer import check_session_size, ingest_session
         from .sessions import session_from_mapping
 
+        _check_turn_fields(session)
         parsed = session_from_mapping(session, self.tenant)
         check_session_size(self.kb, parsed)
         result = ingest_session(self.kb, parsed, memo_engine(self.kb.settings, self.model))
@@ -399,7 +425,8 @@ class Memory:
     def audit(self, turn_id: Any) -> dict[str, Any]:
         from .agent.provenance import audit_turn, parse_turn_id
 
-        chat_id, turn = parse_turn_id(_text_arg(turn_id, "turn"))
+        with field_named("turn_id", "TURN", "turn", "chat_id"):
+            chat_id, turn = parse_turn_id(_text_arg(turn_id, "turn_id"))
         return audit_turn(self.kb, self.tenant, chat_id, turn).to_dict()
 
     def close(self) -> None:
@@ -418,6 +445,19 @@ class Memory:
                 failure = failure or exc
         if failure is not None:
             raise failure
+
+
+def _check_turn_fields(session: Any) -> None:
+    """Refuse a turn field the Summit shape does not have (``kbmem ingest`` reads files that
+    other tools wrote, and leaves such fields be; a client of the API is told)."""
+    turns = session.get("turns") if isinstance(session, dict) else None
+    for n, turn in enumerate(turns if isinstance(turns, list) else []):
+        for key in turn if isinstance(turn, dict) else ():
+            if key not in TURN_FIELDS:
+                raise ValidationError(
+                    f"is not a field of a turn (expected: {', '.join(TURN_FIELDS)})",
+                    f"turns[{n}].{key}",
+                )
 
 
 def recover_chats(kb: KnowledgeBase) -> list[str]:

@@ -160,6 +160,25 @@ def test_path_like_page_ids_are_refused(served: MemoryServer, path: str) -> None
     assert "error" in body and "default_tenant" not in json.dumps(body)
 
 
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        ("/v1/pages/..%2Fx", "page_id"),
+        ("/v1/history?page=..%2Fx", "page"),
+        ("/v1/turns?chat=..%2Fx", "chat"),
+        ("/v1/turns/a/0", "turn_id"),
+        ("/v1/turns/..%2Fx/1", "turn_id"),
+    ],
+    ids=["page", "history", "turns", "turn-n", "turn-chat"],
+)
+def test_a_bad_id_is_named_as_the_request_named_it(
+    served: MemoryServer, path: str, field: str
+) -> None:
+    status, body, _ = client(served).call("GET", path)
+    assert status == 400 and body["error"]["field"] == field, body
+    assert body["error"]["message"] != "" and not body["error"]["message"].startswith(field)
+
+
 def test_pages_history_and_a_page_at_a_revision(served: MemoryServer) -> None:
     api = client(served)
     status, page, _ = api.call("GET", f"/v1/pages/{ROSTER}")
@@ -220,6 +239,17 @@ def test_bad_research_requests_are_named(
     assert answer["error"]["field"] == field and words in answer["error"]["message"]
 
 
+def test_a_search_query_is_no_longer_than_a_research_request(served: MemoryServer) -> None:
+    # A query of 100,000 words (1 MB) kept BM25 busy for 106 s, a server thread per request.
+    words = " ".join(f"w{n}" for n in range(20_000))
+    api = client(served)
+    status, body, _ = api.call("POST", "/v1/search", {"query": words, "tool": "bm25"})
+    assert status == 400 and body["error"]["field"] == "query", body
+    assert "longer than 20000 characters" in body["error"]["message"]
+    status, body, _ = api.call("POST", "/v1/search", {"query": words[:20_000], "tool": "bm25"})
+    assert status == 200 and body["hits"] == []
+
+
 def test_routes_methods_and_sizes(served: MemoryServer) -> None:
     api = client(served)
     status, body, _ = api.call("GET", "/v1/nothing")
@@ -257,6 +287,11 @@ def test_a_malformed_session_leaves_memory_as_it_was(served: MemoryServer) -> No
         ({"title": "x", "turns": []}, "turns"),
         ({"title": "x", "turns": [{"role": "user"}]}, "turns[0].content"),
         ({"sessionId": "../escape", "turns": [{"role": "u", "content": "c"}]}, "sessionId"),
+        # A misspelt turn field would lose its value: refused like a misspelt session field.
+        (
+            {"turns": [{"role": "u", "content": "c", "timestmap": "2026-04-01T10:00:00"}]},
+            "turns[0].timestmap",
+        ),
     ):
         status, body, _ = api.call("POST", "/v1/sessions", bad)
         assert status == 400 and body["error"]["field"] == field, body
@@ -316,6 +351,22 @@ def test_a_damaged_turn_is_a_422_and_an_unknown_chat_a_404(served: MemoryServer)
     # A chat that is open but has no turn yet is no error.
     assert api.call("POST", "/v1/chats", {"chat_id": "fresh"})[0] == 201
     assert api.call("GET", "/v1/turns?chat=fresh")[:2] == (200, {"tenant": "default", "turns": []})
+
+
+def test_a_chat_opens_with_no_body_at_all(served: MemoryServer) -> None:
+    # What `curl -X POST` and `requests.post(url)` send: no body, or an empty one.
+    api = client(served)
+    conn = http.client.HTTPConnection(*served.server_address[:2], timeout=30)
+    conn.putrequest("POST", "/v1/chats")
+    conn.putheader("Authorization", f"Bearer {api.token}")
+    conn.endheaders()
+    response = conn.getresponse()
+    assert response.status == 201 and json.loads(response.read())["chat_id"]
+    conn.close()
+    status, opened, _ = api.call("POST", "/v1/chats", raw=b"")
+    assert status == 201 and opened["chat_id"]
+    status, body, _ = api.call("POST", "/v1/chats", raw=b" ")
+    assert status == 400 and body["error"]["field"] == "body"
 
 
 def test_messages_sent_to_one_chat_at_once_are_answered_in_turn(served: MemoryServer) -> None:
@@ -504,9 +555,13 @@ def test_revisions_that_do_not_exist_are_not_found(served: MemoryServer) -> None
     [
         ("/v1/search", b'{"query": "x", "k": ' + b"9" * 5000 + b"}", "body"),
         ("/v1/search", b"[" * 100_000 + b"]" * 100_000, "body"),
-        ("/v1/search", b'{"query": "bad \\ud800"}', "body.query"),
-        ("/v1/sessions", b'{"title": "t", "turns": [{"role": "u", "content": "\\udc00"}]}', None),
-        ("/v1/chats/c/messages", b'{"message": "\\ud800"}', "body.message"),
+        ("/v1/search", b'{"query": "bad \\ud800"}', "query"),
+        (
+            "/v1/sessions",
+            b'{"title": "t", "turns": [{"role": "u", "content": "\\udc00"}]}',
+            "turns[0].content",
+        ),
+        ("/v1/chats/c/messages", b'{"message": "\\ud800"}', "message"),
         ("/v1/sessions", b'{"sesionId": "typo", "turns": [{"role": "u", "content": "c"}]}', "body"),
         ("/v1/research", b'{"request": "x", "engine": ""}', "engine"),
     ],
@@ -670,3 +725,38 @@ def test_turns_a_killed_server_left_are_committed_when_it_starts_again(
     server.server_close()
     assert example_kb.head() != head
     assert "chat killed turn 1" in git(example_kb.root, "log", "-1", "--format=%s")
+
+
+@pytest.mark.parametrize(
+    ("host", "field"),
+    [("127.0.0.1", "--port"), ("no-such-host.invalid", "--host")],
+    ids=["busy", "name"],
+)
+def test_a_server_that_cannot_listen_says_why(
+    example_kb: KnowledgeBase, host: str, field: str
+) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        done = kbmem("--kb", str(example_kb.root), "serve", "--host", host, "--port", port)
+    assert done.returncode == 2, done.stderr
+    assert f"kbmem: error: {field}: cannot listen on {host}:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_server_listens_on_ipv6_loopback(example_kb: KnowledgeBase) -> None:
+    try:
+        server = MemoryServer(("::1", 0), example_kb)
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert re.fullmatch(r"http://\[::1\]:\d+", server.url)
+        conn = http.client.HTTPConnection("::1", server.server_address[1], timeout=30)
+        conn.request("GET", "/v1/health")
+        assert conn.getresponse().status == 200
+        conn.close()
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -219,6 +219,8 @@ def test_the_handshake_and_the_tools_each_with_a_schema(server: McpClient) -> No
         "engine",
     }
     assert by_name["search"]["properties"]["tool"]["enum"] == ["hybrid", "bm25", "dense"]
+    assert by_name["search"]["properties"]["query"]["maxLength"] == 20_000
+    assert by_name["research"]["properties"]["request"]["maxLength"] == 20_000
     assert by_name["read_page"]["required"] == ["page_id"]
     assert by_name["chat"]["required"] == ["message"] and "chat_id" in by_name["chat"]["properties"]
     assert by_name["audit_turn"]["required"] == ["turn_id"]
@@ -292,11 +294,11 @@ def test_search_finds_intervals(server: McpClient) -> None:
 
 def test_a_bad_page_id_is_a_tool_error_and_the_server_goes_on(server: McpClient) -> None:
     problem = server.error("read_page", page_id="../x")
-    assert "'../x'" in problem and "pageId" in problem
+    assert "'../x'" in problem and problem.startswith("read_page: page_id: ")
     missing = server.error("read_page", page_id="notes/no-such-note.md")
     assert "no page 'notes/no-such-note.md'" in missing
     escape = server.error("read_page", page_id="../../etc/passwd.md")
-    assert "pageId: '..' is not a file or folder name" in escape
+    assert "page_id: '..' is not a file or folder name" in escape
     assert server.request("ping")["result"] == {}
     assert server.data("read_page", page_id="notes/onboarding.md")["id"] == "notes/onboarding.md"
     assert "Traceback" not in server.stderr
@@ -322,11 +324,30 @@ def test_arguments_that_do_not_fit_the_schema_name_the_field(server: McpClient) 
     assert "tool: must be one of" in server.error("search", query="x", tool="fuzzy")
     assert "between 1 and 100" in server.error("search", query="x", k=0)
     assert "request: must not be empty" in server.error("research", request="")
+    long = server.error("search", query="w " * 10_001)
+    assert long == "search: query: longer than 20000 characters"
     nested = server.error("memorize_session", session={"turns": [{"role": "user"}]})
     assert "session.turns[0].content: is required" in nested
     typo = server.error("memorize_session", session={"session_id": "x", "turns": []})
     assert "session.session_id" in typo
     assert "turn_id" in server.error("audit_turn", turn_id=7)
+    # A field is named as the tool's schema names it, never as kbmem's core does ('pageId',
+    # 'TURN'): the model fixes the argument the message names.
+    for tool, arguments, field in (
+        ("page_history", {"page_id": "../x"}, "page_id"),
+        ("audit_turn", {"turn_id": "x"}, "turn_id"),
+        ("audit_turn", {"turn_id": "a/0"}, "turn_id"),
+        ("audit_turn", {"turn_id": "../x/1"}, "turn_id"),
+        ("search", {"query": "\ud800"}, "query"),
+        (
+            "memorize_session",
+            {"session": {"turns": [{"role": "u", "content": "\ud800"}]}},
+            "session.turns[0].content",
+        ),
+    ):
+        result = server.call(tool, **arguments)
+        assert result["isError"] and result["structuredContent"]["error"]["field"] == field
+        assert result["content"][0]["text"].startswith(f"{tool}: {field}: "), result
 
 
 def test_protocol_errors_are_answered_and_the_server_goes_on(server: McpClient) -> None:
@@ -421,7 +442,7 @@ def test_a_server_for_another_tenant_sees_none_of_the_default_tenants_pages(
     other = start(kb_root, kb_root.parent / "other.log", "--tenant", "other")
     try:
         assert "'other'" in other.hello["instructions"]
-        assert other.data("list_pages") == {"pages": []}
+        assert other.data("list_pages") == {"pages": [], "total": 0, "next_offset": None}
         assert "no page 'notes/team-roster.md'" in other.error(
             "read_page", page_id="notes/team-roster.md"
         )
@@ -429,7 +450,7 @@ def test_a_server_for_another_tenant_sees_none_of_the_default_tenants_pages(
         briefing = other.data("research", request=QUESTION)
         assert briefing["tenantId"] == "other" and briefing["evidence"] == []
         assert not any("Tobias" in f for f in briefing["keyFacts"])
-        assert other.data("page_history") == {"page_id": None, "commits": []}
+        assert other.data("page_history") == {"page_id": None, "commits": [], "more": False}
 
         # Its own session goes to its own folder; the default tenant cannot read it.
         stored = other.data(
@@ -446,6 +467,36 @@ def test_a_server_for_another_tenant_sees_none_of_the_default_tenants_pages(
     assert "no page" in server.error("read_page", page_id="other-plans/1")
     hits = server.data("search", query="Nightjar", tool="bm25", k=5)["hits"]
     assert hits == []
+
+
+def test_lists_come_a_window_at_a_time(server: McpClient, kb_root: Path) -> None:
+    # A tenant of 100+ pages: one long session, split into pages as it is memorized.
+    bulk = start(kb_root, kb_root.parent / "bulk.log", "--tenant", "bulk")
+    try:
+        turns = [
+            f"Berth {n} log. " + "The crane was inspected and found in order. " * 22
+            for n in range(1200)
+        ]
+        long = {"sessionId": "bulk-log", "turns": [{"role": "user", "content": t} for t in turns]}
+        stored = bulk.data("memorize_session", session=long)
+        assert len(stored["pages"]) > 100
+        first = bulk.data("list_pages")
+        assert len(first["pages"]) == 100 and first["total"] == len(stored["pages"])
+        assert first["next_offset"] == 100
+        seen, offset = [p["id"] for p in first["pages"]], first["next_offset"]
+        while offset is not None:
+            more = bulk.data("list_pages", offset=offset, limit=40)
+            assert 0 < len(more["pages"]) <= 40
+            seen, offset = seen + [p["id"] for p in more["pages"]], more["next_offset"]
+        assert sorted(seen) == sorted(stored["pages"]) and len(set(seen)) == len(seen)
+        past = bulk.data("list_pages", offset=10_000)
+        assert past["pages"] == [] and past["next_offset"] is None
+    finally:
+        assert bulk.stop() == 0, bulk.stderr
+    history = server.data("page_history", limit=1)
+    assert len(history["commits"]) == 1 and history["more"] is True
+    assert server.data("page_history", limit=1000)["more"] is False
+    assert "limit" in server.error("list_turns", limit=0)
 
 
 # -- chats ---------------------------------------------------------------------------------

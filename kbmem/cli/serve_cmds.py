@@ -6,8 +6,10 @@ import argparse
 import ipaddress
 import logging
 import signal
+import socket
 import sys
 import threading
+from errno import EADDRNOTAVAIL
 from typing import Any
 
 from ..errors import ValidationError
@@ -62,8 +64,11 @@ def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
     try:
         server = MemoryServer((args.host, args.port), kb, model=args.model or kb.settings.model)
     except OSError as exc:
+        # An unknown name or an address this machine does not have is the host's fault.
+        host_fault = isinstance(exc, socket.gaierror) or exc.errno == EADDRNOTAVAIL
+        field = "--host" if host_fault else "--port"
         raise ValidationError(
-            f"cannot listen on {args.host}:{args.port}: {exc.strerror}", "--port"
+            printable(f"cannot listen on {args.host}:{args.port}: {exc.strerror}"), field
         ) from None
 
     def stop(_signum: int, _frame: Any) -> None:
