@@ -88,3 +88,8 @@ class LLMError(KbmemError):
 
     exit_code = 6
     http_status = 502
+
+
+class ModelUnreachable(LLMError):
+    """The model could not be reached, or did not answer in time: asking it again at once
+    would only wait again (a bad answer, by contrast, may be followed by a good one)."""

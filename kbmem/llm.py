@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import LLMError
+from .errors import LLMError, ModelUnreachable
 
 _import_lock = threading.Lock()
 _litellm: Any = None
@@ -93,7 +94,7 @@ def complete(
             **kwargs,
         )
     except Exception as exc:  # litellm raises many provider-specific types
-        raise LLMError(f"{config.model}: {type(exc).__name__}: {_short(exc)}") from exc
+        raise _failure(config, exc) from exc
     try:
         content = response.choices[0].message.content
     except (AttributeError, IndexError) as exc:
@@ -131,7 +132,39 @@ def stream_chat(
             **kwargs,
         )
     except Exception as exc:
-        raise LLMError(f"{config.model}: {type(exc).__name__}: {_short(exc)}") from exc
+        raise _failure(config, exc) from exc
+
+
+def _failure(config: LLMConfig, exc: Exception) -> LLMError:
+    """``exc`` as an LLMError naming the model; ModelUnreachable when it was the connection
+    that failed or timed out rather than the model's answer."""
+    kind = ModelUnreachable if unreachable(exc) else LLMError
+    return kind(f"{config.model}: {type(exc).__name__}: {_short(exc)}")
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it) is a failed or timed-out connection. litellm wraps
+    these in many ways (a refused connection to an OpenAI-compatible server arrives as an
+    InternalServerError), so the chain of causes is read, down to httpx's and the socket's."""
+    import httpx  # litellm's own dependency, imported with it
+
+    litellm = litellm_module()
+    transport = (
+        litellm.Timeout,
+        litellm.APIConnectionError,
+        httpx.TransportError,
+        ConnectionError,
+        TimeoutError,
+        socket.gaierror,
+    )
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, transport):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def _short(exc: Exception) -> str:

@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Protocol
 
-from .errors import LLMError
+from .errors import LLMError, ModelUnreachable
 from .llm import LLMConfig, complete
 from .sessions import Session
 from .textutil import PIECE_BREAK, truncate_tokens
@@ -287,6 +287,9 @@ class LLMMemo:
                 answer = complete(
                     self.config, self.prompt(session, memory), max_tokens=self.max_tokens
                 )
+            except ModelUnreachable as exc:
+                reason = str(exc)
+                break  # asking again would wait again
             except LLMError as exc:
                 reason = str(exc)
                 continue

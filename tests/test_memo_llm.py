@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from kbgit import git, kbmem, summit_session, write_json
+from silent import silent_server
 
 from kbmem.cli import main
 from kbmem.errors import ValidationError
@@ -79,6 +80,16 @@ def test_an_unreachable_model_falls_back_with_the_reason(session: Session) -> No
     assert "openai/smollm2" in memo.fallback_reason
     assert "Connection" in memo.fallback_reason
     assert memo.text == OfflineMemo().write(session, []).text
+
+
+def test_a_model_that_never_answers_is_waited_for_once(session: Session) -> None:
+    """A timeout is not retried (a useless answer is: see above); with retries=2 a hung
+    server used to cost three timeouts per session."""
+    with silent_server() as server:
+        hung = LLMConfig("openai/smollm2", server.api_base, timeout_s=1, retries=2)
+        memo = LLMMemo(hung).write(session, [])
+        assert server.connections == 1
+    assert memo.engine == "offline" and "Timeout" in memo.fallback_reason
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from silent import silent_server
 from talk import memorize
 
 from kbmem.cli import main
@@ -242,14 +243,49 @@ def test_a_models_plan_adds_to_the_requests_own_searches(researcher):
 def test_llm_engine_unreachable_falls_back_per_step(example_kb):
     researcher = Researcher(example_kb, "default")
     dead = LLMConfig(
-        model="openai/none", api_base=f"http://127.0.0.1:{free_port()}/v1", timeout_s=5, retries=0
+        model="openai/none", api_base=f"http://127.0.0.1:{free_port()}/v1", timeout_s=5, retries=2
     )
     researcher.engine = LLMEngine(researcher.toolkit, dead)
     briefing = researcher.research("Who owns the tide-window scheduler?")
-    stages = {e.data["stage"] for e in briefing.trace if e.kind == "fallback"}
-    assert stages == {"plan", "integrate", "reflect"}
+    fallbacks = [e.data for e in briefing.trace if e.kind == "fallback"]
+    assert {f["stage"] for f in fallbacks} == {"plan", "integrate", "reflect"}
+    assert "Connection" in fallbacks[0]["error"]
+    # Refused once, the model is not asked again in this request.
+    assert all(f["error"].startswith("not asked: the model was unreachable") for f in fallbacks[1:])
     assert briefing.evidence, "the offline steps still found the evidence"
     researcher.close()
+
+
+def test_a_model_that_never_answers_is_waited_for_once_per_request(example_kb):
+    """A hung model server cost a request every step's timeout, each tried three times (15
+    connections); a bad answer is still retried, a timeout no more."""
+    researcher = Researcher(example_kb, "default")
+    with silent_server() as server:
+        hung = LLMConfig(model="openai/none", api_base=server.api_base, timeout_s=1, retries=2)
+        researcher.engine = LLMEngine(researcher.toolkit, hung)
+        briefing = researcher.research("Who owns the tide-window scheduler?")
+        assert server.connections == 1
+        fallbacks = [e.data for e in briefing.trace if e.kind == "fallback"]
+        assert fallbacks[0]["stage"] == "plan" and "Timeout" in fallbacks[0]["error"]
+        assert len(fallbacks) >= 3
+        assert all(f["error"].startswith("not asked") for f in fallbacks[1:])
+        assert briefing.evidence
+        # The next request asks again: the model may be back.
+        researcher.research("Where will the April offsite be?")
+        assert server.connections == 2
+    researcher.close()
+
+
+def test_ask_says_which_steps_the_offline_engine_did_instead(example_kb, capsys, monkeypatch):
+    request = "Who owns the tide-window scheduler?"
+    with silent_server() as server:
+        monkeypatch.setenv("KBMEM_API_BASE", server.api_base)
+        monkeypatch.setenv("KBMEM_LLM__TIMEOUT_S", "1")
+        monkeypatch.setenv("KBMEM_MODEL", "openai/none")
+        code = main(["--kb", str(example_kb.root), "ask", request, "--engine", "llm"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "Offline instead of the model for: plan, integrate, reflect (openai/none: Timeout" in out
 
 
 def test_llm_engine_end_to_end_with_smollm2(example_kb, llm_server):

@@ -220,6 +220,10 @@ def render_briefing_text(briefing: Any) -> str:
             f"({e.retriever_type}, {e.relevance_score:.4f})"
         )
         out += [f"    | {line}" for line in e.excerpt.rstrip("\n").split("\n")]
+    fallbacks = [e for e in briefing.trace or [] if e.kind == "fallback"]
+    if fallbacks:  # the model's steps that the offline engine did instead, and the first reason
+        stages = ", ".join(dict.fromkeys(e.data.get("stage", "?") for e in fallbacks))
+        out += ["", f"Offline instead of the model for: {stages} ({fallbacks[0].data['error']})"]
     out += [
         "",
         f"{briefing.tokens_used} tokens, {len(briefing.pages_used)} page(s), "

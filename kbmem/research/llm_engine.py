@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import Settings
-from ..errors import LLMError, ValidationError
+from ..errors import LLMError, ModelUnreachable, ValidationError
 from ..index import Hit
 from ..llm import LLMConfig, complete, extract_json
 from ..textutil import count_tokens, truncate_tokens
@@ -72,6 +72,8 @@ class LLMEngine:
                     json_mode=True,
                 )
                 return check(extract_json(answer))
+            except ModelUnreachable:
+                raise  # asking again would wait again: only an unusable answer is retried
             except (LLMError, ValidationError) as exc:
                 problems.append(str(exc))
         raise LLMError("; ".join(dict.fromkeys(problems))[:400])

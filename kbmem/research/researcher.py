@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..config import HARD_CAPS, MAX_REQUEST_CHARS
-from ..errors import KbmemError, ValidationError
+from ..errors import KbmemError, ModelUnreachable, ValidationError
 from ..index import Hit, analyze
 from ..memorizer import read_memory
 from ..sessions import is_echo
@@ -131,7 +131,8 @@ class Researcher:
         memory = read_memory(self.kb, self.tenant)
         state = ResearchState(request, around=self.toolkit.around)
         floor = self._dense_floor(request)
-        actions = self._engine_call("plan", emit, 0, request, memory, state)
+        down: list[str] = []  # why the model was unreachable, once it was
+        actions = self._engine_call("plan", emit, 0, down, request, memory, state)
         decision = ReflectionDecision(False)
         steps = 0
         actions = self._dedupe(actions, state)
@@ -139,7 +140,7 @@ class Researcher:
             state.step = step
             emit("plan", step, actions=[a.to_dict() for a in actions])
             self._search(actions, state, emit, step, floor)
-            state.integration = self._engine_call("integrate", emit, step, request, state)
+            state.integration = self._engine_call("integrate", emit, step, down, request, state)
             emit(
                 "integrate",
                 step,
@@ -147,7 +148,7 @@ class Researcher:
                 pages=[p for p, _ in state.page_scores()[: budgets.max_pages]],
                 candidates=len(state.candidates),
             )
-            decision = self._engine_call("reflect", emit, step, request, state)
+            decision = self._engine_call("reflect", emit, step, down, request, state)
             actions = self._dedupe(list(decision.follow_up), state)
             if not decision.done and not actions:
                 decision = ReflectionDecision(
@@ -179,11 +180,22 @@ class Researcher:
 
     # -- steps ------------------------------------------------------------------------------
 
-    def _engine_call(self, what: str, emit: Callable[..., None], step: int, *args: Any) -> Any:
-        """Run one step with the chosen engine; fall back to the offline engine on failure."""
-        if self.engine is not self.offline:
+    def _engine_call(
+        self, what: str, emit: Callable[..., None], step: int, down: list[str], *args: Any
+    ) -> Any:
+        """Run one step with the chosen engine; fall back to the offline engine on failure.
+        Once the model could not be reached, the request's later steps do not ask it again
+        (``down`` holds why): each would wait out the same timeout (a model server that hung
+        cost 15 timeouts per request, with retries)."""
+        if self.engine is not self.offline and down:
+            error = f"not asked: the model was unreachable earlier in this request ({down[0]})"
+            emit("fallback", step, stage=what, error=error, engine="offline")
+        elif self.engine is not self.offline:
             try:
                 return getattr(self.engine, what)(*args)
+            except ModelUnreachable as exc:
+                down.append(str(exc))
+                emit("fallback", step, stage=what, error=str(exc), engine="offline")
             except KbmemError as exc:
                 emit("fallback", step, stage=what, error=str(exc), engine="offline")
             finally:
