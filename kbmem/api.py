@@ -9,7 +9,7 @@ read and checked whole.
 Routes (all JSON)::
 
     GET    /v1/health
-    GET    /v1/pages                  ?at=REV
+    GET    /v1/pages                  ?at=REV&limit=N&offset=N
     GET    /v1/pages/<page-id>        ?at=REV
     GET    /v1/history                ?page=<page-id>&limit=N
     POST   /v1/search                 {query, tool?, k?}
@@ -19,8 +19,12 @@ Routes (all JSON)::
     POST   /v1/chats                  {chat_id?}
     POST   /v1/chats/<chat-id>/messages {message}
     DELETE /v1/chats/<chat-id>        commit the chat's pending turns and close it
-    GET    /v1/turns                  ?chat=<chat-id>
+    GET    /v1/turns                  ?chat=<chat-id>&limit=N&offset=N
     GET    /v1/turns/<chat-id>/<n>    the audit of one turn
+
+Lists come a window at a time, as in the MCP server (:func:`kbmem.service.window`). Every GET
+route answers HEAD too (the same status and headers, no body), and every route OPTIONS (204
+with ``Allow``, no token needed: the methods are no secret, a 405 names them as well).
 
 ``POST /v1/research`` with ``"stream": true`` answers ``text/event-stream``: a ``trace``
 event per research step as it happens, then one ``briefing`` event (or ``error``).
@@ -34,7 +38,7 @@ import logging
 import re
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -183,7 +187,9 @@ class MemoryServer(ThreadingHTTPServer):
         super().server_close()
 
 
-Route = Callable[["Handler", Memory, list[str], dict[str, list[str]]], Any]
+# A route's handler: given the tenant's memory (None for /v1/health), the ids its path pattern
+# matched and the query string, it returns the status and the JSON body (None: it answered).
+Route = Callable[["Handler", Any, list[str], dict[str, list[str]]], Any]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -211,6 +217,12 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._dispatch("GET")
 
+    def do_HEAD(self) -> None:
+        self._dispatch("HEAD")
+
+    def do_OPTIONS(self) -> None:
+        self._dispatch("OPTIONS")
+
     def do_POST(self) -> None:
         self._dispatch("POST")
 
@@ -235,6 +247,8 @@ class Handler(BaseHTTPRequestHandler):
     def handle_expect_100(self) -> bool:
         """``Expect: 100-continue`` asks whether to send the body: only to a client with a
         valid token and a body of an acceptable size."""
+        if self.command == "OPTIONS":  # answered at once, its body unread
+            return True
         try:
             self._route(self.command, self._parts())
             self._tenant()
@@ -257,10 +271,13 @@ class Handler(BaseHTTPRequestHandler):
         if not self._body_read:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(data)
+        if self.command != "HEAD":  # HEAD: the headers GET would send, Content-Length too
+            self.wfile.write(data)
 
-    def _parts(self) -> list[str]:
-        return [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
+    def _parts(self) -> list[str] | None:
+        """The path's parts after ``/v1`` (None for a path outside it)."""
+        parts = [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
+        return parts[1:] if parts[:1] == ["v1"] else None
 
     def _dispatch(self, method: str) -> None:
         # A body this request leaves unread would be taken for the next request on the
@@ -292,16 +309,31 @@ class Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
 
     def _answer(self, method: str) -> None:
-        parts = self._parts()
-        query = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
-        if parts == ["v1", "health"] and method == "GET":
-            self._send_json(200, {"status": "ok", "version": kbmem_version()})
+        if method == "OPTIONS":
+            self._options()
             return
-        route = self._route(method, parts)
-        tenant = self._tenant()
-        status, body = route(self, self.server.memory(tenant), parts[2:], query)
+        query = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
+        route, ids = self._route(method, self._parts())
+        # The one route without a token: a liveness probe has none.
+        memory = None if route is Handler.health else self.server.memory(self._tenant())
+        status, body = route(self, memory, ids, query)
         if body is not None:
             self._send_json(status, body)
+
+    def _options(self) -> None:
+        """204 with the methods of the route (``OPTIONS *``: of the server)."""
+        if self.path == "*":
+            methods = {m for _, by_method in ROUTES for m in by_method}
+        else:
+            methods = _methods_of(self._parts())
+            if methods is None:
+                raise ApiError(404, "not_found", f"no such route: {self.path.split('?')[0]}")
+        self.send_response(204)
+        self.send_header("Allow", _allow(methods))
+        self.send_header("Cache-Control", "no-store")
+        if not self._body_read:
+            self.send_header("Connection", "close")
+        self.end_headers()
 
     def _refuse(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
         if self._streaming:  # the stream has begun: its own error event said what happened
@@ -323,16 +355,25 @@ class Handler(BaseHTTPRequestHandler):
         code = "unreadable_turn" if isinstance(exc, TurnFormatError) else None
         return error_body(code or ERROR_CODES.get(status, "error"), message, field)
 
-    def _route(self, method: str, parts: list[str]) -> Route:
-        if len(parts) < 2 or parts[0] != "v1" or parts[1] not in ROUTES:
-            raise ApiError(404, "not_found", f"no such route: {self.path.split('?')[0]}")
-        by_method = ROUTES[parts[1]]
-        if method not in by_method:
-            allowed = ", ".join(sorted(by_method))
-            raise ApiError(
-                405, "method_not_allowed", f"{method} is not allowed here", {"Allow": allowed}
-            )
-        return by_method[method]
+    def _route(self, method: str, parts: list[str] | None) -> tuple[Route, list[str]]:
+        """The route for ``method`` on ``parts`` (the path after ``/v1``) and the ids its
+        pattern matched; 404 for a path no route has, 405 for a method it does not take."""
+        for pattern, by_method in ROUTES if parts is not None else ():
+            ids = _match(pattern, parts)
+            if ids is None:
+                continue
+            route = by_method.get("GET" if method == "HEAD" else method)
+            if route is None:
+                raise ApiError(
+                    405,
+                    "method_not_allowed",
+                    f"{method} is not allowed here",
+                    {"Allow": _allow(by_method)},
+                )
+            return route, ids
+        if parts and parts[0] == "turns":
+            raise ApiError(404, "not_found", "name a turn as /v1/turns/<chat-id>/<n>")
+        raise ApiError(404, "not_found", f"no such route: {self.path.split('?')[0]}")
 
     def _tenant(self) -> str:
         header = self.headers.get("Authorization", "")
@@ -415,31 +456,34 @@ class Handler(BaseHTTPRequestHandler):
         return body
 
     # -- routes -------------------------------------------------------------------------------
+    # Each takes the ids its path pattern matched (see ROUTES) and the query string.
 
-    def pages(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
-        at = _one(query, "at")
-        if not rest:
-            return 200, {"tenant": memory.tenant, "pages": memory.pages(at)}
-        return 200, memory.page("/".join(rest), at)
+    def health(self, memory: None, ids: list[str], query: dict[str, list[str]]) -> Any:
+        return 200, {"status": "ok", "version": kbmem_version()}
 
-    def history(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
-        _no_more(rest)
-        limit: Any = _one(query, "limit")
-        if limit is not None:
-            if not _DIGITS.fullmatch(limit):
-                raise ValidationError("must be a whole number", "limit")
-            limit = int(limit)
+    def pages(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
+        _known(query, "at", "limit", "offset")
+        pages = memory.list_pages(
+            _one(query, "at"), _whole(query, "limit"), _whole(query, "offset")
+        )
+        return 200, {"tenant": memory.tenant, **pages}
+
+    def page(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
+        _known(query, "at")
+        return 200, memory.page("/".join(ids), _one(query, "at"))
+
+    def history(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
+        _known(query, "page", "limit")
+        limit = _whole(query, "limit")
         with field_named("page", "page_id"):
-            commits = memory.history(_one(query, "page"), limit)
-        return 200, {"tenant": memory.tenant, "commits": commits}
+            history = memory.history(_one(query, "page"), limit)
+        return 200, {"tenant": memory.tenant, **history}
 
-    def search(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
-        _no_more(rest)
+    def search(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
         body = self.json_body({"query", "tool", "k"})
         return 200, memory.search(body.get("query"), body.get("tool"), body.get("k"))
 
-    def research(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
-        _no_more(rest)
+    def research(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
         body = self.json_body(
             {"request", "max_pages", "depth", "max_tokens", "engine", "trace", "stream"}
         )
@@ -496,46 +540,50 @@ class Handler(BaseHTTPRequestHandler):
             return
         emit("briefing", briefing.to_dict())
 
-    def sessions(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
-        _no_more(rest)
+    def sessions(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
         body = self.json_body(SESSION_FIELDS, self.server.max_body)
         result = memory.ingest(body)
         return (201 if result["status"] == "created" else 200), result
 
-    def chats(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
-        if not rest:
-            body = self.json_body({"chat_id"}, optional=True)
-            chat_id, opened = memory.open_chat(body.get("chat_id"))
-            return (201 if opened else 200), {"chat_id": chat_id}
-        if len(rest) == 2 and rest[1] == "messages":
-            body = self.json_body({"message"})
-            return 200, memory.send(rest[0], body.get("message"))
-        raise ApiError(404, "not_found", f"no such route: {self.path.split('?')[0]}")
+    def open_chat(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
+        body = self.json_body({"chat_id"}, optional=True)
+        chat_id, opened = memory.open_chat(body.get("chat_id"))
+        return (201 if opened else 200), {"chat_id": chat_id}
 
-    def close_chat(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
-        if len(rest) != 1:
-            raise ApiError(404, "not_found", f"no such route: {self.path.split('?')[0]}")
-        return 200, memory.close_chat(rest[0])
+    def send(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
+        body = self.json_body({"message"})
+        return 200, memory.send(ids[0], body.get("message"))
 
-    def turns(self, memory: Memory, rest: list[str], query: dict[str, list[str]]) -> Any:
-        if not rest:
-            with field_named("chat", "chat_id"):
-                turns = memory.turns(_one(query, "chat"))
-            return 200, {"tenant": memory.tenant, "turns": turns}
-        if len(rest) != 2:
-            raise ApiError(404, "not_found", "name a turn as /v1/turns/<chat-id>/<n>")
-        return 200, memory.audit("/".join(rest))
+    def close_chat(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
+        return 200, memory.close_chat(ids[0])
+
+    def turns(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
+        _known(query, "chat", "limit", "offset")
+        limit, offset = _whole(query, "limit"), _whole(query, "offset")
+        with field_named("chat", "chat_id"):
+            turns = memory.list_turns(_one(query, "chat"), limit, offset)
+        return 200, {"tenant": memory.tenant, **turns}
+
+    def audit(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
+        return 200, memory.audit("/".join(ids))
 
 
-ROUTES: dict[str, dict[str, Route]] = {
-    "pages": {"GET": Handler.pages},
-    "history": {"GET": Handler.history},
-    "search": {"POST": Handler.search},
-    "research": {"POST": Handler.research},
-    "sessions": {"POST": Handler.sessions},
-    "chats": {"POST": Handler.chats, "DELETE": Handler.close_chat},
-    "turns": {"GET": Handler.turns},
-}
+# Path patterns after /v1 ("*" one part, "**" one or more), each with its methods; the first
+# that matches a path is its route. HEAD is answered as GET, OPTIONS for every route.
+ROUTES: tuple[tuple[tuple[str, ...], dict[str, Route]], ...] = (
+    (("health",), {"GET": Handler.health}),
+    (("pages",), {"GET": Handler.pages}),
+    (("pages", "**"), {"GET": Handler.page}),
+    (("history",), {"GET": Handler.history}),
+    (("search",), {"POST": Handler.search}),
+    (("research",), {"POST": Handler.research}),
+    (("sessions",), {"POST": Handler.sessions}),
+    (("chats",), {"POST": Handler.open_chat}),
+    (("chats", "*"), {"DELETE": Handler.close_chat}),
+    (("chats", "*", "messages"), {"POST": Handler.send}),
+    (("turns",), {"GET": Handler.turns}),
+    (("turns", "*", "*"), {"GET": Handler.audit}),
+)
 
 
 def _one(query: dict[str, list[str]], name: str) -> str | None:
@@ -547,9 +595,58 @@ def _one(query: dict[str, list[str]], name: str) -> str | None:
     return values[0]
 
 
-def _no_more(rest: list[str]) -> None:
-    if rest:
-        raise ApiError(404, "not_found", "no such route")
+def _known(query: dict[str, list[str]], *names: str) -> None:
+    """Refuse a query parameter the route does not take: a misspelt ``limt`` would silently
+    be the default, and an ``offset`` given to history would read the same window forever."""
+    for name in query:
+        if name not in names:
+            raise ValidationError(f"is not a parameter here (expected: {', '.join(names)})", name)
+
+
+def _whole(query: dict[str, list[str]], name: str) -> int | None:
+    """A whole number in the query string: digits, with a minus sign or not (its range is
+    checked where it is used). Text, not JSON: ``5.0`` is refused here."""
+    text = _one(query, name)
+    if text is None:
+        return None
+    if not _INTEGER.fullmatch(text):
+        raise ValidationError(f"must be a whole number, got {text[:20]!r}", name)
+    if len(text.lstrip("-")) > 15:  # out of every range, and int() reads no more than 4300
+        raise ValidationError("has too many digits", name)
+    return int(text)
+
+
+def _match(pattern: tuple[str, ...], parts: list[str]) -> list[str] | None:
+    """The ids ``parts`` holds where ``pattern`` has ``*`` (one part) or ends in ``**`` (one
+    or more, for a page id with folders in it); None when it does not match."""
+    rest = pattern[-1:] == ("**",)
+    fixed = pattern[:-1] if rest else pattern
+    if len(parts) < len(fixed) + rest or (not rest and len(parts) != len(fixed)):
+        return None
+    ids = []
+    for want, got in zip(fixed, parts, strict=False):
+        if want == "*":
+            ids.append(got)
+        elif want != got:
+            return None
+    return ids + parts[len(fixed) :] if rest else ids
+
+
+def _methods_of(parts: list[str] | None) -> set[str] | None:
+    for pattern, by_method in ROUTES if parts is not None else ():
+        if _match(pattern, parts) is not None:
+            return set(by_method)
+    return None
+
+
+def _allow(methods: Iterable[str]) -> str:
+    """The ``Allow`` header of a route with ``methods``: HEAD goes with GET, and OPTIONS is
+    answered everywhere."""
+    allowed = set(methods) | {"OPTIONS"}
+    if "GET" in allowed:
+        allowed.add("HEAD")
+    return ", ".join(sorted(allowed))
 
 
 _DIGITS = re.compile(r"[0-9]{1,15}")
+_INTEGER = re.compile(r"-?[0-9]+")

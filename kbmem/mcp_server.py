@@ -35,12 +35,17 @@ from .config import MAX_REQUEST_CHARS
 from .errors import KbmemError, ValidationError
 from .service import (
     ENGINES,
+    HISTORY_WINDOW,
+    MAX_OFFSET,
+    MAX_WINDOW,
     SEARCH_TOOLS,
+    WINDOW,
     Memory,
     check_text,
     close_idle_chats_until,
     kbmem_version,
     recover_chats,
+    whole_number,
 )
 
 log = logging.getLogger(__name__)
@@ -138,31 +143,18 @@ SESSION_SCHEMA: dict[str, Any] = {
 }
 
 
-# Lists come a window at a time: a whole knowledge base's pages or turns would fill the
-# calling model's context (300 pages are 120 kB of JSON).
-WINDOW = 100
-HISTORY_WINDOW = 50  # commits
 LIMIT = {
     "type": "integer",
     "minimum": 1,
-    "maximum": 1000,
+    "maximum": MAX_WINDOW,
     "description": f"Most items to return (default {WINDOW}).",
 }
 OFFSET = {
     "type": "integer",
     "minimum": 0,
-    "maximum": 10_000_000,
+    "maximum": MAX_OFFSET,
     "description": "Items to skip: the next_offset of the previous call, to read on.",
 }
-
-
-def window(items: list[Any], a: dict[str, Any], key: str) -> dict[str, Any]:
-    """``items[offset:offset + limit]`` as ``{key, total, next_offset}``; ``next_offset`` is
-    null when nothing is left."""
-    offset = a.get("offset", 0)
-    shown = items[offset : offset + a.get("limit", WINDOW)]
-    end = offset + len(shown)
-    return {key: shown, "total": len(items), "next_offset": end if end < len(items) else None}
 
 
 @dataclass(frozen=True)
@@ -209,12 +201,6 @@ def _research(memory: Memory, a: dict[str, Any]) -> dict[str, Any]:
         max_tokens=a.get("max_tokens"),
         engine=a.get("engine"),
     )
-
-
-def _history(memory: Memory, a: dict[str, Any]) -> dict[str, Any]:
-    page_id, limit = a.get("page_id"), a.get("limit", HISTORY_WINDOW)
-    commits = memory.history(page_id, limit + 1)  # one more tells whether there are more
-    return {"page_id": page_id, "commits": commits[:limit], "more": len(commits) > limit}
 
 
 TOOLS: tuple[Tool, ...] = (
@@ -314,13 +300,14 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "list_pages",
         "List pages",
-        "The pages in memory: id, title, date, session id and the one-line memo of what the "
-        f"session was about, {WINDOW} at a time; total counts them all, and next_offset "
-        "(null at the end) reads on. Good for an overview before reading pages; to find "
-        "something, use research or search.",
+        "The pages in memory, ordered by id: id, title, date, session id and the one-line "
+        f"memo of what the session was about, {WINDOW} at a time; total counts them all, and "
+        "next_offset (null at the end) reads on. Pass the commit it returns as 'at' when "
+        "reading on, so that sessions memorized meanwhile do not shift the list. Good for an "
+        "overview before reading pages; to find something, use research or search.",
         {"at": REVISION, "limit": LIMIT, "offset": OFFSET},
         (),
-        lambda m, a: window(m.pages(a.get("at")), a, "pages"),
+        lambda m, a: m.list_pages(a.get("at"), a.get("limit"), a.get("offset")),
     ),
     Tool(
         "page_history",
@@ -338,12 +325,12 @@ TOOLS: tuple[Tool, ...] = (
             "limit": {
                 "type": "integer",
                 "minimum": 1,
-                "maximum": 1000,
+                "maximum": MAX_WINDOW,
                 "description": f"Most commits to list, newest first (default {HISTORY_WINDOW}).",
             },
         },
         (),
-        _history,
+        lambda m, a: m.history(a.get("page_id"), a.get("limit")),
     ),
     Tool(
         "memorize_session",
@@ -398,7 +385,7 @@ TOOLS: tuple[Tool, ...] = (
             "offset": OFFSET,
         },
         (),
-        lambda m, a: window(m.turns(a.get("chat_id")), a, "turns"),
+        lambda m, a: m.list_turns(a.get("chat_id"), a.get("limit"), a.get("offset")),
     ),
     Tool(
         "audit_turn",
@@ -450,8 +437,8 @@ def check_arguments(schema: dict[str, Any], value: Any, where: str = "") -> Any:
     left out, and integral floats (``5.0``, as some clients send numbers) made integers."""
     field = where or "arguments"
     kind = schema.get("type")
-    if kind == "integer" and isinstance(value, float) and value.is_integer():
-        value = int(value)
+    if kind == "integer":
+        value = whole_number(value)
     if kind is not None and json_type(value) != kind:
         raise ValidationError(f"must be {_TYPE_NAMES[kind]}, got {json_type(value)}", field)
     if "enum" in schema and value not in schema["enum"]:

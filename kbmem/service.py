@@ -49,6 +49,12 @@ TURN_FIELDS = ("role", "content", "timestamp", "metadata")
 ENGINES = ("offline", "llm")
 CHAT_IDLE_SECONDS = 300.0
 MAX_OPEN_CHATS = 64
+# Lists come a window at a time: a whole knowledge base's pages or turns would fill a calling
+# model's context (300 pages are 120 kB of JSON), and an HTTP client's memory in the end.
+WINDOW = 100
+HISTORY_WINDOW = 50  # commits
+MAX_WINDOW = 1000
+MAX_OFFSET = 10_000_000
 
 
 @functools.cache
@@ -119,14 +125,41 @@ def _text_arg(value: Any, field: str) -> str:
     return value
 
 
+def whole_number(value: Any) -> Any:
+    """A JSON number that is whole as an ``int``, however it was written: ``5.0`` is 5, as
+    JSON Schema's "integer" has it (some clients write every number with a point). Anything
+    else (``5.5``, ``"5"``, ``true``) is returned as it was, for the caller to refuse."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _int_arg(value: Any, field: str, low: int, high: int) -> int | None:
     if value is None:
         return None
+    value = whole_number(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValidationError("must be a whole number", field)
     if not low <= value <= high:
         raise ValidationError(f"must be between {low} and {high}", field)
     return value
+
+
+def window_args(limit: Any, offset: Any) -> tuple[int, int]:
+    """A list's ``limit`` (default ``WINDOW``, at most ``MAX_WINDOW``) and ``offset``
+    (default 0), checked alike for every front end."""
+    return (
+        _int_arg(limit, "limit", 1, MAX_WINDOW) or WINDOW,
+        _int_arg(offset, "offset", 0, MAX_OFFSET) or 0,
+    )
+
+
+def window(items: list[Any], key: str, limit: int, offset: int) -> dict[str, Any]:
+    """``items[offset:offset + limit]`` as ``{key, total, next_offset}``; ``next_offset`` is
+    null when nothing is left."""
+    shown = items[offset : offset + limit]
+    end = offset + len(shown)
+    return {key: shown, "total": len(items), "next_offset": end if end < len(items) else None}
 
 
 # A commit id, HEAD, or either with ~N / ^N steps back. Git's other revision forms search or
@@ -196,12 +229,21 @@ class Memory:
 
     # -- pages ----------------------------------------------------------------------------
 
-    def pages(self, at: Any = None) -> list[dict[str, Any]]:
+    def list_pages(self, at: Any = None, limit: Any = None, offset: Any = None) -> dict[str, Any]:
+        """A window of the tenant's pages, ordered by page id, as ``{pages, total,
+        next_offset, commit}``: ``commit`` is the one read (null before the first), which a
+        caller paging on passes as ``at`` to read the next windows from the same pages."""
         rev = _rev_arg(at)
-        if not self.kb.head():
+        limit, offset = window_args(limit, offset)
+        commit = self.kb.resolve(rev) if self.kb.head() else None
+        return {**window(self._all_pages(commit), "pages", limit, offset), "commit": commit}
+
+    def _all_pages(self, commit: str | None) -> list[dict[str, Any]]:
+        """Every page of the tenant at ``commit``, ordered by page id."""
+        if commit is None:
             return []
         out = []
-        for record in self.store.iter_pages(rev):
+        for record in self.store.iter_pages(commit):
             meta = record.page.meta
             out.append(
                 {
@@ -225,15 +267,23 @@ class Memory:
             "text": record.text,
         }
 
-    def history(self, page_id: Any = None, limit: Any = None) -> list[dict[str, Any]]:
-        n = _int_arg(limit, "limit", 1, 10_000)
+    def history(self, page_id: Any = None, limit: Any = None) -> dict[str, Any]:
+        """The newest ``limit`` commits (default ``HISTORY_WINDOW``, at most ``MAX_WINDOW``)
+        of one page, or of the whole tenant without ``page_id``, as ``{page_id, commits,
+        more}``; ``more`` says whether older ones were left out."""
+        n = _int_arg(limit, "limit", 1, MAX_WINDOW) or HISTORY_WINDOW
         if page_id is None:
-            # The tenant's own history only: commit subjects name sessions and notes.
-            commits = self.kb.log(tenant_prefix(self.tenant), max_count=n, follow=False)
+            # The tenant's own history only: commit subjects name sessions and notes. One
+            # commit more than asked tells whether there are more.
+            commits = self.kb.log(tenant_prefix(self.tenant), max_count=n + 1, follow=False)
         else:
             with field_named("page_id", "pageId"):
-                commits = self.store.history(_text_arg(page_id, "page_id"))[:n]
-        return [commit_dict(c) for c in commits]
+                commits = self.store.history(_text_arg(page_id, "page_id"))
+        return {
+            "page_id": page_id,
+            "commits": [commit_dict(c) for c in commits[:n]],
+            "more": len(commits) > n,
+        }
 
     # -- retrieval and research -------------------------------------------------------------
 
@@ -413,14 +463,21 @@ class Memory:
                 continue  # closed by another thread in the meantime
         return closed
 
-    def turns(self, chat_id: Any = None) -> list[dict[str, Any]]:
+    def list_turns(
+        self, chat_id: Any = None, limit: Any = None, offset: Any = None
+    ) -> dict[str, Any]:
+        """A window of the tenant's chat turns (or one chat's), committed and pending,
+        ordered by when each started (then chat id and turn number), as ``{turns, total,
+        next_offset}``."""
         from .agent.provenance import list_turns
 
+        limit, offset = window_args(limit, offset)
         if chat_id is not None:
             from .agent.session import check_chat_id
 
             chat_id = check_chat_id(chat_id)
-        return [turn_summary_dict(t) for t in list_turns(self.kb, self.tenant, chat_id)]
+        turns = [turn_summary_dict(t) for t in list_turns(self.kb, self.tenant, chat_id)]
+        return window(turns, "turns", limit, offset)
 
     def audit(self, turn_id: Any) -> dict[str, Any]:
         from .agent.provenance import audit_turn, parse_turn_id

@@ -58,7 +58,7 @@ class Client:
         kind = response.headers.get_content_type()
         return (
             response.status,
-            json.loads(payload) if kind == "application/json" else payload,
+            json.loads(payload) if kind == "application/json" and method != "HEAD" else payload,
             response,
         )
 
@@ -195,6 +195,148 @@ def test_pages_history_and_a_page_at_a_revision(served: MemoryServer) -> None:
     assert status == 400 and body["error"]["field"] == "at"
 
 
+def page_ids(body: dict[str, Any]) -> list[str]:
+    return [p["id"] for p in body["pages"]]
+
+
+def test_pages_come_a_window_at_a_time_from_one_commit(served: MemoryServer) -> None:
+    reader, writer = client(served, "bulk"), client(served, "bulk")
+    # 100+ pages: one long session, split into pages as it is memorized.
+    turns = [f"Berth {n} log. " + "The crane was inspected. " * 40 for n in range(1200)]
+    status, stored, _ = writer.call(
+        "POST",
+        "/v1/sessions",
+        {"sessionId": "bulk-log", "turns": [{"role": "user", "content": t} for t in turns]},
+    )
+    assert status == 201 and len(stored["pages"]) > 100
+    first = reader.call("GET", "/v1/pages")[1]
+    assert len(first["pages"]) == 100 and first["total"] == len(stored["pages"])
+    assert first["next_offset"] == 100 and first["commit"] == served.kb.head()
+    # Another client memorizes a session whose pages sort first, between every two windows:
+    # read at the first window's commit, the list neither shifts nor repeats.
+    seen, offset, n = page_ids(first), first["next_offset"], 0
+    while offset is not None:
+        n += 1
+        early = summit_session(f"aaa-{n}", [f"Note {n}."], "bulk")
+        assert writer.call("POST", "/v1/sessions", early)[0] == 201
+        more = reader.call("GET", f"/v1/pages?at={first['commit']}&offset={offset}&limit=7")[1]
+        assert 0 < len(more["pages"]) <= 7 and more["commit"] == first["commit"]
+        seen, offset = seen + page_ids(more), more["next_offset"]
+    assert seen == sorted(stored["pages"])  # ordered by page id, each once
+    latest = reader.call("GET", "/v1/pages?limit=1000")[1]
+    assert latest["total"] == len(stored["pages"]) + n and latest["next_offset"] is None
+    assert page_ids(latest)[:n] == sorted(f"aaa-{k}/1" for k in range(1, n + 1))
+    past = reader.call("GET", "/v1/pages?offset=10000")[1]
+    assert past["pages"] == [] and past["next_offset"] is None
+
+
+def test_turns_and_history_come_a_window_at_a_time(served: MemoryServer) -> None:
+    api = client(served)
+    for n in range(1, 21):  # turn n of chats a and b started at the same time
+        commit_turn(served.kb, "a", n)
+        commit_turn(served.kb, "b", n)
+    order = [f"{chat}/{n}" for n in range(1, 21) for chat in "ab"]
+    seen, offset = [], 0
+    while offset is not None:
+        body = api.call("GET", f"/v1/turns?limit=15&offset={offset}")[1]
+        assert body["total"] == 40 and len(body["turns"]) == min(15, 40 - offset)
+        seen, offset = seen + [t["turn"] for t in body["turns"]], body["next_offset"]
+    assert seen == order  # by start, then chat id
+    one = api.call("GET", "/v1/turns?chat=b&offset=19")[1]
+    assert [t["turn"] for t in one["turns"]] == ["b/20"] and one["total"] == 20
+    # History: the newest 50 commits unless limit says otherwise; more says there are older.
+    history = api.call("GET", "/v1/history")[1]
+    assert len(history["commits"]) == 50 and history["more"] is True
+    assert history["commits"][0]["commit"] == served.kb.head()
+    everything = api.call("GET", "/v1/history?limit=1000")[1]
+    assert len(everything["commits"]) > 50 and everything["more"] is False
+    roster = api.call("GET", f"/v1/history?page={ROSTER}&limit=1")[1]
+    assert roster["page_id"] == ROSTER and len(roster["commits"]) == 1
+
+
+BAD_LIMITS = {
+    "neg": ("limit=-1", "limit", "between 1 and 1000"),
+    "zero": ("limit=0", "limit", "between 1 and 1000"),
+    "big": ("limit=1001", "limit", "between 1 and 1000"),
+    "float": ("limit=5.0", "limit", "whole number, got '5.0'"),
+    "text": ("limit=x", "limit", "whole number"),
+    "empty": ("limit=", "limit", "whole number"),
+    "twice": ("limit=1&limit=2", "limit", "more than once"),
+    "huge": ("limit=" + "9" * 5000, "limit", "too many digits"),
+}
+BAD_OFFSETS = {
+    "off-neg": ("offset=-1", "offset", "between 0 and 10000000"),
+    "off-big": ("offset=10000001", "offset", "between 0 and 10000000"),
+    "off-float": ("offset=5.0", "offset", "whole number"),
+    "typo": ("limt=5", "limt", "not a parameter here"),
+}
+
+
+@pytest.mark.parametrize(
+    ("route", "query", "field", "words"),
+    [
+        pytest.param(route, *case, id=f"{route[4:]}-{name}")
+        for route in ("/v1/pages", "/v1/turns", "/v1/history")
+        for name, case in (BAD_LIMITS | BAD_OFFSETS).items()
+        if not (route == "/v1/history" and name == "off-float")
+    ],
+)
+def test_a_bad_window_is_a_400_naming_it(
+    served: MemoryServer, route: str, query: str, field: str, words: str
+) -> None:
+    if route == "/v1/history" and field == "offset":
+        # History lists the newest commits, as MCP's page_history: it takes no offset, and
+        # says so rather than answering the same window to a client that pages on.
+        words = "not a parameter here (expected: page, limit)"
+    status, body, _ = client(served).call("GET", f"{route}?{query}")
+    assert status == 400 and body["error"]["field"] == field, body
+    assert words in body["error"]["message"], body
+
+
+def test_every_get_answers_head_and_every_route_options(served: MemoryServer) -> None:
+    api, anonymous = client(served), Client(served, None)
+    for path in ("/v1/health", "/v1/pages?limit=3", f"/v1/pages/{ROSTER}", "/v1/history"):
+        got, body, response = api.call("GET", path)
+        status, empty, head = api.call("HEAD", path)
+        assert (status, empty) == (got, b""), path
+        for header in ("Content-Type", "Content-Length", "Cache-Control"):
+            assert head.headers[header] == response.headers[header], (path, header)
+    # A probe needs no token for health; anything else still does.
+    assert anonymous.call("HEAD", "/v1/health")[:2] == (200, b"")
+    status, empty, head = anonymous.call("HEAD", "/v1/pages")
+    assert (status, empty, head.headers["WWW-Authenticate"]) == (401, b"", "Bearer")
+    status, empty, head = api.call("HEAD", "/v1/search")
+    assert (status, empty, head.headers["Allow"]) == (405, b"", "OPTIONS, POST")
+    # A body-less answer leaves the connection fit for the next request.
+    conn = http.client.HTTPConnection(*served.server_address[:2], timeout=30)
+    answers = []
+    for method in ("HEAD", "OPTIONS", "GET"):
+        conn.request(method, "/v1/health")
+        response = conn.getresponse()
+        answers.append((response.status, response.read()))
+    conn.close()
+    assert [status for status, _ in answers] == [200, 204, 200]
+    assert answers[1][1] == b"" and json.loads(answers[2][1])["status"] == "ok"
+    for path, allow in (
+        ("/v1/health", "GET, HEAD, OPTIONS"),
+        ("/v1/pages", "GET, HEAD, OPTIONS"),
+        (f"/v1/pages/{ROSTER}", "GET, HEAD, OPTIONS"),
+        ("/v1/search", "OPTIONS, POST"),
+        ("/v1/chats", "OPTIONS, POST"),
+        ("/v1/chats/c1", "DELETE, OPTIONS"),
+        ("/v1/chats/c1/messages", "OPTIONS, POST"),
+        ("/v1/turns/c1/1", "GET, HEAD, OPTIONS"),
+        ("*", "DELETE, GET, HEAD, OPTIONS, POST"),
+    ):
+        status, empty, response = anonymous.call("OPTIONS", path)
+        assert (status, empty, response.headers["Allow"]) == (204, b"", allow), path
+        assert not any(h.lower().startswith("access-control-") for h in response.headers)
+    # The methods a route takes are the same wherever they are named.
+    assert api.call("DELETE", "/v1/chats")[2].headers["Allow"] == "OPTIONS, POST"
+    status, body, _ = anonymous.call("OPTIONS", "/v1/nothing")
+    assert status == 404 and body["error"]["code"] == "not_found"
+
+
 def test_research_returns_a_cited_briefing_and_streams_its_trace(served: MemoryServer) -> None:
     api = client(served)
     request = {"request": "Who is Femi Adeyemi's onboarding buddy?", "trace": True}
@@ -239,6 +381,27 @@ def test_bad_research_requests_are_named(
     assert answer["error"]["field"] == field and words in answer["error"]["message"]
 
 
+@pytest.mark.parametrize(
+    ("k", "words"),
+    [(2.5, "whole number"), (True, "whole number"), ("3", "whole number"), (1e300, "between")],
+    ids=["half", "bool", "text", "huge"],
+)
+def test_a_number_that_is_not_whole_is_refused(served: MemoryServer, k: Any, words: str) -> None:
+    status, body, _ = client(served).call("POST", "/v1/search", {"query": "pilot", "k": k})
+    assert status == 400 and body["error"]["field"] == "k" and words in body["error"]["message"]
+
+
+def test_a_whole_number_written_with_a_point_is_whole(served: MemoryServer) -> None:
+    # JSON has one kind of number, and JSON Schema's "integer" takes 3.0: as MCP does.
+    api, query = client(served), {"query": "onboarding buddy", "tool": "bm25"}
+    status, found, _ = api.call("POST", "/v1/search", {**query, "k": 3.0})
+    assert status == 200 and found == api.call("POST", "/v1/search", {**query, "k": 3})[1]
+    assert len(found["hits"]) == 3
+    request = {"request": "Who is Femi Adeyemi's onboarding buddy?", "max_pages": 2.0}
+    status, briefing, _ = api.call("POST", "/v1/research", {**request, "depth": 0.0})
+    assert status == 200 and 0 < len(briefing["pagesUsed"]) <= 2
+
+
 def test_a_search_query_is_no_longer_than_a_research_request(served: MemoryServer) -> None:
     # A query of 100,000 words (1 MB) kept BM25 busy for 106 s, a server thread per request.
     words = " ".join(f"w{n}" for n in range(20_000))
@@ -255,7 +418,7 @@ def test_routes_methods_and_sizes(served: MemoryServer) -> None:
     status, body, _ = api.call("GET", "/v1/nothing")
     assert status == 404 and body["error"]["code"] == "not_found"
     status, body, response = api.call("PUT", "/v1/pages")
-    assert status == 405 and response.headers["Allow"] == "GET"
+    assert status == 405 and response.headers["Allow"] == "GET, HEAD, OPTIONS"
     status, body, _ = api.call("POST", "/v1/search")
     assert status == 400 and body["error"]["message"] == "is empty; send a JSON object"
     conn = http.client.HTTPConnection(*served.server_address[:2], timeout=30)
@@ -350,7 +513,10 @@ def test_a_damaged_turn_is_a_422_and_an_unknown_chat_a_404(served: MemoryServer)
     assert status == 404 and body["error"]["message"] == "tenant 'default' has no chat 'nope'"
     # A chat that is open but has no turn yet is no error.
     assert api.call("POST", "/v1/chats", {"chat_id": "fresh"})[0] == 201
-    assert api.call("GET", "/v1/turns?chat=fresh")[:2] == (200, {"tenant": "default", "turns": []})
+    assert api.call("GET", "/v1/turns?chat=fresh")[:2] == (
+        200,
+        {"tenant": "default", "turns": [], "total": 0, "next_offset": None},
+    )
 
 
 def test_a_chat_opens_with_no_body_at_all(served: MemoryServer) -> None:
@@ -620,14 +786,15 @@ def test_statuses_say_whose_fault_it_is(served: MemoryServer) -> None:
 
 def test_http_level_refusals_are_json_too(served: MemoryServer) -> None:
     api = client(served)
-    for method in ("OPTIONS", "HEAD", "BREW"):
-        conn = http.client.HTTPConnection(*served.server_address[:2], timeout=30)
-        conn.request(method, "/v1/pages")
-        response = conn.getresponse()
-        assert response.status == 501
-        if method != "HEAD":
-            assert json.loads(response.read())["error"]["code"] == "http"
-        conn.close()
+    # Methods no route has: the server's own refusal (501), or a route's (405 with Allow).
+    for method, status, code in (
+        ("TRACE", 501, "http"),
+        ("BREW", 501, "http"),
+        ("PATCH", 405, "method_not_allowed"),
+    ):
+        answer, body, response = api.call(method, "/v1/pages")
+        assert (answer, body["error"]["code"]) == (status, code), method
+        assert response.headers.get_content_type() == "application/json"
     status, body, _ = api.call("GET", "/v1/pages/" + "x" * 70_000)
     assert status == 414 and body["error"]["code"] == "http"
     for lengths in (["+17"], ["17", "0"], ["1_7"]):

@@ -289,6 +289,18 @@ def test_search_finds_intervals(server: McpClient) -> None:
     assert again["tool"] == "hybrid" and len(again["hits"]) == 3
 
 
+@pytest.mark.parametrize(
+    ("k", "words"),
+    [(2.5, "got number"), (True, "got boolean"), ("3", "got string"), (1e300, "between")],
+    ids=["half", "bool", "text", "huge"],
+)
+def test_a_number_that_is_not_whole_is_refused(server: McpClient, k: Any, words: str) -> None:
+    # The rule of the HTTP API too (test_api): 3.0 is whole, 2.5 is not.
+    problem = server.error("search", query="scheduler", k=k)
+    assert problem.startswith("search: k: ") and words in problem
+    assert len(server.data("list_pages", limit=2.0)["pages"]) == 2
+
+
 # -- errors --------------------------------------------------------------------------------
 
 
@@ -442,7 +454,12 @@ def test_a_server_for_another_tenant_sees_none_of_the_default_tenants_pages(
     other = start(kb_root, kb_root.parent / "other.log", "--tenant", "other")
     try:
         assert "'other'" in other.hello["instructions"]
-        assert other.data("list_pages") == {"pages": [], "total": 0, "next_offset": None}
+        assert other.data("list_pages") == {
+            "pages": [],
+            "total": 0,
+            "next_offset": None,
+            "commit": head(kb_root),
+        }
         assert "no page 'notes/team-roster.md'" in other.error(
             "read_page", page_id="notes/team-roster.md"
         )
