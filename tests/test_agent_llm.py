@@ -5,6 +5,9 @@ mid-answer (the server is killed) keeping the partial answer, marked and journal
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
 
@@ -110,3 +113,48 @@ def test_an_unreachable_model_degrades_to_an_offline_answer(
     # The provider's message is in the turn's record, not in the answer memory keeps.
     detail = record.error.split(": ", 1)[1]
     assert detail and detail not in record.answer
+
+
+def test_cancel_stops_a_turn_while_the_model_reads_its_prompt(
+    kb: KnowledgeBase,  # noqa: F811
+    llm_server: LocalLLMServer,
+) -> None:
+    # A long prompt (the default budget: a briefing of up to 1,800 tokens) takes the model
+    # seconds to read, and no chunk arrives meanwhile: the escape key and quitting the TUI
+    # waited for all of it.
+    kb.settings.data["llm"]["api_base"] = llm_server.api_base
+    chat = ChatSession(kb, TENANT, model=llm_server.model)
+    chat.agent.answer_tokens = 8  # type: ignore[attr-defined]
+    cancelled_at: list[float] = []
+
+    def cancel() -> None:
+        cancelled_at.append(time.monotonic())
+        chat.cancel()
+
+    timer = threading.Timer(0.5, cancel)
+
+    def cancel_once_researched(event: AgentEvent) -> None:
+        if isinstance(event, ToolCallFinished) and not timer.is_alive() and not cancelled_at:
+            timer.start()  # the answer's round has started reading its prompt by then
+
+    record = chat.send("Who owns the tide-window scheduler?", on_event=cancel_once_researched)
+    waited = time.monotonic() - cancelled_at[0]
+    assert record.status == "interrupted" and "cancelled" in (record.error or "")
+    assert waited < 1.5, f"the turn stopped {waited:.1f} s after the cancel"
+    chat.close()
+
+
+def test_an_answer_cut_at_the_token_limit_says_so(
+    kb: KnowledgeBase,  # noqa: F811
+    llm_server: LocalLLMServer,
+) -> None:
+    events: list[AgentEvent] = []
+    chat = llm_chat(kb, llm_server)
+    chat.agent.answer_tokens = 6  # type: ignore[attr-defined]  # far too few for any answer
+    record = chat.send("Who owns FL-212?", on_event=events.append)
+    assert record.status == "complete"
+    text, marker = record.answer.rsplit("\n\n", 1)
+    assert text.strip() and marker == "[cut: the answer reached its limit of 6 tokens]"
+    assert "".join(e.text for e in events if isinstance(e, ReplyDelta)) == record.answer
+    assert any("answer was cut" in note for note in record.reasoning)
+    chat.close()

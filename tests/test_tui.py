@@ -4,6 +4,7 @@ offline agent answers, real git history is browsed, real failures become toasts.
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 import shutil
 from pathlib import Path
@@ -13,7 +14,9 @@ from kbgit import commit_edit, plant_intervals
 from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
+from talk import talk
 from textual import events
+from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widgets import (
     DataTable,
@@ -30,6 +33,8 @@ from textual.widgets._footer import FooterKey
 
 from kbmem.agent.provenance import read_turn, turn_dir
 from kbmem.agent.session import ChatSession
+from kbmem.memorizer import ingest_session
+from kbmem.sessions import session_from_mapping
 from kbmem.store import KnowledgeBase
 from tui.app import KbmemApp
 from tui.scenarios import (
@@ -42,6 +47,7 @@ from tui.scenarios import (
     edit_glossary,
     history_scenario,
     make_app,
+    settle,
     wait_until,
 )
 from tui.screens.audit import AuditScreen, IntervalCard
@@ -572,7 +578,7 @@ async def _same_engine(kb: KnowledgeBase) -> None:
 def test_research_steps_that_arrive_early_stay_under_their_call() -> None:
     """A warm researcher reports its plan before the research call's widget has composed its
     head line: the steps must still show under the head, not above it."""
-    from textual.app import App, ComposeResult
+    from textual.app import App
 
     class TraceApp(App[None]):
         def compose(self) -> ComposeResult:
@@ -1006,3 +1012,70 @@ async def _dialog_hints(kb: KnowledgeBase) -> None:
         said_once(choice)
         await pilot.press("escape")
         assert app.screen is history
+
+
+# What a model or a page may say that the terminal must not obey, and HTML that Textual's
+# Markdown dropped: an escape sequence that retitles the window, one that clears the screen.
+TERMINAL_ESCAPES = "\x1b]0;pwned\x07\x1b[2J"
+ARCHIVE = "The Orkney archive lives under tenants/<tenant>/orkney-archive on the share"
+
+
+def test_control_characters_and_html_in_memory_show_as_text(kb: KnowledgeBase) -> None:
+    asyncio.run(_escapes(kb))
+
+
+async def _escapes(kb: KnowledgeBase) -> None:
+    turns = [("Wren Alsop", f"{ARCHIVE} {TERMINAL_ESCAPES}since Monday.")]
+    ingest_session(kb, session_from_mapping(talk("default", "s-archive", turns)))
+    app = make_app(kb)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await ask(pilot, "Where does the Orkney archive live?")
+        await wait_until(pilot, lambda: bool(app.turn_records()), "the journaled turn")
+        assert "\x1b" in app.turn_records()[0].answer  # the offline answer quotes the turn
+        await settle(pilot)
+        shown = screen_text(app)
+        assert "\x1b" not in shown and "\x07" not in shown
+        assert ARCHIVE in shown and "\\x1b]0;pwned\\x07\\x1b[2J" in shown
+        await pilot.press("f4")
+        await wait_until(pilot, lambda: isinstance(app.screen, AuditScreen), "Audit")
+        await settle(pilot)
+        shown = screen_text(app)
+        assert "\x1b" not in shown and ARCHIVE in shown
+
+
+def screen_text(app: KbmemApp) -> str:
+    """Every character the screen shows (what the terminal is sent, without the styles)."""
+    svg = app.export_screenshot()
+    return html.unescape("".join(re.findall(r"<text[^>]*>(.*?)</text>", svg))).replace("\xa0", " ")
+
+
+def test_a_model_answer_with_html_and_escapes_shows_as_written() -> None:
+    asyncio.run(_model_markup())
+
+
+async def _model_markup() -> None:
+    # A model writes anything: the pieces come as streamed (a CRLF and an escape cut in two).
+    answer = (
+        "Pages are under tenants/<tenant>/pages <!-- see the README --> and <b>nowhere</b>"
+        " else.\r\nSee [bold red]the roster[/] \x1b]0;pwned\x07[notes/team-roster.md:L21-L23]"
+    )
+    cuts = sorted({*range(0, len(answer), 7), answer.index("\n"), answer.index("]0;")})
+    pieces = [answer[a:b] for a, b in zip(cuts, [*cuts[1:], len(answer)], strict=True)]
+    assert any(p.endswith("\r") for p in pieces) and any(p.endswith("\x1b") for p in pieces)
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield AgentReply("kbmem")
+
+    app = Host()
+    async with app.run_test(size=(160, 12)) as pilot:
+        reply = app.query_one(AgentReply)
+        for piece in pieces:
+            await reply.write(piece)
+        await reply.finish("complete", answer)
+        await pilot.pause()
+        shown = screen_text(app)
+    assert "tenants/<tenant>/pages <!-- see the README --> and <b>nowhere</b> else." in shown
+    assert "See [bold red]the roster[/]" in shown
+    assert "\\x1b]0;pwned\\x07notes/team-roster.md:L21-L23" in shown  # a citation's link
+    assert "\x1b" not in shown and "\\r" not in shown

@@ -5,24 +5,41 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from markdown_it import MarkdownIt
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
 from kbmem.errors import KbmemError
+from kbmem.textutil import printable
 
 # `[page-id:L12-L18]`: what Interval.citation() writes and what answers cite.
 CITATION = re.compile(r"\[([A-Za-z0-9][A-Za-z0-9._/-]*):L(\d+)-L(\d+)\]")
 
 
+def safe(value: object) -> str:
+    """``value`` fit for the terminal: the terminal obeys an escape sequence written to it
+    (a model's answer or a page could retitle the window or clear the screen), so control
+    characters are shown as escapes (ESC as ``\\x1b``), as the command line shows them."""
+    return printable(str(value).replace("\r\n", "\n"))
+
+
 def plain(value: object, style: str = "") -> Text:
-    """``value`` as literal text (square brackets stay brackets)."""
-    return Text(str(value), style=style, end="")
+    """``value`` as literal text (square brackets stay brackets, control characters shown)."""
+    return Text(safe(value), style=style, end="")
+
+
+def markdown_parser() -> MarkdownIt:
+    """Markdown as models and pages write it, HTML shown as the text it is: Textual drops the
+    tags it does not render, so an answer's ``tenants/<tenant>/pages`` read
+    ``tenants//pages`` and ``<!-- a comment -->`` vanished."""
+    return MarkdownIt("gfm-like", {"html": False})
 
 
 def one_line(value: object, limit: int = 0) -> str:
-    """Whitespace collapsed to single spaces, cut to ``limit`` characters with an ellipsis."""
-    text = " ".join(str(value).split())
+    """Whitespace collapsed to single spaces, cut to ``limit`` characters with an ellipsis;
+    control characters shown as escapes (see :func:`safe`)."""
+    text = " ".join(safe(value).split())
     if limit and len(text) > limit:
         return text[: limit - 1] + "…"
     return text
@@ -56,7 +73,7 @@ class DiffText:
     removed line must not read as context."""
 
     def __init__(self, diff: str):
-        self.lines = diff.splitlines()
+        self.lines = safe(diff).splitlines()
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if not "".join(self.lines).strip():
@@ -94,7 +111,7 @@ def numbered(lines: list[str], first: int, width: int) -> Table:
     table.add_column(width=1, style="dim")
     table.add_column(ratio=1, overflow="fold")
     for n, line in enumerate(lines, start=first):
-        table.add_row(str(n), "│", Text(line, end=""))
+        table.add_row(str(n), "│", plain(line))
     return table
 
 

@@ -14,6 +14,9 @@ fails before saying anything is replaced by the offline answer from the briefing
 
 from __future__ import annotations
 
+import queue
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +32,7 @@ HISTORY_TURNS = 4
 HISTORY_TOKENS = 120
 ANSWER_TOKENS = 400
 PLAN_TOKENS = 120
+CANCEL_POLL_S = 0.1
 
 SYSTEM = """You are kbmem, an assistant with a memory of a team's past conversations and notes.
 Answer from memory, not from general knowledge. Tools: research(request) builds a cited
@@ -51,6 +55,7 @@ class RoundResult:
     text: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    cut: bool = False  # the model stopped at the round's token limit, not at its own end
 
 
 class LLMAgent:
@@ -104,6 +109,11 @@ class LLMAgent:
             if not result.text.strip():
                 ctx.note("The model's answer was empty; answering offline from the briefing.")
                 self._offline_answer(ctx, briefing_result, "the model's answer was empty")
+            elif result.cut:
+                # Said, or the answer just stops mid-sentence and reads as complete.
+                limit = f"the answer reached its limit of {self.answer_tokens} tokens"
+                ctx.note(f"The model's answer was cut: {limit}.")
+                ctx.reply(("\n" if ctx.answer.endswith("\n") else "\n\n") + f"[cut: {limit}]")
             break
         self._mark_cited(ctx)
 
@@ -129,11 +139,12 @@ class LLMAgent:
             max_tokens=self.answer_tokens if stream_text else self.plan_tokens,
         )
         try:
-            for chunk in stream:
-                ctx.check_cancel()
+            for chunk in _cancellable(stream, ctx):
                 choices = getattr(chunk, "choices", None) or []
                 if not choices:
                     continue
+                if getattr(choices[0], "finish_reason", None) == "length":
+                    result.cut = True
                 delta = choices[0].delta
                 text = getattr(delta, "content", None)
                 if text:
@@ -153,8 +164,6 @@ class LLMAgent:
                             slot["arguments"] += function.arguments
         except LLMError as exc:
             result.error = str(exc)
-        finally:
-            stream.close()
         result.tool_calls = [calls[i] for i in sorted(calls) if calls[i]["name"]]
         return result
 
@@ -264,3 +273,44 @@ class LLMAgent:
 
 def _force(name: str) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name}}
+
+
+_END = object()
+
+
+def _cancellable(stream: Iterator[Any], ctx: TurnContext) -> Iterator[Any]:
+    """The stream's chunks, read by a helper thread, so that a cancel stops the turn at once:
+    no chunk arrives while the model reads its prompt, which takes a local model seconds to
+    minutes, and the escape key or quitting the TUI waited for all of it. A cancelled stream
+    is left to its thread, which closes it at its next chunk."""
+    chunks: queue.Queue[Any] = queue.Queue()
+    stop = threading.Event()
+
+    def pump() -> None:
+        try:
+            for chunk in stream:
+                if stop.is_set():
+                    break
+                chunks.put(chunk)
+        except BaseException as exc:  # re-raised in the turn's thread
+            chunks.put(exc)
+        finally:
+            stream.close()  # type: ignore[attr-defined]
+            chunks.put(_END)
+
+    threading.Thread(target=pump, name=f"kbmem-stream-{ctx.turn}", daemon=True).start()
+    try:
+        while True:
+            try:
+                item = chunks.get(timeout=CANCEL_POLL_S)
+            except queue.Empty:
+                ctx.check_cancel()
+                continue
+            if item is _END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            ctx.check_cancel()
+            yield item
+    finally:
+        stop.set()

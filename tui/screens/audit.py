@@ -28,7 +28,7 @@ from textual.widgets import (
 
 from kbmem.errors import KbmemError
 
-from ..render import at_commit, error_text, one_line, plain
+from ..render import at_commit, error_text, markdown_parser, one_line, plain, safe
 from ..widgets.footer import KbmemFooter
 from ..widgets.interval_view import NumberedLines
 from ..widgets.status_bar import StatusBar
@@ -152,13 +152,17 @@ class AuditScreen(KbmemScreen):
                 with TabbedContent(id="audit-tabs", initial="answer"):
                     with TabPane("Answer", id="answer"), VerticalScroll():
                         yield Static(id="question")
-                        yield Markdown(id="answer-text", open_links=False)
+                        yield Markdown(
+                            id="answer-text", open_links=False, parser_factory=markdown_parser
+                        )
                     with TabPane("Intervals", id="intervals"):
                         yield ListView(id="interval-list")
                     with TabPane("Tool calls", id="calls"):
                         yield VerticalScroll(id="call-list")
                     with TabPane("Reasoning", id="reasoning"), VerticalScroll():
-                        yield Markdown(id="reasoning-text", open_links=False)
+                        yield Markdown(
+                            id="reasoning-text", open_links=False, parser_factory=markdown_parser
+                        )
         yield KbmemFooter()
 
     def on_mount(self) -> None:
@@ -296,12 +300,12 @@ class AuditScreen(KbmemScreen):
 
     def _show_record(self, record: TurnRecord) -> None:
         self.query_one("#question", Static).update(
-            Text.assemble(("Question: ", "bold"), record.question)
+            Text.assemble(("Question: ", "bold"), safe(record.question))
         )
         answer = record.answer
         if record.error:
             answer += f"\n\n*{record.status}: {record.error}*"
-        self.query_one("#answer-text", Markdown).update(answer)
+        self.query_one("#answer-text", Markdown).update(safe(answer))
         self._fill_calls(record)
 
     def _show_unread(self, audited: AuditedTurn) -> None:
@@ -309,7 +313,7 @@ class AuditScreen(KbmemScreen):
         unreadable (a damaged turn)."""
         question = audited.summary.question
         self.query_one("#question", Static).update(
-            Text.assemble(("Question: ", "bold"), question or ("(unknown)", "dim"))
+            Text.assemble(("Question: ", "bold"), safe(question) or ("(unknown)", "dim"))
         )
         note = f"*{UNREADABLE.format(what='answer')}*" if audited.damaged else ""
         self.query_one("#answer-text", Markdown).update(note)
@@ -404,7 +408,7 @@ class AuditScreen(KbmemScreen):
             await items.append(ListItem(Static(Text(note, style="dim"))))
         elif not cited:
             await items.append(ListItem(Static(Text("The answer used no interval.", style="dim"))))
-        await self.query_one("#reasoning-text", Markdown).update(reasoning)
+        await self.query_one("#reasoning-text", Markdown).update(safe(reasoning))
         items.index = 0 if cited else None
 
     @on(ListView.Selected, "#interval-list")

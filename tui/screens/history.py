@@ -27,7 +27,7 @@ from kbmem.errors import KbmemError, NotFound
 from kbmem.pages import parse_page
 from kbmem.store import CommitInfo
 
-from ..render import DiffText, plain, short_date, short_sha, value_text
+from ..render import DiffText, markdown_parser, plain, safe, short_date, short_sha, value_text
 from ..widgets.footer import KbmemFooter
 from ..widgets.interval_view import NumberedLines
 from ..widgets.status_bar import StatusBar
@@ -99,7 +99,9 @@ class HistoryScreen(KbmemScreen):
                             id="front-matter", show_cursor=False, zebra_stripes=True
                         )
                         yield table
-                        yield Markdown(id="page-body", open_links=False)
+                        yield Markdown(
+                            id="page-body", open_links=False, parser_factory=markdown_parser
+                        )
                     with TabPane("Source", id="source"):
                         yield VerticalScroll(id="source-scroll")
                     with TabPane("Versions", id="versions"):
@@ -242,7 +244,7 @@ class HistoryScreen(KbmemScreen):
         title = Text.assemble((shown.entry.name, "bold"), (f" · {count} · {when}", "dim"))
         self.query_one("#page-title", Static).update(title)
         self._fill_front_matter(shown)
-        await self.query_one("#page-body", Markdown).update(shown.body)
+        await self.query_one("#page-body", Markdown).update(safe(shown.body))
         source = self.query_one("#source-scroll", VerticalScroll)
         await source.remove_children()
         start, end = lines or (0, 0)

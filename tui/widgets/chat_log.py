@@ -19,7 +19,7 @@ from textual.widgets import Markdown, OptionList, Static, TextArea
 from textual.widgets.markdown import MarkdownStream
 from textual.widgets.option_list import Option
 
-from ..render import CITATION, at_commit, one_line, plain
+from ..render import CITATION, at_commit, markdown_parser, one_line, plain, safe
 
 CITE_SCHEME = "cite:"
 
@@ -77,11 +77,13 @@ class CitationLinker:
             ready, self.pending = self.pending[:cut], self.pending[cut:]
         else:
             ready, self.pending = self.pending, ""
-        return linkify(ready)
+        if ready.endswith("\r"):  # the next piece says whether it is a CRLF
+            ready, self.pending = ready[:-1], "\r" + self.pending
+        return linkify(safe(ready))
 
     def flush(self) -> str:
         ready, self.pending = self.pending, ""
-        return linkify(ready)
+        return linkify(safe(ready))
 
 
 class UserMessage(Static):
@@ -136,7 +138,7 @@ class AgentReply(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(plain(self.who), classes="who")
-        yield Markdown(id="reply-markdown", open_links=False)
+        yield Markdown(id="reply-markdown", open_links=False, parser_factory=markdown_parser)
 
     @property
     def markdown(self) -> Markdown:
@@ -194,7 +196,7 @@ class AgentReply(Vertical):
             await self.stream.stop()
             self.stream = None
         elif answer:
-            await self.markdown.update(linkify(answer))
+            await self.markdown.update(linkify(safe(answer)))
         self.finished = True
         if not self.named:
             # The turn never started (refused, or the chat did not open): "thinking…" would
