@@ -22,6 +22,8 @@ MAX_MEMO_CHARS = 400
 MAX_MEMO_SENTENCES = 5000  # sentences the offline memo reads at most
 # Words of any alphabet ("Tromsø", "café", "Москва"), and numbers, dates and times.
 _WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|['’-])+|\d[\d:.,/-]*")
+# The label the memo prompt ends with, which a small model may say again before its memo.
+_MEMO_LABEL = re.compile(r"^\W*(?:the\s+)?(?:one[- ]line\s+)?memo\s*:[\s*]*", re.I)
 _LETTERS = re.compile(r"\b[^\W\d_]+")
 
 
@@ -296,16 +298,23 @@ class LLMMemo:
             problem = self.check(answer, session)
             if not problem:
                 head = f"{_date_part(session)} · {', '.join(participants(session))}"
-                return Memo(text=one_line(f"{head}: {one_line(answer)}"), engine=self.name)
+                return Memo(text=f"{head}: {self.cleaned(answer)}", engine=self.name)
             reason = problem
         memo = self.fallback.write(session, memory)
         memo.fallback_reason = f"llm memo unusable ({reason}); used the offline memo"
         return memo
 
     @staticmethod
+    def cleaned(answer: str) -> str:
+        """The memo in a model's answer: one line, without the label the prompt ends with
+        ("The one-line memo:", which small models repeat) and without wrapping quotes."""
+        text = _MEMO_LABEL.sub("", one_line(answer))
+        return text.strip("\"'` ")
+
+    @staticmethod
     def check(answer: str, session: Session) -> str:
         """Why an answer is not a usable memo, or '' when it is."""
-        text = one_line(answer).strip("\"'` ")
+        text = LLMMemo.cleaned(answer)
         if not text:
             return "empty answer"
         if len(text) > MAX_MEMO_CHARS:

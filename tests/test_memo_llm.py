@@ -108,6 +108,24 @@ def test_the_check_rejects_unusable_answers(session: Session, answer: str, probl
     assert problem in LLMMemo.check(answer, session)
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        'The one-line memo: "Skerrick pilot starts 26 January at 300 pounds a month."',
+        "**One-line memo:** Skerrick pilot starts 26 January at 300 pounds a month.",
+        "Memo: Skerrick pilot starts 26 January at 300 pounds a month.",
+    ],
+    ids=["label", "bold", "short"],
+)
+def test_the_prompts_label_said_again_is_not_part_of_the_memo(
+    session: Session, answer: str
+) -> None:
+    """SmolLM2 often opens with the words the prompt ends with."""
+    assert LLMMemo.cleaned(answer) == "Skerrick pilot starts 26 January at 300 pounds a month."
+    assert LLMMemo.check(answer, session) == ""
+    assert LLMMemo.cleaned("Memoranda go to Maya.") == "Memoranda go to Maya."
+
+
 def test_the_check_accepts_a_grounded_line(session: Session) -> None:
     answer = '"Skerrick Island Ferries pilot starts 26 January at 300 pounds a month."'
     assert LLMMemo.check(answer, session) == ""
