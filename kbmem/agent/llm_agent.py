@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import LLMError
+from ..errors import LLMError, ModelUnreachable
 from ..llm import LLMConfig, stream_chat
 from ..textutil import count_tokens, truncate_tokens
 from .context import TurnContext
@@ -56,6 +56,7 @@ class RoundResult:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     cut: bool = False  # the model stopped at the round's token limit, not at its own end
+    unreachable: bool = False  # the connection failed or timed out: do not ask again
 
 
 class LLMAgent:
@@ -78,19 +79,32 @@ class LLMAgent:
             ctx.note(f"The model asked for {len(first.tool_calls)} tool call(s).")
             briefing_result = self._run_calls(ctx, messages, first)
         if not any(call.error is None for call in ctx.tool_calls):
-            if first.tool_calls:
-                why = "its tool calls failed"
+            if first.unreachable:
+                ctx.note(f"The model could not be reached: {first.error}")
+                ctx.notice(
+                    "The model could not be reached; kbmem researched the question itself "
+                    "and answers offline from the briefing.",
+                    level="warning",
+                )
             else:
-                why = first.error or "it answered without calling a tool"
-            ctx.notice(
-                f"The model did not research memory ({why}); kbmem researched the question "
-                "itself and asks the model to answer from the briefing.",
-                level="warning",
-            )
+                if first.tool_calls:
+                    why = "its tool calls failed"
+                else:
+                    why = _short(first.error or "it answered without calling a tool")
+                ctx.note(f"The model did not research memory: {first.error or why}")
+                ctx.notice(
+                    f"The model did not research memory ({why}); kbmem researched the "
+                    "question itself and asks the model to answer from the briefing.",
+                    level="warning",
+                )
             briefing_result = ctx.tools.call(
                 ctx, "research", {"request": ctx.message}, origin="agent"
             )
             ctx.check_cancel()
+            if first.unreachable:  # asking again would wait out the same timeout
+                self._stream_died(ctx, first, briefing_result)
+                self._mark_cited(ctx)
+                return
             degraded = self._degraded_message(ctx, briefing_result)
             if first.tool_calls:
                 messages.append(degraded)
@@ -164,6 +178,7 @@ class LLMAgent:
                             slot["arguments"] += function.arguments
         except LLMError as exc:
             result.error = str(exc)
+            result.unreachable = isinstance(exc, ModelUnreachable)
         result.tool_calls = [calls[i] for i in sorted(calls) if calls[i]["name"]]
         return result
 
@@ -232,7 +247,11 @@ class LLMAgent:
     def _stream_died(
         self, ctx: TurnContext, result: RoundResult, research: ToolResult | None
     ) -> None:
-        reason = "the model's stream ended early"
+        reason = (
+            "the model could not be reached"
+            if result.unreachable and not result.text
+            else "the model's stream ended early"
+        )
         error = f"{reason}: {result.error}"
         if result.text.strip():
             ctx.mark("partial", error, shown=reason)
@@ -269,6 +288,12 @@ class LLMAgent:
             for item in ctx.context:
                 if item.page_id == page_id and item.start <= end and start <= item.end:
                     item.cited = True
+
+
+def _short(error: str, limit: int = 120) -> str:
+    """A provider's error cut for a notice (its whole text goes to the turn's reasoning)."""
+    text = " ".join(error.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _force(name: str) -> dict[str, Any]:
