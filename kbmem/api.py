@@ -11,7 +11,7 @@ Routes (all JSON)::
     GET    /v1/health
     GET    /v1/pages                  ?at=REV&limit=N&offset=N
     GET    /v1/pages/<page-id>        ?at=REV
-    GET    /v1/history                ?page=<page-id>&limit=N
+    GET    /v1/history                ?page=<page-id>&limit=N&before=<commit>
     POST   /v1/search                 {query, tool?, k?}
     POST   /v1/research               {request, max_pages?, depth?, max_tokens?, engine?,
                                        trace?, stream?}
@@ -473,10 +473,10 @@ class Handler(BaseHTTPRequestHandler):
         return 200, memory.page("/".join(ids), _one(query, "at"))
 
     def history(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
-        _known(query, "page", "limit")
+        _known(query, "page", "limit", "before")
         limit = _whole(query, "limit")
         with field_named("page", "page_id"):
-            history = memory.history(_one(query, "page"), limit)
+            history = memory.history(_one(query, "page"), limit, _one(query, "before"))
         return 200, {"tenant": memory.tenant, **history}
 
     def search(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:

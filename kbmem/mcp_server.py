@@ -314,8 +314,8 @@ TOOLS: tuple[Tool, ...] = (
         "Page history",
         "The git history of one page (each version's commit, date, author and subject), or "
         f"without page_id the memory's own history, newest first, {HISTORY_WINDOW} commits "
-        "unless limit says otherwise (more: true when there are older ones). Read an older "
-        "version with read_page and 'at'.",
+        "unless limit says otherwise (more: true when there are older ones; pass next_before "
+        "as before to read on). Read an older version with read_page and 'at'.",
         {
             "page_id": {
                 "type": "string",
@@ -328,9 +328,16 @@ TOOLS: tuple[Tool, ...] = (
                 "maximum": MAX_WINDOW,
                 "description": f"Most commits to list, newest first (default {HISTORY_WINDOW}).",
             },
+            "before": {
+                "type": "string",
+                "minLength": 4,
+                "maxLength": 40,
+                "description": "List only commits older than this one: the next_before of "
+                "the previous call.",
+            },
         },
         (),
-        lambda m, a: m.history(a.get("page_id"), a.get("limit")),
+        lambda m, a: m.history(a.get("page_id"), a.get("limit"), a.get("before")),
     ),
     Tool(
         "memorize_session",

@@ -166,6 +166,7 @@ def window(items: list[Any], key: str, limit: int, offset: int) -> dict[str, Any
 # read the whole repository (":/<regex>" matches every tenant's commit messages,
 # "HEAD:<path>" names any file), so a caller scoped to one tenant gets none of them.
 _REVISION = re.compile(r"(?:HEAD|[0-9a-f]{4,40})(?:[~^][0-9]{0,6}){0,20}")
+_COMMIT_ID = re.compile(r"[0-9a-f]{4,40}")
 
 
 def _rev_arg(value: Any) -> str:
@@ -267,22 +268,47 @@ class Memory:
             "text": record.text,
         }
 
-    def history(self, page_id: Any = None, limit: Any = None) -> dict[str, Any]:
+    def history(self, page_id: Any = None, limit: Any = None, before: Any = None) -> dict[str, Any]:
         """The newest ``limit`` commits (default ``HISTORY_WINDOW``, at most ``MAX_WINDOW``)
-        of one page, or of the whole tenant without ``page_id``, as ``{page_id, commits,
-        more}``; ``more`` says whether older ones were left out."""
+        of one page, or of the whole tenant without ``page_id``, older than the commit
+        ``before`` when given, as ``{page_id, commits, more, next_before}``: ``more`` says
+        whether older ones were left out, and ``next_before`` (null at the end) is the
+        ``before`` that reads on. A cursor, not an offset: commits made meanwhile come at
+        the top of a newest-first list, and would shift an offset's windows."""
         n = _int_arg(limit, "limit", 1, MAX_WINDOW) or HISTORY_WINDOW
+        prefix = tenant_prefix(self.tenant)
+        cursor = None
+        if before is not None:
+            if not isinstance(before, str) or not _COMMIT_ID.fullmatch(before):
+                raise ValidationError("must be a commit id from this history", "before")
+            with field_named("before", "rev"):
+                cursor = self.kb.resolve(before)
         if page_id is None:
             # The tenant's own history only: commit subjects name sessions and notes. One
             # commit more than asked tells whether there are more.
-            commits = self.kb.log(tenant_prefix(self.tenant), max_count=n + 1, follow=False)
+            if cursor is not None:
+                mine = self.kb.log(prefix, max_count=1, follow=False, start=cursor)
+                if not mine or mine[0].sha != cursor:
+                    raise ValidationError("is not a commit of this history", "before")
+                older = self.kb.log(prefix, max_count=n + 2, follow=False, start=cursor)
+                commits = older[1:]
+            else:
+                commits = self.kb.log(prefix, max_count=n + 1, follow=False)
         else:
             with field_named("page_id", "pageId"):
                 commits = self.store.history(_text_arg(page_id, "page_id"))
+            if cursor is not None:
+                shas = [c.sha for c in commits]
+                if cursor not in shas:
+                    raise ValidationError("is not a commit of this page's history", "before")
+                commits = commits[shas.index(cursor) + 1 :]
+        shown = commits[:n]
+        more = len(commits) > n
         return {
             "page_id": page_id,
-            "commits": [commit_dict(c) for c in commits[:n]],
-            "more": len(commits) > n,
+            "commits": [commit_dict(c) for c in shown],
+            "more": more,
+            "next_before": shown[-1].sha if more and shown else None,
         }
 
     # -- retrieval and research -------------------------------------------------------------

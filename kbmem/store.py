@@ -45,6 +45,7 @@ STATE_DIR = ".kbmem"
 KBMEM_NAME = "kbmem"
 KBMEM_EMAIL = "kbmem@localhost"
 TREE_MODE = b"40000"
+_SHA_FULL = re.compile(r"[0-9a-f]{40}")
 GIT = git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git"
 _UNKNOWN = object()
 RESET_PATHS = [GIT, "--literal-pathspecs", "reset", "-q"]
@@ -374,16 +375,25 @@ class KnowledgeBase:
         return self.repo.odb.stream(bytes.fromhex(blob_id)).read()
 
     def log(
-        self, relpath: str | None = None, max_count: int | None = None, follow: bool = True
+        self,
+        relpath: str | None = None,
+        max_count: int | None = None,
+        follow: bool = True,
+        start: str | None = None,
     ) -> list[CommitInfo]:
         """Commits touching ``relpath`` (a file, following its renames unless ``follow`` is
-        False; a folder needs False) or all commits, newest first."""
+        False; a folder needs False) or all commits, newest first; from the full commit id
+        ``start`` and older, or from HEAD."""
         if self.head() is None:
             return []
         # -z: file names as they are (not quoted, as git quotes non-ASCII names otherwise).
         args = ["--format=%x1e%H%x1f%aI%x1f%an%x1f%B%x1f", "--name-only", "-z"]
         if max_count:
             args.append(f"-n{max_count}")
+        if start is not None:
+            if not _SHA_FULL.fullmatch(start):
+                raise ValidationError(f"{start!r} is not a full commit id", "start")
+            args.append(start)
         if relpath:
             args += ["--follow", "--", relpath] if follow else ["--", relpath]
         out = self.repo.git.log(*args)

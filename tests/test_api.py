@@ -254,6 +254,44 @@ def test_turns_and_history_come_a_window_at_a_time(served: MemoryServer) -> None
     assert roster["page_id"] == ROSTER and len(roster["commits"]) == 1
 
 
+def test_history_reads_on_from_a_cursor_while_commits_arrive(served: MemoryServer) -> None:
+    """Newest first, a window at a time, each read on from the last one's next_before: a
+    commit made meanwhile comes at the top and shifts nothing (an offset would repeat one)."""
+    api = client(served)
+    everything = [c["commit"] for c in api.call("GET", "/v1/history?limit=1000")[1]["commits"]]
+    seen, before = [], None
+    while True:
+        query = "limit=4" + (f"&before={before}" if before else "")
+        body = api.call("GET", f"/v1/history?{query}")[1]
+        seen += [c["commit"] for c in body["commits"]]
+        assert (body["next_before"] is None) is (not body["more"])
+        before = body["next_before"]
+        if before is None:
+            break
+        if len(seen) == 4:
+            commit_turn(served.kb, "meanwhile", 1)  # a new commit at the top
+    assert seen == everything
+    # One page's history reads on the same way (the roster, edited twice more by hand).
+    path = f"tenants/default/{ROSTER}"
+    for n in (1, 2):
+        text = (served.kb.root / path).read_text() + f"\nEdit {n}.\n"
+        served.kb.commit_files({path: text.encode()}, f"Edit the roster ({n})")
+    page = [c["commit"] for c in api.call("GET", f"/v1/history?page={ROSTER}")[1]["commits"]]
+    assert len(page) == 3
+    first = api.call("GET", f"/v1/history?page={ROSTER}&limit=1")[1]
+    rest = api.call("GET", f"/v1/history?page={ROSTER}&limit=1000&before={first['next_before']}")[1]
+    assert [c["commit"] for c in first["commits"] + rest["commits"]] == page
+    # A cursor that is not a commit of that history is named.
+    for bad, status in (("HEAD~1", 400), ("zzzz", 400), ("abcdef0123", 404), (everything[0], 400)):
+        path = (
+            f"/v1/history?page={ROSTER}&before={bad}"
+            if bad == everything[0]
+            else (f"/v1/history?before={bad}")
+        )
+        code, body, _ = api.call("GET", path)
+        assert code == status and body["error"]["field"] in ("before", None), (bad, body)
+
+
 BAD_LIMITS = {
     "neg": ("limit=-1", "limit", "between 1 and 1000"),
     "zero": ("limit=0", "limit", "between 1 and 1000"),
@@ -287,7 +325,7 @@ def test_a_bad_window_is_a_400_naming_it(
     if route == "/v1/history" and field == "offset":
         # History lists the newest commits, as MCP's page_history: it takes no offset, and
         # says so rather than answering the same window to a client that pages on.
-        words = "not a parameter here (expected: page, limit)"
+        words = "not a parameter here (expected: page, limit, before)"
     status, body, _ = client(served).call("GET", f"{route}?{query}")
     assert status == 400 and body["error"]["field"] == field, body
     assert words in body["error"]["message"], body

@@ -467,7 +467,12 @@ def test_a_server_for_another_tenant_sees_none_of_the_default_tenants_pages(
         briefing = other.data("research", request=QUESTION)
         assert briefing["tenantId"] == "other" and briefing["evidence"] == []
         assert not any("Tobias" in f for f in briefing["keyFacts"])
-        assert other.data("page_history") == {"page_id": None, "commits": [], "more": False}
+        assert other.data("page_history") == {
+            "page_id": None,
+            "commits": [],
+            "more": False,
+            "next_before": None,
+        }
 
         # Its own session goes to its own folder; the default tenant cannot read it.
         stored = other.data(
@@ -512,7 +517,12 @@ def test_lists_come_a_window_at_a_time(server: McpClient, kb_root: Path) -> None
         assert bulk.stop() == 0, bulk.stderr
     history = server.data("page_history", limit=1)
     assert len(history["commits"]) == 1 and history["more"] is True
-    assert server.data("page_history", limit=1000)["more"] is False
+    everything = server.data("page_history", limit=1000)
+    assert everything["more"] is False and everything["next_before"] is None
+    # next_before reads on, a commit past the first.
+    rest = server.data("page_history", limit=1000, before=history["next_before"])["commits"]
+    assert history["commits"] + rest == everything["commits"]
+    assert "before" in server.error("page_history", before="HEAD~1")
     assert "limit" in server.error("list_turns", limit=0)
 
 
