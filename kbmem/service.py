@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from .config import MAX_REQUEST_CHARS
 from .errors import KbmemError, NotFound, PageFormatError, TooMany, ValidationError
 from .ids import check_tenant
 from .pagestore import PageStore, tenant_prefix
@@ -123,6 +124,15 @@ def _text_arg(value: Any, field: str) -> str:
         raise ValidationError("must be non-empty text", field)
     check_text(value, field)
     return value
+
+
+def _request_text(value: Any, field: str) -> str:
+    """Text of a request or a search query, at most ``MAX_REQUEST_CHARS`` long (a query of
+    100,000 words kept BM25 busy for 106 s)."""
+    text = _text_arg(value, field)
+    if len(text) > MAX_REQUEST_CHARS:
+        raise ValidationError(f"longer than {MAX_REQUEST_CHARS} characters", field)
+    return text
 
 
 def whole_number(value: Any) -> Any:
@@ -287,10 +297,10 @@ class Memory:
             # The tenant's own history only: commit subjects name sessions and notes. One
             # commit more than asked tells whether there are more.
             if cursor is not None:
-                mine = self.kb.log(prefix, max_count=1, follow=False, start=cursor)
-                if not mine or mine[0].sha != cursor:
-                    raise ValidationError("is not a commit of this history", "before")
+                # From the cursor on: the cursor itself first, if it is one of the tenant's.
                 older = self.kb.log(prefix, max_count=n + 2, follow=False, start=cursor)
+                if not older or older[0].sha != cursor:
+                    raise ValidationError("is not a commit of this history", "before")
                 commits = older[1:]
             else:
                 commits = self.kb.log(prefix, max_count=n + 1, follow=False)
@@ -323,12 +333,7 @@ class Memory:
             return self._toolkit
 
     def search(self, query: Any, tool: Any = "hybrid", k: Any = 10) -> dict[str, Any]:
-        from .config import MAX_REQUEST_CHARS
-
-        query = _text_arg(query, "query")
-        if len(query) > MAX_REQUEST_CHARS:
-            # As for research: a query of 100,000 words kept BM25 busy for 106 s.
-            raise ValidationError(f"longer than {MAX_REQUEST_CHARS} characters", "query")
+        query = _request_text(query, "query")
         tool = "hybrid" if tool is None else tool
         if tool not in SEARCH_TOOLS:
             raise ValidationError(f"must be one of {', '.join(SEARCH_TOOLS)}", "tool")
@@ -349,12 +354,9 @@ class Memory:
         sink, it returns the ``BriefingContext``): a caller that streams the trace can refuse
         bad arguments before its stream begins. ``engine`` is ``offline`` or ``llm``; the LLM
         is the one this memory was opened with, never one the caller names."""
-        from .config import MAX_REQUEST_CHARS
         from .research.researcher import Researcher
 
-        request = _text_arg(request, "request")
-        if len(request) > MAX_REQUEST_CHARS:
-            raise ValidationError(f"longer than {MAX_REQUEST_CHARS} characters", "request")
+        request = _request_text(request, "request")
         limits = {
             "max_pages": _int_arg(max_pages, "max_pages", 1, 32),
             "max_depth": _int_arg(depth, "depth", 0, 5),
