@@ -136,7 +136,7 @@ class LLMEngine:
     # -- integrate --------------------------------------------------------------------------
 
     def integrate(self, request: str, state: ResearchState) -> IntegrationState:
-        top = state.ranked()[:8]
+        top = state.citable(state.ranked()[:8])
         if not top:
             raise LLMError("no evidence to integrate")
         labels = {f"E{n}": cand.hit for n, cand in enumerate(top, start=1)}

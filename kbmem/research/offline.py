@@ -495,9 +495,12 @@ class OfflineEngine:
         # is a source only when memory holds nothing else.
         ranked = [c for c in ranked if not c.echo][:12] or ranked[:12]
         best_interval = max((state.effective(c) for c in ranked), default=0.0) or 1.0
-        read, corrections = self.read(ranked)
+        read, corrections = self.read(ranked)  # (a correction counts wherever it was made)
+        citable = {id(c) for c in state.citable(ranked)}
         scored: list[tuple[float, int, str, Source]] = []
         for rank, (cand, said) in enumerate(read):
+            if id(cand) not in citable:
+                continue
             hit = cand.hit
             corrects = not cand.echo and said.corrects
             best, best_score = "", 0.0

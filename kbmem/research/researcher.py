@@ -129,7 +129,7 @@ class Researcher:
         started = time.perf_counter()
         self.toolkit.index.ensure_synced()
         memory = read_memory(self.kb, self.tenant)
-        state = ResearchState(request, around=self.toolkit.around)
+        state = ResearchState(request, around=self.toolkit.around, max_pages=budgets.max_pages)
         floor = self._dense_floor(request)
         down: list[str] = []  # why the model was unreachable, once it was
         actions = self._engine_call("plan", emit, 0, down, request, memory, state)
@@ -145,7 +145,7 @@ class Researcher:
                 "integrate",
                 step,
                 keyFacts=list(state.integration.key_facts),
-                pages=[p for p, _ in state.page_scores()[: budgets.max_pages]],
+                pages=state.briefing_pages(),
                 candidates=len(state.candidates),
             )
             decision = self._engine_call("reflect", emit, step, down, request, state)

@@ -61,6 +61,8 @@ class ResearchState:
     page_votes: dict[str, float] = field(default_factory=dict)
     # The intervals around a hit on its page (the toolkit's ``around``); None: no context.
     around: Around | None = None
+    # How many pages the briefing draws its evidence from (see briefing_pages).
+    max_pages: int = 8
     _speaker_weights: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -172,6 +174,17 @@ class ResearchState:
             boost = self.focus_boost if page_id.rsplit("/", 1)[0] in self.focus_sessions else 1.0
             scores[page_id] = scores.get(page_id, 0.0) + boost * pool_weight / (RRF_K + rank)
         return sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+
+    def briefing_pages(self) -> list[str]:
+        """The pages the briefing draws its evidence from: the ``max_pages`` best."""
+        return [page_id for page_id, _s in self.page_scores()[: self.max_pages]]
+
+    def citable(self, candidates: list[Candidate]) -> list[Candidate]:
+        """Those of ``candidates`` on the pages the briefing draws from: a key fact cut from
+        another page would cite a turn that the evidence does not carry, which neither a
+        reader nor the agent answering from the evidence could see."""
+        pages = set(self.briefing_pages())
+        return [c for c in candidates if c.hit.page_id in pages]
 
     def ranked(self) -> list[Candidate]:
         """Best first; of equal scores, what an earlier step found (a source before the hits
