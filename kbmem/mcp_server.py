@@ -301,7 +301,8 @@ TOOLS: tuple[Tool, ...] = (
         "list_pages",
         "List pages",
         "The pages in memory, ordered by id: id, title, date, session id and the one-line "
-        f"memo of what the session was about, {WINDOW} at a time; total counts them all, and "
+        "memo of what the session was about (problem: why a page's header cannot be read, "
+        f"else null), {WINDOW} at a time; total counts them all, and "
         "next_offset (null at the end) reads on. Pass the commit it returns as 'at' when "
         "reading on, so that sessions memorized meanwhile do not shift the list. Good for an "
         "overview before reading pages; to find something, use research or search.",
@@ -357,8 +358,9 @@ TOOLS: tuple[Tool, ...] = (
         "Chat with the memory",
         "One turn with kbmem's own chat agent, which researches memory before it answers and "
         "cites pages. Returns the answer, its citations and chat_id: pass chat_id back to "
-        "continue the same chat. Every turn is recorded with what it read (see audit_turn) "
-        "and committed to git in batches and when this server stops.",
+        "continue the same chat (an id no chat has is an error; leave it out to start a new "
+        "chat). Every turn is recorded with what it read (see audit_turn) and committed to "
+        "git in batches and when this server stops.",
         {
             "message": {
                 "type": "string",
@@ -369,7 +371,8 @@ TOOLS: tuple[Tool, ...] = (
             "chat_id": {
                 "type": "string",
                 "minLength": 1,
-                "description": "Continue this chat; leave out to start a new one.",
+                "description": "Continue this chat: the chat_id an earlier call returned. "
+                "Leave out to start a new chat.",
             },
         },
         ("message",),

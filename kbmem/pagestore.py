@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -72,7 +73,9 @@ class PageStore:
                 out[page_id] = (path, blob)
         return out
 
-    def _record(self, page_id: str, path: str, blob: str, commit: str) -> PageRecord:
+    def record(self, page_id: str, path: str, blob: str, commit: str) -> PageRecord:
+        """The page ``page_id``, stored at ``path`` as ``blob`` in ``commit`` (as
+        :meth:`files` lists it); PageFormatError when its header cannot be read."""
         text = self.kb.read_blob(blob).decode("utf-8", "replace")
         return PageRecord(
             page_id,
@@ -91,7 +94,7 @@ class PageStore:
         blob = self.kb.blob_id(path, commit)
         if blob is None:
             raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r} at {commit[:10]}")
-        return self._record(page_id, path, blob, commit)
+        return self.record(page_id, path, blob, commit)
 
     def iter_pages(self, rev: str = "HEAD") -> Iterator[PageRecord]:
         """Every readable page; a page with a broken header is skipped with a warning."""
@@ -100,7 +103,7 @@ class PageStore:
         commit = self.kb.resolve(rev)
         for page_id, (path, blob) in sorted(self.files(commit).items()):
             try:
-                yield self._record(page_id, path, blob, commit)
+                yield self.record(page_id, path, blob, commit)
             except PageFormatError as exc:
                 log.warning("skipping %s: %s", path, exc)
 
@@ -112,16 +115,44 @@ class PageStore:
         commit = self.kb.resolve(rev)
         for page_id, (path, blob) in sorted(self.files(commit).items()):
             try:
-                self._record(page_id, path, blob, commit)
+                self.record(page_id, path, blob, commit)
             except PageFormatError as exc:
                 problems.append((path, exc.problem))
         return problems
 
-    def history(self, page_id: str) -> list[CommitInfo]:
+    def history(
+        self, page_id: str, max_count: int | None = None, before: str | None = None
+    ) -> list[CommitInfo]:
+        """The page's commits, newest first, following its renames: at most ``max_count``,
+        and only those older than ``before`` (the full id of one of them) when given; git
+        reads no further back than that. NotFound when the tenant never had the page, and a
+        ValidationError naming ``before`` when it is not a commit of the page's history."""
         path = self.path_of(page_id)
-        if self.kb.blob_id(path) is None and not self.kb.log(path, max_count=1):
+        if before is None:
+            commits = self.kb.log(path, max_count=max_count)
+            if not commits:
+                raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r}")
+            return commits
+        # From the cursor on, under the name the page had there: its name now, unless it was
+        # renamed since (then the cursor's commit does not come first).
+        count = None if max_count is None else max_count + 1
+        commits = self.kb.log(path, max_count=count, start=before)
+        if commits and commits[0].sha == before:
+            return commits[1:]
+        # Renamed since: the walk from the top follows the rename down to the cursor, and
+        # stops the window after it.
+        walk = self.kb.iter_log(path)
+        try:
+            had_versions = False
+            for commit in walk:
+                if commit.sha == before:
+                    return list(itertools.islice(walk, max_count))
+                had_versions = True
+        finally:
+            walk.close()
+        if not had_versions:
             raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r}")
-        return self.kb.log(path)
+        raise ValidationError("is not a commit of this page's history", "before")
 
     def diff(self, page_id: str, old: str, new: str = "HEAD") -> str:
         """Unified diff of the page between two revisions, following a rename."""

@@ -109,6 +109,24 @@ def turn_reply_dict(record: Any) -> dict[str, Any]:
     }
 
 
+def hit_dict(hit: Any) -> dict[str, Any]:
+    """A search hit in camelCase, as a briefing's evidence is: its interval as evidence
+    carries one (``turnIds``; the page id is the hit's own ``pageId``), and its kind."""
+    interval = hit.interval
+    return {
+        **hit.to_dict(),
+        "interval": {
+            "path": interval.path,
+            "start": interval.start,
+            "end": interval.end,
+            "commit": interval.commit,
+            "blob": interval.blob,
+            "kind": interval.kind,
+            "turnIds": list(interval.turn_ids),
+        },
+    }
+
+
 def commit_dict(commit: CommitInfo) -> dict[str, Any]:
     return {
         "commit": commit.sha,
@@ -243,29 +261,36 @@ class Memory:
     def list_pages(self, at: Any = None, limit: Any = None, offset: Any = None) -> dict[str, Any]:
         """A window of the tenant's pages, ordered by page id, as ``{pages, total,
         next_offset, commit}``: ``commit`` is the one read (null before the first), which a
-        caller paging on passes as ``at`` to read the next windows from the same pages."""
+        caller paging on passes as ``at`` to read the next windows from the same pages. The
+        pages are counted from the commit's tree and only the window's are read; one whose
+        header cannot be read is listed with the ``problem``, as a damaged turn is."""
         rev = _rev_arg(at)
         limit, offset = window_args(limit, offset)
         commit = self.kb.resolve(rev) if self.kb.head() else None
-        return {**window(self._all_pages(commit), "pages", limit, offset), "commit": commit}
+        files = sorted(self.store.files(commit).items()) if commit else []
+        listed = window(files, "pages", limit, offset)
+        listed["pages"] = [
+            self._page_entry(page_id, *where, commit) for page_id, where in listed["pages"]
+        ]
+        return {**listed, "commit": commit}
 
-    def _all_pages(self, commit: str | None) -> list[dict[str, Any]]:
-        """Every page of the tenant at ``commit``, ordered by page id."""
-        if commit is None:
-            return []
-        out = []
-        for record in self.store.iter_pages(commit):
-            meta = record.page.meta
-            out.append(
-                {
-                    "id": record.page_id,
-                    "title": str(meta.get("title") or ""),
-                    "created_at": str(meta.get("created_at") or ""),
-                    "session_id": meta.get("session_id"),
-                    "memo": str(meta.get("memo") or ""),
-                }
-            )
-        return out
+    def _page_entry(self, page_id: str, path: str, blob: str, commit: str) -> dict[str, Any]:
+        """One page of a list: its id, title, date, session and memo, or the problem that
+        keeps its header from being read."""
+        try:
+            meta = self.store.record(page_id, path, blob, commit).page.meta
+        except PageFormatError as exc:
+            meta, problem = {}, exc.problem
+        else:
+            problem = None
+        return {
+            "id": page_id,
+            "title": str(meta.get("title") or ""),
+            "created_at": str(meta.get("created_at") or ""),
+            "session_id": meta.get("session_id"),
+            "memo": str(meta.get("memo") or ""),
+            "problem": problem,
+        }
 
     def page(self, page_id: Any, at: Any = None) -> dict[str, Any]:
         with field_named("page_id", "pageId"):
@@ -305,13 +330,9 @@ class Memory:
             else:
                 commits = self.kb.log(prefix, max_count=n + 1, follow=False)
         else:
+            # As for the tenant's: one commit more than asked, read from the cursor on.
             with field_named("page_id", "pageId"):
-                commits = self.store.history(_text_arg(page_id, "page_id"))
-            if cursor is not None:
-                shas = [c.sha for c in commits]
-                if cursor not in shas:
-                    raise ValidationError("is not a commit of this page's history", "before")
-                commits = commits[shas.index(cursor) + 1 :]
+                commits = self.store.history(_text_arg(page_id, "page_id"), n + 1, cursor)
         shown = commits[:n]
         more = len(commits) > n
         return {
@@ -339,7 +360,7 @@ class Memory:
             raise ValidationError(f"must be one of {', '.join(SEARCH_TOOLS)}", "tool")
         k = _int_arg(10 if k is None else k, "k", 1, 100)
         hits = self.toolkit.search(query, tool, k)
-        return {"query": query, "tool": tool, "hits": [h.to_dict() for h in hits]}
+        return {"query": query, "tool": tool, "hits": [hit_dict(h) for h in hits]}
 
     def research_call(
         self,
@@ -413,14 +434,15 @@ class Memory:
     # -- chats --------------------------------------------------------------------------------
 
     def open_chat(self, chat_id: Any = None) -> tuple[str, bool]:
-        """Open a chat (a new one without ``chat_id``): its id, and whether it was opened now
-        (False: it was open already). A chat open in another process is refused (InUse) by
-        the chat's journal lock; at most ``MAX_OPEN_CHATS`` are open at once, since each
-        holds its journal open until it is closed or idle."""
-        from .agent.session import ChatSession, check_chat_id
+        """Open a chat: a new one, under a new id, without ``chat_id``; else the tenant's
+        chat of that id (NotFound when it has none). Returns its id, and whether it was
+        opened now (False: it was open already). A chat open in another process is refused
+        (InUse) by the chat's journal lock; at most ``MAX_OPEN_CHATS`` are open at once,
+        since each holds its journal open until it is closed or idle."""
+        from .agent.session import ChatSession
 
         if chat_id is not None:
-            chat_id = check_chat_id(chat_id)
+            chat_id = self._existing_chat(chat_id)
         with self._chats_lock:
             if chat_id in self._chats:
                 self._chats[chat_id].used = time.monotonic()
@@ -434,9 +456,31 @@ class Memory:
             self._chats[chat.session.chat_id] = chat
             return chat.session.chat_id, True
 
+    def _existing_chat(self, chat_id: Any) -> str:
+        """``chat_id``, checked, if the tenant has that chat: open here, with turns committed,
+        or with a journal (open in another process, or turns not committed yet). A client
+        names a chat only to continue it: an id it made up, or misspelt, would otherwise
+        start a new chat silently, and one another client made up too would be shared."""
+        from .agent.journal import journaled_chat
+        from .agent.session import check_chat_id
+
+        chat_id = check_chat_id(chat_id)
+        with self._chats_lock:
+            if chat_id in self._chats:
+                return chat_id
+        # A chat's committed turns live in tenants/<tenant>/turns/<chat-id>/<n>/.
+        committed = self.kb.has_path(f"{tenant_prefix(self.tenant)}turns/{chat_id}")
+        if not committed and not journaled_chat(self.kb, self.tenant, chat_id):
+            raise NotFound(
+                f"tenant {self.tenant!r} has no chat {chat_id!r}; start a new chat without "
+                "an id, and use the id it is given"
+            )
+        return chat_id
+
     def send(self, chat_id: Any, message: Any) -> dict[str, Any]:
-        """One turn of the chat ``chat_id`` (opened first if need be). Turns of one chat run
-        one after another; a second message waits for the first answer."""
+        """One turn of the chat ``chat_id`` (opened first if need be; NotFound when the
+        tenant has no such chat), or of a new chat without ``chat_id``. Turns of one chat
+        run one after another; a second message waits for the first answer."""
         message = _text_arg(message, "message")
         chat_id, _ = self.open_chat(chat_id)
         with self._chats_lock:

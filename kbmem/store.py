@@ -46,6 +46,8 @@ KBMEM_NAME = "kbmem"
 KBMEM_EMAIL = "kbmem@localhost"
 TREE_MODE = b"40000"
 _SHA_FULL = re.compile(r"[0-9a-f]{40}")
+# One commit of git log: a record separator, then its fields (the message may hold newlines).
+_LOG_FORMAT = "--format=%x1e%H%x1f%aI%x1f%an%x1f%B%x1f"
 GIT = git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git"
 _UNKNOWN = object()
 RESET_PATHS = [GIT, "--literal-pathspecs", "reset", "-q"]
@@ -384,10 +386,23 @@ class KnowledgeBase:
         """Commits touching ``relpath`` (a file, following its renames unless ``follow`` is
         False; a folder needs False) or all commits, newest first; from the full commit id
         ``start`` and older, or from HEAD."""
+        return list(self.iter_log(relpath, max_count, follow, start))
+
+    def iter_log(
+        self,
+        relpath: str | None = None,
+        max_count: int | None = None,
+        follow: bool = True,
+        start: str | None = None,
+    ) -> Iterator[CommitInfo]:
+        """The commits of :meth:`log`, each as soon as git has written it: a caller that
+        stops early stops git too, which then has walked no further back than needed."""
         if self.head() is None:
-            return []
-        # -z: file names as they are (not quoted, as git quotes non-ASCII names otherwise).
-        args = ["--format=%x1e%H%x1f%aI%x1f%an%x1f%B%x1f", "--name-only", "-z"]
+            return
+        # Literal pathspecs: a note named 'notes/[ab].md' is that file, not a pattern that
+        # matches 'notes/a.md' too. -z: file names as they are (not quoted, as git quotes
+        # non-ASCII names otherwise).
+        args = [GIT, "--literal-pathspecs", "log", _LOG_FORMAT, "--name-only", "-z"]
         if max_count:
             args.append(f"-n{max_count}")
         if start is not None:
@@ -396,17 +411,32 @@ class KnowledgeBase:
             args.append(start)
         if relpath:
             args += ["--follow", "--", relpath] if follow else ["--", relpath]
-        out = self.repo.git.log(*args)
-        entries = []
-        for record in out.split("\x1e")[1:]:
-            sha, date, author, message, names = record.split("\x1f")
-            files = [n for n in names.removeprefix("\0").removeprefix("\n").split("\0") if n]
-            entries.append(
-                CommitInfo(
-                    sha, date, author, message.strip(), files[0] if relpath and files else None
-                )
-            )
-        return entries
+        proc = subprocess.Popen(
+            args,
+            cwd=self.root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdout is not None and proc.stderr is not None
+        try:
+            rest = b""
+            while chunk := proc.stdout.read1(1 << 16):
+                *records, rest = (rest + chunk).split(b"\x1e")
+                for record in records:
+                    if record:
+                        yield _commit_info(record, relpath)
+            if rest:
+                yield _commit_info(rest, relpath)
+            err = proc.stderr.read()
+            if proc.wait() != 0:
+                raise StorageError(f"git log failed: {err.decode(errors='replace').strip()}")
+        finally:
+            if proc.poll() is None:  # the caller stopped early: git need not go on
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
 
     def diff(self, old: str, new: str, relpath_old: str, relpath_new: str | None = None) -> str:
         """Unified diff of a file between two revisions (paths may differ after a rename)."""
@@ -789,6 +819,13 @@ class KnowledgeBase:
             "kbmem's last commit as staged changes until 'git reset -q HEAD -- %s'",
             " ".join(paths),
         )
+
+
+def _commit_info(record: bytes, relpath: str | None) -> CommitInfo:
+    """One commit of ``git log`` in :data:`_LOG_FORMAT` with its file names (``-z``)."""
+    sha, date, author, message, names = record.decode("utf-8", "replace").split("\x1f")
+    files = [n for n in names.removeprefix("\0").removeprefix("\n").split("\0") if n]
+    return CommitInfo(sha, date, author, message.strip(), files[0] if relpath and files else None)
 
 
 def _text(value: str | bytes) -> str:

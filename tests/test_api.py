@@ -22,9 +22,10 @@ import pytest
 from kbgit import commit_edit, git, kbmem, summit_session
 from test_provenance import commit_turn
 
+from kbmem import pagestore, store
 from kbmem.api import MemoryServer
 from kbmem.cli import main
-from kbmem.store import KnowledgeBase
+from kbmem.store import CommitInfo, KnowledgeBase
 from kbmem.tokens import TokenStore
 
 ROSTER = "notes/team-roster.md"
@@ -76,6 +77,13 @@ def served(example_kb: KnowledgeBase) -> Iterator[MemoryServer]:
 def client(server: MemoryServer, tenant: str = "default") -> Client:
     token, _ = TokenStore(server.kb.state_dir).create(tenant, "test")
     return Client(server, token)
+
+
+def new_chat(api: Client) -> str:
+    """A new chat's id, as the server gives it."""
+    status, opened, _ = api.call("POST", "/v1/chats")
+    assert status == 201, opened
+    return opened["chat_id"]
 
 
 def test_no_request_gets_in_without_a_valid_token(served: MemoryServer) -> None:
@@ -230,6 +238,32 @@ def test_pages_come_a_window_at_a_time_from_one_commit(served: MemoryServer) -> 
     assert past["pages"] == [] and past["next_offset"] is None
 
 
+def test_a_window_of_pages_reads_only_its_own_pages(
+    served: MemoryServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages are counted from the commit's tree and only a window's are read (536 pages cost
+    0.15 s a window when every window read them all); a page whose header was broken by hand
+    is listed with its problem, not left out of the window and the count."""
+    notes = {
+        f"tenants/many/notes/n{n:03d}.md": f"---\ntitle: Note {n}\n---\nBody {n}.\n".encode()
+        for n in range(150)
+    }
+    notes["tenants/many/notes/n005.md"] = b"---\ntitle: [never closed\n---\nBody.\n"
+    served.kb.commit_files(notes, "Write 150 notes")
+    api, read = client(served, "many"), []
+    parse = pagestore.parse_page
+    monkeypatch.setattr(pagestore, "parse_page", lambda *a: read.append(a[1]) or parse(*a))
+    body = api.call("GET", "/v1/pages?limit=10")[1]
+    assert body["total"] == 150 and body["next_offset"] == 10
+    assert page_ids(body) == [f"notes/n{n:03d}.md" for n in range(10)]
+    assert len(read) == 10, len(read)
+    broken = body["pages"].pop(5)
+    status, unreadable, _ = api.call("GET", "/v1/pages/notes/n005.md")
+    assert status == 422 and broken["problem"] == unreadable["error"]["message"]
+    assert broken["title"] == "" and all(p["problem"] is None for p in body["pages"])
+    assert [p["title"] for p in body["pages"]][:5] == [f"Note {n}" for n in range(5)]
+
+
 def test_turns_and_history_come_a_window_at_a_time(served: MemoryServer) -> None:
     api = client(served)
     for n in range(1, 21):  # turn n of chats a and b started at the same time
@@ -290,6 +324,91 @@ def test_history_reads_on_from_a_cursor_while_commits_arrive(served: MemoryServe
         )
         code, body, _ = api.call("GET", path)
         assert code == status and body["error"]["field"] in ("before", None), (bad, body)
+
+
+def commits_of(body: dict[str, Any]) -> list[str]:
+    return [c["commit"] for c in body["commits"]]
+
+
+def read_history(api: Client, query: str, limit: int) -> list[dict[str, Any]]:
+    """Every commit of a history, read ``limit`` at a time from each window's next_before."""
+    seen: list[dict[str, Any]] = []
+    before = None
+    while True:
+        cursor = f"&before={before}" if before else ""
+        body = api.call("GET", f"/v1/history?{query}&limit={limit}{cursor}")[1]
+        seen += body["commits"]
+        assert (body["next_before"] is None) is (not body["more"]), body
+        before = body["next_before"]
+        if before is None:
+            return seen
+
+
+def test_a_pages_history_reads_from_git_only_the_window_it_answers(
+    served: MemoryServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page of many versions: a window costs its own commits, not the page's whole log
+    (with 2,000 versions, reading them all took 0.1 s a window, however small)."""
+    path = f"tenants/default/{ROSTER}"
+    text = (served.kb.root / path).read_bytes()
+    for n in range(60):
+        text += f"Edit {n}.\n".encode()
+        served.kb.commit_files({path: text}, f"Edit the roster ({n})")
+    api = client(served)
+    everything = commits_of(api.call("GET", f"/v1/history?page={ROSTER}&limit=1000")[1])
+    assert len(everything) == 61
+    read: list[str] = []
+
+    def counted(sha: str, *rest: Any) -> CommitInfo:
+        read.append(sha)
+        return CommitInfo(sha, *rest)
+
+    monkeypatch.setattr(store, "CommitInfo", counted)
+    first = api.call("GET", f"/v1/history?page={ROSTER}&limit=5")[1]
+    assert commits_of(first) == everything[:5] and first["more"] is True
+    assert len(read) <= 6, len(read)  # the window, and one more to tell whether there are more
+    read.clear()
+    second = api.call("GET", f"/v1/history?page={ROSTER}&limit=5&before={first['next_before']}")
+    assert commits_of(second[1]) == everything[5:10] and second[1]["more"] is True
+    assert len(read) <= 7, len(read)  # the cursor as well
+    read.clear()
+    last = api.call("GET", f"/v1/history?page={ROSTER}&limit=5&before={everything[-3]}")[1]
+    assert commits_of(last) == everything[-2:] and last["next_before"] is None
+    assert len(read) <= 3, len(read)
+
+
+def test_a_pages_history_reads_on_across_a_rename(served: MemoryServer) -> None:
+    """A note renamed by hand keeps its history (git log --follow), and a cursor from before
+    the rename reads on from there, under the note's old name."""
+    old, new = "tenants/default/notes/crew.md", "tenants/default/notes/crew-list.md"
+    text = "---\ntitle: Crew\n---\n" + "".join(f"Berth {n} has a crew of {n}.\n" for n in range(20))
+    for n in range(5):
+        if n == 3:
+            git(served.kb.root, "mv", old, new)
+            git(served.kb.root, "commit", "-q", "-m", "Rename the crew note")
+        text += f"Edit {n}.\n"
+        served.kb.commit_files({new if n >= 3 else old: text.encode()}, f"Crew edit {n}")
+    api = client(served)
+    everything = api.call("GET", "/v1/history?page=notes/crew-list.md")[1]["commits"]
+    assert [c["path"] for c in everything] == [new] * 3 + [old] * 3
+    assert everything[2]["subject"] == "Rename the crew note"
+    for limit in (1, 2, 4):
+        assert read_history(api, "page=notes/crew-list.md", limit) == everything, limit
+    # The old name's history ends at the rename: a cursor after it is none of its commits.
+    newest = everything[0]["commit"]
+    status, body, _ = api.call("GET", f"/v1/history?page=notes/crew.md&before={newest}")
+    assert status == 400 and body["error"]["field"] == "before", body
+
+
+def test_a_note_named_like_a_pattern_has_only_its_own_history(served: MemoryServer) -> None:
+    """'[ab].md' and '*.md' are file names to git here, not patterns that match other notes."""
+    kb, api = served.kb, client(served)
+    for n, name in enumerate(("a.md", "[ab].md", "*.md", "a.md")):
+        note = f"---\ntitle: {name}\n---\nVersion {n}.\n"
+        kb.commit_files({f"tenants/default/notes/{name}": note.encode()}, f"Write {name}")
+    for name in ("[ab].md", "*.md"):
+        body = api.call("GET", f"/v1/history?page={quote('notes/' + name)}")[1]
+        assert [c["subject"] for c in body["commits"]] == [f"Write {name}"], body
 
 
 BAD_LIMITS = {
@@ -440,6 +559,32 @@ def test_a_whole_number_written_with_a_point_is_whole(served: MemoryServer) -> N
     assert status == 200 and 0 < len(briefing["pagesUsed"]) <= 2
 
 
+CAMEL_CASE = re.compile(r"[a-z]+(?:[A-Z][a-z0-9]*)*")
+
+
+def keys_of(value: Any) -> set[str]:
+    """The keys of every object in ``value``, however deeply nested."""
+    if isinstance(value, dict):
+        return set(value).union(*map(keys_of, value.values()))
+    if isinstance(value, list):
+        return set().union(*map(keys_of, value))
+    return set()
+
+
+def test_search_hits_are_camel_case_throughout_as_briefings_are(served: MemoryServer) -> None:
+    """A hit named its page pageId and its interval's page_id, in one object; its interval
+    is now a briefing's evidence interval (turnIds), with the kind of interval as well."""
+    api = client(served)
+    found = api.call("POST", "/v1/search", {"query": "onboarding buddy offsite", "k": 8})[1]
+    hits = found["hits"]
+    assert hits and all(CAMEL_CASE.fullmatch(key) for key in keys_of(found)), keys_of(found)
+    assert any(h["interval"]["turnIds"] for h in hits)
+    assert all(h["interval"]["kind"] in ("turn", "paragraph", "section", "line") for h in hits)
+    request = {"request": "Who is Femi Adeyemi's onboarding buddy?"}
+    evidence = api.call("POST", "/v1/research", request)[1]["evidence"]
+    assert all(set(evidence[0]["interval"]) <= set(h["interval"]) for h in hits)
+
+
 def test_a_search_query_is_no_longer_than_a_research_request(served: MemoryServer) -> None:
     # A query of 100,000 words (1 MB) kept BM25 busy for 106 s, a server thread per request.
     words = " ".join(f"w{n}" for n in range(20_000))
@@ -509,28 +654,58 @@ def test_a_malformed_session_leaves_memory_as_it_was(served: MemoryServer) -> No
 
 def test_a_chat_is_answered_committed_and_audited(served: MemoryServer) -> None:
     api = client(served)
-    status, opened, _ = api.call("POST", "/v1/chats", {"chat_id": "crew"})
-    assert status == 201 and opened == {"chat_id": "crew"}
+    crew = new_chat(api)
     status, reply, _ = api.call(
-        "POST", "/v1/chats/crew/messages", {"message": "Who is the first pilot customer?"}
+        "POST", f"/v1/chats/{crew}/messages", {"message": "Who is the first pilot customer?"}
     )
-    assert status == 200 and reply["turn_id"] == "crew/1" and reply["status"] == "complete"
+    assert status == 200 and reply["turn_id"] == f"{crew}/1" and reply["status"] == "complete"
     assert "Skerrick Island Ferries" in reply["answer"] and reply["citations"]
-    status, closed, _ = api.call("DELETE", "/v1/chats/crew")
+    status, closed, _ = api.call("DELETE", f"/v1/chats/{crew}")
     assert status == 200 and closed["commit"] == served.kb.head()
     assert "Kbmem-Tenant: default" in git(served.kb.root, "log", "-1", "--format=%B")
-    turns = api.call("GET", "/v1/turns?chat=crew")[1]["turns"]
-    assert [(t["turn"], t["committed"]) for t in turns] == [("crew/1", True)]
-    status, audit, _ = api.call("GET", "/v1/turns/crew/1")
+    turns = api.call("GET", f"/v1/turns?chat={crew}")[1]["turns"]
+    assert [(t["turn"], t["committed"]) for t in turns] == [(f"{crew}/1", True)]
+    status, audit, _ = api.call("GET", f"/v1/turns/{crew}/1")
     assert status == 200 and audit["question"] == "Who is the first pilot customer?"
     assert audit["tool_calls"] and audit["tool_calls"][0]["name"] == "research"
-    # Another tenant cannot read this turn, and bad ids are named.
-    status, body, _ = client(served, "other").call("GET", "/v1/turns/crew/1")
+    # Another tenant cannot read this turn, nor continue the chat; bad ids are named.
+    status, body, _ = client(served, "other").call("GET", f"/v1/turns/{crew}/1")
+    assert status == 404, body
+    status, body, _ = client(served, "other").call("POST", "/v1/chats", {"chat_id": crew})
     assert status == 404, body
     status, body, _ = api.call("POST", "/v1/chats/..%2Fx/messages", {"message": "hi"})
     assert status == 400 and body["error"]["field"] == "chat_id"
-    status, body, _ = api.call("DELETE", "/v1/chats/crew")
+    status, body, _ = api.call("DELETE", f"/v1/chats/{crew}")
     assert status == 404 and "not open" in body["error"]["message"]
+    # Closed, it goes on from its committed turns.
+    status, reply, _ = api.call("POST", f"/v1/chats/{crew}/messages", {"message": "And sync?"})
+    assert status == 200 and reply["turn_id"] == f"{crew}/2", reply
+
+
+def test_a_chat_id_the_tenant_has_no_chat_of_is_a_404_naming_it(served: MemoryServer) -> None:
+    """A client names a chat to continue it: an id it made up or misspelt starts no chat
+    (nor joins one another client made up too). Without an id a new chat starts."""
+    api, head = client(served), served.kb.head()
+    for path, body in (
+        ("/v1/chats/invented/messages", {"message": "Who owns sync?"}),
+        ("/v1/chats", {"chat_id": "invented"}),
+    ):
+        status, answer, response = api.call("POST", path, body)
+        assert status == 404 and response.headers.get_content_type() == "application/json"
+        assert answer["error"]["code"] == "not_found", answer
+        assert "tenant 'default' has no chat 'invented'" in answer["error"]["message"], answer
+    assert not list((served.kb.state_dir / "journal").rglob("invented*"))
+    assert api.call("GET", "/v1/turns?chat=invented")[0] == 404
+    assert served.kb.head() == head
+    # A new chat, and one open in another process, are known by their ids.
+    chat_id = new_chat(api)
+    assert api.call("POST", "/v1/chats", {"chat_id": chat_id})[:2] == (200, {"chat_id": chat_id})
+    from kbmem.agent.session import ChatSession
+
+    with ChatSession(KnowledgeBase(served.kb.root), "default") as elsewhere:
+        path = f"/v1/chats/{elsewhere.chat_id}/messages"
+        status, body, _ = api.call("POST", path, {"message": "Who owns sync?"})
+    assert status == 409 and "another process" in body["error"]["message"], body
 
 
 def test_a_damaged_turn_is_a_422_and_an_unknown_chat_a_404(served: MemoryServer) -> None:
@@ -550,8 +725,8 @@ def test_a_damaged_turn_is_a_422_and_an_unknown_chat_a_404(served: MemoryServer)
     status, body, _ = api.call("GET", "/v1/turns?chat=nope")
     assert status == 404 and body["error"]["message"] == "tenant 'default' has no chat 'nope'"
     # A chat that is open but has no turn yet is no error.
-    assert api.call("POST", "/v1/chats", {"chat_id": "fresh"})[0] == 201
-    assert api.call("GET", "/v1/turns?chat=fresh")[:2] == (
+    fresh = new_chat(api)
+    assert api.call("GET", f"/v1/turns?chat={fresh}")[:2] == (
         200,
         {"tenant": "default", "turns": [], "total": 0, "next_offset": None},
     )
@@ -575,10 +750,11 @@ def test_a_chat_opens_with_no_body_at_all(served: MemoryServer) -> None:
 
 def test_messages_sent_to_one_chat_at_once_are_answered_in_turn(served: MemoryServer) -> None:
     api = client(served)
+    busy = new_chat(api)
     replies: list[dict[str, Any]] = []
 
     def ask(question: str) -> None:
-        status, reply, _ = api.call("POST", "/v1/chats/busy/messages", {"message": question})
+        status, reply, _ = api.call("POST", f"/v1/chats/{busy}/messages", {"message": question})
         assert status == 200, reply
         replies.append(reply)
 
@@ -599,12 +775,13 @@ def test_stopping_the_server_commits_open_chats(example_kb: KnowledgeBase) -> No
     threading.Thread(target=server.serve_forever, daemon=True).start()
     api = client(server)
     head = example_kb.head()
-    status, _, _ = api.call("POST", "/v1/chats/late/messages", {"message": "When is launch?"})
+    late = new_chat(api)
+    status, _, _ = api.call("POST", f"/v1/chats/{late}/messages", {"message": "When is launch?"})
     assert status == 200 and example_kb.head() == head  # batched: not yet committed
     server.shutdown()
     server.server_close()
     assert example_kb.head() != head
-    assert "chat late" in git(example_kb.root, "log", "-1", "--format=%s")
+    assert f"chat {late}" in git(example_kb.root, "log", "-1", "--format=%s")
 
 
 def test_idle_chats_are_closed_and_committed(example_kb: KnowledgeBase) -> None:
@@ -613,7 +790,7 @@ def test_idle_chats_are_closed_and_committed(example_kb: KnowledgeBase) -> None:
     try:
         api = client(server)
         head = example_kb.head()
-        api.call("POST", "/v1/chats/idle/messages", {"message": "Who owns sync?"})
+        api.call("POST", f"/v1/chats/{new_chat(api)}/messages", {"message": "Who owns sync?"})
         memory = server.memory("default")
         for _ in range(40):
             if example_kb.head() != head:
@@ -694,6 +871,23 @@ def test_a_damaged_token_file_fails_closed_and_is_never_overwritten(
     assert api.call("GET", "/v1/pages")[0] == 500
 
 
+def chat_with(port: int, token: str, message: str) -> tuple[str, int, Any]:
+    """A new chat on a server in another process, and its answer to ``message``: the chat's
+    id, the status and the body."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    headers = {"Authorization": f"Bearer {token}"}
+    conn.request("POST", "/v1/chats", headers=headers)
+    response = conn.getresponse()
+    assert response.status == 201
+    chat_id = json.loads(response.read())["chat_id"]
+    body = json.dumps({"message": message})
+    conn.request("POST", f"/v1/chats/{chat_id}/messages", body=body, headers=headers)
+    response = conn.getresponse()
+    answer = json.loads(response.read())
+    conn.close()
+    return chat_id, response.status, answer
+
+
 def test_kbmem_serve_runs_until_sigterm_and_commits_on_the_way_out(
     example_kb: KnowledgeBase,
 ) -> None:
@@ -710,16 +904,9 @@ def test_kbmem_serve_runs_until_sigterm_and_commits_on_the_way_out(
         line = proc.stderr.readline()
         match = re.search(r"at http://127\.0\.0\.1:(\d+)", line)
         assert match, line
-        conn = http.client.HTTPConnection("127.0.0.1", int(match.group(1)), timeout=120)
-        conn.request(
-            "POST",
-            "/v1/chats/cli/messages",
-            body=json.dumps({"message": "Who is the pilot customer?"}),
-            headers={"Authorization": f"Bearer {token}"},
-        )
-        response = conn.getresponse()
-        assert response.status == 200 and json.loads(response.read())["turn"] == 1
-        conn.close()
+        port = int(match.group(1))
+        chat_id, status, reply = chat_with(port, token, "Who is the pilot customer?")
+        assert status == 200 and reply["turn"] == 1
         head = example_kb.head()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
@@ -727,7 +914,7 @@ def test_kbmem_serve_runs_until_sigterm_and_commits_on_the_way_out(
         if proc.poll() is None:
             proc.kill()
     assert example_kb.head() != head
-    assert "chat cli" in git(example_kb.root, "log", "-1", "--format=%s")
+    assert f"chat {chat_id}" in git(example_kb.root, "log", "-1", "--format=%s")
 
 
 @pytest.mark.parametrize(
@@ -805,8 +992,8 @@ def test_a_streamed_research_refuses_bad_arguments_before_it_streams(
 
 def test_statuses_say_whose_fault_it_is(served: MemoryServer) -> None:
     api = client(served)
-    assert api.call("POST", "/v1/chats", {"chat_id": "twice"})[0] == 201
-    assert api.call("POST", "/v1/chats", {"chat_id": "twice"})[0] == 200  # open already
+    twice = new_chat(api)
+    assert api.call("POST", "/v1/chats", {"chat_id": twice})[0] == 200  # open already
     # A chat open in another process: a conflict, not bad input.
     from kbmem.agent.session import ChatSession
 
@@ -888,15 +1075,16 @@ def test_idle_and_excess_connections_cannot_exhaust_the_server(example_kb: Knowl
 def test_a_close_that_finds_the_knowledge_base_locked_keeps_the_chat(served: MemoryServer) -> None:
     served.kb.settings.data["git"]["lock_timeout_s"] = 0.5
     api = client(served)
-    assert api.call("POST", "/v1/chats/held/messages", {"message": "Who owns sync?"})[0] == 200
+    held = new_chat(api)
+    assert api.call("POST", f"/v1/chats/{held}/messages", {"message": "Who owns sync?"})[0] == 200
     head = served.kb.head()
     with KnowledgeBase(served.kb.root).write_lock():
-        status, body, _ = api.call("DELETE", "/v1/chats/held")
+        status, body, _ = api.call("DELETE", f"/v1/chats/{held}")
     assert status == 409 and served.kb.head() == head
     # Still open: it takes messages, and a later close commits both turns.
-    reply = api.call("POST", "/v1/chats/held/messages", {"message": "And the pilot?"})[1]
+    reply = api.call("POST", f"/v1/chats/{held}/messages", {"message": "And the pilot?"})[1]
     assert reply["turn"] == 2
-    status, body, _ = api.call("DELETE", "/v1/chats/held")
+    status, body, _ = api.call("DELETE", f"/v1/chats/{held}")
     assert status == 200 and body["commit"] == served.kb.head()
     assert "turns 1-2" in git(served.kb.root, "log", "-1", "--format=%s")
 
@@ -914,14 +1102,8 @@ def test_turns_a_killed_server_left_are_committed_when_it_starts_again(
     try:
         assert proc.stderr is not None
         port = int(re.search(r":(\d+) ", proc.stderr.readline()).group(1))  # type: ignore[union-attr]
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-        conn.request(
-            "POST",
-            "/v1/chats/killed/messages",
-            body=json.dumps({"message": "Who is the pilot customer?"}),
-            headers={"Authorization": f"Bearer {token}"},
-        )
-        assert conn.getresponse().status == 200
+        chat_id, status, _ = chat_with(port, token, "Who is the pilot customer?")
+        assert status == 200
     finally:
         proc.kill()
         proc.wait()
@@ -929,7 +1111,7 @@ def test_turns_a_killed_server_left_are_committed_when_it_starts_again(
     server = MemoryServer(("127.0.0.1", 0), example_kb)
     server.server_close()
     assert example_kb.head() != head
-    assert "chat killed turn 1" in git(example_kb.root, "log", "-1", "--format=%s")
+    assert f"chat {chat_id} turn 1" in git(example_kb.root, "log", "-1", "--format=%s")
 
 
 @pytest.mark.parametrize(

@@ -70,6 +70,7 @@ def test_search_prints_hits_with_their_citation(kb: Path, capsys, tool: str) -> 
         assert hit["score"] > 0
         interval = hit["interval"]
         assert interval["path"] == "tenants/acme/pages/crane/1.md"
+        assert interval["turnIds"] and "page_id" not in interval  # as over HTTP and MCP
         assert interval["commit"] == commit and 1 <= interval["start"] <= interval["end"]
         lines = git(kb, "show", f"{commit}:{interval['path']}").split("\n")
         assert text in "\n".join(lines[interval["start"] - 1 : interval["end"]])

@@ -267,7 +267,7 @@ def test_read_page_list_pages_and_history(server: McpClient, kb_root: Path) -> N
 
     listed = {p["id"]: p for p in server.data("list_pages")["pages"]}
     assert {"notes/team-roster.md", "notes/onboarding.md", welcome["id"]} <= set(listed)
-    assert listed[welcome["id"]]["memo"]
+    assert listed[welcome["id"]]["memo"] and listed[welcome["id"]]["problem"] is None
 
     history = server.data("page_history", page_id="notes/team-roster.md")
     assert history["page_id"] == "notes/team-roster.md" and history["commits"]
@@ -279,6 +279,29 @@ def test_read_page_list_pages_and_history(server: McpClient, kb_root: Path) -> N
     assert len(everything) == 3 and all(SHA.fullmatch(c["commit"]) for c in everything)
 
 
+def test_one_pages_history_reads_on_from_a_cursor(server: McpClient, kb_root: Path) -> None:
+    # As the whole memory's does: each window's next_before is the next one's before.
+    other = head(kb_root)
+    note = kb_root / "tenants" / "default" / "notes" / "berths.md"
+    for n in range(5):
+        note.write_text(f"---\ntitle: Berths\n---\nBerth {n} is free.\n")
+        git(kb_root, "add", "--", str(note))
+        git(kb_root, "commit", "-q", "-m", f"Free berth {n}")
+    everything = server.data("page_history", page_id="notes/berths.md")["commits"]
+    assert [c["subject"] for c in everything] == [f"Free berth {n}" for n in range(4, -1, -1)]
+    seen, before = [], None
+    while True:
+        window = server.data("page_history", page_id="notes/berths.md", limit=2, before=before)
+        assert window["page_id"] == "notes/berths.md" and len(window["commits"]) <= 2
+        seen, before = seen + window["commits"], window["next_before"]
+        assert (before is None) is (not window["more"])
+        if before is None:
+            break
+    assert seen == everything
+    problem = server.error("page_history", page_id="notes/berths.md", before=other)
+    assert problem == "page_history: before: is not a commit of this page's history"
+
+
 def test_search_finds_intervals(server: McpClient) -> None:
     found = server.data("search", query="tide-window scheduler owner", tool="bm25", k=3)
     assert found["tool"] == "bm25" and 1 <= len(found["hits"]) <= 3
@@ -287,6 +310,27 @@ def test_search_finds_intervals(server: McpClient) -> None:
     # Some clients send whole numbers as 3.0; optional arguments sent as null are left out.
     again = server.data("search", query="tide-window scheduler owner", tool=None, k=3.0)
     assert again["tool"] == "hybrid" and len(again["hits"]) == 3
+
+
+CAMEL_CASE = re.compile(r"[a-z]+(?:[A-Z][a-z0-9]*)*")
+
+
+def keys_of(value: Any) -> set[str]:
+    """The keys of every object in ``value``, however deeply nested."""
+    if isinstance(value, dict):
+        return set(value).union(*map(keys_of, value.values()))
+    if isinstance(value, list):
+        return set().union(*map(keys_of, value))
+    return set()
+
+
+def test_search_hits_are_camel_case_throughout_as_briefings_are(server: McpClient) -> None:
+    # As over HTTP (test_api): a hit's interval is a briefing's evidence interval.
+    found = server.data("search", query="onboarding buddy offsite", k=8)
+    assert found["hits"] and all(CAMEL_CASE.fullmatch(k) for k in keys_of(found)), keys_of(found)
+    assert any(h["interval"]["turnIds"] for h in found["hits"])
+    evidence = server.data("research", request=QUESTION)["evidence"][0]
+    assert all(set(evidence["interval"]) <= set(h["interval"]) for h in found["hits"])
 
 
 @pytest.mark.parametrize(
@@ -563,6 +607,20 @@ def test_sigterm_commits_open_chats_and_exits_cleanly(kb_root: Path) -> None:
     assert client.stop("sigterm") == 0, client.stderr
     assert f"{reply['chat_id']} 1-1" in turns_trailers(kb_root)
     assert "Traceback" not in client.stderr
+
+
+def test_a_chat_id_no_chat_has_is_a_tool_error_naming_it(server: McpClient, kb_root: Path) -> None:
+    """A model passes chat_id to continue a chat: one it made up is not a new chat opened
+    silently under that id. Without chat_id a new chat starts (test above)."""
+    before = head(kb_root)
+    result = server.call("chat", message="Who owns sync?", chat_id="invented")
+    assert result["isError"] is True and result["structuredContent"]["error"]["type"] == "NotFound"
+    assert "chat: tenant 'default' has no chat 'invented'" in result["content"][0]["text"]
+    assert not list((kb_root / ".kbmem" / "journal").rglob("invented*"))
+    assert "has no chat 'invented'" in server.error("list_turns", chat_id="invented")
+    problem = server.error("chat", message="hi", chat_id="../x")
+    assert problem.startswith("chat: chat_id: '../x' is not a safe id"), problem
+    assert head(kb_root) == before and "Traceback" not in server.stderr
 
 
 def test_a_missing_knowledge_base_fails_before_serving(tmp_path: Path) -> None:

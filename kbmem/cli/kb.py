@@ -139,7 +139,7 @@ def cmd_log(ctx: Any, args: argparse.Namespace) -> int:
         sys.stdout.write(printable(PageStore(ctx.kb, ctx.tenant).diff(args.page, *args.diff)))
         return 0
     if args.page:
-        commits = PageStore(ctx.kb, ctx.tenant).history(args.page)[: args.n]
+        commits = PageStore(ctx.kb, ctx.tenant).history(args.page, args.n)
     else:
         # The tenant's history only: commit messages name sessions and notes, and another
         # tenant's are not this one's to read.

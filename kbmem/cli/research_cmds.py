@@ -25,13 +25,14 @@ def register(sub: Commands) -> None:
 
 
 def cmd_search(ctx: Any, args: argparse.Namespace) -> int:
+    from ..service import hit_dict
     from ..toolkit import Toolkit
 
     hits = Toolkit(ctx.kb, ctx.tenant).search(args.query, args.tool, args.k)
     if args.json:
         print(
             json_text(
-                {"query": args.query, "tool": args.tool, "hits": [h.to_dict() for h in hits]},
+                {"query": args.query, "tool": args.tool, "hits": [hit_dict(h) for h in hits]},
                 indent=1,
             )
         )
