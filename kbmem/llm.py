@@ -4,6 +4,7 @@ through ``openai/<name>`` and an ``api_base``)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -110,10 +111,11 @@ def stream_chat(
     tool_choice: str | dict[str, Any] | None = None,
     max_tokens: int = 1024,
     temperature: float = 0.0,
-) -> Iterator[Any]:
+) -> ChatStream:
     """Stream a chat completion (with tools, when given; ``tool_choice`` as OpenAI takes it,
-    e.g. ``{"type": "function", "function": {"name": "research"}}``); yields litellm chunks."""
-    litellm = litellm_module()
+    e.g. ``{"type": "function", "function": {"name": "research"}}``): iterate the returned
+    :class:`ChatStream` for litellm's chunks; its ``close()`` stops it from any thread. The
+    request is sent when the first chunk is asked for."""
     kwargs = _call_kwargs(config)
     if tools:
         kwargs["tools"] = tools
@@ -122,17 +124,111 @@ def stream_chat(
         kwargs["_skip_mcp_handler"] = True
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
-    try:
-        yield from litellm.completion(
-            messages=messages,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            stream=True,
-            num_retries=0,
-            **kwargs,
-        )
-    except Exception as exc:
-        raise _failure(config, exc) from exc
+    request = dict(
+        messages=messages,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        stream=True,
+        num_retries=0,
+        **kwargs,
+    )
+    return ChatStream(config, request)
+
+
+class ChatStream:
+    """A streamed chat completion: an iterator of litellm chunks (LLMError on failure) that
+    ``close()`` ends from any thread.
+
+    Closing shuts the connection down rather than just dropping it: a thread blocked reading
+    the stream wakes at once (a socket's plain close does not wake it, on Linux), and the
+    server sees the client leave and stops generating, instead of answering a stopped turn
+    while the next request waits behind it. The connection is reached through the OpenAI
+    client's stream under litellm's wrapper, which is what ``openai/<name>`` models (llama.cpp,
+    vLLM, hosted OpenAI) stream through; for other providers, and before the server has sent
+    its response headers, a close takes effect at the stream's next chunk.
+    """
+
+    def __init__(self, config: LLMConfig, request: dict[str, Any]):
+        self._config = config
+        self._request = request
+        self._lock = threading.Lock()
+        self._closed = False
+        self._response: Any = None  # litellm's stream wrapper while the answer streams
+        self._chunks = self._read()
+
+    def __iter__(self) -> ChatStream:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._chunks)
+
+    def close(self) -> None:
+        """Stop the stream (safe from any thread, and more than once)."""
+        with self._lock:
+            self._closed = True
+            if self._response is not None:
+                _hang_up(self._response)
+        # A generator another thread is reading cannot be closed from here (ValueError); the
+        # hang-up has woken that thread, and it ends the stream itself.
+        with contextlib.suppress(ValueError):
+            self._chunks.close()
+
+    def _read(self) -> Iterator[Any]:
+        litellm = litellm_module()
+        try:
+            response = litellm.completion(**self._request)
+        except Exception as exc:  # litellm raises many provider-specific types
+            if self._closed:
+                return
+            raise _failure(self._config, exc) from exc
+        with self._lock:
+            self._response = response
+            if self._closed:  # closed while the request was on its way
+                _hang_up(response)
+        try:
+            for chunk in response:
+                if self._closed:
+                    return
+                yield chunk
+        except Exception as exc:
+            if self._closed:
+                return  # the hang-up's own error
+            raise _failure(self._config, exc) from exc
+        finally:
+            with self._lock:
+                self._response = None
+            _release(response)
+
+
+def _http_response(stream: Any) -> Any:
+    """The httpx response under litellm's stream wrapper (the OpenAI client's stream keeps
+    it), or None for providers that stream another way."""
+    import httpx  # litellm's own dependency, imported with it
+
+    response = getattr(getattr(stream, "completion_stream", None), "response", None)
+    return response if isinstance(response, httpx.Response) else None
+
+
+def _hang_up(stream: Any) -> None:
+    """Shut down the connection a stream is still reading from (both ways: the reader wakes
+    to an end of stream, and the server reads the client's end)."""
+    response = _http_response(stream)
+    if response is None or response.is_closed:
+        return  # read to its end: the connection may be serving another request now
+    network = response.extensions.get("network_stream")
+    sock = network.get_extra_info("socket") if network is not None else None
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):  # already gone
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _release(stream: Any) -> None:
+    """Close the response (in the thread that read it: httpx responses are not thread-safe);
+    a response that was not read to its end closes its connection."""
+    close = getattr(getattr(stream, "completion_stream", None), "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):  # a broken connection may fail to close
+            close()
 
 
 def _failure(config: LLMConfig, exc: Exception) -> LLMError:

@@ -37,7 +37,12 @@ def free_port() -> int:
 
 
 class LocalLLMServer:
-    """``with LocalLLMServer() as server: server.model, server.api_base``"""
+    """``with LocalLLMServer() as server: server.model, server.api_base``
+
+    ``interrupt_requests``: llama-cpp-python's server ends a streamed answer at its next
+    token when another request arrives (its default). Off, it answers one request after
+    another, as most servers with one slot do: an answer nobody reads any more holds up the
+    next request until the client hangs up."""
 
     def __init__(
         self,
@@ -45,11 +50,13 @@ class LocalLLMServer:
         port: int | None = None,
         n_ctx: int = 4096,
         startup_timeout: float = 120,
+        interrupt_requests: bool = True,
     ):
         self.model_path = model_path or smollm2_path()
         self.port = port or free_port()
         self.n_ctx = n_ctx
         self.startup_timeout = startup_timeout
+        self.interrupt_requests = interrupt_requests
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -75,6 +82,8 @@ class LocalLLMServer:
             str(self.n_ctx),
             "--model_alias",
             "smollm2",
+            "--interrupt_requests",
+            str(self.interrupt_requests),
         ]
         self.process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + self.startup_timeout

@@ -175,6 +175,10 @@ class Memo:
 
 class MemoEngine(Protocol):
     name: str
+    # A memo may take seconds to minutes (a model call): the memorizer never writes one while
+    # it holds the write lock (a quick engine's memo it writes again there, when the memory
+    # moved on since).
+    slow: bool
 
     def write(self, session: Session, memory: list[str]) -> Memo: ...
 
@@ -198,6 +202,7 @@ class OfflineMemo:
     """Extractive memo: score sentences by the rare words, names and numbers they carry."""
 
     name = "offline"
+    slow = False
 
     def __init__(self, sentences: int = 3, max_words: int = 28):
         self.sentences = sentences
@@ -254,6 +259,7 @@ class LLMMemo:
     """A model writes the memo; unusable answers fall back to the offline memo."""
 
     name = "llm"
+    slow = True
 
     def __init__(
         self,

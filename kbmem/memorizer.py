@@ -3,6 +3,10 @@
 Pages keep the session verbatim, split at turn boundaries by a token budget; each carries a
 decorated header with the context of the sessions before it. ``MEMORY.md`` holds one memo line
 per session. One commit per session, with ``Kbmem-Session`` and ``Kbmem-Tenant`` trailers.
+
+The memo is written before the write lock is taken (a model may take minutes over it, and
+every other writer would wait); under the lock it is used if the memory it was written in
+view of is still the tenant's, and written again if not (outside the lock, by a model).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from .textutil import count_tokens
 
 MEMORY_LINE = re.compile(r"^- \[(?P<date>[^\]]*)\] (?P<sid>\S+) — (?P<memo>.*)$")
 HEADER_CONTEXT_SESSIONS = 2
+MEMO_ATTEMPTS = 3  # memos written for one commit while other sessions keep changing memory
 
 
 @dataclass
@@ -55,10 +60,11 @@ def split_turns(turns: list[Turn], budget: int) -> list[list[Turn]]:
     return pages
 
 
-def read_memory(kb: KnowledgeBase, tenant: str) -> list[tuple[str, str, str]]:
-    """``(date, session id, memo)`` for every memo line in the tenant's ``MEMORY.md``."""
+def read_memory(kb: KnowledgeBase, tenant: str, rev: str = "HEAD") -> list[tuple[str, str, str]]:
+    """``(date, session id, memo)`` for every memo line in the tenant's ``MEMORY.md`` (as
+    committed in ``rev``)."""
     try:
-        text = kb.read_bytes(tenant_prefix(tenant) + "MEMORY.md").decode("utf-8")
+        text = kb.read_bytes(tenant_prefix(tenant) + "MEMORY.md", rev).decode("utf-8")
     except NotFound:
         return []
     return [
@@ -146,12 +152,27 @@ def ingest_session(
     kb: KnowledgeBase, session: Session, engine: MemoEngine | None = None, date: str | None = None
 ) -> IngestResult:
     """Memorize ``session`` into the knowledge base: a no-op if this exact session is already
-    committed; new versions of the same pages if its content changed."""
+    committed; new versions of the same pages if its content changed. The memo is written
+    before the write lock is taken (see :func:`write_memo`)."""
     started = time.perf_counter()
+    memo = write_memo(kb, session, engine)
+    while True:
+        try:
+            result = _commit_session(kb, session, memo, date)
+            break
+        except MemoOutdated:
+            memo = write_memo(kb, session, engine, attempt=memo.attempt + 1)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _commit_session(
+    kb: KnowledgeBase, session: Session, memo: SessionMemo, date: str | None
+) -> IngestResult:
     with kb.write_lock():
         # Read under the lock: of two sessions that start a tenant at once, one created it.
         new_tenant = not tenant_exists(kb, session.tenant_id)
-        writes, result = memorize_writes(kb, session, engine)
+        writes, result = memorize_writes(kb, session, memo)
         if result.status != "unchanged":
             sid, title = session.session_id, session.title
             subject = f"Memorize session {sid}" + (f": {title}" if title else "")
@@ -162,26 +183,65 @@ def ingest_session(
                 date=date,
             )
             result.tenant_created = new_tenant and result.commit is not None
-    result.seconds = time.perf_counter() - started
     return result
 
 
-def memorize_writes(
-    kb: KnowledgeBase, session: Session, engine: MemoEngine | None = None
-) -> tuple[dict[str, bytes | None], IngestResult]:
-    """The files memorizing ``session`` writes (``{path: bytes, or None to delete}``) and the
-    result, without committing: for callers that commit them together with other files. Hold
-    ``kb.write_lock()`` from this call until the commit, so the memory it read stays current.
-    Status ``unchanged`` comes with no writes."""
+class MemoOutdated(Exception):
+    """The memory a memo was written in view of is no longer the tenant's (another session
+    was memorized meanwhile): write the memo again, outside the write lock."""
+
+
+@dataclass
+class SessionMemo:
+    """A session's memo, written before the write lock is taken, with the engine that wrote it
+    and the tenant's memory it was written in view of. ``memo`` is None when the session was
+    already committed with this content. ``attempt`` counts the memos written for one commit."""
+
+    engine: MemoEngine
+    memo: Memo | None
+    memory: list[str]
+    attempt: int = 1
+    seconds: float = 0.0
+
+
+def write_memo(
+    kb: KnowledgeBase, session: Session, engine: MemoEngine | None = None, attempt: int = 1
+) -> SessionMemo:
+    """Write ``session``'s memo in view of the tenant's memory as committed now, without the
+    write lock: an llm engine takes seconds to minutes, and every other writer (an ingest, a
+    chat's batch commit) would wait for it. :func:`memorize_writes` then uses the memo under
+    the lock only if that memory is still the tenant's."""
     started = time.perf_counter()
     check_session_size(kb, session)
     engine = engine or OfflineMemo(int(kb.settings.section("memorizer")["memo_sentences"]))
+    previous, memory = _committed_state(kb, session, kb.head() or "HEAD")
+    lines = _memo_memory(memory)
+    if previous and previous.get("content_sha256") == session.content_hash():
+        return SessionMemo(engine, None, lines, attempt, time.perf_counter() - started)
+    memo = engine.write(session, lines)
+    return SessionMemo(engine, memo, lines, attempt, time.perf_counter() - started)
+
+
+def memorize_writes(
+    kb: KnowledgeBase, session: Session, memo: SessionMemo
+) -> tuple[dict[str, bytes | None], IngestResult]:
+    """The files memorizing ``session`` with ``memo`` writes (``{path: bytes, or None to
+    delete}``) and the result, without committing: for callers that commit them together
+    with other files. Hold ``kb.write_lock()`` from this call until the commit, so the memory
+    it read stays current. Status ``unchanged`` comes with no writes.
+
+    When the tenant's memory changed since the memo was written (or the session's committed
+    content did, and there is no memo), a quick engine writes it again here, in view of the
+    memory now; for a slow one this raises MemoOutdated, to write it again outside the lock.
+    After ``MEMO_ATTEMPTS`` slow memos the last one is kept, written in view of memory a few
+    sessions behind: memorizing never waits for a model while it holds the lock, nor starves
+    while other sessions keep coming in."""
+    started = time.perf_counter()
     tenant, sid = session.tenant_id, session.session_id
     prefix = tenant_prefix(tenant)
-    record_path = f"{prefix}sessions/{sid}.yaml"
     digest = session.content_hash()
     with kb.write_lock():
-        previous = _committed_record(kb, record_path)
+        previous, memory = _committed_state(kb, session)
         if previous and previous.get("content_sha256") == digest:
             return {}, IngestResult(
                 tenant,
@@ -190,10 +250,16 @@ def memorize_writes(
                 list(previous.get("pages", [])),
                 None,
                 previous.get("memo", ""),
-                seconds=time.perf_counter() - started,
+                seconds=memo.seconds + time.perf_counter() - started,
             )
-        memory = [e for e in read_memory(kb, tenant) if e[1] != sid]
-        memo = engine.write(session, [f"[{d}] {s}: {m}" for d, s, m in memory])
+        lines = _memo_memory(memory)
+        written = memo.memo
+        if written is None or lines != memo.memory:
+            if not memo.engine.slow:
+                written = memo.engine.write(session, lines)
+            elif written is None or memo.attempt < MEMO_ATTEMPTS:
+                raise MemoOutdated(sid)
+        text = written.text
         when = session.created_at[:10]
         before = [e for e in memory if e[0] <= when][-HEADER_CONTEXT_SESSIONS:]
         turns = [Turn(t.id, t.speaker, t.timestamp, t.text) for t in session.turns]
@@ -213,7 +279,7 @@ def memorize_writes(
                 "sequence": seq,
                 "title": session.title,
                 "created_at": session.created_at,
-                "memo": memo.text,
+                "memo": text,
                 "memo_version": version,
                 "tags": session.tags,
                 "classification": session.classification,
@@ -229,9 +295,9 @@ def memorize_writes(
             old_path = f"{prefix}pages/{old_id}.md"
             if old_path not in writes:
                 writes[old_path] = None
-        record = _session_record(session, memo, page_ids, version, turn_pages, digest)
-        writes[record_path] = dump_yaml(record).encode("utf-8")
-        entries = [*memory, (when, sid, one_line(memo.text))]
+        record = _session_record(session, written, page_ids, version, turn_pages, digest)
+        writes[_record_path(session)] = dump_yaml(record).encode("utf-8")
+        entries = [*memory, (when, sid, one_line(text))]
         writes[prefix + "MEMORY.md"] = render_memory(tenant, entries).encode("utf-8")
         status = "updated" if previous else "created"
     return writes, IngestResult(
@@ -240,10 +306,28 @@ def memorize_writes(
         status,
         page_ids,
         None,
-        memo.text,
-        memo.fallback_reason,
-        time.perf_counter() - started,
+        text,
+        written.fallback_reason,
+        memo.seconds + time.perf_counter() - started,
     )
+
+
+def _committed_state(
+    kb: KnowledgeBase, session: Session, rev: str = "HEAD"
+) -> tuple[dict[str, Any] | None, list[tuple[str, str, str]]]:
+    """The session's record and the tenant's memory of the other sessions, at ``rev``."""
+    record = _committed_record(kb, _record_path(session), rev)
+    memory = [e for e in read_memory(kb, session.tenant_id, rev) if e[1] != session.session_id]
+    return record, memory
+
+
+def _record_path(session: Session) -> str:
+    return f"{tenant_prefix(session.tenant_id)}sessions/{session.session_id}.yaml"
+
+
+def _memo_memory(memory: list[tuple[str, str, str]]) -> list[str]:
+    """The memory as a memo engine reads it."""
+    return [f"[{d}] {s}: {m}" for d, s, m in memory]
 
 
 def _page_body(session: Session, seq: int, turns: list[Turn]) -> str:
@@ -251,11 +335,11 @@ def _page_body(session: Session, seq: int, turns: list[Turn]) -> str:
     return f"# {heading} (page {seq})\n\n" + render_turns(turns)
 
 
-def _committed_record(kb: KnowledgeBase, path: str) -> dict[str, Any] | None:
+def _committed_record(kb: KnowledgeBase, path: str, rev: str = "HEAD") -> dict[str, Any] | None:
     """The session's record as committed (not as in the work tree: after a crash the work
     tree may hold files of a commit that never happened)."""
     try:
-        data = yaml.load(kb.read_bytes(path), Loader=Loader)
+        data = yaml.load(kb.read_bytes(path, rev), Loader=Loader)
     except NotFound:
         return None
     except yaml.YAMLError:

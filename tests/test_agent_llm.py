@@ -1,21 +1,26 @@
 """The LLM agent against a real llama.cpp server running SmolLM2-135M: a research call the
 model makes itself (the server holds it to the tool's schema), invalid tool arguments that go
-back to the model while the agent degrades to researching for it, and a stream that dies
-mid-answer (the server is killed) keeping the partial answer, marked and journaled."""
+back to the model while the agent degrades to researching for it, a stream that dies
+mid-answer (the server is killed) keeping the partial answer, marked and journaled, and a
+stopped answer that hangs up on the server instead of leaving it to answer on."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
 
 import pytest
 from silent import silent_server
 from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
 
+from kbmem.agent.context import TurnCancelled, TurnContext
 from kbmem.agent.events import AgentEvent, Notice, ReplyDelta, ToolCallFinished
 from kbmem.agent.journal import journal_dir, read_journal
+from kbmem.agent.llm_agent import LLMAgent
 from kbmem.agent.provenance import read_turn
 from kbmem.agent.session import ChatSession
+from kbmem.llm import LLMConfig
 from kbmem.local_llm import LocalLLMServer
 from kbmem.store import KnowledgeBase
 
@@ -164,7 +169,71 @@ def test_cancel_stops_a_turn_while_the_model_reads_its_prompt(
     waited = time.monotonic() - cancelled_at[0]
     assert record.status == "interrupted" and "cancelled" in (record.error or "")
     assert waited < 1.5, f"the turn stopped {waited:.1f} s after the cancel"
+    # The stopped round hung up: the thread reading its stream ended, not waiting on for a
+    # first chunk that comes only once the server has read the whole prompt.
+    time.sleep(0.5)
+    readers = [t.name for t in threading.enumerate() if t.name.startswith("kbmem-stream-")]
+    assert readers == []
     chat.close()
+
+
+@pytest.fixture(scope="module")
+def one_at_a_time() -> Iterator[LocalLLMServer]:
+    """A llama.cpp server that serves one request after another, as most one-slot servers do
+    (llama-cpp-python's own default ends a streamed answer when the next request arrives, which
+    would hide a client that leaves an answer running)."""
+    with LocalLLMServer(interrupt_requests=False) as server:
+        yield server
+
+
+def _round_context(on_event: Callable[[AgentEvent], None]) -> TurnContext:
+    """A turn's context for one model round (a round calls no tool)."""
+    return TurnContext(
+        chat_id="c",
+        turn=1,
+        tenant=TENANT,
+        message="",
+        history=[],
+        tools=None,  # type: ignore[arg-type]
+        emit=on_event,
+        cancel_event=threading.Event(),
+    )
+
+
+def test_a_stopped_answer_does_not_hold_up_the_next_turn(
+    one_at_a_time: LocalLLMServer,
+) -> None:
+    """Escape mid-answer, then the next question: the next model call used to wait until the
+    server had written out the whole stopped answer (here about 570 tokens, some 20 s on two
+    loaded cores), because the stream was dropped but its connection left open."""
+    agent = LLMAgent(LLMConfig(one_at_a_time.model, one_at_a_time.api_base, timeout_s=300))
+    agent.answer_tokens = 1000
+    story = [{"role": "user", "content": "Write a long story, of at least 1000 words, about a "
+              "ferry crossing in a storm."}]  # fmt: skip
+    deltas: list[ReplyDelta] = []
+
+    def stop_at_the_third_delta(event: AgentEvent) -> None:
+        if isinstance(event, ReplyDelta):
+            deltas.append(event)
+            if len(deltas) == 3:
+                stopping.cancel_event.set()
+
+    stopping = _round_context(stop_at_the_third_delta)
+    with pytest.raises(TurnCancelled):
+        agent._round(stopping, story, tool_choice=None)
+    stopped = time.monotonic()
+    agent.answer_tokens = 4
+    first: list[float] = []
+
+    def note_the_first_delta(event: AgentEvent) -> None:
+        if isinstance(event, ReplyDelta) and not first:
+            first.append(time.monotonic())
+
+    nxt = _round_context(note_the_first_delta)
+    result = agent._round(nxt, [{"role": "user", "content": "Say hello."}], tool_choice=None)
+    assert result.error is None and result.text
+    waited = first[0] - stopped
+    assert waited < 5, f"the next answer began {waited:.1f} s after the stop"
 
 
 def test_an_answer_cut_at_the_token_limit_says_so(

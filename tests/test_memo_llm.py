@@ -1,21 +1,26 @@
-"""The llm memo engine against a real llama.cpp server running SmolLM2, its checks, and its
-fallback to the offline memo when the model answers badly or not at all."""
+"""The llm memo engine against a real llama.cpp server running SmolLM2, its checks, its
+fallback to the offline memo when the model answers badly or not at all, and a slow model
+that keeps no other writer out of the knowledge base while it writes."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
 from kbgit import git, kbmem, summit_session, write_json
-from silent import silent_server
+from silent import silent_server, slow_model
 
+from kbmem.agent.batch import chat_session_id
+from kbmem.agent.session import ChatSession
 from kbmem.cli import main
 from kbmem.errors import ValidationError
 from kbmem.llm import LLMConfig
 from kbmem.local_llm import LocalLLMServer, free_port
 from kbmem.memo import MAX_MEMO_CHARS, LLMMemo, OfflineMemo, memo_engine
-from kbmem.memorizer import read_memory
+from kbmem.memorizer import IngestResult, ingest_session, read_memory
 from kbmem.pagestore import PageStore
 from kbmem.sessions import Session, session_from_mapping
 from kbmem.store import KnowledgeBase
@@ -175,3 +180,70 @@ def test_kbmem_ingest_notes_the_fallback_when_the_model_is_unreachable(
     assert "used the offline memo" in err
     page = PageStore(empty_kb, "default").read("pilot/1").page
     assert page.meta["memo"] == OfflineMemo().write(session_from_mapping(SESSION), []).text
+
+
+# A model that takes its time: long enough that a writer kept out for it is plain to see.
+SLOW_S = 4
+
+
+def test_a_chats_llm_memo_keeps_no_writer_waiting(example_kb: KnowledgeBase) -> None:
+    """Quitting commits the chat, memo and all; the memo used to be written while the commit
+    held the write lock, so every other writer (an HTTP ingest, another chat) waited for the
+    whole model call. Here an ingest lands while the model writes; the memory the memo was
+    written in view of changed, so it is written again in view of the new memory."""
+    kb = example_kb
+    chat = ChatSession(kb, "default")  # the offline agent answers
+    chat.send("What is the team's monthly AWS budget?")
+    memo = "The team's monthly AWS budget is 5,600 dollars."
+    with slow_model(memo, SLOW_S) as model:
+        # Read when the batch commits: the chat's memo is written by the model.
+        kb.settings.data["memorizer"]["memo_engine"] = "llm"
+        kb.settings.data["llm"].update(model="openai/slow", api_base=model.api_base)
+        closing = threading.Thread(target=chat.close)
+        closing.start()
+        assert model.asked.wait(60)
+        started = time.monotonic()
+        # Another writer with its own view of the knowledge base, as another process has.
+        other = ingest_session(KnowledgeBase(kb.root), session_from_mapping(SESSION))
+        waited = time.monotonic() - started
+        answered = model.answered.is_set()
+        closing.join(60)
+    assert other.status == "created"
+    assert not answered, f"the ingest waited {waited:.1f} s for the model"
+    assert not closing.is_alive() and chat.closed
+    assert len(model.prompts) == 2
+    assert "] pilot: " not in model.prompts[0][1]["content"]
+    assert "] pilot: " in model.prompts[1][1]["content"]
+    memory = {sid: text for _date, sid, text in read_memory(kb, "default")}
+    assert memory["pilot"] == other.memo
+    assert memory[chat_session_id(chat.chat_id)].endswith(f": {memo}")
+
+
+def test_an_ingests_llm_memo_keeps_no_writer_waiting(empty_kb: KnowledgeBase) -> None:
+    """An ingest with an llm memo (HTTP, MCP, the CLI) and another tenant's ingest meanwhile:
+    that memory is not this tenant's, so the memo is written once, and is the one used."""
+    memo = "Skerrick pilot starts 26 January at 300 pounds a month."
+    results: list[IngestResult] = []
+    with slow_model(memo, SLOW_S) as model:
+        engine = LLMMemo(LLMConfig("openai/slow", model.api_base, retries=0))
+        ingesting = threading.Thread(
+            target=lambda: results.append(
+                ingest_session(empty_kb, session_from_mapping(SESSION), engine)
+            )
+        )
+        ingesting.start()
+        assert model.asked.wait(60)
+        started = time.monotonic()
+        other_session = summit_session("rota", ["Ops rota: Tobias is on call this week."], "ops")
+        other = ingest_session(KnowledgeBase(empty_kb.root), session_from_mapping(other_session))
+        waited = time.monotonic() - started
+        answered = model.answered.is_set()
+        ingesting.join(60)
+    assert other.status == "created"
+    assert not answered, f"the other ingest waited {waited:.1f} s for the model"
+    assert len(model.prompts) == 1
+    (result,) = results
+    assert result.status == "created" and result.memo_note == ""
+    assert result.memo == f"2026-01-05 · Maya, Assistant: {memo}"
+    assert read_memory(empty_kb, "default") == [("2026-01-05", "pilot", result.memo)]
+    assert PageStore(empty_kb, "default").read("pilot/1").page.meta["memo"] == result.memo

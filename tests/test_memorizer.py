@@ -20,8 +20,8 @@ from kbgit import ROOT, commit_count, fsck, git, head, session_trailers, status,
 
 from kbmem.config import load_settings
 from kbmem.errors import NotFound, ValidationError
-from kbmem.memo import OfflineMemo
-from kbmem.memorizer import ingest_session, read_memory
+from kbmem.memo import Memo, OfflineMemo
+from kbmem.memorizer import MEMO_ATTEMPTS, ingest_session, read_memory
 from kbmem.pages import HEADER_FIELDS
 from kbmem.pagestore import PageStore
 from kbmem.sessions import Session, session_from_mapping
@@ -345,6 +345,47 @@ def test_two_processes_ingesting_at_once_both_land(empty_kb: KnowledgeBase, tmp_
     assert set(store.files()) == {f"{sid}/1" for sid in expected}
     assert status(root) == ""
     fsck(root)
+
+
+class BusyMemo(OfflineMemo):
+    """The offline memo, taking as long as another writer (its own view of the knowledge base,
+    as another process has) needs to memorize a session, as a slow model gives it time to:
+    memory moves on under every memo."""
+
+    slow = True
+
+    def __init__(self, other: KnowledgeBase) -> None:
+        super().__init__()
+        self.other = other
+        self.seen: list[list[str]] = []
+
+    def write(self, session: Session, memory: list[str]) -> Memo:
+        self.seen.append(list(memory))
+        n = len(self.seen)
+        note = f"Interim note {n}: Tobias checked ferry manifest {n} at Skerrick."
+        ingest_session(self.other, _session(f"interim-{n}", [note], day="2026-01-02"))
+        return super().write(session, memory)
+
+
+def test_sessions_memorized_while_a_memo_is_written_are_kept(empty_kb: KnowledgeBase) -> None:
+    """A slow engine's memo is written without the write lock, so other writers commit
+    meanwhile: it is written again in view of the new memory, a few times at most, and
+    whatever landed meanwhile keeps its line in MEMORY.md."""
+    engine = BusyMemo(KnowledgeBase(empty_kb.root))
+    session = _session("kickoff", KICKOFF, day="2026-01-05")
+    result = ingest_session(empty_kb, session, engine)
+    assert result.status == "created"
+    assert [len(memory) for memory in engine.seen] == list(range(MEMO_ATTEMPTS))
+    # The last memo is kept though one more session landed while it was written.
+    assert result.memo == OfflineMemo().write(session, engine.seen[-1]).text
+    memory = read_memory(empty_kb, "default")
+    assert [sid for _d, sid, _m in memory] == [
+        *(f"interim-{n}" for n in range(1, MEMO_ATTEMPTS + 1)),
+        "kickoff",
+    ]
+    assert memory[-1][2] == result.memo
+    assert status(empty_kb.root) == ""
+    fsck(empty_kb.root)
 
 
 def test_a_process_killed_during_ingest_leaves_a_consistent_repository(

@@ -4,8 +4,10 @@ itself memorized as a session (so later chats can research what was said), with 
 
 Exactly once: under the write lock, the turns whose snapshot HEAD already holds are left
 out, so replaying a journal after a crash between the commit and the journal's ``committed``
-line adds nothing. Another writer holding the lock makes the commit wait and
-retry until ``git.lock_timeout_s``; on LockTimeout the turns stay in the journal.
+line adds nothing. The chat's memo is written before the lock is taken (an llm memo engine
+takes seconds to minutes, and no other writer should wait for it). Another writer holding
+the lock makes the commit wait and retry until ``git.lock_timeout_s``; on LockTimeout the
+turns stay in the journal.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from datetime import UTC, datetime
 
 from ..errors import LockTimeout, NotFound, StorageError
 from ..memo import memo_engine
-from ..memorizer import memorize_writes
+from ..memorizer import MemoOutdated, SessionMemo, memorize_writes, write_memo
 from ..sessions import CHAT_AGENT, CHAT_PREFIX, Session, SessionTurn
 from ..store import KnowledgeBase, lock_timeout
 from .events import AgentEvent, BatchCommitted, Notice
@@ -149,12 +151,17 @@ class BatchCommitter:
         if not records:
             return None
         started = time.perf_counter()
+        session = chat_session(records[0].tenant, chat_id, history)
+        engine = memo_engine(self.kb.settings)
+        # The memo first, without the lock: an llm memo engine takes seconds to minutes, and
+        # every other writer would wait for it.
+        memo = write_memo(self.kb, session, engine)
         deadline = time.monotonic() + self.lock_timeout_s
         warned = False
         while True:
             try:
                 with self.kb.write_lock(timeout=LOCK_POLL_S):
-                    sha = self._commit_locked(chat_id, records, history)
+                    sha = self._commit_locked(chat_id, records, session, memo)
                 break
             except LockTimeout as exc:
                 if time.monotonic() >= deadline:
@@ -171,6 +178,12 @@ class BatchCommitter:
                             "the batch commit waits",
                         )
                     )
+            except MemoOutdated:
+                # Another session of the tenant was memorized meanwhile: a memo in view of
+                # it, written outside the lock again; its time is no wait for the lock.
+                took = time.monotonic()
+                memo = write_memo(self.kb, session, engine, attempt=memo.attempt + 1)
+                deadline += time.monotonic() - took
             except StorageError:
                 # HEAD moved under us (someone committed by hand): try once more on top of it.
                 if time.monotonic() >= deadline:
@@ -209,10 +222,8 @@ class BatchCommitter:
         return self.commit(chat_id, pending, history, journal, on_event, recovered=True)
 
     def _commit_locked(
-        self, chat_id: str, records: list[TurnRecord], history: list[ChatLine]
+        self, chat_id: str, records: list[TurnRecord], session: Session, memo: SessionMemo
     ) -> str | None:
-        if not records:
-            return None
         tenant = records[0].tenant
         done = committed_turns(self.kb, tenant, chat_id)
         todo = [r for r in records if r.turn not in done]
@@ -221,8 +232,7 @@ class BatchCommitter:
         writes: dict[str, bytes | None] = {}
         for record in todo:
             writes.update(snapshot_files(record))
-        session = chat_session(tenant, chat_id, history)
-        memorized, result = memorize_writes(self.kb, session, memo_engine(self.kb.settings))
+        memorized, result = memorize_writes(self.kb, session, memo)
         writes.update(memorized)
         first, last = todo[0].turn, todo[-1].turn
         return self.kb.commit_files(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import LLMError, ModelUnreachable
-from ..llm import LLMConfig, stream_chat
+from ..llm import ChatStream, LLMConfig, stream_chat
 from ..textutil import count_tokens, truncate_tokens
 from .context import TurnContext
 from .offline import NOTHING, OfflineAgent
@@ -303,24 +303,22 @@ def _force(name: str) -> dict[str, Any]:
 _END = object()
 
 
-def _cancellable(stream: Iterator[Any], ctx: TurnContext) -> Iterator[Any]:
+def _cancellable(stream: ChatStream, ctx: TurnContext) -> Iterator[Any]:
     """The stream's chunks, read by a helper thread, so that a cancel stops the turn at once:
     no chunk arrives while the model reads its prompt, which takes a local model seconds to
-    minutes, and the escape key or quitting the TUI waited for all of it. A cancelled stream
-    is left to its thread, which closes it at its next chunk."""
+    minutes, and the escape key or quitting the TUI waited for all of it. Leaving (a cancel,
+    or any other end) closes the stream: its connection is shut down, which wakes the helper
+    thread and tells the server to stop, so the next turn does not wait behind a stopped one
+    (a llama.cpp server still finishes reading a prompt it has started on)."""
     chunks: queue.Queue[Any] = queue.Queue()
-    stop = threading.Event()
 
     def pump() -> None:
         try:
             for chunk in stream:
-                if stop.is_set():
-                    break
                 chunks.put(chunk)
         except BaseException as exc:  # re-raised in the turn's thread
             chunks.put(exc)
         finally:
-            stream.close()  # type: ignore[attr-defined]
             chunks.put(_END)
 
     threading.Thread(target=pump, name=f"kbmem-stream-{ctx.turn}", daemon=True).start()
@@ -338,4 +336,4 @@ def _cancellable(stream: Iterator[Any], ctx: TurnContext) -> Iterator[Any]:
             ctx.check_cancel()
             yield item
     finally:
-        stop.set()
+        stream.close()
