@@ -56,3 +56,32 @@ def test_page_lists_and_pages_refuse_unknown_tools(harbour: KnowledgeBase) -> No
         toolkit.pages("crane", "grep", 3)
     with pytest.raises(ValidationError, match="unknown tool"):
         toolkit.page_lists("crane", "grep")
+
+
+def test_the_names_every_page_holds_do_not_rank_whole_pages(tmp_path) -> None:
+    """In a conversation of two, both names are on every page (each turn is indexed with its
+    speaker). Asked where John travelled, the session where he says it must lead the one
+    where Maria travelled and John talked more: a term every page holds says nothing about
+    which page is meant. With Whoosh's weight (a floor of 1) the name counted for about a
+    quarter of a rare word, and the page that held it most often came first."""
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    sessions = {
+        "s-lisbon": (
+            "2026-01-12",
+            [("John", "I travelled to Lisbon."), *[("Maria", "Maria here, a busy day.")] * 3],
+        ),
+        "s-oslo": (
+            "2026-02-03",
+            [
+                ("Maria", "I travelled to Oslo last month with my sister for a music festival."),
+                *[("John", "John here, a busy day.")] * 3,
+            ],
+        ),
+    }
+    for n in range(10):
+        sessions[f"s-hello{n}"] = (f"2026-03-{n + 10}", [("Maria", "Hi John."), ("John", "Hi.")])
+    memorize(kb, "pair", sessions)
+    toolkit = Toolkit(kb, "pair")
+    toolkit.index.sync()
+    ranked = [p for p, _s in toolkit.bm25_pages("Where has John travelled?", 3)]
+    assert ranked[:2] == ["s-lisbon/1", "s-oslo/1"]
