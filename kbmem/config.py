@@ -119,8 +119,21 @@ def _positive_int(data: dict[str, Any], section: str, key: str) -> None:
         raise ValidationError(f"must be a positive integer, got {value!r}", f"{section}.{key}")
 
 
+def _seconds(data: dict[str, Any], section: str, key: str, zero: bool) -> None:
+    """A finite number of seconds: more than 0, or 0 or more when ``zero`` is allowed."""
+    value = data[section][key]
+    number = not isinstance(value, bool) and isinstance(value, int | float)
+    if not number or not (value >= 0 if zero else value > 0) or not value < 1e9:
+        wanted = "0 or more" if zero else "more than 0"
+        raise ValidationError(
+            f"must be a number of seconds, {wanted}; got {value!r}", f"{section}.{key}"
+        )
+
+
 def _validate(settings: Settings) -> None:
     d = settings.data
+    _seconds(d, "git", "lock_timeout_s", zero=True)  # 0: never wait for another writer
+    _seconds(d, "llm", "timeout_s", zero=False)
     for section, key in [
         ("memorizer", "page_tokens"),
         ("memorizer", "memo_sentences"),

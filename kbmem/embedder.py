@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from .textutil import SURROGATE
+
 DIM = 384
 # A call embedding at least this many texts (an index build, a session ingested) runs on every
 # core: its batches keep the cores busy, so nothing spin-waits (see ``threads``). The example
@@ -126,6 +128,9 @@ def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:
     pieces of each)."""
     if not texts:
         return np.zeros((0, DIM), dtype=np.float32)
+    # A lone surrogate (bytes that were not UTF-8) is no character: the tokenizer raises on
+    # it, and an index takes an error while it is read for damage, and rebuilds itself.
+    texts = [SURROGATE.sub("\ufffd", t) if SURROGATE.search(t) else t for t in texts]
     model = _load()
     with bulk(len(texts)):
         vectors = model.encode(

@@ -11,6 +11,7 @@ view of is still the tenant's, and written again if not (outside the lock, by a 
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from dataclasses import dataclass, field
@@ -19,13 +20,15 @@ from typing import Any
 import yaml
 
 from .errors import NotFound, ValidationError
-from .ids import session_page_id
+from .ids import page_id_for, session_page_id
 from .memo import Memo, MemoEngine, OfflineMemo, one_line, participants
 from .pages import Loader, Page, Turn, dump_yaml, render_page, render_turn, render_turns
 from .pagestore import tenant_exists, tenant_prefix
 from .sessions import Session
 from .store import KnowledgeBase
 from .textutil import count_tokens
+
+log = logging.getLogger("kbmem")
 
 MEMORY_LINE = re.compile(r"^- \[(?P<date>[^\]]*)\] (?P<sid>\S+) — (?P<memo>.*)$")
 HEADER_CONTEXT_SESSIONS = 2
@@ -264,7 +267,7 @@ def memorize_writes(
         before = [e for e in memory if e[0] <= when][-HEADER_CONTEXT_SESSIONS:]
         turns = [Turn(t.id, t.speaker, t.timestamp, t.text) for t in session.turns]
         groups = split_turns(turns, kb.settings.page_tokens)
-        version = int(previous.get("memo_version", 0)) + 1 if previous else 1
+        version = _memo_version(previous) + 1
         writes: dict[str, bytes | None] = {}
         page_ids, turn_pages = [], {}
         for seq, group in enumerate(groups, start=1):
@@ -291,15 +294,14 @@ def memorize_writes(
             }
             page = Page(meta=meta, body=_page_body(session, seq, group))
             writes[f"{prefix}pages/{sid}/{seq}.md"] = render_page(page).encode("utf-8")
-        for old_id in (previous or {}).get("pages", []):
-            old_path = f"{prefix}pages/{old_id}.md"
-            if old_path not in writes:
-                writes[old_path] = None
+        old_paths = _old_page_paths(kb, prefix, sid, previous)
+        for old_path in sorted(old_paths - writes.keys()):
+            writes[old_path] = None
         record = _session_record(session, written, page_ids, version, turn_pages, digest)
         writes[_record_path(session)] = dump_yaml(record).encode("utf-8")
         entries = [*memory, (when, sid, one_line(text))]
         writes[prefix + "MEMORY.md"] = render_memory(tenant, entries).encode("utf-8")
-        status = "updated" if previous else "created"
+        status = "updated" if previous or old_paths else "created"
     return writes, IngestResult(
         tenant,
         sid,
@@ -337,11 +339,44 @@ def _page_body(session: Session, seq: int, turns: list[Turn]) -> str:
 
 def _committed_record(kb: KnowledgeBase, path: str, rev: str = "HEAD") -> dict[str, Any] | None:
     """The session's record as committed (not as in the work tree: after a crash the work
-    tree may hold files of a commit that never happened)."""
+    tree may hold files of a commit that never happened). A record broken by hand is named
+    in a warning and written anew."""
     try:
         data = yaml.load(kb.read_bytes(path, rev), Loader=Loader)
     except NotFound:
         return None
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        log.warning(
+            "%s is not valid YAML (%s); the session is memorized anew",
+            path,
+            " ".join(str(exc).split()),
+        )
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        log.warning("%s is not a mapping; the session is memorized anew", path)
+        return None
+    return data
+
+
+def _memo_version(record: dict[str, Any] | None) -> int:
+    """The memo version a session record gives (0 for none, or one broken by hand)."""
+    value = (record or {}).get("memo_version", 0)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _old_page_paths(
+    kb: KnowledgeBase, prefix: str, sid: str, record: dict[str, Any] | None
+) -> set[str]:
+    """The session's pages at HEAD, as its record lists them; when the record cannot say
+    (missing or broken by hand), every page in the session's folder, so that no page of an
+    older version stays behind. Never another session's page, nor a file that is no page."""
+    listed = (record or {}).get("pages")
+    if isinstance(listed, list):
+        candidates = [f"{prefix}pages/{p}.md" for p in listed if isinstance(p, str)]
+    else:
+        candidates = list(kb.list_files(f"{prefix}pages/{sid}/"))
+    return {
+        path
+        for path in candidates
+        if (page_id_for(path[len(prefix) :]) or "").startswith(f"{sid}/")
+    }

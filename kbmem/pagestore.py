@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from collections.abc import Iterator
@@ -120,36 +121,49 @@ class PageStore:
                 problems.append((path, exc.problem))
         return problems
 
+    def iter_versions(self, path: str, start: str | None = None) -> Iterator[CommitInfo]:
+        """Commits of the tenant's file ``path``, newest first (from the full commit id
+        ``start`` and older when given), following its renames within the tenant: a file
+        moved here from another tenant's folder begins its history with the move (what it
+        was before is the other tenant's to read). Git reads no further than is taken."""
+        with contextlib.closing(self.kb.iter_log(path, start=start)) as walk:
+            for commit in walk:
+                if commit.path is not None and not commit.path.startswith(self.prefix):
+                    return
+                yield commit
+
+    def versions(self, path: str) -> list[CommitInfo]:
+        """Every commit of the tenant's file ``path`` (see iter_versions)."""
+        return list(self.iter_versions(path))
+
     def history(
         self, page_id: str, max_count: int | None = None, before: str | None = None
     ) -> list[CommitInfo]:
-        """The page's commits, newest first, following its renames: at most ``max_count``,
-        and only those older than ``before`` (the full id of one of them) when given; git
-        reads no further back than that. NotFound when the tenant never had the page, and a
-        ValidationError naming ``before`` when it is not a commit of the page's history."""
+        """The page's commits, newest first, following its renames within the tenant: at
+        most ``max_count``, and only those older than ``before`` (the full id of one of them)
+        when given; git reads no further back than that. NotFound when the tenant never had
+        the page, and a ValidationError naming ``before`` when it is not a commit of the
+        page's history."""
         path = self.path_of(page_id)
         if before is None:
-            commits = self.kb.log(path, max_count=max_count)
+            commits = _take(self.iter_versions(path), max_count)
             if not commits:
                 raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r}")
             return commits
         # From the cursor on, under the name the page had there: its name now, unless it was
         # renamed since (then the cursor's commit does not come first).
         count = None if max_count is None else max_count + 1
-        commits = self.kb.log(path, max_count=count, start=before)
+        commits = _take(self.iter_versions(path, start=before), count)
         if commits and commits[0].sha == before:
             return commits[1:]
         # Renamed since: the walk from the top follows the rename down to the cursor, and
         # stops the window after it.
-        walk = self.kb.iter_log(path)
-        try:
+        with contextlib.closing(self.iter_versions(path)) as walk:
             had_versions = False
             for commit in walk:
                 if commit.sha == before:
                     return list(itertools.islice(walk, max_count))
                 had_versions = True
-        finally:
-            walk.close()
         if not had_versions:
             raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r}")
         raise ValidationError("is not a commit of this page's history", "before")
@@ -162,3 +176,9 @@ class PageStore:
         return self.kb.diff(
             old_sha, new_sha, versions.get(old_sha) or current, versions.get(new_sha) or current
         )
+
+
+def _take(commits: Iterator[CommitInfo], count: int | None) -> list[CommitInfo]:
+    """The first ``count`` of ``commits`` (all with None), and git stopped after them."""
+    with contextlib.closing(commits):
+        return list(itertools.islice(commits, count))

@@ -18,7 +18,7 @@ import yaml
 
 from .errors import ValidationError
 from .ids import MAX_ID_LENGTH, check_segment, check_session_id, check_tenant
-from .textutil import slug
+from .textutil import slug, unstorable_field
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_SPEAKER_LENGTH = 200
@@ -208,6 +208,13 @@ def session_from_mapping(data: Any, tenant: str | None = None) -> Session:
     session's own ``tenantId`` (and stands in for it when the file has none)."""
     if not isinstance(data, dict):
         raise ValidationError("a session must be a mapping (JSON object)", "session")
+    unstorable = unstorable_field(data, "")
+    if unstorable is not None:
+        raise ValidationError(
+            "holds half of a UTF-16 surrogate pair (\\ud800-\\udfff), which no file or git "
+            "commit can hold",
+            unstorable or "session",
+        )
     file_tenant = data.get("tenantId")
     if file_tenant is None and tenant is None:
         raise ValidationError("missing; every session belongs to a tenant", "tenantId")
@@ -358,9 +365,16 @@ def load_document(path: Path) -> Any:
     if size > MAX_FILE_BYTES:
         raise ValidationError(f"is {size} bytes; the limit is {MAX_FILE_BYTES}", str(path))
     try:
-        raw = path.read_bytes()
+        # At most one byte past the limit: a pipe or a device (/dev/zero) has no size to
+        # check first, and may never end.
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ValidationError(f"cannot read: {exc.strerror}", str(path)) from exc
+    if len(raw) > MAX_FILE_BYTES:
+        raise ValidationError(f"holds more than {MAX_FILE_BYTES} bytes, the limit", str(path))
+    if not raw or raw.isspace():
+        raise ValidationError("is empty; it holds no session", str(path))
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

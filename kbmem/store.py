@@ -385,7 +385,9 @@ class KnowledgeBase:
     ) -> list[CommitInfo]:
         """Commits touching ``relpath`` (a file, following its renames unless ``follow`` is
         False; a folder needs False) or all commits, newest first; from the full commit id
-        ``start`` and older, or from HEAD."""
+        ``start`` and older, or from HEAD. A file that began as a copy of another (the same
+        or nearly the same text: an answer given twice, a note copied into another tenant)
+        has its history begin there: the other file's commits are not its own."""
         return list(self.iter_log(relpath, max_count, follow, start))
 
     def iter_log(
@@ -402,7 +404,7 @@ class KnowledgeBase:
         # Literal pathspecs: a note named 'notes/[ab].md' is that file, not a pattern that
         # matches 'notes/a.md' too. -z: file names as they are (not quoted, as git quotes
         # non-ASCII names otherwise).
-        args = [GIT, "--literal-pathspecs", "log", _LOG_FORMAT, "--name-only", "-z"]
+        args = [GIT, "--literal-pathspecs", "log", _LOG_FORMAT, "--name-status", "-z"]
         if max_count:
             args.append(f"-n{max_count}")
         if start is not None:
@@ -425,9 +427,14 @@ class KnowledgeBase:
                 *records, rest = (rest + chunk).split(b"\x1e")
                 for record in records:
                     if record:
-                        yield _commit_info(record, relpath)
+                        info, status = _commit_info(record, relpath)
+                        yield info
+                        # git's --follow takes copies for renames: where this file was made
+                        # as a copy of another that stays, its own history begins.
+                        if relpath and follow and status.startswith("C"):
+                            return
             if rest:
-                yield _commit_info(rest, relpath)
+                yield _commit_info(rest, relpath)[0]
             err = proc.stderr.read()
             if proc.wait() != 0:
                 raise StorageError(f"git log failed: {err.decode(errors='replace').strip()}")
@@ -821,11 +828,17 @@ class KnowledgeBase:
         )
 
 
-def _commit_info(record: bytes, relpath: str | None) -> CommitInfo:
-    """One commit of ``git log`` in :data:`_LOG_FORMAT` with its file names (``-z``)."""
+def _commit_info(record: bytes, relpath: str | None) -> tuple[CommitInfo, str]:
+    """One commit of ``git log`` in :data:`_LOG_FORMAT` with its changes (``--name-status
+    -z``), and the status of the first change (``M``, ``A``, ``R100``, ``C075``...): the
+    commit's path is that change's (the new path of a rename or copy), given for a ``relpath``."""
     sha, date, author, message, names = record.decode("utf-8", "replace").split("\x1f")
-    files = [n for n in names.removeprefix("\0").removeprefix("\n").split("\0") if n]
-    return CommitInfo(sha, date, author, message.strip(), files[0] if relpath and files else None)
+    fields = names.removeprefix("\0").removeprefix("\n").split("\0")
+    status, path = "", None
+    if len(fields) >= 2 and fields[0]:
+        status = fields[0]
+        path = fields[2] if status[:1] in ("R", "C") and len(fields) >= 3 else fields[1]
+    return CommitInfo(sha, date, author, message.strip(), path if relpath else None), status
 
 
 def _text(value: str | bytes) -> str:

@@ -37,6 +37,29 @@ _UNPRINTABLE = re.compile(
 )
 # The same characters in JSON text: json.dumps escapes C0 controls itself, not the others.
 _JSON_UNSAFE = re.compile(r"[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Half a UTF-16 pair: JSON's escapes ("\\ud800") and bytes that are not UTF-8 (Python keeps
+# them as U+DC80-U+DCFF in command-line arguments and file names) arrive as such, and no file,
+# git commit or tokenizer can take one.
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def unstorable_field(value: object, field: str) -> str | None:
+    """The first place in ``value`` (text, or lists and mappings of it, keys included) that
+    holds a lone surrogate (see ``SURROGATE``), named from ``field`` (``turns[0].content``;
+    a mapping, for a key); None when every text in it can be stored."""
+    stack: list[tuple[object, str]] = [(value, field)]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, str):
+            if SURROGATE.search(item):
+                return where
+        elif isinstance(item, dict):
+            keys = [(k, where) for k in item]  # first: a name below must hold no surrogate
+            values = [(v, f"{where}.{k}" if where else str(k)) for k, v in item.items()]
+            stack.extend(reversed(keys + values))
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed([(v, f"{where}[{i}]") for i, v in enumerate(item)]))
+    return None
 
 
 def count_tokens(text: str) -> int:

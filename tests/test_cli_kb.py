@@ -438,7 +438,7 @@ def _bad_documents() -> list[tuple[str, str, str]]:
     good = summit_session("ok", TEXTS)
     cases = [
         ("bad.json", '{"tenantId": "default", "turns": [}', "malformed JSON at line 1"),
-        ("bad.json", "", "malformed JSON"),
+        ("bad.json", "", "is empty; it holds no session"),
         ("bad.yaml", "tenantId: [default\nturns:\n  - role: user\n", "malformed YAML"),
         ("bad.yml", "tenantId: default\n\tturns: []\n", "malformed YAML"),
         ("bad.json", json.dumps({k: v for k, v in good.items() if k != "tenantId"}), "tenantId"),

@@ -371,6 +371,61 @@ async def _audit_refuses(kb: KnowledgeBase) -> None:
         assert "refused" in shown and "Maya Lindqvist" not in shown
 
 
+def test_audit_says_a_page_changed_since_and_which_commit_recorded_the_turn(
+    kb: KnowledgeBase,
+) -> None:
+    """What `kbmem audit` says, the Audit screen says too: it showed the cited version of a
+    page edited since with nothing to tell it from the page as it is now, named no commit
+    for the turn, gave the tool calls' hits without the commit they were read at, and showed
+    lines outside the file as an interval with no lines at all."""
+    asyncio.run(_audit_changed(kb))
+
+
+async def _audit_changed(kb: KnowledgeBase) -> None:
+    with ChatSession(kb, "default", chat_id="asked") as chat:
+        record = chat.send(QUESTION)
+    recorded = kb.head()
+    cited = record.context[0]
+    commit_edit(kb.root, cited.path, lambda old: b"Rewritten by hand.\n")
+    plant_intervals(
+        kb.root,
+        turn_dir("default", "asked", 1),
+        [{**ctx.to_dict(), "lines": [ctx.start, ctx.end]} for ctx in record.context[:1]]
+        + [
+            {
+                "page_id": "notes/glossary.md",
+                "path": "tenants/default/notes/glossary.md",
+                "lines": [900, 901],
+                "commit": cited.commit,
+                "cited": True,
+            }
+        ],
+    )
+    app = KbmemApp(kb, "default", chat_id="next", cursor_blink=False, show_times=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f4")
+        screen = app.screen
+        assert isinstance(screen, AuditScreen)
+        await wait_until(pilot, lambda: screen.current is not None, "the turn")
+        await pilot.press("i")
+        items = screen.query_one("#interval-list")
+        await wait_until(pilot, lambda: len(items.query(IntervalCard)) == 2, "the intervals")
+        title = rendered(screen.query_one("#turn-title", Static))
+        assert f"committed in @{recorded[:10]}" in title
+        changed, outside = items.query(IntervalCard)
+        assert changed.resolved.item.page_id == cited.page_id
+        assert "page changed since" in rendered(changed.query_one(".head", Static))
+        shown = rendered(changed.query_one(NumberedLines).cited())
+        assert "Rewritten by hand" not in shown  # the version the answer read
+        assert "outside the file" in outside.resolved.problem
+        assert "outside the file" in rendered(outside.query_one(".problem", Static))
+        assert "page changed since" not in rendered(outside.query_one(".head", Static))
+        await pilot.press("t")
+        (call,) = screen.query(ToolCallView)
+        hits = rendered(call.result_view)
+        assert f"@{cited.commit[:10]}" in hits
+
+
 def test_keys_that_arrive_in_a_burst_send_the_whole_message(kb: KnowledgeBase) -> None:
     """Keys queue up when the terminal sends them together (typing fast, tmux send-keys, a
     busy app): enter sends what was typed before it, all of it, and what was typed after it

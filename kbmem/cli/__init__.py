@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from ..errors import KbmemError
+from ..errors import KbmemError, ValidationError
 from ..store import KnowledgeBase
-from ..textutil import printable
+from ..textutil import SURROGATE, printable
 
 AREAS = ("kb", "research_cmds", "chat_cmds", "bench_cmds", "serve_cmds", "mcp_cmds")
 
@@ -25,6 +25,7 @@ class Context:
     kb_path: Path
     tenant_arg: str | None
     _kb: KnowledgeBase | None = field(default=None, repr=False)
+    _read_tenant: str | None = field(default=None, repr=False)
 
     @property
     def kb(self) -> KnowledgeBase:
@@ -39,6 +40,24 @@ class Context:
         if self.tenant_arg is not None:  # --tenant "" is an error, not the default
             return check_tenant(self.tenant_arg)
         return check_tenant(self.kb.settings.data["default_tenant"])
+
+    @property
+    def reading_tenant(self) -> str:
+        """The tenant, for a command that only reads it: one that holds nothing is named on
+        stderr when the command has done (see :meth:`empty_tenant_note`)."""
+        self._read_tenant = self.tenant
+        return self._read_tenant
+
+    def empty_tenant_note(self) -> str | None:
+        """What to say when the tenant a command read holds nothing: a misspelt ``--tenant``
+        reads as an empty memory ("no hits"), not as a mistake, unless kbmem says so."""
+        from ..pagestore import tenant_exists, tenant_names
+
+        tenant = self._read_tenant
+        if tenant is None or tenant_exists(self.kb, tenant):
+            return None
+        others = ", ".join(tenant_names(self.kb)) or "none"
+        return f"kbmem: tenant {tenant!r} holds nothing yet (tenants: {others})"
 
 
 def add_common(parser: argparse.ArgumentParser, default: object = None) -> None:
@@ -120,6 +139,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def argument_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """``{dest: name as typed}`` of every argument of ``parser`` and its commands: ``--tenant``
+    for an option, ``query`` for a positional argument."""
+    names: dict[str, str] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                names.update(argument_names(sub))
+        elif action.option_strings:
+            names.setdefault(action.dest, max(action.option_strings, key=len))
+        else:
+            names.setdefault(action.dest, action.dest)
+    return names
+
+
+def check_text_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse an argument that is not UTF-8 text: Python keeps such bytes as lone surrogates,
+    which reach a tokenizer, a journal or git only to fail there. A file name (a ``Path``)
+    may be any bytes the file system takes."""
+    for dest, value in vars(args).items():
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and SURROGATE.search(v) for v in values):
+            name = argument_names(parser).get(dest, dest)
+            raise ValidationError("is not UTF-8 text", name)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -131,7 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     kb_path = args.kb or Path(os.environ.get("KBMEM_KB") or ".")
     ctx = Context(kb_path=kb_path, tenant_arg=args.tenant)
     try:
-        return int(args.handler(ctx, args) or 0)
+        check_text_arguments(parser, args)
+        code = int(args.handler(ctx, args) or 0)
+        note = ctx.empty_tenant_note()
+        if note:
+            print(printable(note), file=sys.stderr)
+        return code
     except KbmemError as exc:
         # Messages quote bad ids and field values as they were given.
         print(f"kbmem: error: {printable(str(exc))}", file=sys.stderr)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import KbmemError, ValidationError
 from ..service import turn_reply_dict, turn_summary_dict
-from ..textutil import PrintableStream, json_text, printable
+from ..textutil import SURROGATE, PrintableStream, json_text, printable
 from . import Commands
 
 
@@ -108,14 +108,28 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
 
+    if hasattr(sys.stdin, "reconfigure"):
+        # Bytes that are not UTF-8 become lone surrogates, refused below with the line's
+        # number (strict decoding would fail the whole read, at no particular line).
+        sys.stdin.reconfigure(errors="surrogateescape")
     chat = ChatSession(ctx.kb, ctx.tenant, args.model, args.chat_id, on_event=on_event)
     print(f"kbmem: chat {chat.chat_id} ({chat.agent_name} agent)", file=sys.stderr)
     try:
-        for line in sys.stdin:
+        for number, line in enumerate(sys.stdin, start=1):
             message = line.strip()
             if not message:
                 continue
-            record = chat.send(message, on_event)
+            try:
+                if SURROGATE.search(message):
+                    raise ValidationError("is not UTF-8 text", "message")
+                record = chat.send(message, on_event)
+            except ValidationError as exc:
+                if exc.field != "message":
+                    raise
+                # The turns answered so far are kept and committed, as at the end of input.
+                answer.end()
+                chat.close()
+                raise ValidationError(exc.problem, f"stdin line {number}") from exc
             answer.end()
             if args.json:
                 print(json_text(turn_reply_dict(record)))
@@ -137,7 +151,7 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
 def cmd_turns(ctx: Any, args: argparse.Namespace) -> int:
     from ..agent.provenance import iso, list_turns
 
-    turns = list_turns(ctx.kb, ctx.tenant, args.chat)
+    turns = list_turns(ctx.kb, ctx.reading_tenant, args.chat)
     if args.json:
         print(json_text([turn_summary_dict(t) for t in turns], indent=1))
         return 0
@@ -176,7 +190,7 @@ def cmd_ask(ctx: Any, args: argparse.Namespace) -> int:
     from ..research.researcher import Researcher
 
     kb = ctx.kb
-    researcher = Researcher(kb, ctx.tenant)
+    researcher = Researcher(kb, ctx.reading_tenant)
     engine = args.engine or kb.settings.section("research")["engine"]
     if engine == "llm":
         try:

@@ -109,7 +109,7 @@ def cmd_ingest(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_pages(ctx: Any, args: argparse.Namespace) -> int:
-    store = PageStore(ctx.kb, ctx.tenant)
+    store = PageStore(ctx.kb, ctx.reading_tenant)
     if args.check:
         problems = store.check(args.at)
         for path, problem in problems:
@@ -143,7 +143,7 @@ def cmd_log(ctx: Any, args: argparse.Namespace) -> int:
     else:
         # The tenant's history only: commit messages name sessions and notes, and another
         # tenant's are not this one's to read.
-        commits = ctx.kb.log(tenant_prefix(ctx.tenant), max_count=args.n, follow=False)
+        commits = ctx.kb.log(tenant_prefix(ctx.reading_tenant), max_count=args.n, follow=False)
     for c in commits:
         subject = c.message.splitlines()[0] if c.message else ""
         where = f"  [{c.path}]" if c.path and args.page else ""

@@ -28,7 +28,7 @@ def cmd_search(ctx: Any, args: argparse.Namespace) -> int:
     from ..service import hit_dict
     from ..toolkit import Toolkit
 
-    hits = Toolkit(ctx.kb, ctx.tenant).search(args.query, args.tool, args.k)
+    hits = Toolkit(ctx.kb, ctx.reading_tenant).search(args.query, args.tool, args.k)
     if args.json:
         print(
             json_text(
@@ -53,7 +53,7 @@ def cmd_reindex(ctx: Any, args: argparse.Namespace) -> int:
     from ..index import TenantIndex
     from ..pagestore import tenant_names
 
-    tenants = [ctx.tenant]
+    tenants = [ctx.tenant if args.all_tenants else ctx.reading_tenant]
     if args.all_tenants:
         tenants = tenant_names(ctx.kb) or tenants
     for tenant in tenants:

@@ -7,6 +7,7 @@ to the page at that commit), the tool calls, and the reasoning."""
 from __future__ import annotations
 
 import re
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
@@ -82,11 +83,13 @@ class AuditedTurn:
 
 @dataclass
 class ResolvedInterval:
-    """A context item with the file's text at the item's commit (or why it is unreadable)."""
+    """A context item with the file's text at the item's commit (or why it is unreadable),
+    and whether the page at HEAD differs from that version."""
 
     item: ContextItem
     text: str
     problem: str = ""
+    changed_since: bool = False
 
 
 class IntervalCard(ListItem):
@@ -112,6 +115,9 @@ class IntervalCard(ListItem):
             + ("cited in the answer" if item.cited else "shown to the agent"),
             style="dim",
         )
+        if self.resolved.changed_since:
+            # The text below is the version the answer read, not the page as it is now.
+            head.append(" · page changed since", style="bold yellow")
         yield Static(head, classes="head")
         if self.resolved.problem:
             yield Static(plain(self.resolved.problem), classes="problem")
@@ -139,6 +145,7 @@ class AuditScreen(KbmemScreen):
         self.order: list[str] = []
         self.wanted: str | None = None
         self.current: AuditedTurn | None = None
+        self.recorded_in: dict[str, str] = {}  # turn id: the commit that added its snapshot
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
@@ -291,6 +298,9 @@ class AuditScreen(KbmemScreen):
             title.append(f" · {r.agent}" + (f" · {r.model}" if r.model else "") + f" · {r.status}")
         elif audited.damaged:
             title.append(" · damaged", style="bold red")
+        recorded = self.recorded_in.get(audited.turn_id) if audited.committed else None
+        if recorded:
+            where += f" in {at_commit(recorded)}"
         title.append(f" · {where}", style="dim")
         if audited.damaged:
             # Readable wherever the tabs are: the turn's files, and what is wrong with them.
@@ -330,10 +340,12 @@ class AuditScreen(KbmemScreen):
             return
         for call in record.tool_calls:
             view = ToolCallView(call.name, call.arguments)
-            hits = [
-                hit_line(str(iv.get("page_id")), int(iv.get("start", 0)), int(iv.get("end", 0)))
-                for iv in call.intervals
-            ]
+            hits = []
+            for iv in call.intervals:
+                start, end = int(iv.get("start", 0)), int(iv.get("end", 0))
+                hit = hit_line(str(iv.get("page_id")), start, end)
+                hit.append(f" {safe(at_commit(str(iv.get('commit') or '')))}", style="dim")
+                hits.append(hit)
             view.finish(
                 hits,
                 call.duration_ms if self.kbmem.show_times else None,
@@ -346,7 +358,13 @@ class AuditScreen(KbmemScreen):
         """Read the turn (from git if committed, else from the journal) unless it is known;
         resolve every interval at its commit (only the tenant's own pages are read); read
         the committed reasoning (a damaged turn's too, when that file is readable)."""
-        from kbmem.agent.provenance import load_turn, read_cited_file, render_reasoning, turn_dir
+        from kbmem.agent.provenance import (
+            load_turn,
+            read_cited_file,
+            render_reasoning,
+            resolve_item,
+            turn_dir,
+        )
 
         kb = self.workspace.kb
         tenant = self.workspace.tenant
@@ -360,16 +378,27 @@ class AuditScreen(KbmemScreen):
         files: dict[tuple[str, str], str] = {}
         resolved = []
         for item in record.context if record is not None else []:
+            # As `kbmem audit` resolves it: lines outside the file are a problem, and a page
+            # that changed after the answer read it is said to have.
+            checked = resolve_item(kb, tenant, item)
+            if checked.error:
+                resolved.append(ResolvedInterval(item, "", checked.error))
+                continue
             key = (item.path, item.commit or "HEAD")
             try:
                 if key not in files:
                     files[key] = read_cited_file(kb, tenant, item)
-                resolved.append(ResolvedInterval(item, files[key]))
+                resolved.append(ResolvedInterval(item, files[key], "", checked.changed_since))
             except KbmemError as exc:
                 resolved.append(ResolvedInterval(item, "", error_text(exc)))
-        reasoning = ""
+        reasoning, recorded = "", None
         if audited.committed:
-            path = turn_dir(tenant, s.chat_id, s.turn) + "reasoning.md"
+            folder = turn_dir(tenant, s.chat_id, s.turn)
+            # The commit that added the snapshot (a later hand edit does not move it).
+            with suppress(KbmemError):
+                history = kb.log(folder + "answer.md")
+                recorded = history[-1].sha if history else None
+            path = folder + "reasoning.md"
             try:
                 reasoning = kb.read_bytes(path).decode("utf-8", "replace")
             except KbmemError:
@@ -378,7 +407,9 @@ class AuditScreen(KbmemScreen):
             reasoning = render_reasoning(record)
         if not self.kbmem.show_times:
             reasoning = _without_times(reasoning)
-        self.app.call_from_thread(self._show_details, audited, record, problem, resolved, reasoning)
+        self.app.call_from_thread(
+            self._show_details, audited, record, problem, resolved, reasoning, recorded
+        )
 
     async def _show_details(
         self,
@@ -387,13 +418,15 @@ class AuditScreen(KbmemScreen):
         problem: str,
         resolved: list[ResolvedInterval],
         reasoning: str,
+        recorded: str | None,
     ) -> None:
+        if recorded:
+            self.recorded_in[audited.turn_id] = recorded
         if self.current is not audited:
             return
         newly_read = audited.record is None and record is not None
         audited.record, audited.problem = record, problem
-        if newly_read or problem:
-            self._show_head(audited)
+        self._show_head(audited)  # with the commit that recorded the turn, known now
         if newly_read and record is not None:
             self._show_record(record)
         elif record is None:

@@ -209,7 +209,7 @@ class HistoryScreen(KbmemScreen):
         self.workspace.check_available()
         kb = self.workspace.kb
         commit = kb.resolve(rev)
-        versions = kb.log(entry.path)
+        versions = self.workspace.store(entry.tenant).versions(entry.path)
         path = _path_at(entry.path, commit, versions, kb)
         try:
             text = kb.read_bytes(path, commit).decode("utf-8", "replace")
