@@ -217,7 +217,7 @@ def write_memo(
     started = time.perf_counter()
     check_session_size(kb, session)
     engine = engine or OfflineMemo(int(kb.settings.section("memorizer")["memo_sentences"]))
-    previous, memory = _committed_state(kb, session, kb.head() or "HEAD")
+    previous, memory = _committed_state(kb, session, kb.head() or "HEAD", warn=False)
     lines = _memo_memory(memory)
     if previous and previous.get("content_sha256") == session.content_hash():
         return SessionMemo(engine, None, lines, attempt, time.perf_counter() - started)
@@ -315,10 +315,11 @@ def memorize_writes(
 
 
 def _committed_state(
-    kb: KnowledgeBase, session: Session, rev: str = "HEAD"
+    kb: KnowledgeBase, session: Session, rev: str = "HEAD", warn: bool = True
 ) -> tuple[dict[str, Any] | None, list[tuple[str, str, str]]]:
-    """The session's record and the tenant's memory of the other sessions, at ``rev``."""
-    record = _committed_record(kb, _record_path(session), rev)
+    """The session's record and the tenant's memory of the other sessions, at ``rev`` (see
+    _committed_record for ``warn``)."""
+    record = _committed_record(kb, _record_path(session), rev, warn)
     memory = [e for e in read_memory(kb, session.tenant_id, rev) if e[1] != session.session_id]
     return record, memory
 
@@ -337,15 +338,20 @@ def _page_body(session: Session, seq: int, turns: list[Turn]) -> str:
     return f"# {heading} (page {seq})\n\n" + render_turns(turns)
 
 
-def _committed_record(kb: KnowledgeBase, path: str, rev: str = "HEAD") -> dict[str, Any] | None:
+def _committed_record(
+    kb: KnowledgeBase, path: str, rev: str = "HEAD", warn: bool = True
+) -> dict[str, Any] | None:
     """The session's record as committed (not as in the work tree: after a crash the work
     tree may hold files of a commit that never happened). A record broken by hand is named
-    in a warning and written anew."""
+    in a warning (unless ``warn`` is False: the memo, written before the lock, reads it
+    too) and written anew."""
     try:
         data = yaml.load(kb.read_bytes(path, rev), Loader=Loader)
     except NotFound:
         return None
     except yaml.YAMLError as exc:
+        if not warn:
+            return None
         log.warning(
             "%s is not valid YAML (%s); the session is memorized anew",
             path,
@@ -353,7 +359,8 @@ def _committed_record(kb: KnowledgeBase, path: str, rev: str = "HEAD") -> dict[s
         )
         return None
     if not isinstance(data, dict):
-        log.warning("%s is not a mapping; the session is memorized anew", path)
+        if warn:
+            log.warning("%s is not a mapping; the session is memorized anew", path)
         return None
     return data
 

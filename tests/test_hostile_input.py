@@ -149,7 +149,7 @@ def test_a_session_whose_record_was_broken_by_hand_is_memorized_whole_again(
     with caplog.at_level(logging.WARNING, logger="kbmem"):
         short = ingest_session(kb, session_from_mapping(summit_session("shrinks", texts[:2])))
     assert short.status == "updated"
-    assert f"{record} is not valid YAML" in caplog.text
+    assert caplog.text.count(f"{record} is not valid YAML") == 1  # once, though read twice
     assert sorted(PageStore(kb, "default").files()) == ["shrinks/1"]
     assert status(kb.root) == ""
     # A file in the session's folder that is no page is the user's, and stays.
