@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 import pytest
 from kbgit import commit_edit, git, kbmem, summit_session
+from shapes import CAMEL_CASE, keys_of
 from test_provenance import commit_turn
 
 from kbmem import pagestore, store
@@ -557,18 +558,6 @@ def test_a_whole_number_written_with_a_point_is_whole(served: MemoryServer) -> N
     request = {"request": "Who is Femi Adeyemi's onboarding buddy?", "max_pages": 2.0}
     status, briefing, _ = api.call("POST", "/v1/research", {**request, "depth": 0.0})
     assert status == 200 and 0 < len(briefing["pagesUsed"]) <= 2
-
-
-CAMEL_CASE = re.compile(r"[a-z]+(?:[A-Z][a-z0-9]*)*")
-
-
-def keys_of(value: Any) -> set[str]:
-    """The keys of every object in ``value``, however deeply nested."""
-    if isinstance(value, dict):
-        return set(value).union(*map(keys_of, value.values()))
-    if isinstance(value, list):
-        return set().union(*map(keys_of, value))
-    return set()
 
 
 def test_search_hits_are_camel_case_throughout_as_briefings_are(served: MemoryServer) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from kbgit import ROOT, commit_edit, git, head, kbmem, status
+from shapes import CAMEL_CASE, keys_of
 from test_provenance import commit_turn
 
 from kbmem.store import KnowledgeBase
@@ -310,18 +311,6 @@ def test_search_finds_intervals(server: McpClient) -> None:
     # Some clients send whole numbers as 3.0; optional arguments sent as null are left out.
     again = server.data("search", query="tide-window scheduler owner", tool=None, k=3.0)
     assert again["tool"] == "hybrid" and len(again["hits"]) == 3
-
-
-CAMEL_CASE = re.compile(r"[a-z]+(?:[A-Z][a-z0-9]*)*")
-
-
-def keys_of(value: Any) -> set[str]:
-    """The keys of every object in ``value``, however deeply nested."""
-    if isinstance(value, dict):
-        return set(value).union(*map(keys_of, value.values()))
-    if isinstance(value, list):
-        return set().union(*map(keys_of, value))
-    return set()
 
 
 def test_search_hits_are_camel_case_throughout_as_briefings_are(server: McpClient) -> None:
