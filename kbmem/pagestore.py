@@ -20,6 +20,20 @@ def tenant_prefix(tenant: str) -> str:
     return f"tenants/{check_tenant(tenant)}/"
 
 
+def path_at(kb: KnowledgeBase, path: str, commit: str, versions: list[CommitInfo]) -> str:
+    """The name a file that is ``path`` now had at ``commit``, given its ``versions`` (its
+    history, newest first, following renames): ``path`` when a file by that name was there,
+    else the newest of its earlier names that was. One object lookup per name it had, not
+    one per version."""
+    for version in versions:
+        if version.sha == commit and version.path:
+            return version.path  # a version names its own path
+    if not versions or kb.blob_id(path, commit) is not None:
+        return path
+    names = dict.fromkeys(v.path for v in versions if v.path and v.path != path)
+    return next((name for name in names if kb.blob_id(name, commit) is not None), path)
+
+
 def tenant_exists(kb: KnowledgeBase, tenant: str) -> bool:
     """Whether anything (a page, a session record, a chat turn) is committed for ``tenant``
     at HEAD: a tenant comes into being with its first commit, not before."""
@@ -88,11 +102,16 @@ class PageStore:
             parse_page(text, f"{self.tenant}:{page_id}"),
         )
 
-    def read(self, page_id: str, rev: str = "HEAD") -> PageRecord:
-        """The page at ``rev``. NotFound when this tenant has no such page there."""
+    def read(self, page_id: str, rev: str = "HEAD", follow: bool = False) -> PageRecord:
+        """The page at ``rev``; with ``follow``, under the name it had there when it has been
+        renamed since (as :meth:`history` lists its versions). NotFound when this tenant has
+        no such page there."""
         path = self.path_of(page_id)
         commit = self.kb.resolve(rev)
         blob = self.kb.blob_id(path, commit)
+        if blob is None and follow:
+            path = path_at(self.kb, path, commit, self.kb.log(path))
+            blob = self.kb.blob_id(path, commit)
         if blob is None:
             raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r} at {commit[:10]}")
         return self.record(page_id, path, blob, commit)
@@ -169,13 +188,19 @@ class PageStore:
         raise ValidationError("is not a commit of this page's history", "before")
 
     def diff(self, page_id: str, old: str, new: str = "HEAD") -> str:
-        """Unified diff of the page between two revisions, following a rename."""
-        versions = {c.sha: c.path for c in self.history(page_id)}
-        old_sha, new_sha = self.kb.resolve(old), self.kb.resolve(new)
+        """Unified diff of the page between two revisions, following a rename: each side
+        read under the name the page had at that revision. NotFound naming the page when it
+        did not exist at one of them."""
+        versions = self.history(page_id)
         current = self.path_of(page_id)
-        return self.kb.diff(
-            old_sha, new_sha, versions.get(old_sha) or current, versions.get(new_sha) or current
-        )
+        old_sha, new_sha = self.kb.resolve(old), self.kb.resolve(new)
+        paths = []
+        for sha in (old_sha, new_sha):
+            path = path_at(self.kb, current, sha, versions)
+            if self.kb.blob_id(path, sha) is None:
+                raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r} at {sha[:10]}")
+            paths.append(path)
+        return self.kb.diff(old_sha, new_sha, *paths)
 
 
 def _take(commits: Iterator[CommitInfo], count: int | None) -> list[CommitInfo]:

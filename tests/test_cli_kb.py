@@ -343,6 +343,52 @@ def test_notes_named_as_people_name_files(kb: Path, capsys) -> None:
     assert code == 0 and out.endswith("Maya owns the pilot.\n"), err
 
 
+def test_show_and_diff_follow_a_renamed_page(kb: Path, capsys) -> None:
+    """`kbmem log NEW` lists the versions from before a rename: `show NEW --at` and `--diff`
+    read each under the name the page had then, at any revision, not only at its own."""
+    old, new = f"{PREFIX}notes/plan.md", f"{PREFIX}notes/roadmap.md"
+    (kb / old).parent.mkdir(parents=True)
+    (kb / "other.txt").write_text("unrelated\n")
+    git(kb, "add", "other.txt")
+    git(kb, "commit", "-q", "-m", "Before the page")
+    before = head(kb)
+    (kb / old).write_text("---\ntitle: Plan\n---\nShip in May.\n")
+    git(kb, "add", old)
+    git(kb, "commit", "-q", "-m", "Add the plan")
+    added = head(kb)
+    (kb / "other.txt").write_text("still unrelated\n")
+    git(kb, "commit", "-q", "-am", "Touch something else")
+    between = head(kb)  # not a commit of the page
+    git(kb, "mv", old, new)
+    git(kb, "commit", "-q", "-m", "Rename the plan")
+    (kb / new).write_text("---\ntitle: Plan\n---\nShip in June.\n")
+    git(kb, "commit", "-q", "-am", "Move the date")
+
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "notes/roadmap.md")
+    assert code == 0 and out.splitlines()[-1].startswith(added[:10])
+    for rev in (added, between):
+        code, out, err = run(capsys, "--kb", str(kb), "show", "notes/roadmap.md", "--at", rev)
+        assert code == 0, err
+        assert out == git(kb, "show", f"{rev}:{old}")
+    code, out, err = run(
+        capsys, "--kb", str(kb), "log", "notes/roadmap.md", "--diff", between, "HEAD"
+    )
+    assert code == 0, err
+    assert f"--- {between[:10]}:{old}\n+++ {head(kb)[:10]}:{new}\n" in out
+    assert "-Ship in May.\n+Ship in June.\n" in out
+    # Where the page never was, under any name: an error that names the page, not a path.
+    code, out, err = run(
+        capsys, "--kb", str(kb), "log", "notes/roadmap.md", "--diff", before, "HEAD"
+    )
+    assert code == 3 and out == ""
+    assert f"no page 'notes/roadmap.md' in tenant 'default' at {before[:10]}" in err
+    code, out, err = run(capsys, "--kb", str(kb), "show", "notes/roadmap.md", "--at", before)
+    assert code == 3 and "no page 'notes/roadmap.md'" in err
+    # The old name is a page of the past only.
+    code, out, err = run(capsys, "--kb", str(kb), "show", "notes/plan.md")
+    assert code == 3 and "no page 'notes/plan.md'" in err
+
+
 @pytest.mark.parametrize(
     ("args", "code", "message"),
     [
@@ -369,6 +415,7 @@ def test_notes_named_as_people_name_files(kb: Path, capsys) -> None:
         (["--tenant", "../x", "pages"], 2, "tenantId"),
         (["--tenant", "", "show", "kickoff/1"], 2, "tenantId"),
         (["--tenant", "other", "show", "kickoff/1"], 3, "no page"),
+        (["log", ""], 2, "pageId"),
     ],
 )
 def test_bad_page_ids_and_revisions(

@@ -125,7 +125,8 @@ def cmd_pages(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_show(ctx: Any, args: argparse.Namespace) -> int:
-    record = PageStore(ctx.kb, ctx.tenant).read(args.page, args.at)
+    # As `kbmem log PAGE` lists its versions: under the name the page had at each.
+    record = PageStore(ctx.kb, ctx.tenant).read(args.page, args.at, follow=True)
     sys.stdout.write(printable(record.text))
     return 0
 
@@ -134,11 +135,11 @@ def cmd_log(ctx: Any, args: argparse.Namespace) -> int:
     if args.n is not None and args.n <= 0:
         raise ValidationError("must be a positive number", "-n")
     if args.diff:
-        if not args.page:
+        if args.page is None:
             raise ValidationError("--diff needs a PAGE", "PAGE")
         sys.stdout.write(printable(PageStore(ctx.kb, ctx.tenant).diff(args.page, *args.diff)))
         return 0
-    if args.page:
+    if args.page is not None:  # an empty PAGE is an error, not the whole tenant's log
         commits = PageStore(ctx.kb, ctx.tenant).history(args.page, args.n)
     else:
         # The tenant's history only: commit messages name sessions and notes, and another
@@ -146,6 +147,6 @@ def cmd_log(ctx: Any, args: argparse.Namespace) -> int:
         commits = ctx.kb.log(tenant_prefix(ctx.reading_tenant), max_count=args.n, follow=False)
     for c in commits:
         subject = c.message.splitlines()[0] if c.message else ""
-        where = f"  [{c.path}]" if c.path and args.page else ""
+        where = f"  [{c.path}]" if c.path and args.page is not None else ""
         print(printable(f"{c.sha[:10]}  {c.date[:19]}  {c.author:<8}  {subject}{where}"))
     return 0

@@ -44,8 +44,11 @@ turn's tool calls and cited intervals are committed there too, so any answer can
 ## History
 
 `p` page · `s` source (line numbers) · `v` versions · `enter` on a version shows it ·
-`m` marks a version as the diff base · `d` diffs the base (or the previous version) against the
-version under the cursor · `g` shows the page at any commit you type.
+`home`/`end` go to the newest/oldest version · `m` marks a version as the diff base · `d`
+diffs the base (or the previous version) against the version under the cursor · `g` shows the
+page at any commit you type · `f5` reads the page tree again (after a commit made elsewhere).
+A version too big to lay out quickly (over 100,000 characters) shows its beginning, or the
+lines around a citation, and names the command that prints it whole.
 
 ## Audit
 

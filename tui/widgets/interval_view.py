@@ -20,7 +20,8 @@ def split_lines(text: str) -> list[str]:
 
 
 class NumberedLines(Vertical):
-    """A file's lines with numbers; the lines ``start..end`` highlighted (class ``-cited``)."""
+    """A file's lines with numbers; the lines ``start..end`` highlighted (class ``-cited``).
+    ``file_text`` may be a part of a file whose first line is line ``first``."""
 
     DEFAULT_CSS = """
     NumberedLines { height: auto; }
@@ -36,6 +37,7 @@ class NumberedLines(Vertical):
         end: int = 0,
         context: int | None = None,
         reveal: bool = False,
+        first: int = 1,
         **kwargs: object,
     ):
         """``reveal``: scroll the cited lines to the top of the view once they have a layout
@@ -46,23 +48,28 @@ class NumberedLines(Vertical):
         self.end = end
         self.context = context
         self.reveal = reveal
+        self.first = first
 
     def parts(self) -> list[tuple[str, Table]]:
         """``(class, text)`` blocks: before, cited, after (only non-empty ones)."""
-        n = len(self.lines)
-        width = len(str(max(n, 1)))
+        first, last = self.first, self.first + len(self.lines) - 1
+        width = len(str(max(last, 1)))
         if not self.start:
-            return [("-plain", numbered(self.lines, 1, width))] if self.lines else []
-        start, end = max(1, self.start), min(n, self.end)
-        lo, hi = 1, n
+            return [("-plain", numbered(self.lines, first, width))] if self.lines else []
+        start, end = max(first, self.start), min(last, self.end)
+        lo, hi = first, last
         if self.context is not None:
-            lo, hi = max(1, start - self.context), min(n, end + self.context)
+            lo, hi = max(first, start - self.context), min(last, end + self.context)
         blocks = [
             ("-context", lo, start - 1),
             ("-cited", start, end),
             ("-context", end + 1, hi),
         ]
-        return [(cls, numbered(self.lines[a - 1 : b], a, width)) for cls, a, b in blocks if a <= b]
+        return [
+            (cls, numbered(self.lines[a - first : b - first + 1], a, width))
+            for cls, a, b in blocks
+            if a <= b
+        ]
 
     def compose(self) -> ComposeResult:
         for cls, text in self.parts():
