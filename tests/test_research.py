@@ -426,7 +426,7 @@ def test_the_budget_favours_the_better_page_past_each_pages_best_interval(resear
 
     chosen = {
         (item.page_id, t)
-        for item in select_evidence(toolkit, state, 8, budget)
+        for item in select_evidence(toolkit, state, budget)
         for t in item.interval.turn_ids
     }
     assert turns(a2) and turns(b2)

@@ -59,18 +59,18 @@ class Window:
 def select_evidence(
     toolkit: Toolkit,
     state: ResearchState,
-    max_pages: int,
     budget: int,
     facts: Sequence[str] = (),
 ) -> list[EvidenceItem]:
-    """Evidence within ``budget`` tokens (as rendered) from the best ``max_pages`` pages:
+    """Evidence within ``budget`` tokens (as rendered) from the briefing's pages (the state's
+    ``max_pages`` best, see ResearchState.briefing_pages):
     each page's best interval, then the intervals that the key ``facts`` cite (a reader, and
     the agent answering from the evidence, should find the whole turn a fact was cut from),
     then the rest by score."""
     ranked = state.ranked()
     if not ranked:
         return []
-    pages = [p for p, _s in state.page_scores()[:max_pages]]
+    pages = state.briefing_pages()
     allowed = set(pages)
     best = state.effective(ranked[0])
     firsts: dict[str, Candidate] = {}

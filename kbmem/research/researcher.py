@@ -329,7 +329,7 @@ class Researcher:
             + sum(count_tokens(q) for q in open_questions)
         )
         evidence = select_evidence(
-            self.toolkit, state, budgets.max_pages, max(0, budgets.max_tokens - overhead), facts
+            self.toolkit, state, max(0, budgets.max_tokens - overhead), facts
         )
         pages_used = list(dict.fromkeys(e.page_id for e in evidence))
         tokens = overhead + sum(count_tokens(e.excerpt) for e in evidence)
