@@ -24,8 +24,11 @@ from shapes import CAMEL_CASE, keys_of
 from test_provenance import commit_turn
 
 from kbmem import pagestore, store
+from kbmem.agent.provenance import snapshot_files
+from kbmem.agent.records import TurnRecord
 from kbmem.api import MemoryServer
 from kbmem.cli import main
+from kbmem.service import Memory
 from kbmem.store import CommitInfo, KnowledgeBase
 from kbmem.tokens import TokenStore
 
@@ -287,6 +290,82 @@ def test_turns_and_history_come_a_window_at_a_time(served: MemoryServer) -> None
     assert len(everything["commits"]) > 50 and everything["more"] is False
     roster = api.call("GET", f"/v1/history?page={ROSTER}&limit=1")[1]
     assert roster["page_id"] == ROSTER and len(roster["commits"]) == 1
+
+
+def commit_chat(kb: KnowledgeBase, chat_id: str, turns: int, started: float = 10.0) -> None:
+    """Commit turns 1 to ``turns`` of a chat in one commit (turn n started at ``started``
+    + n), as its batches would have."""
+    files: dict[str, bytes] = {}
+    for n in range(1, turns + 1):
+        record = TurnRecord(
+            chat_id,
+            n,
+            "default",
+            f"Question {n}?",
+            "An answer.",
+            "complete",
+            "offline",
+            started + n,
+            started + n + 0.5,
+        )
+        files.update(snapshot_files(record))
+    kb.commit_files(files, f"Record chat {chat_id} turns 1-{turns}")
+
+
+def test_a_window_of_a_long_chat_reads_only_its_own_turns(
+    served: MemoryServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which turns a chat has comes from git's trees; a window of 10 of a chat's 400 turns
+    reads the files of 10 turns (three each), not those of all 400. Across chats, the turns
+    up to the window's end are read, for their start times, and no more."""
+    commit_chat(served.kb, "long", 400)
+    commit_chat(served.kb, "later", 3, started=1000.0)
+    api, read = client(served), []
+    read_blob = served.kb.read_blob
+    monkeypatch.setattr(served.kb, "read_blob", lambda blob: read.append(blob) or read_blob(blob))
+    body = api.call("GET", "/v1/turns?chat=long&limit=10&offset=150")[1]
+    assert [t["turn"] for t in body["turns"]] == [f"long/{n}" for n in range(151, 161)]
+    assert body["total"] == 400 and body["next_offset"] == 160
+    assert body["turns"][0]["question"] == "Question 151?" and body["turns"][0]["committed"]
+    assert len(read) == 3 * 10, len(read)
+    read.clear()
+    body = api.call("GET", "/v1/turns?limit=5")[1]
+    assert [t["turn"] for t in body["turns"]] == [f"long/{n}" for n in range(1, 6)]
+    assert body["total"] == 403 and body["next_offset"] == 5
+    assert len(read) <= 3 * (5 + 2), len(read)  # the window, and the next turn of each chat
+    body = api.call("GET", "/v1/turns?offset=399")[1]
+    assert [t["turn"] for t in body["turns"]] == ["long/400", "later/1", "later/2", "later/3"]
+    assert body["next_offset"] is None
+
+
+def test_an_open_chats_listing_parses_only_the_turns_git_lacks(
+    served: MemoryServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An open chat's journal holds every turn since it opened, committed in batches or not:
+    a listing parses from it only the turns not committed yet."""
+    served.kb.settings.data["chat"]["batch_turns"] = 2
+    api = client(served)
+    chat_id = new_chat(api)
+    for question in ("Who owns sync?", "Who is the pilot?", "When is launch?") * 2:
+        path = f"/v1/chats/{chat_id}/messages"
+        assert api.call("POST", path, {"message": question})[0] == 200
+    # Turns 1-6 committed two by two; the journal holds all six lines.
+    lines = (served.kb.state_dir / "journal" / "default" / f"{chat_id}.jsonl").read_bytes()
+    assert lines.count(b'{"type":"turn"') == 6
+    api.call("POST", f"/v1/chats/{chat_id}/messages", {"message": "And the offsite?"})
+    parsed: list[int] = []
+    from_dict = TurnRecord.from_dict
+    monkeypatch.setattr(
+        TurnRecord, "from_dict", classmethod(lambda _c, d: parsed.append(d["turn"]) or from_dict(d))
+    )
+    body = api.call("GET", f"/v1/turns?chat={chat_id}&limit=2")[1]
+    assert [(t["n"], t["committed"]) for t in body["turns"]] == [(1, True), (2, True)]
+    assert body["total"] == 7 and body["next_offset"] == 2
+    assert parsed == [7]
+    last = api.call("GET", f"/v1/turns?chat={chat_id}&offset=6")[1]["turns"]
+    assert [(t["n"], t["committed"], t["question"]) for t in last] == [
+        (7, False, "And the offsite?")
+    ]
 
 
 def test_history_reads_on_from_a_cursor_while_commits_arrive(served: MemoryServer) -> None:
@@ -719,6 +798,34 @@ def test_a_damaged_turn_is_a_422_and_an_unknown_chat_a_404(served: MemoryServer)
         200,
         {"tenant": "default", "turns": [], "total": 0, "next_offset": None},
     )
+
+
+def test_a_chat_closed_before_its_first_turn_stays_known(served: MemoryServer) -> None:
+    """A chat the client started is its chat, turns or none: closed before its first turn it
+    lists no turns (not a 404), a second close says it is not open, as for any closed chat,
+    and it goes on later from turn 1, in this server or another."""
+    api = client(served)
+    empty = new_chat(api)
+    assert api.call("DELETE", f"/v1/chats/{empty}")[:2] == (
+        200,
+        {"chat_id": empty, "commit": None, "closed": True},
+    )
+    none = {"tenant": "default", "turns": [], "total": 0, "next_offset": None}
+    assert api.call("GET", f"/v1/turns?chat={empty}")[:2] == (200, none)
+    status, body, _ = api.call("DELETE", f"/v1/chats/{empty}")
+    assert status == 404 and body["error"]["message"] == f"chat {empty!r} is not open"
+    status, body, _ = api.call("DELETE", "/v1/chats/invented")
+    assert status == 404 and body["error"]["message"] == "tenant 'default' has no chat 'invented'"
+    elsewhere = Memory(KnowledgeBase(served.kb.root), "default")
+    assert elsewhere.list_turns(empty) == {"turns": [], "total": 0, "next_offset": None}
+    assert elsewhere.open_chat(empty) == (empty, True)
+    elsewhere.close()
+    reply = api.call("POST", f"/v1/chats/{empty}/messages", {"message": "Who owns sync?"})[1]
+    assert reply["turn_id"] == f"{empty}/1", reply
+    assert api.call("DELETE", f"/v1/chats/{empty}")[1]["commit"] == served.kb.head()
+    # From now on git knows the chat by its turn.
+    assert not list((served.kb.state_dir / "chats").rglob(empty))
+    assert api.call("GET", f"/v1/turns?chat={empty}")[1]["total"] == 1
 
 
 def test_a_chat_opens_with_no_body_at_all(served: MemoryServer) -> None:

@@ -26,6 +26,7 @@ from kbgit import ROOT, commit_edit, git, head, kbmem, status
 from shapes import CAMEL_CASE, keys_of
 from test_provenance import commit_turn
 
+from kbmem.service import Memory
 from kbmem.store import KnowledgeBase
 
 QUESTION = "Who is Femi Adeyemi's onboarding buddy?"
@@ -596,6 +597,21 @@ def test_sigterm_commits_open_chats_and_exits_cleanly(kb_root: Path) -> None:
     assert client.stop("sigterm") == 0, client.stderr
     assert f"{reply['chat_id']} 1-1" in turns_trailers(kb_root)
     assert "Traceback" not in client.stderr
+
+
+def test_a_chat_started_over_http_and_closed_empty_is_known_here_too(kb_root: Path) -> None:
+    """A chat a client of ``kbmem serve`` started and closed before its first turn: the MCP
+    server lists it with no turns, as the HTTP API does, and continues it from turn 1."""
+    memory = Memory(KnowledgeBase(kb_root), "default")
+    chat_id, _ = memory.open_chat()  # what POST /v1/chats does
+    memory.close_chat(chat_id)
+    client = start(kb_root, kb_root.parent / "empty-chat.log")
+    listed = client.data("list_turns", chat_id=chat_id)
+    assert listed == {"turns": [], "total": 0, "next_offset": None}
+    reply = client.data("chat", message="Who owns sync?", chat_id=chat_id)
+    assert reply["turn_id"] == f"{chat_id}/1", reply
+    assert client.stop("eof") == 0, client.stderr
+    assert f"{chat_id} 1-1" in turns_trailers(kb_root)
 
 
 def test_a_chat_id_no_chat_has_is_a_tool_error_naming_it(server: McpClient, kb_root: Path) -> None:

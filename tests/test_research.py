@@ -28,7 +28,7 @@ from kbmem.research.offline import (
     superseded_on,
 )
 from kbmem.research.researcher import Researcher
-from kbmem.research.state import Candidate
+from kbmem.research.state import Candidate, ResearchState
 from kbmem.research.types import BriefingContext
 
 OFFSITE = "In which city will the team's April offsite take place?"
@@ -758,3 +758,31 @@ def test_a_retraction_withdraws_what_was_said_since_the_correction_was_announced
     # "That's wrong" inside a sentence is not a retraction of what came before.
     plain = ["The launch is on 21 April.", "Nothing about that's wrong."]
     assert standing_sentences(plain) == plain
+
+
+def test_a_search_among_one_speakers_turns_is_no_repeat_of_one_among_everyones(researcher):
+    """The request's own plan searches in the voice of the person it is about, among that
+    person's turns only; the same words searched among everyone's turns (here the model's
+    plan) find other turns too, and are not dropped as a repeat. True repeats still are."""
+    engine = LLMEngine(
+        researcher.toolkit,
+        LLMConfig(model="openai/none", api_base="http://127.0.0.1:9/v1"),
+    )
+    request = "What did Dara say about the pilot fee?"
+    voiced = researcher.toolkit.voiced(request)
+    planned = engine.check_plan(
+        {"actions": [{"tool": "dense", "query": voiced.text}] * 2},
+        engine.toolkit.store.files(),
+    )
+    state = ResearchState(request)
+    actions = researcher._dedupe(engine.grounded(request, planned), state)
+    assert [(a.tool, a.query, a.speaker) for a in actions] == [
+        ("bm25", request, ""),
+        ("dense", request, ""),
+        ("dense", voiced.text, "Dara Whitcombe"),
+        ("dense", voiced.text, ""),
+    ]
+    own, everyones = (researcher._run_action(a)[0] for a in actions[2:])
+    assert own and {h.speaker for h in own} == {"Dara Whitcombe"}
+    assert {h.speaker for h in everyones} - {"Dara Whitcombe"}
+    assert researcher._dedupe(actions, state) == []

@@ -206,9 +206,12 @@ class Researcher:
         return getattr(self.offline, what)(*args)
 
     def _dedupe(self, actions: list[PlanAction], state: ResearchState) -> list[PlanAction]:
+        """The actions that search for something not searched yet: the same tool with the same
+        query among the same pages and the same speaker's turns finds the same hits (``k``
+        only cuts them, and ``follows`` and ``note`` change how they are used, not which)."""
         out = []
         for action in actions:
-            key = (action.tool, (action.query or "") + "|" + ",".join(action.page_ids))
+            key = (action.tool, repr((action.query or "", action.page_ids, action.speaker)))
             if key in state.queries_done:
                 continue
             state.queries_done.add(key)
