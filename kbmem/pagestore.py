@@ -102,10 +102,10 @@ class PageStore:
             parse_page(text, f"{self.tenant}:{page_id}"),
         )
 
-    def read(self, page_id: str, rev: str = "HEAD", follow: bool = False) -> PageRecord:
-        """The page at ``rev``; with ``follow``, under the name it had there when it has been
-        renamed since (as :meth:`history` lists its versions). NotFound when this tenant has
-        no such page there."""
+    def locate(self, page_id: str, rev: str = "HEAD", follow: bool = False) -> tuple[str, str, str]:
+        """``(path, blob id, commit)`` of the page at ``rev``; with ``follow``, under the name
+        it had there when it has been renamed since (as :meth:`history` lists its versions).
+        NotFound when this tenant has no such page there."""
         path = self.path_of(page_id)
         commit = self.kb.resolve(rev)
         blob = self.kb.blob_id(path, commit)
@@ -114,7 +114,24 @@ class PageStore:
             blob = self.kb.blob_id(path, commit)
         if blob is None:
             raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r} at {commit[:10]}")
-        return self.record(page_id, path, blob, commit)
+        return path, blob, commit
+
+    def read(self, page_id: str, rev: str = "HEAD", follow: bool = False) -> PageRecord:
+        """The page at ``rev`` (see :meth:`locate`); PageFormatError when its header cannot
+        be read."""
+        return self.record(page_id, *self.locate(page_id, rev, follow))
+
+    def read_text(
+        self, page_id: str, rev: str = "HEAD", follow: bool = False
+    ) -> tuple[str, str | None]:
+        """The page at ``rev`` as stored, its header readable or not (see :meth:`locate`):
+        ``(text, problem)``, the problem (naming the path) None when the header reads. For a
+        person who must see a page to repair its header by hand."""
+        path, blob, commit = self.locate(page_id, rev, follow)
+        try:
+            return self.record(page_id, path, blob, commit).text, None
+        except PageFormatError as exc:
+            return self.kb.read_blob(blob).decode("utf-8", "replace"), f"{path}: {exc.problem}"
 
     def iter_pages(self, rev: str = "HEAD") -> Iterator[PageRecord]:
         """Every readable page; a page with a broken header is skipped with a warning."""

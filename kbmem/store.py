@@ -21,7 +21,6 @@ import secrets
 import shutil
 import stat
 import subprocess
-import tempfile
 import threading
 import time
 import zlib
@@ -52,6 +51,11 @@ GIT = git.Git.GIT_PYTHON_GIT_EXECUTABLE or "git"
 _UNKNOWN = object()
 RESET_PATHS = [GIT, "--literal-pathspecs", "reset", "-q"]
 TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "kb_template"
+# A file is written as a temp file beside it, then moved over it: ".<name>.kbmem-<8 hex>.tmp".
+# A writer killed on the way leaves its temp files until the next writer removes them (see
+# _recover); git is told never to show them (see TEMP_EXCLUDE), and kbmem removes no other.
+TEMP_FILE = re.compile(r"\.(?P<target>.+)\.kbmem-[0-9a-f]{8}\.tmp")
+TEMP_EXCLUDE = ".*.kbmem-????????.tmp"
 
 
 @dataclass(frozen=True)
@@ -93,12 +97,19 @@ def _flock(fd: int, deadline: float, timeout: float, root: Path) -> None:
         raise lock_timeout(root, timeout)
 
 
+def _temp_name(name: str) -> str:
+    """The name of a temp file that will replace the file ``name`` (see TEMP_FILE)."""
+    return f".{name}.kbmem-{secrets.token_hex(4)}.tmp"
+
+
 def _remove_temp_files(path: Path) -> None:
     """Delete the temp files that :func:`atomic_write` of ``path`` may have left behind when
-    its process was killed."""
+    its process was killed: only kbmem's own (see TEMP_FILE), never a file of the user's
+    that looks alike (``.notes.md.backup.tmp``)."""
     with suppress(FileNotFoundError, NotADirectoryError):
         for entry in os.scandir(path.parent):
-            if entry.name.startswith(f".{path.name}.") and entry.name.endswith(".tmp"):
+            found = TEMP_FILE.fullmatch(entry.name)
+            if found and found["target"] == path.name:
                 with suppress(FileNotFoundError):
                     os.unlink(entry.path)
 
@@ -120,7 +131,14 @@ def _temp_beside(path: Path, data: bytes) -> tuple[int, str]:
         mode = stat.S_IMODE(os.stat(path).st_mode)  # keep an executable bit, for one
     except FileNotFoundError:
         mode = 0o666 & ~_UMASK  # what open() would have given a new file
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        tmp = str(path.parent / _temp_name(path.name))
+        try:
+            fd = os.open(tmp, flags, 0o600)
+            break
+        except FileExistsError:
+            continue
     try:
         os.fchmod(fd, mode)
         view = memoryview(data)
@@ -224,6 +242,7 @@ class KnowledgeBase:
         self.settings = settings or load_settings(self.root)
         self.state_dir = self.root / STATE_DIR
         self.state_dir.mkdir(exist_ok=True)
+        self._exclude_temp_files()
         self._local = threading.local()
         self._lock_depth = 0
         self._lock_file: int | None = None
@@ -236,6 +255,29 @@ class KnowledgeBase:
         self._flush_pool: ThreadPoolExecutor | None = None
         self._objects_dir = os.path.join(self._main_repo.common_dir, "objects")
         self._object_dirs: set[str] = set()
+
+    def _exclude_temp_files(self) -> None:
+        """Make git ignore kbmem's temp files (``.git/info/exclude``, the repository's own
+        list, never shared by a push): a writer killed mid-write leaves them until the next
+        write, and ``git status`` must not show them meanwhile. The user's lines are kept."""
+        exclude = Path(self._main_repo.common_dir) / "info" / "exclude"
+        try:
+            current = exclude.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            current = ""
+        except OSError as exc:
+            log.debug("cannot read %s: %s", exclude, exc)
+            return
+        if TEMP_EXCLUDE in current.splitlines():
+            return
+        lines = "" if not current or current.endswith("\n") else "\n"
+        lines += f"# kbmem: temp files of a write in progress, or cut short\n{TEMP_EXCLUDE}\n"
+        try:
+            exclude.parent.mkdir(exist_ok=True)
+            with exclude.open("a", encoding="utf-8") as handle:
+                handle.write(lines)
+        except OSError as exc:  # a repository kbmem may only read
+            log.debug("cannot write %s: %s", exclude, exc)
 
     # -- creation ---------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import IO
+from typing import IO, Protocol
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 # Where text is cut into the pieces that are embedded, memoed and quoted as facts: after a
@@ -115,6 +115,166 @@ class PrintableStream:
             self.out.write(printable(self._held))
             self._held = ""
             self.out.flush()
+
+
+class TextStream(Protocol):
+    """Where streamed text goes: written piece by piece, then ended."""
+
+    def write(self, piece: str) -> None: ...
+
+    def end(self) -> None: ...
+
+
+# What a backslash keeps literal in Markdown (CommonMark: any ASCII punctuation character).
+_MARKDOWN_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_FENCE_OPEN = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_FENCE_CLOSE = re.compile(r" {0,3}(`{3,}|~{3,})[ \t]*")
+
+
+class MarkdownTextStream:
+    """Markdown that arrives in pieces (a streamed answer), passed on to ``out`` as the plain
+    text a reader of the rendered Markdown sees: a backslash escape (``\\*``, ``\\_``,
+    ``\\[``) becomes the character it keeps literal, as in :func:`markdown_text`. Code spans
+    (on one line) and fenced code blocks, where a backslash is itself, stay as written, and so
+    does all other markup. Text is passed on as soon as it is decided: a backslash that ends
+    a piece, a backtick run not closed yet, and a line that may open a fence wait for what
+    follows. Call :meth:`end` when the text is complete."""
+
+    def __init__(self, out: TextStream):
+        self.out = out
+        self._line = ""  # the current line, as far as it has come
+        self._done = 0  # how much of it is passed on
+        self._fence = ""  # the backticks or tildes that opened the code block we are in
+
+    def write(self, piece: str) -> None:
+        self._line += piece
+        while (newline := self._line.find("\n", self._done)) >= 0:
+            line, self._line = self._line[: newline + 1], self._line[newline + 1 :]
+            self._finish(line)
+        if self._fence:
+            self._pass(self._line[self._done :], len(self._line))
+        elif not _may_open_fence(self._line):
+            self._pass(*_unescape(self._line, self._done, final=False))
+
+    def end(self) -> None:
+        """The text is complete: what waits is decided (a backslash at the end is one).
+        The stream may then take another text, from the start of a line outside any block."""
+        if self._line:
+            self._finish(self._line)
+            self._line = ""
+        self._fence = ""
+        self.out.end()
+
+    def _finish(self, line: str) -> None:
+        """Pass on the rest of a whole line (its newline included, if it has one)."""
+        body = line.rstrip("\r\n")
+        if self._fence:
+            self._pass(line[self._done :], len(line))
+            closing = _FENCE_CLOSE.fullmatch(body)
+            if closing and closing[1][0] == self._fence[0] and len(closing[1]) >= len(self._fence):
+                self._fence = ""
+        elif opening := _fence_opening(body):
+            self._pass(line[self._done :], len(line))
+            self._fence = opening
+        else:
+            self._pass(*_unescape(line, self._done, final=True))
+        self._done = 0
+
+    def _pass(self, text: str, done: int) -> None:
+        self._done = done
+        if text:
+            self.out.write(text)
+
+
+def _fence_opening(line: str) -> str:
+    """The backticks or tildes that open a fenced code block on ``line``, or ""."""
+    found = _FENCE_OPEN.fullmatch(line)
+    if not found or (found[1][0] == "`" and "`" in found[2]):
+        return ""
+    return found[1]
+
+
+def _may_open_fence(partial: str) -> bool:
+    """Whether a line that has come as far as ``partial`` may turn out to open a fence."""
+    rest = partial.lstrip(" ")
+    return len(partial) - len(rest) <= 3 and any(f.startswith(rest[:3]) for f in ("```", "~~~"))
+
+
+def _unescape(line: str, start: int, final: bool) -> tuple[str, int]:
+    """``line`` from ``start`` without its backslash escapes, code spans kept as written:
+    ``(text, where it stops)``. Unless ``final`` (the line is whole), it stops where what
+    follows may still change the reading: at a backslash that ends it, and at a backtick run
+    that reaches its end or that no run of the same length closes yet."""
+    out = []
+    i, n = start, len(line)
+    while i < n:
+        char = line[i]
+        if char == "\\":
+            if i + 1 < n:
+                escaped = line[i + 1] in _MARKDOWN_PUNCTUATION
+                out.append(line[i + 1] if escaped else char)
+                i += 2 if escaped else 1
+                continue
+            if not final:
+                break
+        elif char == "`":
+            end = i
+            while end < n and line[end] == "`":
+                end += 1
+            close = _closing_run(line, end, end - i, final)
+            if close < 0 and not final:
+                break  # the run may grow, or a closing run may come
+            stop = close if close >= 0 else end  # a code span whole, or literal backticks
+            out.append(line[i:stop])
+            i = stop
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out), i
+
+
+def _closing_run(line: str, start: int, length: int, final: bool) -> int:
+    """Where the code span that a run of ``length`` backticks opens before ``start`` ends
+    (just after the next run of exactly that many backticks), or -1 when no run closes it
+    (unless ``final``: none yet, or only one that reaches the end and may grow)."""
+    i, n = start, len(line)
+    while i < n:
+        if line[i] != "`":
+            i += 1
+            continue
+        end = i
+        while end < n and line[end] == "`":
+            end += 1
+        if end == n and not final:
+            return -1
+        if end - i == length:
+            return end
+        i = end
+    return -1
+
+
+class _Collected:
+    """A :class:`TextStream` that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, piece: str) -> None:
+        self.parts.append(piece)
+
+    def end(self) -> None:
+        pass
+
+
+def markdown_text(text: str) -> str:
+    """Markdown as plain text: without the backslash escapes that keep characters literal
+    (``\\*`` is ``*``); code spans and fenced code blocks as written, all else unchanged.
+    For the plain-text outputs of what is stored and rendered as Markdown (an answer)."""
+    collected = _Collected()
+    stream = MarkdownTextStream(collected)
+    stream.write(text)
+    stream.end()
+    return "".join(collected.parts)
 
 
 def _escape(match: re.Match[str]) -> str:

@@ -309,8 +309,11 @@ def test_offline_says_plainly_when_memory_holds_nothing(kb: KnowledgeBase) -> No
     with ChatSession(kb, TENANT) as chat:
         record = chat.send("What is the airspeed of an unladen swallow?")
     assert record.answer.startswith(NOTHING)
-    assert "airspeed" in record.answer and record.context == []
+    assert "airspeed" in record.answer and not any(c.cited for c in record.context)
     assert record.tool_calls[0].name == "research" and record.tool_calls[0].error is None
+    # What the research gave the agent is recorded all the same: an auditor sees what it read.
+    given = [(i["path"], i["start"], i["end"]) for i in record.tool_calls[0].intervals]
+    assert [(c.path, c.start, c.end) for c in record.context] == given
 
 
 def test_a_later_chat_finds_what_an_earlier_chat_said(kb: KnowledgeBase) -> None:

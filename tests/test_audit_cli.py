@@ -11,10 +11,11 @@ from kbgit import commit_edit, git
 from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
 from test_provenance import QUESTION, commit_turn
 
-from kbmem.agent.provenance import read_turn
+from kbmem.agent.provenance import read_turn, turn_dir
 from kbmem.cli import main
 from kbmem.local_llm import LocalLLMServer
 from kbmem.store import KnowledgeBase
+from kbmem.textutil import markdown_text
 
 
 def run(
@@ -61,7 +62,7 @@ def test_scripted_chat_then_turns_and_audit(
     assert code == 0
     assert "Question:\n  Who is Femi Adeyemi's onboarding buddy?" in out
     assert "Tools called:\n  1. research " in out
-    assert "Intervals the answer rested on" in out and "    | ### " in out
+    assert "Intervals the turn read (" in out and "    | ### " in out
     assert "Answer:\n  From memory:" in out and "recorded in commit" in out
     citation = turns[0]["citations"][0]
     assert citation in out
@@ -82,6 +83,76 @@ def test_scripted_chat_then_turns_and_audit(
 
     code, out, _ = run(kb, capsys, monkeypatch, "audit", "--last")
     assert code == 0 and "What is the team's monthly AWS budget?" in out
+
+
+def test_the_text_audit_shows_every_interval_the_turn_read(
+    kb: KnowledgeBase,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An auditor asks what the agent read before it answered: the text audit lists every
+    interval the turn's tool calls gave the agent (the research's whole briefing, not only
+    the lines the answer quotes), the cited ones first and marked, each at its commit, as
+    the JSON audit does."""
+    code, _out, err = run(
+        kb, capsys, monkeypatch, "chat", "--no-tui", "--chat", "read", stdin=f"{QUESTION}\n"
+    )
+    assert code == 0, err
+    code, out_json, _ = run(kb, capsys, monkeypatch, "audit", "read/1", "--json")
+    audit = json.loads(out_json)
+    (call,) = audit["tool_calls"]
+    given = {(iv["page_id"], iv["start"], iv["end"]) for iv in call["intervals"]}
+    listed = {(iv["page_id"], iv["start"], iv["end"]): iv for iv in audit["intervals"]}
+    cited = [key for key, iv in listed.items() if iv["cited"]]
+    # The briefing gave more than the answer quotes; the audit keeps all of it.
+    assert len(given) > len(cited) > 0 and given <= set(listed)
+
+    code, text, _ = run(kb, capsys, monkeypatch, "audit", "read/1")
+    assert code == 0
+    heads = [line for line in text.splitlines() if line.startswith("  [")]
+    assert f"Intervals the turn read ({len(listed)}, {len(cited)} cited by the answer)" in text
+    assert len(heads) == len(listed)
+    for (page_id, start, end), iv in listed.items():
+        (head,) = [line for line in heads if line.startswith(f"  [{page_id}:L{start}-L{end}] ")]
+        assert f" @ {iv['commit'][:10]} " in head
+        assert ("; cited" in head) == iv["cited"]
+        assert ("; shown to the agent" in head) != iv["cited"]
+    # The cited ones come first: an auditor reads what the answer rests on before the rest.
+    assert all("; cited" in line for line in heads[: len(cited)])
+
+
+SAID = r"**tin 4** `code` <b>shelf</b> [a](b) #7 x_y_z C:\keys."
+FACT = f"Remember this: the spare key is kept in {SAID}"
+
+
+def test_plain_text_shows_an_answer_without_its_markdown_escapes(
+    kb: KnowledgeBase,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The offline agent's answer is Markdown that quotes memory as written: ``**`` is
+    stored as ``\\*\\*``. A Markdown view (the TUI, answer.md, the JSON) keeps the escapes;
+    the plain text of `kbmem chat --no-tui` and `kbmem audit` shows what was said, as the
+    Markdown view reads."""
+    code, _, err = run(kb, capsys, monkeypatch, "chat", "--no-tui", stdin=FACT + "\n")
+    assert code == 0, err
+    args = ("chat", "--no-tui", "--chat", "plain")
+    code, out, err = run(kb, capsys, monkeypatch, *args, stdin="Where is the spare key kept?\n")
+    assert code == 0, err
+    (said,) = [line for line in out.splitlines() if "spare key" in line]
+    assert SAID in said, said
+    record = read_turn(kb, TENANT, "plain", 1)
+    (stored,) = [line for line in record.answer.splitlines() if "spare key" in line]
+    assert said == markdown_text(stored) and stored != said
+    assert r"\*\*tin 4\*\* \`code\` \<b\>shelf\</b\> \[a\](b) \#7 x\_y\_z C:\\keys." in stored
+    answer_md = kb.read_bytes(turn_dir(TENANT, "plain", 1) + "answer.md").decode()
+    assert answer_md == record.answer + "\n"
+
+    code, text, _ = run(kb, capsys, monkeypatch, "audit", "plain/1")
+    answer = text.split("\nAnswer:\n", 1)[1]
+    assert code == 0 and f"  {said}\n" in answer and "\\*" not in answer
+    code, out_json, _ = run(kb, capsys, monkeypatch, "audit", "plain/1", "--json")
+    assert json.loads(out_json)["answer"] == record.answer
 
 
 def test_audit_errors_name_the_problem(

@@ -312,6 +312,44 @@ def test_pages_show_and_log(kb: Path, two_versions: tuple[str, str], capsys) -> 
     assert "+Correction" in out
 
 
+def test_log_gives_each_commits_full_id_and_whole_message(
+    kb: Path, two_versions: tuple[str, str], capsys
+) -> None:
+    """The one-line log cuts each commit to a short id and its subject; an auditor needs the
+    full id (to name the version anywhere) and the whole message (its body, its trailers)."""
+    old, new = two_versions
+    body = git(kb, "log", "-1", "--format=%B", new).strip()
+    date = git(kb, "log", "-1", "--format=%aI", new).strip()
+    assert body.startswith("Memorize session kickoff: Kickoff\n\n") and "Kbmem-Session:" in body
+    path = f"{PREFIX}pages/kickoff/1.md"
+
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "kickoff/1", "--json")
+    commits = json.loads(out)
+    assert code == 0 and [c["commit"] for c in commits] == [new, old]
+    assert commits[0] == {
+        "commit": new,
+        "date": date,
+        "author": "kbmem",
+        "subject": "Memorize session kickoff: Kickoff",
+        "path": path,
+        "message": body,
+    }
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "--json", "-n", "1")
+    assert code == 0 and [(c["commit"], c["path"]) for c in json.loads(out)] == [(new, None)]
+
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "kickoff/1", "--full")
+    first = f"commit {new}\nAuthor: kbmem\nDate:   {date}\nPath:   {path}\n\n"
+    first += "".join(f"    {line}\n" if line else "\n" for line in body.split("\n"))
+    assert code == 0 and out.startswith(first + f"\ncommit {old}\n")
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "--full")
+    assert code == 0 and out.startswith(first.replace(f"Path:   {path}\n", ""))
+    assert out.count("\ncommit ") == 1 and f"\ncommit {old}\n" in out
+
+    for flag in ("--json", "--full"):
+        code, out, err = run(capsys, "--kb", str(kb), "log", "kickoff/1", "--diff", old, new, flag)
+        assert (code, out) == (2, "") and f"kbmem: error: {flag}: " in err
+
+
 def test_notes_named_as_people_name_files(kb: Path, capsys) -> None:
     """Spaces and accents in a hand-written note's name (git quotes such names in its output
     unless told otherwise): listed, shown, and their history followed across a rename."""
@@ -459,9 +497,25 @@ def test_a_hand_edited_page_with_broken_front_matter(kb: Path, two_versions, cap
     assert [r.page_id for r in records] == ["kickoff/1", "notes/fine.md"]
     assert "broken.md" in caplog.text
 
+    # Shown as stored, for the person to repair it, with what is wrong on stderr; the file,
+    # the work tree and the history are left as they were.
+    stored = git(kb, "show", f"HEAD:{PREFIX}notes/broken.md")
+    before = head(kb)
     code, out, err = run(capsys, "--kb", str(kb), "show", "notes/broken.md")
-    assert code == 2 and "not valid YAML" in err and "Traceback" not in err
-    code, out, _err = run(capsys, "--kb", str(kb), "log", "notes/broken.md")
+    assert (code, out) == (0, stored)
+    assert err == (
+        f"kbmem: warning: {PREFIX}notes/broken.md: front matter is not valid YAML "
+        "(did not find expected ',' or ']' at line 3, column 6); the page is printed as "
+        "stored, for you to repair its header ('kbmem pages --check' lists every such page)\n"
+    )
+    assert broken.read_text() == stored and status(kb) == "" and head(kb) == before
+    # At an older revision too, and under the name it had when it has been renamed since.
+    git(kb, "mv", f"{PREFIX}notes/broken.md", f"{PREFIX}notes/still-broken.md")
+    git(kb, "commit", "-q", "-m", "Rename the broken note")
+    args = ("show", "notes/still-broken.md", "--at", before)
+    code, out, err = run(capsys, "--kb", str(kb), *args)
+    assert (code, out) == (0, stored) and "not valid YAML" in err
+    code, out, _err = run(capsys, "--kb", str(kb), "log", "notes/still-broken.md")
     assert code == 0 and "Add notes by hand" in out
     # kbmem keeps working around it.
     path = write_json(kb.parent / "later.json", summit_session("later", TEXTS))

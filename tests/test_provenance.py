@@ -24,9 +24,10 @@ from kbmem.agent.provenance import (
     snapshot_files,
     turn_dir,
 )
-from kbmem.agent.records import ToolCallRecord, TurnRecord
+from kbmem.agent.records import ContextItem, ToolCallRecord, TurnRecord
 from kbmem.agent.session import ChatSession, check_chat_id
 from kbmem.errors import NotFound, ValidationError
+from kbmem.intervals import Interval
 from kbmem.store import KnowledgeBase
 
 QUESTION = "Who is Femi Adeyemi's onboarding buddy?"
@@ -98,6 +99,71 @@ def test_snapshot_files_hold_the_turn(kb: KnowledgeBase) -> None:  # noqa: F811
     assert [c.citation() for c in again.context] == [c.citation() for c in record.context]
     assert [c.commit for c in again.context] == [c.commit for c in record.context]
     assert [c.name for c in again.tool_calls] == ["research"]
+
+
+ROSTER = f"tenants/{TENANT}/notes/team-roster.md"
+
+
+def commit_older_turn(
+    kb: KnowledgeBase,  # noqa: F811
+    chat_id: str,
+) -> tuple[str, list[tuple[int, int]]]:
+    """Commit a turn as the offline agent recorded it before it kept all that it read: a
+    research call that gave three intervals of the roster, a context of the one the answer
+    cites. The commit they were read at, and their line ranges, the cited one first."""
+    commit, blob = kb.head(), kb.blob_id(ROSTER)
+    assert commit and blob
+    ranges = [(21, 23), (1, 3), (5, 8)]
+    given = [
+        {
+            **Interval("notes/team-roster.md", ROSTER, a, b, commit, blob, "paragraph").to_dict(),
+            "retriever": "bm25",
+            "score": 0.5 - n / 10,
+        }
+        for n, (a, b) in enumerate(ranges)
+    ]
+    call = ToolCallRecord("call-1-1", "research", {"request": QUESTION}, 10.0, 11.0, 99, given)
+    cited = ContextItem(
+        "notes/team-roster.md", ROSTER, 21, 23, commit, "bm25", 0.5, blob, [], "call-1-1", True
+    )
+    answer = "From memory:\n- Tobias Ferrante. [notes/team-roster.md:L21-L23]"
+    record = TurnRecord(
+        chat_id,
+        1,
+        TENANT,
+        QUESTION,
+        answer,
+        "complete",
+        "offline",
+        10.0,
+        11.0,
+        tool_calls=[call],
+        context=[cited],
+    )
+    kb.commit_files(snapshot_files(record), f"Record chat {chat_id} turn 1")
+    return commit, ranges
+
+
+def test_an_audit_shows_what_an_older_turn_read_not_only_what_it_cited(
+    kb: KnowledgeBase,  # noqa: F811
+) -> None:
+    """A turn committed when the offline agent recorded only the intervals it cited still
+    has all that its research gave it in its tool calls: the audit reads them from there,
+    marked as shown to the agent, each once."""
+    commit, ranges = commit_older_turn(kb, "older")
+    audit = audit_turn(kb, TENANT, "older", 1)
+    assert [(r.item.start, r.item.end) for r in audit.intervals] == ranges
+    assert [r.item.cited for r in audit.intervals] == [True, False, False]
+    assert all(r.error is None and r.text for r in audit.intervals)
+    assert {r.item.call_id for r in audit.intervals} == {"call-1-1"}
+    assert [r.item.score for r in audit.intervals] == [0.5, 0.4, 0.3]
+    text = render_audit(audit)
+    assert "Intervals the turn read (3, 1 cited by the answer)" in text
+    for start, end in ranges[1:]:
+        line = f"  [notes/team-roster.md:L{start}-L{end}] {ROSTER} @ {commit[:10]} (bm25"
+        assert line in text
+    assert text.count("; shown to the agent)") == 2 and text.count("; cited)") == 1
+    assert len(audit.to_dict()["intervals"]) == 3
 
 
 def test_turn_ids_and_chat_ids_are_safe_path_segments() -> None:

@@ -299,6 +299,62 @@ def test_a_write_killed_before_its_commit_is_undone_by_the_next_writer(
     assert not (root / ".kbmem" / "pending-write").exists()
 
 
+DIE_WHILE_WRITING = """
+    import os, signal, sys
+    from kbmem.store import KnowledgeBase
+
+    class DiesWhileWriting(KnowledgeBase):
+        def _build_commit(self, *args, **kwargs):
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    kb = DiesWhileWriting(sys.argv[1])
+    kb.commit_files(
+        {"tenants/default/notes/a.md": b"new text\\n", "tenants/default/notes/b.md": b"new\\n"},
+        "Never lands",
+    )
+"""
+
+
+def test_temp_files_a_killed_write_leaves_are_never_shown_and_only_they_are_removed(
+    empty_kb: KnowledgeBase,
+) -> None:
+    """A writer killed while its files are half written leaves temp files beside them: git
+    status never shows them (the user would take them for their own, or commit them), and
+    the next writer removes them, and no file of the user's that looks alike."""
+    root = empty_kb.root
+    before = empty_kb.commit_files({NOTE: b"old text\n"}, "Old")
+    exclude = Path(git(root, "rev-parse", "--git-common-dir").strip())
+    exclude = (exclude if exclude.is_absolute() else root / exclude) / "info" / "exclude"
+    exclude.write_text("# the user's own\nmy-own-pattern")  # no final newline
+    KnowledgeBase(root)  # opening the knowledge base adds kbmem's rule, once
+    KnowledgeBase(root)
+    lines = exclude.read_text().splitlines()
+    assert lines[:2] == ["# the user's own", "my-own-pattern"]
+    assert lines.count(".*.kbmem-????????.tmp") == 1
+    notes = root / "tenants/default/notes"
+    theirs = {
+        ".a.md.backup.tmp": b"the user's backup\n",
+        ".a.md.abcd1234.tmp": b"another of theirs\n",
+        ".a.md.kbmem-notes.tmp": b"and another\n",
+    }
+    for name, data in theirs.items():
+        (notes / name).write_bytes(data)
+    shown = status(root)
+    dying = _spawn(DIE_WHILE_WRITING, str(root))
+    dying.communicate(timeout=60)
+    assert dying.returncode == -signal.SIGKILL
+    left = sorted(p.name for p in notes.iterdir() if p.name.endswith(".tmp"))
+    assert len(left) == len(theirs) + 2  # a temp file beside each file of the dead write
+    assert status(root) == shown and all(name in shown for name in theirs)
+    assert head(root) == before
+    with empty_kb.write_lock():
+        pass
+    assert sorted(p.name for p in notes.iterdir() if p.name.endswith(".tmp")) == sorted(theirs)
+    assert all((notes / name).read_bytes() == data for name, data in theirs.items())
+    assert (notes / "a.md").read_bytes() == b"old text\n"
+    assert exclude.read_text().splitlines() == lines
+
+
 DIE_DURING_SWAP = """
     import os, signal, sys
     from kbmem.store import KnowledgeBase

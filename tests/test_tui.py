@@ -15,6 +15,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 from talk import talk
+from test_provenance import commit_older_turn
 from textual import events
 from textual.app import App, ComposeResult
 from textual.screen import Screen
@@ -31,7 +32,7 @@ from textual.widgets import (
 )
 from textual.widgets._footer import FooterKey
 
-from kbmem.agent.provenance import read_turn, turn_dir
+from kbmem.agent.provenance import read_turn, turn_dir, turn_intervals
 from kbmem.agent.session import ChatSession
 from kbmem.memorizer import ingest_session
 from kbmem.sessions import session_from_mapping
@@ -342,6 +343,41 @@ async def _audit(kb: KnowledgeBase) -> None:
         await wait_until(pilot, lambda: cited_in_view(history), "the cited lines in view")
 
 
+def test_audit_screen_shows_every_interval_the_turn_read(kb: KnowledgeBase) -> None:
+    """As `kbmem audit` does: all that the turn's tool calls gave the agent, the cited
+    interval first, for a turn recorded when the offline agent kept only what it cited."""
+    asyncio.run(_audit_all_read(kb))
+
+
+async def _audit_all_read(kb: KnowledgeBase) -> None:
+    commit, ranges = commit_older_turn(kb, "older")
+    app = KbmemApp(kb, "default", chat_id="next", cursor_blink=False, show_times=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f4")
+        screen = app.screen
+        assert isinstance(screen, AuditScreen)
+        screen.select_turn("older/1")
+        await wait_until(
+            pilot,
+            lambda: screen.current is not None and screen.current.turn_id == "older/1",
+            "the turn",
+        )
+        await pilot.press("i")
+        items = screen.query_one("#interval-list")
+        await wait_until(pilot, lambda: len(items.query(IntervalCard)) == 3, "the intervals")
+        cards = list(items.query(IntervalCard))
+        assert [(c.resolved.item.start, c.resolved.item.end) for c in cards] == ranges
+        heads = [rendered(c.query_one(".head", Static)) for c in cards]
+        assert all(f"@{commit[:10]} · " in head for head in heads)
+        assert "cited in the answer" in heads[0]
+        assert all("shown to the agent" in head for head in heads[1:])
+        for card in cards:  # each read at its commit, its lines highlighted
+            item = card.resolved.item
+            shown = rendered(card.query_one(NumberedLines).cited())
+            for line in file_lines(kb, item.path, item.commit, item.start, item.end):
+                assert line.strip()[:40] in shown
+
+
 def test_audit_screen_reads_no_file_outside_the_tenants_pages(kb: KnowledgeBase) -> None:
     asyncio.run(_audit_refuses(kb))
 
@@ -385,20 +421,20 @@ async def _audit_changed(kb: KnowledgeBase) -> None:
     with ChatSession(kb, "default", chat_id="asked") as chat:
         record = chat.send(QUESTION)
     recorded = kb.head()
-    cited = record.context[0]
+    cited = next(c for c in record.context if c.cited)
     commit_edit(kb.root, cited.path, lambda old: b"Rewritten by hand.\n")
     plant_intervals(
         kb.root,
         turn_dir("default", "asked", 1),
-        [{**ctx.to_dict(), "lines": [ctx.start, ctx.end]} for ctx in record.context[:1]]
-        + [
+        [
+            {**cited.to_dict(), "lines": [cited.start, cited.end]},
             {
                 "page_id": "notes/glossary.md",
                 "path": "tenants/default/notes/glossary.md",
                 "lines": [900, 901],
                 "commit": cited.commit,
                 "cited": True,
-            }
+            },
         ],
     )
     app = KbmemApp(kb, "default", chat_id="next", cursor_blink=False, show_times=False)
@@ -409,10 +445,16 @@ async def _audit_changed(kb: KnowledgeBase) -> None:
         await wait_until(pilot, lambda: screen.current is not None, "the turn")
         await pilot.press("i")
         items = screen.query_one("#interval-list")
-        await wait_until(pilot, lambda: len(items.query(IntervalCard)) == 2, "the intervals")
+        # The two planted in the context, then the others the research gave the agent.
+        read = turn_intervals(read_turn(kb, "default", "asked", 1))
+        assert len(read) > 2
+        await wait_until(
+            pilot, lambda: len(items.query(IntervalCard)) == len(read), "the intervals"
+        )
         title = rendered(screen.query_one("#turn-title", Static))
         assert f"committed in @{recorded[:10]}" in title
-        changed, outside = items.query(IntervalCard)
+        changed, outside, *shown = items.query(IntervalCard)
+        assert not any(card.resolved.item.cited for card in shown)
         assert changed.resolved.item.page_id == cited.page_id
         assert "page changed since" in rendered(changed.query_one(".head", Static))
         shown = rendered(changed.query_one(NumberedLines).cited())

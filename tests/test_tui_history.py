@@ -285,3 +285,38 @@ async def _renamed(kb: KnowledgeBase) -> None:
         diff = _diff_text(screen)
         assert f":{NOTES}/old-name.md" in diff and f":{NOTES}/new-name.md" in diff
         assert "-First.\n+Second." in diff
+
+
+def test_a_versions_full_id_and_whole_message_are_shown_below_the_versions(
+    kb: KnowledgeBase,
+) -> None:
+    """The table of versions gives a short id and the subject; the version under the cursor
+    is given in full below it: its whole commit id, and its whole message, body and
+    trailers."""
+    asyncio.run(_version_details(kb))
+
+
+async def _version_details(kb: KnowledgeBase) -> None:
+    message = "Edit other\n\nWhy: the body explains the change,\nover two lines."
+    edited = kb.commit_files(
+        {f"{NOTES}/other.md": b"---\ntitle: O\n---\nOther, edited.\n"},
+        message,
+        trailers={"Kbmem-Session": "by-hand"},
+    )
+    added = next(c.sha for c in kb.log() if c.message == "Add other")
+    async with make_app(kb).run_test(size=(80, 24)) as pilot:
+        screen = await open_in_tree(pilot, "notes/other.md")
+        await pilot.press("v")
+        detail = screen.query_one("#version-detail", Static)
+        await wait_until(pilot, lambda: edited in _shown(detail), "the newest version in full")
+        shown = _shown(detail)
+        assert shown.startswith(f"commit {edited}\nkbmem · ")
+        assert f"\n\n{message}\n\nKbmem-Session: by-hand" in shown
+        await pilot.press("down")
+        await wait_until(pilot, lambda: added in _shown(detail), "the older version in full")
+        assert _shown(detail).endswith("\n\nAdd other") and "Why:" not in _shown(detail)
+
+
+def _shown(widget: Static) -> str:
+    content = widget.content
+    return content.plain if hasattr(content, "plain") else str(content)

@@ -63,7 +63,8 @@ class TurnContext:
         self.emit(Notice(chat_id=self.chat_id, turn=self.turn, level=level, message=message))
 
     def add_context(self, item: ContextItem) -> None:
-        """Record an interval the answer rests on (once per line range and commit)."""
+        """Record an interval the turn read (once per line range and commit: cited when
+        any record of it is)."""
         for existing in self.context:
             if (existing.path, existing.start, existing.end, existing.commit) == (
                 item.path,

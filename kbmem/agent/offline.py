@@ -167,19 +167,9 @@ class OfflineAgent:
             f"pages {', '.join(briefing.pages_used) or 'none'}."
         )
         chosen = self.select(ctx, briefing)
-        if not chosen:
-            ctx.note("No evidence sentence covers enough of the question's content words.")
-            unknown = self.unknown_words(ctx)
-            extra = (
-                f" It never mentions: {markdown_literal(', '.join(unknown))}." if unknown else ""
-            )
-            self._stream(ctx, NOTHING + extra)
-            return
-        lines = []
+        # What the turn read: the lines the answer quotes, cited, then everything else the
+        # briefing gave the agent (an audit shows all that it read before it answered).
         for sentence in chosen:
-            citation = f"[{sentence.item.page_id}:L{sentence.start}-L{sentence.end}]"
-            who = f"{sentence.speaker}: " if sentence.speaker else ""
-            lines.append(f"- {markdown_literal(who + sentence.text)} {citation}")
             ctx.add_context(
                 ContextItem(
                     page_id=sentence.item.page_id,
@@ -197,6 +187,21 @@ class OfflineAgent:
                     cited=True,
                 )
             )
+        for item in result.items:
+            ctx.add_context(item)
+        if not chosen:
+            ctx.note("No evidence sentence covers enough of the question's content words.")
+            unknown = self.unknown_words(ctx)
+            extra = (
+                f" It never mentions: {markdown_literal(', '.join(unknown))}." if unknown else ""
+            )
+            self._stream(ctx, NOTHING + extra)
+            return
+        lines = []
+        for sentence in chosen:
+            citation = f"[{sentence.item.page_id}:L{sentence.start}-L{sentence.end}]"
+            who = f"{sentence.speaker}: " if sentence.speaker else ""
+            lines.append(f"- {markdown_literal(who + sentence.text)} {citation}")
         text = ANSWER_HEAD + "\n" + "\n".join(lines)
         unknown = self.unknown_words(ctx)
         if unknown:

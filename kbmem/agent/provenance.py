@@ -7,7 +7,8 @@ Snapshot files:
 - ``tool_calls.jsonl``: one JSON object per tool call: name, arguments, start and end times,
   duration, result size, intervals (page, path, lines, commit, retriever, score), error.
 - ``context_pack.yaml``: the turn (question, status, agent, times) and every interval the
-  answer rested on: page id, path, lines, commit, blob, retriever, score, cited or not.
+  turn read (what its tool calls gave the agent): page id, path, lines, commit, blob,
+  retriever, score, and whether the answer cites it.
 - ``answer.md``: the answer, exactly as the user saw it.
 
 Intervals name the commit they were read at, so an audit shows the text the answer rested on
@@ -29,6 +30,7 @@ from ..ids import check_segment, check_tenant, page_id_for
 from ..pages import Loader, dump_yaml
 from ..pagestore import tenant_prefix
 from ..store import KnowledgeBase
+from ..textutil import markdown_text
 from .records import ContextItem, ToolCallRecord, TurnRecord
 
 SNAPSHOT_FILES = ("reasoning.md", "tool_calls.jsonl", "context_pack.yaml", "answer.md")
@@ -554,15 +556,39 @@ def resolve_item(kb: KnowledgeBase, tenant: str, item: ContextItem) -> ResolvedI
     )
 
 
+def turn_intervals(record: TurnRecord) -> list[ContextItem]:
+    """Every interval the turn read: its context (each marked cited or not), then any
+    interval a tool call gave the agent that the context lacks, as not cited. A turn
+    recorded before the offline agent kept what it read, not only what it cited, has those
+    only in its tool calls; an audit must show them all the same."""
+    out = list(record.context)
+    seen = {(c.path, c.start, c.end, c.commit) for c in out}
+    for call in record.tool_calls:
+        for data in call.intervals:
+            try:
+                item = ContextItem.from_dict({**data, "call_id": call.call_id, "cited": False})
+            except (KeyError, TypeError, ValueError):
+                continue  # an interval that names no lines is nothing an audit can read
+            key = (item.path, item.start, item.end, item.commit)
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
+    return out
+
+
 def audit_turn(kb: KnowledgeBase, tenant: str, chat_id: str, turn: int) -> TurnAudit:
-    """Everything ``kbmem audit`` shows for one turn."""
+    """Everything ``kbmem audit`` shows for one turn: every interval it read (see
+    :func:`turn_intervals`), resolved at its commit."""
     record, committed = load_turn(kb, tenant, chat_id, turn)
     recorded_in = None
     if committed and kb.head() is not None:
         history = kb.log(turn_dir(tenant, chat_id, turn) + "answer.md")
         recorded_in = history[-1].sha if history else None
     return TurnAudit(
-        record, committed, recorded_in, [resolve_item(kb, tenant, c) for c in record.context]
+        record,
+        committed,
+        recorded_in,
+        [resolve_item(kb, tenant, c) for c in turn_intervals(record)],
     )
 
 
@@ -600,12 +626,27 @@ def render_audit(audit: TurnAudit) -> str:
             f"  {n}. {call.name} {args} [{call.origin}] {call.duration_ms:.0f} ms, {result}, "
             f"{len(call.intervals)} interval(s)"
         )
-    out += ["", "Intervals the answer rested on (read at their commits):"]
-    if not audit.intervals:
+    # The cited intervals first, then the others the agent was shown, each in the order read.
+    shown = sorted(audit.intervals, key=lambda res: not res.item.cited)
+    quoted = [res.item for res in shown if res.item.cited]
+    out += [
+        "",
+        f"Intervals the turn read ({len(shown)}, {len(quoted)} cited by the answer), each as it "
+        "was at its commit:",
+    ]
+    if not shown:
         out.append("  none")
-    for res in audit.intervals:
+    for res in shown:
         item = res.item
         flags = ["cited" if item.cited else "shown to the agent"]
+        within = [
+            f"L{c.start}-L{c.end}"
+            for c in quoted
+            if (c.path, c.commit) == (item.path, item.commit)
+            and item.start <= c.start <= c.end <= item.end
+        ]
+        if within and not item.cited:
+            flags.append(f"the answer cites {', '.join(within)} of it")
         if res.changed_since:
             flags.append("page changed since")
         out.append(
@@ -616,7 +657,8 @@ def render_audit(audit: TurnAudit) -> str:
             out.append(f"    ! {res.error}")
         else:
             out += [f"    | {line}" for line in res.text.split("\n")]
-    out += ["", "Answer:", _indent(r.answer)]
+    # Plain text: the answer without the backslashes that keep its quotes literal Markdown.
+    out += ["", "Answer:", _indent(markdown_text(r.answer))]
     return "\n".join(out) + "\n"
 
 

@@ -13,8 +13,8 @@ TURN_STATUSES = ("complete", "partial", "interrupted", "failed")
 
 @dataclass
 class ContextItem:
-    """One interval an answer rested on: a line range of a page at a commit, with the
-    retriever that found it, its score and the tool call that brought it."""
+    """One interval a turn read: a line range of a page at a commit, with the retriever that
+    found it, its score, the tool call that brought it, and whether the answer cites it."""
 
     page_id: str
     path: str

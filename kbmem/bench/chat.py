@@ -98,7 +98,7 @@ def run(turns: int = 50) -> dict[str, Any]:
             if synced:
                 after_batch.append(ms)
             statuses[record.status] = statuses.get(record.status, 0) + 1
-            answered += bool(record.context)
+            answered += any(c.cited for c in record.context)
         t0 = time.perf_counter()
         chat.close()
         close_ms = (time.perf_counter() - t0) * 1000

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import KbmemError, ValidationError
 from ..service import turn_reply_dict, turn_summary_dict
-from ..textutil import SURROGATE, PrintableStream, json_text, printable
+from ..textutil import SURROGATE, MarkdownTextStream, PrintableStream, json_text, printable
 from . import Commands
 
 
@@ -93,8 +93,9 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
     from ..agent.session import ChatSession
 
     streaming = not args.json
-    # The answer streams in pieces: made printable as a whole, so a CRLF cut in two is kept.
-    answer = PrintableStream(sys.stdout)
+    # The answer streams in pieces, as Markdown: written as the plain text it reads as (no
+    # backslash escapes), made printable as a whole, so a CRLF cut in two is kept.
+    answer = MarkdownTextStream(PrintableStream(sys.stdout))
 
     def on_event(event: AgentEvent) -> None:
         if isinstance(event, ReplyDelta) and streaming:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,8 +12,9 @@ from ..errors import ValidationError
 from ..memo import memo_engine
 from ..memorizer import check_session_size, ingest_session
 from ..pagestore import PageStore, tenant_names, tenant_prefix
-from ..service import ingest_result_dict
+from ..service import commit_dict, ingest_result_dict
 from ..sessions import load_sessions
+from ..store import CommitInfo
 from ..template import init_kb
 from ..textutil import json_text, printable
 from . import Commands
@@ -52,6 +54,16 @@ def register(sub: Commands) -> None:
         nargs=2,
         metavar=("OLD", "NEW"),
         help="print the page's diff between two revisions instead",
+    )
+    p.add_argument(
+        "--full",
+        action="store_true",
+        help="each commit's full id and whole message (its body and trailers too)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the commits as JSON: full id, date, author, subject, message, path",
     )
     p.set_defaults(handler=cmd_log)
 
@@ -126,8 +138,16 @@ def cmd_pages(ctx: Any, args: argparse.Namespace) -> int:
 
 def cmd_show(ctx: Any, args: argparse.Namespace) -> int:
     # As `kbmem log PAGE` lists its versions: under the name the page had at each.
-    record = PageStore(ctx.kb, ctx.tenant).read(args.page, args.at, follow=True)
-    sys.stdout.write(printable(record.text))
+    text, problem = PageStore(ctx.kb, ctx.tenant).read_text(args.page, args.at, follow=True)
+    if problem:
+        # The person must see the page to repair it: shown as stored, with what is wrong.
+        # Exit 0, as `kbmem pages` when it skips such a page; `pages --check` exits 1.
+        note = (
+            f"kbmem: warning: {problem}; the page is printed as stored, for you to repair "
+            "its header ('kbmem pages --check' lists every such page)"
+        )
+        print(printable(note), file=sys.stderr)
+    sys.stdout.write(printable(text))
     return 0
 
 
@@ -137,6 +157,9 @@ def cmd_log(ctx: Any, args: argparse.Namespace) -> int:
     if args.diff:
         if args.page is None:
             raise ValidationError("--diff needs a PAGE", "PAGE")
+        for flag in ("json", "full"):
+            if getattr(args, flag):
+                raise ValidationError("lists commits; it does not go with --diff", f"--{flag}")
         sys.stdout.write(printable(PageStore(ctx.kb, ctx.tenant).diff(args.page, *args.diff)))
         return 0
     if args.page is not None:  # an empty PAGE is an error, not the whole tenant's log
@@ -145,8 +168,28 @@ def cmd_log(ctx: Any, args: argparse.Namespace) -> int:
         # The tenant's history only: commit messages name sessions and notes, and another
         # tenant's are not this one's to read.
         commits = ctx.kb.log(tenant_prefix(ctx.reading_tenant), max_count=args.n, follow=False)
-    for c in commits:
+    if args.page is None:
+        # A commit's path is the page's name then; a commit of the tenant's has many paths.
+        commits = [dataclasses.replace(c, path=None) for c in commits]
+    if args.json:
+        print(json_text([{**commit_dict(c), "message": c.message} for c in commits], indent=1))
+        return 0
+    for n, c in enumerate(commits):
+        if args.full:
+            sys.stdout.write(printable(("\n" if n else "") + full_commit_text(c)))
+            continue
         subject = c.message.splitlines()[0] if c.message else ""
-        where = f"  [{c.path}]" if c.path and args.page is not None else ""
+        where = f"  [{c.path}]" if c.path else ""
         print(printable(f"{c.sha[:10]}  {c.date[:19]}  {c.author:<8}  {subject}{where}"))
     return 0
+
+
+def full_commit_text(commit: CommitInfo) -> str:
+    """A commit as ``kbmem log --full`` prints it, as ``git log`` does: its full id, author,
+    date, the page's path then (when known), and its whole message indented."""
+    out = [f"commit {commit.sha}", f"Author: {commit.author}", f"Date:   {commit.date}"]
+    if commit.path:
+        out.append(f"Path:   {commit.path}")
+    out.append("")
+    out += [f"    {line}".rstrip() for line in commit.message.split("\n")]
+    return "\n".join(out) + "\n"

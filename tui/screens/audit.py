@@ -1,8 +1,8 @@
 """The Audit screen: every turn (chat, number, time, question) as ``kbmem turns`` lists it,
 committed ones from git and pending ones from the journal, a committed turn whose files cannot
-be read listed as damaged with the problem; for a turn, read when chosen, the answer, the
-intervals it rested on resolved at their commit with the cited lines highlighted (enter jumps
-to the page at that commit), the tool calls, and the reasoning."""
+be read listed as damaged with the problem; for a turn, read when chosen, the answer, every
+interval it read (the ones the answer cites first) resolved at its commit with the lines
+highlighted (enter jumps to the page at that commit), the tool calls, and the reasoning."""
 
 from __future__ import annotations
 
@@ -93,7 +93,8 @@ class ResolvedInterval:
 
 
 class IntervalCard(ListItem):
-    """One interval an answer rested on, as the file was at the interval's commit."""
+    """One interval a turn read (cited in the answer or only shown to the agent), as the file
+    was at the interval's commit."""
 
     DEFAULT_CSS = """
     IntervalCard { height: auto; padding: 0 1; margin-bottom: 1; }
@@ -364,6 +365,7 @@ class AuditScreen(KbmemScreen):
             render_reasoning,
             resolve_item,
             turn_dir,
+            turn_intervals,
         )
 
         kb = self.workspace.kb
@@ -377,7 +379,8 @@ class AuditScreen(KbmemScreen):
                 problem = error_text(exc)
         files: dict[tuple[str, str], str] = {}
         resolved = []
-        for item in record.context if record is not None else []:
+        # Every interval the turn read (as `kbmem audit` lists them), cited or not.
+        for item in turn_intervals(record) if record is not None else []:
             # As `kbmem audit` resolves it: lines outside the file are a problem, and a page
             # that changed after the answer read it is said to have.
             checked = resolve_item(kb, tenant, item)
@@ -434,15 +437,16 @@ class AuditScreen(KbmemScreen):
         self.refresh_bindings()
         items = self.query_one("#interval-list", ListView)
         await items.clear()
-        cited = sorted(resolved, key=lambda r: (not r.item.cited, -r.item.score))
-        await items.extend([IntervalCard(r) for r in cited])
+        # The cited intervals first, then the others the agent was shown.
+        ordered = sorted(resolved, key=lambda r: (not r.item.cited, -r.item.score))
+        await items.extend([IntervalCard(r) for r in ordered])
         if record is None:
             note = UNREADABLE.format(what="intervals")
             await items.append(ListItem(Static(Text(note, style="dim"))))
-        elif not cited:
-            await items.append(ListItem(Static(Text("The answer used no interval.", style="dim"))))
+        elif not ordered:
+            await items.append(ListItem(Static(Text("The turn read no interval.", style="dim"))))
         await self.query_one("#reasoning-text", Markdown).update(safe(reasoning))
-        items.index = 0 if cited else None
+        items.index = 0 if ordered else None
 
     @on(ListView.Selected, "#interval-list")
     async def _interval_selected(self, event: ListView.Selected) -> None:
@@ -465,8 +469,10 @@ class AuditScreen(KbmemScreen):
         return True
 
     def _turn_intervals(self) -> list[ContextItem]:
+        from kbmem.agent.provenance import turn_intervals
+
         record = self.current.record if self.current else None
-        return record.context if record is not None else []
+        return turn_intervals(record) if record is not None else []
 
     def action_tab(self, name: str) -> None:
         self.query_one("#audit-tabs", TabbedContent).active = name

@@ -25,8 +25,9 @@ turn's tool calls and cited intervals are committed there too, so any answer can
   hits as `page:lines` with an excerpt), then the briefing.
 - `F3` **History**: pages by tenant, session and notes; a page's front matter and content; its
   versions from git; the diff between any two versions; the page as it was at any commit.
-- `F4` **Audit**: every turn of every chat: the reasoning, the tool calls, the intervals the
-  answer rested on (resolved at their commit, cited lines highlighted), and the answer.
+- `F4` **Audit**: every turn of every chat: the reasoning, the tool calls, every interval the
+  turn read, the ones the answer cites first (resolved at their commit, the lines
+  highlighted), and the answer.
 
 ## Chat
 
@@ -43,7 +44,8 @@ turn's tool calls and cited intervals are committed there too, so any answer can
 
 ## History
 
-`p` page · `s` source (line numbers) · `v` versions · `enter` on a version shows it ·
+`p` page · `s` source (line numbers) · `v` versions: the one under the cursor is given in
+full below them (its whole commit id and message) · `enter` on a version shows it ·
 `home`/`end` go to the newest/oldest version · `m` marks a version as the diff base · `d`
 diffs the base (or the previous version) against the version under the cursor · `g` shows the
 page at any commit you type · `f5` reads the page tree again (after a commit made elsewhere).

@@ -178,6 +178,10 @@ class HistoryScreen(KbmemScreen):
                         yield VersionTable(
                             id="version-table", cursor_type="row", zebra_stripes=True
                         )
+                        # Not focusable: the keys stay with the table (and focus never
+                        # pulls the Versions tab back in front of the Diff tab).
+                        with VerticalScroll(id="version-detail-scroll", can_focus=False):
+                            yield Static("", id="version-detail", markup=False)
                         yield Static(
                             "enter: show this version · m: mark as diff base · "
                             "d: diff base → this version · g: the page at any commit · "
@@ -420,6 +424,15 @@ class HistoryScreen(KbmemScreen):
         if self.versions:
             table.move_cursor(row=cursor, animate=False)
 
+    @on(DataTable.RowHighlighted, "#version-table")
+    def _version_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The version under the cursor, in full below the table: its whole commit id and
+        its whole message (the table shows a short id and the subject only)."""
+        chosen = next((c for c in self.versions if c.sha == event.row_key.value), None)
+        detail = self.query_one("#version-detail", Static)
+        detail.update(version_details(chosen) if chosen is not None else "")
+        self.query_one("#version-detail-scroll", VerticalScroll).scroll_home(animate=False)
+
     @on(DataTable.RowSelected, "#version-table")
     def _version_chosen(self, event: DataTable.RowSelected) -> None:
         if self.shown is not None and event.row_key.value:
@@ -543,6 +556,18 @@ class HistoryScreen(KbmemScreen):
             ),
             chosen,
         )
+
+
+def version_details(commit: CommitInfo) -> Text:
+    """A version as ``kbmem log --full`` prints it: full id, author, date, the file's path
+    then, and the whole message (body and trailers), as plain text."""
+    text = Text.assemble(("commit ", "bold"), plain(commit.sha, "bold"), "\n", end="")
+    text.append_text(plain(f"{commit.author} · {commit.date}", "dim"))
+    if commit.path:
+        text.append_text(plain(f" · {commit.path}", "dim"))
+    text.append("\n\n")
+    text.append_text(plain(commit.message))
+    return text
 
 
 def version_at(kb: Any, path: str, commit: str, versions: list[CommitInfo]) -> str:
