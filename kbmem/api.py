@@ -10,7 +10,7 @@ Routes (all JSON)::
 
     GET    /v1/health
     GET    /v1/pages                  ?at=REV&limit=N&offset=N
-    GET    /v1/pages/<page-id>        ?at=REV
+    GET    /v1/pages/<page-id>        ?at=REV&raw=1
     GET    /v1/history                ?page=<page-id>&limit=N&before=<commit>
     POST   /v1/search                 {query, tool?, k?}
     POST   /v1/research               {request, max_pages?, depth?, max_tokens?, engine?,
@@ -469,8 +469,8 @@ class Handler(BaseHTTPRequestHandler):
         return 200, {"tenant": memory.tenant, **pages}
 
     def page(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
-        _known(query, "at")
-        return 200, memory.page("/".join(ids), _one(query, "at"))
+        _known(query, "at", "raw")
+        return 200, memory.page("/".join(ids), _one(query, "at"), _flag(query, "raw"))
 
     def history(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
         _known(query, "page", "limit", "before")
@@ -603,6 +603,16 @@ def _known(query: dict[str, list[str]], *names: str) -> None:
             raise ValidationError(f"is not a parameter here (expected: {', '.join(names)})", name)
 
 
+def _flag(query: dict[str, list[str]], name: str) -> bool:
+    """A yes-or-no query parameter: ``1`` or ``true``, ``0`` or ``false``; absent is no."""
+    text = _one(query, name)
+    if text is None:
+        return False
+    if text not in _FLAGS:
+        raise ValidationError(f"must be 1 or 0 (true or false), got {text[:20]!r}", name)
+    return _FLAGS[text]
+
+
 def _whole(query: dict[str, list[str]], name: str) -> int | None:
     """A whole number in the query string: digits, with a minus sign or not (its range is
     checked where it is used). Text, not JSON: ``5.0`` is refused here."""
@@ -648,5 +658,6 @@ def _allow(methods: Iterable[str]) -> str:
     return ", ".join(sorted(allowed))
 
 
+_FLAGS = {"1": True, "true": True, "0": False, "false": False}
 _DIGITS = re.compile(r"[0-9]{1,15}")
 _INTEGER = re.compile(r"-?[0-9]+")

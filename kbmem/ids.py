@@ -31,7 +31,8 @@ def check_segment(value: object, field: str) -> str:
     return value
 
 
-def _is_segment(value: str) -> bool:
+def is_segment(value: str) -> bool:
+    """Whether ``value`` is a safe single path segment (as :func:`check_segment` takes)."""
     return len(value) <= MAX_ID_LENGTH and ".." not in value and bool(_SEGMENT.fullmatch(value))
 
 
@@ -92,7 +93,7 @@ def page_id_for(relpath: str) -> str | None:
         return None
     parts = relpath.split("/")
     if parts[0] == "pages":
-        if len(parts) == 3 and _SEQ.fullmatch(parts[2][:-3]) and _is_segment(parts[1]):
+        if len(parts) == 3 and _SEQ.fullmatch(parts[2][:-3]) and is_segment(parts[1]):
             return f"{parts[1]}/{parts[2][:-3]}"
         return None
     if parts[0] in RESERVED_DIRS or any(_bad_note_part(p) for p in parts):

@@ -284,7 +284,9 @@ TOOLS: tuple[Tool, ...] = (
         "Read a page",
         "A whole page as committed: its YAML header (title, dates, memo, tags, turns) and its "
         "text, with the commit read. Page ids come from list_pages, search hits and research "
-        "evidence: '<session-id>/<n>' for a memorized session, 'notes/<file>.md' for a note.",
+        "evidence: '<session-id>/<n>' for a memorized session, 'notes/<file>.md' for a note. "
+        "A page whose header was broken by hand is an error naming the problem; with raw, it "
+        "comes as stored (header null, problem said), to repair it.",
         {
             "page_id": {
                 "type": "string",
@@ -293,9 +295,14 @@ TOOLS: tuple[Tool, ...] = (
                 "'notes/team-roster.md'.",
             },
             "at": REVISION,
+            "raw": {
+                "type": "boolean",
+                "description": "Give a page whose header cannot be read as stored, with the "
+                "problem, instead of an error (default false).",
+            },
         },
         ("page_id",),
-        lambda m, a: m.page(a["page_id"], a.get("at")),
+        lambda m, a: m.page(a["page_id"], a.get("at"), a.get("raw", False)),
     ),
     Tool(
         "list_pages",
@@ -313,10 +320,10 @@ TOOLS: tuple[Tool, ...] = (
     Tool(
         "page_history",
         "Page history",
-        "The git history of one page (each version's commit, date, author and subject), or "
-        f"without page_id the memory's own history, newest first, {HISTORY_WINDOW} commits "
-        "unless limit says otherwise (more: true when there are older ones; pass next_before "
-        "as before to read on). Read an older version with read_page and 'at'.",
+        "The git history of one page (each version's commit, date, author, subject and whole "
+        f"message), or without page_id the memory's own history, newest first, {HISTORY_WINDOW} "
+        "commits unless limit says otherwise (more: true when there are older ones; pass "
+        "next_before as before to read on). Read an older version with read_page and 'at'.",
         {
             "page_id": {
                 "type": "string",

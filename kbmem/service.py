@@ -11,33 +11,25 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import heapq
-import itertools
-import json
 import logging
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .config import MAX_REQUEST_CHARS
 from .errors import (
     KbmemError,
     NotFound,
     PageFormatError,
-    StorageError,
     TooMany,
     ValidationError,
 )
-from .ids import check_segment, check_tenant
+from .ids import check_tenant
 from .pagestore import PageStore, tenant_prefix
 from .store import CommitInfo, KnowledgeBase
-
-if TYPE_CHECKING:
-    from .agent.provenance import TurnSummary
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +62,6 @@ WINDOW = 100
 HISTORY_WINDOW = 50  # commits
 MAX_WINDOW = 1000
 MAX_OFFSET = 10_000_000
-# Under the state dir, a file per chat a client started (chats/<tenant>/<chat-id>): what keeps
-# a chat closed before its first turn known, since git and the journal hold nothing of it.
-CHATS_DIR = "chats"
 
 
 @functools.cache
@@ -147,11 +136,14 @@ def hit_dict(hit: Any) -> dict[str, Any]:
 
 
 def commit_dict(commit: CommitInfo) -> dict[str, Any]:
+    """A commit as every front end lists it: its full id, date, author, subject, the whole
+    message (body and trailers, as ``git log`` prints it) and the page's path then."""
     return {
         "commit": commit.sha,
         "date": commit.date,
         "author": commit.author,
         "subject": commit.message.splitlines()[0] if commit.message else "",
+        "message": commit.message,
         "path": commit.path,
     }
 
@@ -311,16 +303,26 @@ class Memory:
             "problem": problem,
         }
 
-    def page(self, page_id: Any, at: Any = None) -> dict[str, Any]:
+    def page(self, page_id: Any, at: Any = None, raw: Any = False) -> dict[str, Any]:
+        """A page as ``{id, path, commit, header, text, problem}``; ``text`` is the file as
+        stored. A page whose header was broken by hand is a PageFormatError (422 over HTTP)
+        naming the problem, unless ``raw``: then it comes as stored, its ``header`` null and
+        its ``problem`` said (null for a page that reads), for a client that must see it to
+        repair it, as ``kbmem show`` prints it."""
+        if not isinstance(raw, bool):
+            raise ValidationError("must be true or false", "raw")
+        page_id = _text_arg(page_id, "page_id")
         with field_named("page_id", "pageId"):
-            record = self.store.read(_text_arg(page_id, "page_id"), _rev_arg(at))
-        return {
-            "id": record.page_id,
-            "path": record.path,
-            "commit": record.commit,
-            "header": _plain(record.page.meta),
-            "text": record.text,
-        }
+            path, blob, commit = self.store.locate(page_id, _rev_arg(at))
+            try:
+                record = self.store.record(page_id, path, blob, commit)
+            except PageFormatError as exc:
+                if not raw:
+                    raise
+                text = self.kb.read_blob(blob).decode("utf-8", "replace")
+                return _page_dict(page_id, path, commit, None, text, exc.problem)
+        meta = _plain(record.page.meta)
+        return _page_dict(page_id, path, commit, meta, record.text, None)
 
     def history(self, page_id: Any = None, limit: Any = None, before: Any = None) -> dict[str, Any]:
         """The newest ``limit`` commits (default ``HISTORY_WINDOW``, at most ``MAX_WINDOW``)
@@ -459,7 +461,8 @@ class Memory:
         (InUse) by the chat's journal lock; at most ``MAX_OPEN_CHATS`` are open at once,
         since each holds its journal open until it is closed or idle. A new chat is recorded
         before its id is given out, so that it stays known, with no turns, if it is closed
-        before its first turn."""
+        before its first turn (see :func:`~kbmem.agent.journal.record_chat`)."""
+        from .agent.journal import record_chat
         from .agent.session import ChatSession, new_chat_id
 
         if chat_id is not None:
@@ -475,7 +478,7 @@ class Memory:
                 )
             if chat_id is None:
                 chat_id = new_chat_id()
-                self._record_chat(chat_id)
+                record_chat(self.kb, self.tenant, chat_id)
             chat = _OpenChat(ChatSession(self.kb, self.tenant, self.model, chat_id))
             self._chats[chat_id] = chat
             return chat_id, True
@@ -496,39 +499,23 @@ class Memory:
         return chat_id
 
     def _known_chat(self, chat_id: str) -> bool:
-        """Whether the tenant has the chat ``chat_id`` (a checked id): open here, with turns
-        committed, with a journal (open in another process, or turns not committed yet), or
-        started by a client and closed before its first turn (see :meth:`_record_chat`)."""
-        from .agent.journal import journaled_chat
+        """Whether the tenant has the chat ``chat_id`` (a checked id): open here, or as
+        :func:`~kbmem.agent.provenance.known_chat` knows it (turns committed, a journal, or
+        started by a client and closed before its first turn)."""
+        from .agent.provenance import known_chat
 
         with self._chats_lock:
             if chat_id in self._chats:
                 return True
-        # A chat's committed turns live in tenants/<tenant>/turns/<chat-id>/<n>/.
-        return (
-            self.kb.has_path(f"{tenant_prefix(self.tenant)}turns/{chat_id}")
-            or journaled_chat(self.kb, self.tenant, chat_id)
-            or self._chat_record(chat_id).exists()
-        )
-
-    def _chat_record(self, chat_id: str) -> Path:
-        return self.kb.state_dir / CHATS_DIR / self.tenant / chat_id
-
-    def _record_chat(self, chat_id: str) -> None:
-        """Record that a client started the chat ``chat_id``: until it has a turn in git, the
-        record is all that keeps a chat known once it is closed (its journal goes with it)."""
-        record = self._chat_record(chat_id)
-        try:
-            record.parent.mkdir(parents=True, exist_ok=True)
-            record.touch()
-        except OSError as exc:
-            raise StorageError(f"cannot record the new chat {chat_id}: {exc}") from exc
+        return known_chat(self.kb, self.tenant, chat_id)
 
     def _forget_chat_record(self, chat_id: str) -> None:
         """Drop a chat's record once git has its turns, which keep it known from then on."""
-        if self.kb.has_path(f"{tenant_prefix(self.tenant)}turns/{chat_id}"):
-            with contextlib.suppress(OSError):
-                self._chat_record(chat_id).unlink(missing_ok=True)
+        from .agent.journal import forget_chat_record
+        from .agent.provenance import chat_dir
+
+        if self.kb.has_path(chat_dir(self.tenant, chat_id)):
+            forget_chat_record(self.kb, self.tenant, chat_id)
 
     def send(self, chat_id: Any, message: Any) -> dict[str, Any]:
         """One turn of the chat ``chat_id`` (opened first if need be; NotFound when the
@@ -600,26 +587,21 @@ class Memory:
         self, chat_id: Any = None, limit: Any = None, offset: Any = None
     ) -> dict[str, Any]:
         """A window of the tenant's chat turns (or one chat's), committed and pending, as
-        ``{turns, total, next_offset}``: one chat's in turn order, every chat's ordered by
-        when each turn started (then chat id and turn number). Only what the window needs
-        is read: which turns there are comes from git's trees and the journals, and only
-        the window's turns are read (across chats, also those before it, for their times).
-        NotFound for a chat the tenant does not have; a chat closed before its first turn
-        has none."""
+        ``{turns, total, next_offset}``, as :func:`~kbmem.agent.provenance.list_turns` lists
+        them: each chat's in turn order, the chats merged by when each turn started (then
+        chat id and turn number), and only the window's turns read. NotFound for a chat the
+        tenant does not have; a chat closed before its first turn has none."""
+        from .agent.provenance import list_turns
         from .agent.session import check_chat_id
 
         limit, offset = window_args(limit, offset)
         if chat_id is not None:
             chat_id = check_chat_id(chat_id)
-        turns = _TurnWindow(self.kb, self.tenant, chat_id)
-        if chat_id is not None and turns.total == 0 and not self._known_chat(chat_id):
-            raise NotFound(f"tenant {self.tenant!r} has no chat {chat_id!r}")
-        shown = turns.window(limit, offset)
-        end = offset + len(shown)
+        listed = list_turns(self.kb, self.tenant, chat_id, limit, offset)
         return {
-            "turns": [turn_summary_dict(t) for t in shown],
-            "total": turns.total,
-            "next_offset": end if end < turns.total else None,
+            "turns": [turn_summary_dict(t) for t in listed.turns],
+            "total": listed.total,
+            "next_offset": listed.next_offset,
         }
 
     def audit(self, turn_id: Any) -> dict[str, Any]:
@@ -714,150 +696,17 @@ class _OpenChat:
         self.used = time.monotonic()
 
 
-# The head of a turn's line in a chat journal (agent.journal writes TurnRecord.to_dict in its
-# order, compactly): the chat, turn and tenant it holds, read without parsing the line, so that
-# a journal's turns already in git are passed over. A line of any other form is parsed.
-_JOURNAL_TURN = re.compile(
-    rb'\{"type":"turn","record":\{"chat_id":"([A-Za-z0-9._-]+)","turn":([0-9]+),'
-    rb'"tenant":"([A-Za-z0-9._-]+)",'
-)
-_TURN_FOLDER = re.compile(r"[1-9][0-9]{0,5}")  # as provenance names a turn's folder
-
-
-class _TurnWindow:
-    """The turns of a tenant's chats (or of one chat), read only as far as a window needs.
-
-    Which turns there are is known before any is read: the committed ones from git's trees
-    (one tree a chat), the others from the chat journals, whose lines for turns git already
-    has are not parsed. A turn is read when a window shows it, or, across chats, when its
-    start time decides what comes before the window: each chat's turns are in turn order,
-    and the chats are merged by when their turns started."""
-
-    def __init__(self, kb: KnowledgeBase, tenant: str, chat_id: str | None):
-        self.kb = kb
-        self.tenant = tenant
-        self.chats = self._committed(chat_id)
-        self._read = self._journaled(chat_id)
-        for chat, turn in self._read:
-            self.chats.setdefault(chat, []).append(turn)
-        for turns in self.chats.values():
-            turns.sort()
-        self.total = sum(map(len, self.chats.values()))
-
-    def window(self, limit: int, offset: int) -> list[TurnSummary]:
-        """The turns from ``offset`` on, at most ``limit``."""
-        if offset >= self.total:
-            return []
-        if len(self.chats) == 1:
-            ordered: Iterator[tuple[str, int]] = (
-                (chat, turn) for chat, turns in self.chats.items() for turn in turns
-            )
-        else:
-            merged = heapq.merge(*(self._by_start(c, t) for c, t in sorted(self.chats.items())))
-            ordered = ((chat, turn) for _started, chat, turn in merged)
-        return [self.summary(c, t) for c, t in itertools.islice(ordered, offset, offset + limit)]
-
-    def _by_start(self, chat: str, turns: list[int]) -> Iterator[tuple[float, str, int]]:
-        for turn in turns:
-            yield self.summary(chat, turn).started_at, chat, turn
-
-    def summary(self, chat: str, turn: int) -> TurnSummary:
-        """A turn's line of the list: from its journal, else read from git (once)."""
-        if (chat, turn) not in self._read:
-            self._read[(chat, turn)] = self._committed_summary(chat, turn)
-        return self._read[(chat, turn)]
-
-    def _committed(self, chat_id: str | None) -> dict[str, list[int]]:
-        """``{chat id: [turn, ...]}`` of the turn folders at HEAD."""
-        turns = f"{tenant_prefix(self.tenant)}turns/"
-        out: dict[str, list[int]] = {}
-        for chat in [chat_id] if chat_id is not None else self.kb.folders(turns):
-            if not _is_chat_id(chat):
-                continue  # no chat of kbmem's: a folder committed by hand
-            numbers = [
-                int(n) for n in self.kb.folders(f"{turns}{chat}/") if _TURN_FOLDER.fullmatch(n)
-            ]
-            if numbers:
-                out[chat] = numbers
-        return out
-
-    def _committed_summary(self, chat: str, turn: int) -> TurnSummary:
-        """A committed turn's line, read as ``kbmem turns`` reads it: one whose files cannot
-        be read is listed as damaged, with the problem."""
-        from .agent.provenance import (
-            READ_FILES,
-            TurnFormatError,
-            TurnSummary,
-            _damaged,
-            _record_from_files,
-            turn_dir,
-        )
-
-        folder = turn_dir(self.tenant, chat, turn)
-        blobs = {path[len(folder) :]: blob for path, blob in self.kb.list_files(folder).items()}
-        files = {
-            name: self.kb.read_blob(blobs[name]) if name in blobs else None for name in READ_FILES
-        }
-        try:
-            record = _record_from_files(self.tenant, chat, turn, files)
-        except TurnFormatError as exc:
-            return _damaged(chat, turn, files["context_pack.yaml"], str(exc))
-        return TurnSummary(chat, turn, record.question, record.status, record.started_at, True)
-
-    def _journaled(self, chat_id: str | None) -> dict[tuple[str, int], TurnSummary]:
-        """The lines of the turns that only the journals hold (not committed yet), as
-        :func:`~kbmem.agent.journal.read_journal` reads a journal: a line that cannot be
-        parsed (torn by a crash) is left out, and a turn's last line counts."""
-        from .agent.journal import journal_paths
-        from .agent.provenance import TurnSummary
-        from .agent.records import TurnRecord
-
-        in_git = {(chat, turn) for chat, turns in self.chats.items() for turn in turns}
-        out: dict[tuple[str, int], TurnSummary] = {}
-        for path in journal_paths(self.kb, self.tenant, chat_id):
-            try:
-                raw = path.read_bytes()
-            except FileNotFoundError:
-                continue
-            records: dict[int, TurnRecord] = {}
-            committed: set[int] = set()
-            for line in raw.split(b"\n"):
-                head = _JOURNAL_TURN.match(line)
-                if head and (
-                    head[3].decode() != self.tenant or (head[1].decode(), int(head[2])) in in_git
-                ):
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    entry = json.loads(line)
-                    if entry.get("type") == "turn":
-                        record = TurnRecord.from_dict(entry["record"])
-                        records[record.turn] = record
-                    elif entry.get("type") == "committed":
-                        committed.update(range(int(entry["first"]), int(entry["last"]) + 1))
-                except (ValueError, KeyError, TypeError, AttributeError):
-                    continue
-            for turn, record in records.items():
-                key = (record.chat_id, turn)
-                if record.tenant == self.tenant and key not in in_git and key not in out:
-                    out[key] = TurnSummary(
-                        record.chat_id,
-                        turn,
-                        record.question,
-                        record.status,
-                        record.started_at,
-                        turn in committed,
-                    )
-        return out
-
-
-def _is_chat_id(name: str) -> bool:
-    try:
-        check_segment(name, "chat_id")
-    except ValidationError:
-        return False
-    return True
+def _page_dict(
+    page_id: str, path: str, commit: str, header: Any, text: str, problem: str | None
+) -> dict[str, Any]:
+    return {
+        "id": page_id,
+        "path": path,
+        "commit": commit,
+        "header": header,
+        "text": text,
+        "problem": problem,
+    }
 
 
 def _plain(value: Any) -> Any:

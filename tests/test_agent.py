@@ -616,9 +616,13 @@ def test_invalid_tool_arguments_come_back_as_the_tools_result(kb: KnowledgeBase)
     assert good.error is None and len(good.items) == 3
     page = chat.tools.call(ctx, "read_page", {"id": good.items[0].page_id, "start": 1, "end": 5})
     assert page.error is None and page.items[0].end == 5
+    # Each interval names the call that read it, so that an audit can tie the two.
+    assert page.items[0].call_id == page.call_id == ctx.tool_calls[-1].call_id
+    assert all(item.call_id == good.call_id for item in good.items)
     citation = good.items[0].citation().strip("[]")
     grown = chat.tools.call(ctx, "expand", {"interval": citation, "mode": "turn", "pad": 1})
     assert grown.error is None and grown.items[0].start <= good.items[0].start
+    assert grown.items[0].call_id == grown.call_id
     chat.close()
 
 
@@ -700,7 +704,7 @@ def test_a_journal_an_older_kbmem_left_at_the_top_is_still_recovered(kb: Knowled
     chat.journal.close(remove=True)  # as if the process died, its journal moved to the old place
     (journal_dir(kb) / "old-layout.jsonl").write_bytes(unmarked)
     assert committed_turns(kb, TENANT, "old-layout") == set()
-    assert [t.turn for t in list_turns(kb, TENANT, "old-layout")] == [1]
+    assert [t.turn for t in list_turns(kb, TENANT, "old-layout").turns] == [1]
     ChatSession(kb, TENANT).close()  # start-up recovery
     assert committed_turns(kb, TENANT, "old-layout") == {1}
     assert journal_files(kb) == []

@@ -15,16 +15,17 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote
 
 import pytest
 from kbgit import commit_edit, git, kbmem, summit_session
 from shapes import CAMEL_CASE, keys_of
-from test_provenance import commit_turn
+from test_provenance import commit_chat, commit_turn
 
 from kbmem import pagestore, store
-from kbmem.agent.provenance import snapshot_files
+from kbmem.agent import journal
 from kbmem.agent.records import TurnRecord
 from kbmem.api import MemoryServer
 from kbmem.cli import main
@@ -292,26 +293,6 @@ def test_turns_and_history_come_a_window_at_a_time(served: MemoryServer) -> None
     assert roster["page_id"] == ROSTER and len(roster["commits"]) == 1
 
 
-def commit_chat(kb: KnowledgeBase, chat_id: str, turns: int, started: float = 10.0) -> None:
-    """Commit turns 1 to ``turns`` of a chat in one commit (turn n started at ``started``
-    + n), as its batches would have."""
-    files: dict[str, bytes] = {}
-    for n in range(1, turns + 1):
-        record = TurnRecord(
-            chat_id,
-            n,
-            "default",
-            f"Question {n}?",
-            "An answer.",
-            "complete",
-            "offline",
-            started + n,
-            started + n + 0.5,
-        )
-        files.update(snapshot_files(record))
-    kb.commit_files(files, f"Record chat {chat_id} turns 1-{turns}")
-
-
 def test_a_window_of_a_long_chat_reads_only_its_own_turns(
     served: MemoryServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -358,10 +339,21 @@ def test_an_open_chats_listing_parses_only_the_turns_git_lacks(
     monkeypatch.setattr(
         TurnRecord, "from_dict", classmethod(lambda _c, d: parsed.append(d["turn"]) or from_dict(d))
     )
+    # Nor is the JSON of their lines read: a line holds the whole record (research traces
+    # too), and its json.loads costs more than the record's from_dict.
+    decoded: list[bytes] = []
+    monkeypatch.setattr(
+        journal,
+        "json",
+        SimpleNamespace(
+            loads=lambda line: decoded.append(line) or json.loads(line), dumps=json.dumps
+        ),
+    )
     body = api.call("GET", f"/v1/turns?chat={chat_id}&limit=2")[1]
     assert [(t["n"], t["committed"]) for t in body["turns"]] == [(1, True), (2, True)]
     assert body["total"] == 7 and body["next_offset"] == 2
     assert parsed == [7]
+    assert sum(line.startswith(b'{"type":"turn"') for line in decoded) == 1
     last = api.call("GET", f"/v1/turns?chat={chat_id}&offset=6")[1]["turns"]
     assert [(t["n"], t["committed"], t["question"]) for t in last] == [
         (7, False, "And the offsite?")
@@ -404,6 +396,53 @@ def test_history_reads_on_from_a_cursor_while_commits_arrive(served: MemoryServe
         )
         code, body, _ = api.call("GET", path)
         assert code == status and body["error"]["field"] in ("before", None), (bad, body)
+
+
+def test_history_gives_each_commits_full_id_and_whole_message(served: MemoryServer) -> None:
+    """As ``kbmem log --json`` does: an auditor needs the full id (to name the version
+    anywhere) and the whole message (its body, its trailers), not only the subject."""
+    path = f"tenants/default/{ROSTER}"
+    text = (served.kb.root / path).read_text() + "\nA late edit.\n"
+    message = "Edit the roster\n\nWhy: the pilot moved.\n\nKbmem-Session: hand"
+    sha = served.kb.commit_files({path: text.encode()}, message)
+    whole = git(served.kb.root, "log", "-1", "--format=%B", sha).strip()
+    assert whole.startswith("Edit the roster\n\nWhy: the pilot moved.") and "Kbmem-Session" in whole
+    api = client(served)
+    for query in ("limit=1", f"page={ROSTER}&limit=1"):
+        (newest,) = api.call("GET", f"/v1/history?{query}")[1]["commits"]
+        assert (newest["commit"], newest["subject"]) == (sha, "Edit the roster"), query
+        assert newest["message"] == whole, query
+
+
+def test_a_page_broken_by_hand_is_read_raw_to_repair_it(served: MemoryServer) -> None:
+    """A page whose header was broken by hand is a 422 naming the problem (the stored page is
+    at fault, not the request); ``raw=1`` gives it as stored, with the problem, for a client
+    that must see it to repair it, as ``kbmem show`` prints it."""
+    stored = "---\ntitle: [unclosed\n---\nThe body, as written.\n"
+    path = "tenants/default/notes/broken.md"
+    commit = served.kb.commit_files({path: stored.encode()}, "Break a header by hand")
+    api = client(served)
+    status, body, _ = api.call("GET", "/v1/pages/notes/broken.md")
+    assert status == 422 and body["error"]["code"] == "unreadable_page"
+    problem = body["error"]["message"]
+    assert "YAML" in problem or "header" in problem, problem
+    for flag in ("1", "true"):
+        status, page, _ = api.call("GET", f"/v1/pages/notes/broken.md?raw={flag}")
+        assert status == 200 and page == {
+            "id": "notes/broken.md",
+            "path": path,
+            "commit": commit,
+            "header": None,
+            "text": stored,
+            "problem": problem,
+        }
+    # A page that reads comes as always, raw or not: its header, and no problem.
+    status, roster, _ = api.call("GET", f"/v1/pages/{ROSTER}?raw=1")
+    assert status == 200 and roster["problem"] is None and roster["header"]["title"]
+    assert roster == api.call("GET", f"/v1/pages/{ROSTER}")[1]
+    assert api.call("GET", "/v1/pages/notes/broken.md?raw=0")[0] == 422
+    status, body, _ = api.call("GET", "/v1/pages/notes/broken.md?raw=yes")
+    assert status == 400 and body["error"]["field"] == "raw"
 
 
 def commits_of(body: dict[str, Any]) -> list[str]:

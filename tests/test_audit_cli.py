@@ -9,11 +9,12 @@ import json
 import pytest
 from kbgit import commit_edit, git
 from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
-from test_provenance import QUESTION, commit_turn
+from test_provenance import QUESTION, commit_chat, commit_turn
 
 from kbmem.agent.provenance import read_turn, turn_dir
 from kbmem.cli import main
 from kbmem.local_llm import LocalLLMServer
+from kbmem.service import Memory
 from kbmem.store import KnowledgeBase
 from kbmem.textutil import markdown_text
 
@@ -199,6 +200,56 @@ def test_a_damaged_turn_is_an_error_not_a_traceback_and_is_still_listed(
     listed = {t["n"]: t for t in json.loads(out)}
     assert (listed[1]["status"], listed[1]["problem"]) == ("damaged", problem)
     assert (listed[2]["status"], listed[2]["problem"]) == ("complete", None)
+
+
+def test_turns_come_a_window_at_a_time_reading_only_the_window(
+    empty_kb: KnowledgeBase,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``kbmem turns --limit/--offset`` lists a window as the API does, reading the files of
+    the window's turns only (three each), and says on stderr how to read on."""
+    commit_chat(empty_kb, "long", 40)
+    read: list[str] = []
+    read_blob = KnowledgeBase.read_blob
+    monkeypatch.setattr(
+        KnowledgeBase, "read_blob", lambda self, blob: read.append(blob) or read_blob(self, blob)
+    )
+    window = ("turns", "long", "--limit", "5", "--offset", "10")
+    code, out, err = run(empty_kb, capsys, monkeypatch, *window)
+    lines = out.splitlines()
+    assert code == 0 and [line.split("\t")[0] for line in lines] == [
+        f"long/{n}" for n in range(11, 16)
+    ]
+    assert lines[0].endswith("\tcomplete\tQuestion 11?")
+    assert err == "kbmem: turns 11-15 of 40; --offset 15 reads on\n"
+    assert len(read) == 3 * 5, len(read)
+    code, out, err = run(empty_kb, capsys, monkeypatch, "turns", "--json", "--offset", "38")
+    assert code == 0 and err == ""  # the end: nothing to read on
+    assert [t["turn"] for t in json.loads(out)] == ["long/39", "long/40"]
+    code, out, err = run(empty_kb, capsys, monkeypatch, "turns", "--offset", "40")
+    assert (code, out, err) == (0, "", "no turns past 40\n")
+    code, _, err = run(empty_kb, capsys, monkeypatch, "turns", "--limit", "0")
+    assert code == 2 and "--limit: must be a positive number" in err
+
+
+def test_turns_knows_a_chat_a_client_started_and_closed_before_its_first_turn(
+    empty_kb: KnowledgeBase,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A chat the API or the MCP server started is known once closed, with no turns: ``kbmem
+    turns`` lists none, as the API does, rather than saying the chat does not exist."""
+    memory = Memory(empty_kb, TENANT)
+    chat_id, _ = memory.open_chat()
+    memory.close_chat(chat_id)
+    assert memory.list_turns(chat_id)["total"] == 0
+    code, out, err = run(empty_kb, capsys, monkeypatch, "turns", chat_id)
+    assert (code, out) == (0, "") and err.startswith("no turns\n")  # then: no pages yet
+    code, out, _ = run(empty_kb, capsys, monkeypatch, "turns", chat_id, "--json")
+    assert (code, json.loads(out)) == (0, [])
+    code, _, err = run(empty_kb, capsys, monkeypatch, "turns", "invented")
+    assert code == 3 and "tenant 'default' has no chat 'invented'" in err
 
 
 def test_a_batch_of_one_turn_is_committed_as_turn_n(

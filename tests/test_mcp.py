@@ -210,7 +210,8 @@ def test_the_handshake_and_the_tools_each_with_a_schema(server: McpClient) -> No
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert set(schema["required"]) <= set(schema["properties"]), tool["name"]
         for name, prop in schema["properties"].items():
-            assert prop.get("type") in ("string", "integer", "object"), (tool["name"], name)
+            kinds = ("string", "integer", "boolean", "object")
+            assert prop.get("type") in kinds, (tool["name"], name)
     by_name = {t["name"]: t["inputSchema"] for t in tools}
     assert by_name["research"]["required"] == ["request"]
     assert set(by_name["research"]["properties"]) == {
@@ -279,6 +280,11 @@ def test_read_page_list_pages_and_history(server: McpClient, kb_root: Path) -> N
     assert old["commit"] == first
     everything = server.data("page_history", limit=3)["commits"]
     assert len(everything) == 3 and all(SHA.fullmatch(c["commit"]) for c in everything)
+    # Each commit's whole message, body and trailers, as `kbmem log --json` gives it.
+    for commit in history["commits"] + everything:
+        whole = git(kb_root, "log", "-1", "--format=%B", commit["commit"]).strip()
+        assert commit["message"] == whole and whole.startswith(commit["subject"])
+    assert any("\n\n" in c["message"] for c in history["commits"] + everything)
 
 
 def test_one_pages_history_reads_on_from_a_cursor(server: McpClient, kb_root: Path) -> None:
@@ -333,6 +339,29 @@ def test_a_number_that_is_not_whole_is_refused(server: McpClient, k: Any, words:
     problem = server.error("search", query="scheduler", k=k)
     assert problem.startswith("search: k: ") and words in problem
     assert len(server.data("list_pages", limit=2.0)["pages"]) == 2
+
+
+def test_a_page_broken_by_hand_is_an_error_unless_read_raw(
+    server: McpClient, kb_root: Path
+) -> None:
+    """A page whose header was broken by hand is a tool error naming the problem; with raw it
+    comes as stored, with the problem, for the calling agent to repair it."""
+    note = kb_root / "tenants" / "default" / "notes" / "hand-broken.md"
+    note.write_text("---\ntitle: [unclosed\n---\nThe body.\n")
+    git(kb_root, "add", "--", str(note))
+    git(kb_root, "commit", "-q", "-m", "Break a header by hand")
+    try:
+        problem = server.error("read_page", page_id="notes/hand-broken.md")
+        assert problem.startswith("read_page: ") and "notes/hand-broken.md" in problem
+        page = server.data("read_page", page_id="notes/hand-broken.md", raw=True)
+        assert page["text"] == note.read_text() and page["header"] is None
+        assert page["problem"] and page["problem"] in problem
+        roster = server.data("read_page", page_id="notes/team-roster.md", raw=True)
+        assert roster["problem"] is None and roster["header"]["title"]
+        assert "raw" in server.error("read_page", page_id="notes/hand-broken.md", raw="yes")
+    finally:
+        git(kb_root, "rm", "-q", "--", str(note))
+        git(kb_root, "commit", "-q", "-m", "Remove the broken note")
 
 
 # -- errors --------------------------------------------------------------------------------

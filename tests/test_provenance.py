@@ -17,6 +17,7 @@ from kbmem.agent.provenance import (
     TurnFormatError,
     audit_turn,
     check_turn_number,
+    last_turn,
     list_turns,
     parse_turn_id,
     read_turn,
@@ -57,6 +58,31 @@ def commit_turn(
     )
     kb.commit_files(snapshot_files(record), f"Record chat {chat_id} turn {turn}")
     return turn_dir(tenant, chat_id, turn)
+
+
+def commit_chat(
+    kb: KnowledgeBase,  # noqa: F811
+    chat_id: str,
+    turns: int,
+    started: float = 10.0,
+) -> None:
+    """Commit turns 1 to ``turns`` of a chat in one commit (turn n started at ``started``
+    + n), as its batches would have."""
+    files: dict[str, bytes] = {}
+    for n in range(1, turns + 1):
+        record = TurnRecord(
+            chat_id,
+            n,
+            TENANT,
+            f"Question {n}?",
+            "An answer.",
+            "complete",
+            "offline",
+            started + n,
+            started + n + 0.5,
+        )
+        files.update(snapshot_files(record))
+    kb.commit_files(files, f"Record chat {chat_id} turns 1-{turns}")
 
 
 def test_snapshot_files_hold_the_turn(kb: KnowledgeBase) -> None:  # noqa: F811
@@ -222,15 +248,66 @@ def test_turns_are_listed_from_git_and_from_the_journal(kb: KnowledgeBase) -> No
     chat = ChatSession(kb, TENANT, chat_id="listed", batch_turns=2)
     for question in (QUESTION, "What is the team's monthly AWS budget?", "Who owns FL-212?"):
         chat.send(question)
-    listed = list_turns(kb, TENANT, "listed")
+    listed = list_turns(kb, TENANT, "listed").turns
     assert [(t.turn, t.committed) for t in listed] == [(1, True), (2, True), (3, False)]
     pending = audit_turn(kb, TENANT, "listed", 3)
     assert pending.record.question == "Who owns FL-212?" and not pending.committed
     assert "journaled, not committed yet" in render_audit(pending)
     chat.close()
-    assert [t.committed for t in list_turns(kb, TENANT, "listed")] == [True, True, True]
+    assert [t.committed for t in list_turns(kb, TENANT, "listed").turns] == [True, True, True]
     with pytest.raises(NotFound):
         audit_turn(kb, TENANT, "listed", 4)
+
+
+def test_a_listing_of_every_turn_reads_each_turn_once(
+    kb: KnowledgeBase,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An open chat's journal holds every turn since it opened, committed or not: listing
+    every turn (as the TUI's Audit does) reads the committed ones from git only, and parses
+    of the journal only the turn git lacks; an audit of that turn parses it alone."""
+    chat = ChatSession(kb, TENANT, chat_id="open", batch_turns=2)
+    for question in (QUESTION, "Who owns FL-212?") * 2 + ("What is the AWS budget?",):
+        chat.send(question)
+    parsed: list[int] = []
+    from_dict = TurnRecord.from_dict
+    monkeypatch.setattr(
+        TurnRecord, "from_dict", classmethod(lambda _c, d: parsed.append(d["turn"]) or from_dict(d))
+    )
+    read: list[str] = []
+    read_blob = kb.read_blob
+    monkeypatch.setattr(kb, "read_blob", lambda blob: read.append(blob) or read_blob(blob))
+    listed = list_turns(kb, TENANT)
+    assert [(t.turn_id, t.committed) for t in listed.turns] == [
+        ("open/1", True),
+        ("open/2", True),
+        ("open/3", True),
+        ("open/4", True),
+        ("open/5", False),
+    ]
+    assert (listed.total, listed.next_offset) == (5, None)
+    assert parsed == [5] and len(read) == 3 * 4, (parsed, len(read))
+    parsed.clear()
+    assert audit_turn(kb, TENANT, "open", 5).record.question == "What is the AWS budget?"
+    assert parsed == [5]
+    chat.close()
+
+
+def test_the_last_turn_is_found_reading_each_chats_last_turn_only(
+    empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``kbmem audit --last`` reads the last turn of each chat, not every turn: the newest
+    turn of a chat is its last."""
+    commit_chat(empty_kb, "long", 60)
+    commit_chat(empty_kb, "later", 3, started=1000.0)
+    commit_chat(empty_kb, "earlier", 2, started=0.0)
+    read: list[str] = []
+    read_blob = empty_kb.read_blob
+    monkeypatch.setattr(empty_kb, "read_blob", lambda blob: read.append(blob) or read_blob(blob))
+    assert last_turn(empty_kb, TENANT) == ("later", 3)
+    assert len(read) == 3 * 3, len(read)
+    with pytest.raises(NotFound, match="has no chat turns yet"):
+        last_turn(empty_kb, "other")
 
 
 def test_audit_refuses_intervals_outside_the_tenants_pages(kb: KnowledgeBase) -> None:  # noqa: F811
@@ -304,7 +381,7 @@ def test_a_damaged_turn_is_named_and_still_listed(empty_kb: KnowledgeBase, damag
     error = caught.value
     assert str(error).startswith(f"{folder}{name}: ") and problem in str(error)
     assert (error.exit_code, error.http_status) == (2, 422)
-    listed = {t.turn: t for t in list_turns(empty_kb, TENANT, "hand")}
+    listed = {t.turn: t for t in list_turns(empty_kb, TENANT, "hand").turns}
     assert (listed[1].status, listed[1].committed, listed[1].problem) == (
         "damaged",
         True,
@@ -343,13 +420,13 @@ def test_a_chat_with_a_damaged_turn_opens_while_its_exchanges_read(
 def test_an_unknown_chat_is_not_found_but_an_open_one_has_no_turns_yet(
     empty_kb: KnowledgeBase,
 ) -> None:
-    assert list_turns(empty_kb, TENANT) == []  # no chat at all: nothing to list, no error
+    assert list_turns(empty_kb, TENANT).turns == []  # no chat at all: nothing to list, no error
     commit_turn(empty_kb, "theirs", 1, tenant="other")
     for chat_id in ("nope", "theirs"):  # another tenant's chat is none of this one's
         with pytest.raises(NotFound, match=f"tenant 'default' has no chat '{chat_id}'"):
             list_turns(empty_kb, TENANT, chat_id)
     journal = ChatJournal.open(empty_kb, "fresh.1", TENANT)  # open, before its first turn
-    assert list_turns(empty_kb, TENANT, "fresh.1") == []
+    assert list_turns(empty_kb, TENANT, "fresh.1").turns == []
     journal.close(remove=True)
     with pytest.raises(NotFound):
         list_turns(empty_kb, TENANT, "fresh.1")

@@ -11,6 +11,10 @@ only: two tenants may each have a chat ``standup``, open at the same time)::
 
 Journals that an older kbmem left directly under ``journal/`` are still read and recovered.
 
+Beside them, ``.kbmem/chats/<tenant>/<chat-id>`` records a chat a client started (the HTTP API
+and the MCP server give out its id before its first turn): until git has a turn of it, the
+record is what keeps a chat closed before its first turn known (see :func:`record_chat`).
+
 Each line is appended, flushed and fsynced. A line torn by a crash is the last one and is
 ignored (its turn was never reported done). A journal whose lock nobody holds belongs to a
 chat that ended or crashed: :func:`recover_journals` commits its uncommitted turns, checking
@@ -24,6 +28,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -40,6 +45,16 @@ if TYPE_CHECKING:
     from .batch import BatchCommitter
 
 JOURNAL_DIR = "journal"
+CHATS_DIR = "chats"
+# Whose turn a journal line holds, read from its head as ChatJournal.append writes it
+# (TurnRecord.to_dict's first keys, in their order, compactly), without parsing the line: a
+# line holds the whole record, tool calls and research traces included (23 kB a turn of the
+# offline agent), and json.loads of it costs about a thousand times this match (and 14 times
+# TurnRecord.from_dict of what it gives). A line of any other form is parsed in full.
+_TURN_HEAD = re.compile(
+    rb'\{"type":"turn","record":\{"chat_id":"([A-Za-z0-9._-]+)","turn":([0-9]+),'
+    rb'"tenant":"([A-Za-z0-9._-]+)",'
+)
 
 
 def journal_dir(kb: KnowledgeBase) -> Path:
@@ -73,6 +88,28 @@ def journaled_chat(kb: KnowledgeBase, tenant: str, chat_id: str) -> bool:
     return any((folder / f"{chat_id}{ext}").exists() for ext in (".jsonl", ".lock"))
 
 
+def chat_record(kb: KnowledgeBase, tenant: str, chat_id: str) -> Path:
+    """Where the tenant's chat ``chat_id`` is recorded as started (see :func:`record_chat`)."""
+    return kb.state_dir / CHATS_DIR / check_tenant(tenant) / check_segment(chat_id, "chat_id")
+
+
+def record_chat(kb: KnowledgeBase, tenant: str, chat_id: str) -> None:
+    """Record that a client started the tenant's chat ``chat_id``: until it has a turn in git,
+    the record is all that keeps a chat known once it is closed (its journal goes with it)."""
+    record = chat_record(kb, tenant, chat_id)
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.touch()
+    except OSError as exc:
+        raise StorageError(f"cannot record the new chat {chat_id}: {exc}") from exc
+
+
+def forget_chat_record(kb: KnowledgeBase, tenant: str, chat_id: str) -> None:
+    """Drop the record of a started chat (once git has its turns, which keep it known)."""
+    with suppress(OSError):
+        chat_record(kb, tenant, chat_id).unlink(missing_ok=True)
+
+
 def _journal_folders(kb: KnowledgeBase) -> list[Path]:
     root = journal_dir(kb)
     return [root, *sorted(p for p in root.iterdir() if p.is_dir())]
@@ -90,7 +127,11 @@ class JournalState:
         return [r for r in self.turns if r.turn not in self.committed]
 
 
-def read_journal(path: Path) -> JournalState:
+def read_journal(path: Path, keep: Callable[[str, str, int], bool] | None = None) -> JournalState:
+    """The turns a journal holds (a turn's last line counts; a line torn by a crash is left
+    out) and which of them are committed. With ``keep``, only the turns whose ``(tenant,
+    chat id, turn)`` it takes: a line of another turn is passed over without being parsed,
+    so that a listing reads of an open chat's journal only the turns git lacks."""
     turns: dict[int, TurnRecord] = {}
     committed: set[int] = set()
     try:
@@ -100,16 +141,26 @@ def read_journal(path: Path) -> JournalState:
     for line in raw.split(b"\n"):
         if not line.strip():
             continue
+        if keep is not None and (head := _turn_head(line)) and not keep(*head):
+            continue
         try:
             entry = json.loads(line)
             if entry.get("type") == "turn":
                 record = TurnRecord.from_dict(entry["record"])
-                turns[record.turn] = record
+                if keep is None or keep(record.tenant, record.chat_id, record.turn):
+                    turns[record.turn] = record
             elif entry.get("type") == "committed":
                 committed.update(range(int(entry["first"]), int(entry["last"]) + 1))
         except (ValueError, KeyError, TypeError, AttributeError):
             continue  # a line torn by a crash: its turn was never reported done
     return JournalState([turns[n] for n in sorted(turns)], committed)
+
+
+def _turn_head(line: bytes) -> tuple[str, str, int] | None:
+    """``(tenant, chat id, turn)`` of a turn's line, read from its head without parsing it;
+    None for a line of another form."""
+    head = _TURN_HEAD.match(line)
+    return (head[3].decode(), head[1].decode(), int(head[2])) if head else None
 
 
 def _try_lock(path: Path) -> int | None:

@@ -17,8 +17,11 @@ even after the page was edited or deleted.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -26,7 +29,7 @@ from typing import Any
 import yaml
 
 from ..errors import NotFound, TenantError, ValidationError
-from ..ids import check_segment, check_tenant, page_id_for
+from ..ids import check_segment, check_tenant, is_segment, page_id_for
 from ..pages import Loader, dump_yaml
 from ..pagestore import tenant_prefix
 from ..store import KnowledgeBase
@@ -62,10 +65,14 @@ def check_turn_number(value: object) -> int:
     return int(text)
 
 
+def chat_dir(tenant: str, chat_id: str) -> str:
+    """Repository-relative folder of a chat's turns (every part validated)."""
+    return f"{tenant_prefix(tenant)}turns/{check_segment(chat_id, 'chat_id')}/"
+
+
 def turn_dir(tenant: str, chat_id: str, turn: int) -> str:
     """Repository-relative folder of a turn's snapshot (every part validated)."""
-    check_segment(chat_id, "chat_id")
-    return f"{tenant_prefix(tenant)}turns/{chat_id}/{check_turn_number(turn)}/"
+    return f"{chat_dir(tenant, chat_id)}{check_turn_number(turn)}/"
 
 
 def iso(at: float) -> str:
@@ -392,43 +399,169 @@ def committed_turn_numbers(
 # -- listing and audit ------------------------------------------------------------------------
 
 
-def list_turns(kb: KnowledgeBase, tenant: str, chat_id: str | None = None) -> list[TurnSummary]:
-    """Every turn of the tenant's chats (or of one chat): committed ones from HEAD, and the
-    ones still waiting in the journal; oldest first. A committed turn whose files cannot be
+class TurnListing:
+    """The turns of a tenant's chats (or of one chat), committed and pending, read only as far
+    as what is asked of them needs.
+
+    Which turns there are is known before any is read: the committed ones from git's trees (a
+    tree a chat), the others from the chat journals, whose lines for turns git already has are
+    passed over unparsed (see :func:`~kbmem.agent.journal.read_journal`). The order is each
+    chat's turns by number, the chats merged by when their turns started (then chat id and
+    turn number): a committed turn is read when a window shows it or, across chats, when its
+    start time decides what comes before the window. A committed turn whose files cannot be
     read is listed all the same, as "damaged" with the problem: an auditor must see that it
-    exists. NotFound for a chat that has neither turns nor a journal (open or pending)."""
-    from .journal import journal_paths, journaled_chat, read_journal
+    exists."""
+
+    def __init__(self, kb: KnowledgeBase, tenant: str, chat_id: str | None = None):
+        self.kb = kb
+        self.tenant = check_tenant(tenant)
+        self.chats = _committed_turns(kb, self.tenant, chat_id)
+        self._read = _journaled_turns(kb, self.tenant, chat_id, self.chats)
+        for chat, turn in self._read:
+            self.chats.setdefault(chat, []).append(turn)
+        for turns in self.chats.values():
+            turns.sort()
+        self.total = sum(map(len, self.chats.values()))
+
+    def window(self, limit: int | None = None, offset: int = 0) -> list[TurnSummary]:
+        """The turns from ``offset`` on, at most ``limit`` (None: all of them)."""
+        if offset >= self.total:
+            return []
+        end = None if limit is None else offset + limit
+        return [self.summary(c, t) for c, t in itertools.islice(self._ordered(), offset, end)]
+
+    def latest(self) -> TurnSummary | None:
+        """The turn the listing ends with (None when there is none): each chat's last turn is
+        read, no other."""
+        last = [self.summary(chat, turns[-1]) for chat, turns in self.chats.items()]
+        return max(last, key=lambda s: (s.started_at, s.chat_id, s.turn), default=None)
+
+    def _ordered(self) -> Iterator[tuple[str, int]]:
+        """``(chat id, turn)`` in the listing's order: one chat's without reading a turn."""
+        if len(self.chats) == 1:
+            ((chat, turns),) = self.chats.items()
+            return ((chat, turn) for turn in turns)
+        merged = heapq.merge(*(self._by_start(c, t) for c, t in sorted(self.chats.items())))
+        return ((chat, turn) for _started, chat, turn in merged)
+
+    def _by_start(self, chat: str, turns: list[int]) -> Iterator[tuple[float, str, int]]:
+        for turn in turns:
+            yield self.summary(chat, turn).started_at, chat, turn
+
+    def summary(self, chat: str, turn: int) -> TurnSummary:
+        """A turn's line of the list: from its journal, else read from git (once)."""
+        key = (chat, turn)
+        if key not in self._read:
+            self._read[key] = _committed_summary(self.kb, self.tenant, chat, turn)
+        return self._read[key]
+
+
+@dataclass
+class TurnWindow:
+    """A window of a :class:`TurnListing`: its turns, from ``offset`` on, and how many the
+    listing holds."""
+
+    turns: list[TurnSummary]
+    total: int
+    offset: int = 0
+
+    @property
+    def next_offset(self) -> int | None:
+        """The offset that reads on; None at the end."""
+        end = self.offset + len(self.turns)
+        return end if end < self.total else None
+
+
+def list_turns(
+    kb: KnowledgeBase,
+    tenant: str,
+    chat_id: str | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> TurnWindow:
+    """A window of the tenant's chat turns (or of one chat's), in the order of
+    :class:`TurnListing`: ``limit`` turns (None: all) from ``offset``, and the total. Only the
+    window's turns are read (across chats, also those before it, for their start times).
+    NotFound for a chat the tenant does not have (see :func:`known_chat`); a chat open, or
+    closed before its first turn, has none."""
+    if limit is not None and limit < 1:
+        raise ValidationError("must be at least 1", "limit")
+    if offset < 0:
+        raise ValidationError("must not be negative", "offset")
+    listing = TurnListing(kb, tenant, chat_id)
+    if chat_id is not None and listing.total == 0 and not known_chat(kb, tenant, chat_id):
+        raise NotFound(f"tenant {tenant!r} has no chat {chat_id!r}")
+    return TurnWindow(listing.window(limit, offset), listing.total, offset)
+
+
+def known_chat(kb: KnowledgeBase, tenant: str, chat_id: str) -> bool:
+    """Whether the tenant has the chat ``chat_id``: with turns committed, with a journal or a
+    lock (open now, or with turns not committed yet), or started by a client and closed
+    before its first turn (see :func:`~kbmem.agent.journal.record_chat`)."""
+    from .journal import chat_record, journaled_chat
+
+    return (
+        kb.has_path(chat_dir(tenant, chat_id))
+        or journaled_chat(kb, tenant, chat_id)
+        or chat_record(kb, tenant, chat_id).exists()
+    )
+
+
+def _committed_turns(kb: KnowledgeBase, tenant: str, chat_id: str | None) -> dict[str, list[int]]:
+    """``{chat id: [turn, ...]}`` of the turn folders at HEAD: one tree read a chat, no file
+    read. A folder that names no chat or turn (made by hand) is none."""
+    turns = f"{tenant_prefix(tenant)}turns/"
+    out: dict[str, list[int]] = {}
+    for chat in [check_segment(chat_id, "chat_id")] if chat_id is not None else kb.folders(turns):
+        if not is_segment(chat):
+            continue
+        numbers = [int(n) for n in kb.folders(f"{turns}{chat}/") if _TURN_NUMBER.fullmatch(n)]
+        if numbers:
+            out[chat] = numbers
+    return out
+
+
+def _committed_summary(kb: KnowledgeBase, tenant: str, chat_id: str, turn: int) -> TurnSummary:
+    """A committed turn's line of the list, read from its files as an audit reads them: a
+    turn whose files cannot be read is listed as damaged, with the problem."""
+    folder = turn_dir(tenant, chat_id, turn)
+    blobs = {path[len(folder) :]: blob for path, blob in kb.list_files(folder).items()}
+    files = {name: kb.read_blob(blobs[name]) if name in blobs else None for name in READ_FILES}
+    try:
+        record = _record_from_files(tenant, chat_id, turn, files)
+    except TurnFormatError as exc:
+        return _damaged(chat_id, turn, files["context_pack.yaml"], str(exc))
+    return TurnSummary(chat_id, turn, record.question, record.status, record.started_at, True)
+
+
+def _journaled_turns(
+    kb: KnowledgeBase, tenant: str, chat_id: str | None, committed: dict[str, list[int]]
+) -> dict[tuple[str, int], TurnSummary]:
+    """The lines of the turns only the journals hold (not committed yet, or committed but not
+    at HEAD): a journal's lines for the turns ``committed`` lists are not parsed."""
+    from .journal import journal_paths, read_journal
+
+    in_git = {(chat, turn) for chat, turns in committed.items() for turn in turns}
+
+    def lacking(owner: str, chat: str, turn: int) -> bool:
+        return owner == tenant and (chat, turn) not in in_git
 
     out: dict[tuple[str, int], TurnSummary] = {}
-    if kb.head() is not None:
-        for (chat, n), blobs in _committed_snapshots(kb, tenant, chat_id).items():
-            files = {
-                name: kb.read_blob(blobs[name]) if name in blobs else None for name in READ_FILES
-            }
-            try:
-                record = _record_from_files(tenant, chat, n, files)
-            except TurnFormatError as exc:
-                out[(chat, n)] = _damaged(chat, n, files["context_pack.yaml"], str(exc))
-                continue
-            out[(chat, n)] = TurnSummary(
-                chat, n, record.question, record.status, record.started_at, True
-            )
     for path in journal_paths(kb, tenant, chat_id):
-        state = read_journal(path)
+        state = read_journal(path, keep=lacking)
         for record in state.turns:
-            if record.tenant != tenant or (record.chat_id, record.turn) in out:
-                continue
-            out[(record.chat_id, record.turn)] = TurnSummary(
-                record.chat_id,
-                record.turn,
-                record.question,
-                record.status,
-                record.started_at,
-                record.turn in state.committed,
+            out.setdefault(
+                (record.chat_id, record.turn),
+                TurnSummary(
+                    record.chat_id,
+                    record.turn,
+                    record.question,
+                    record.status,
+                    record.started_at,
+                    record.turn in state.committed,
+                ),
             )
-    if chat_id is not None and not out and not journaled_chat(kb, tenant, chat_id):
-        raise NotFound(f"tenant {tenant!r} has no chat {chat_id!r}")
-    return sorted(out.values(), key=lambda s: (s.started_at, s.chat_id, s.turn))
+    return out
 
 
 def _damaged(chat_id: str, turn: int, pack: bytes | None, problem: str) -> TurnSummary:
@@ -461,11 +594,11 @@ def load_turn(kb: KnowledgeBase, tenant: str, chat_id: str, turn: int) -> tuple[
             return read_turn(kb, tenant, chat_id, turn), True
         except NotFound:
             pass
+    wanted = (tenant, chat_id, turn)
     for path in journal_paths(kb, tenant, chat_id):
-        state = read_journal(path)
-        for record in state.turns:
-            if record.turn == turn and record.tenant == tenant:
-                return record, turn in state.committed
+        state = read_journal(path, keep=lambda owner, chat, n: (owner, chat, n) == wanted)
+        if state.turns:
+            return state.turns[-1], turn in state.committed
     raise NotFound(f"no turn {chat_id}/{turn} in tenant {tenant!r}")
 
 
@@ -593,10 +726,11 @@ def audit_turn(kb: KnowledgeBase, tenant: str, chat_id: str, turn: int) -> TurnA
 
 
 def last_turn(kb: KnowledgeBase, tenant: str) -> tuple[str, int]:
-    turns = list_turns(kb, tenant)
-    if not turns:
+    """The tenant's most recent turn, the last of :func:`list_turns` (each chat's last turn is
+    read, no other); NotFound when there is none."""
+    latest = TurnListing(kb, tenant).latest()
+    if latest is None:
         raise NotFound(f"tenant {tenant!r} has no chat turns yet")
-    latest = max(turns, key=lambda s: (s.started_at, s.turn))
     return latest.chat_id, latest.turn
 
 

@@ -337,9 +337,8 @@ class AgentTools:
         )
         body = "\n".join(f"{n:>4} {line}" for n, line in enumerate(lines[start - 1 : end], start))
         text = f"{interval.citation()} (of {len(lines)} lines)\n{body}"
-        return ToolResult(
-            call_id, "read_page", _fit(text), [ContextItem.from_interval(interval, "page", 1.0)]
-        )
+        item = ContextItem.from_interval(interval, "page", 1.0, call_id)
+        return ToolResult(call_id, "read_page", _fit(text), [item])
 
     def _expand(
         self, ctx: TurnContext, call_id: str, args: dict[str, Any], trace: list[TraceEvent]

@@ -33,6 +33,8 @@ def register(sub: Commands) -> None:
     p = sub.add_parser("turns", help="list chat turns (committed, and pending in the journal)")
     p.add_argument("chat", nargs="?", help="only this chat")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--limit", type=int, default=None, help="at most this many turns (default all)")
+    p.add_argument("--offset", type=int, default=0, help="skip this many turns first")
     p.set_defaults(handler=cmd_turns)
 
     p = sub.add_parser("audit", help="what a turn's answer rested on, read at its commits")
@@ -152,12 +154,24 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
 def cmd_turns(ctx: Any, args: argparse.Namespace) -> int:
     from ..agent.provenance import iso, list_turns
 
-    turns = list_turns(ctx.kb, ctx.reading_tenant, args.chat)
+    if args.limit is not None and args.limit < 1:
+        raise ValidationError("must be a positive number", "--limit")
+    if args.offset < 0:
+        raise ValidationError("must not be negative", "--offset")
+    listed = list_turns(ctx.kb, ctx.reading_tenant, args.chat, args.limit, args.offset)
+    turns = listed.turns
+    if listed.next_offset is not None:
+        # Only with --limit: say how to read on, beside the listing, never in it.
+        print(
+            f"kbmem: turns {args.offset + 1}-{listed.next_offset} of {listed.total}; "
+            f"--offset {listed.next_offset} reads on",
+            file=sys.stderr,
+        )
     if args.json:
         print(json_text([turn_summary_dict(t) for t in turns], indent=1))
         return 0
     if not turns:
-        print("no turns", file=sys.stderr)
+        print("no turns" if not listed.total else f"no turns past {listed.total}", file=sys.stderr)
     for t in turns:
         question = " ".join(t.question.split())
         if len(question) > 80:

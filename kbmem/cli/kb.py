@@ -172,7 +172,7 @@ def cmd_log(ctx: Any, args: argparse.Namespace) -> int:
         # A commit's path is the page's name then; a commit of the tenant's has many paths.
         commits = [dataclasses.replace(c, path=None) for c in commits]
     if args.json:
-        print(json_text([{**commit_dict(c), "message": c.message} for c in commits], indent=1))
+        print(json_text([commit_dict(c) for c in commits], indent=1))
         return 0
     for n, c in enumerate(commits):
         if args.full:

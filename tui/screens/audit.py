@@ -191,12 +191,13 @@ class AuditScreen(KbmemScreen):
     @work(thread=True, exit_on_error=False, group="audit-turns", exclusive=True)
     def load_turns(self) -> None:
         """The turns as ``kbmem turns`` lists them (a damaged one included, with its
-        problem), and this session's own records, which the journal may not show yet."""
+        problem), each read once (an open chat's journal lines of turns git has are passed
+        over), and this session's own records, which the journal may not show yet."""
         from kbmem.agent.provenance import TurnSummary, list_turns
 
         ws = self.workspace
         ws.check_available()
-        found = {s.turn_id: AuditedTurn(s) for s in list_turns(ws.kb, ws.tenant)}
+        found = {s.turn_id: AuditedTurn(s) for s in list_turns(ws.kb, ws.tenant).turns}
         for record in self.kbmem.turn_records():
             if record.tenant != ws.tenant:
                 continue
