@@ -255,24 +255,26 @@ def test_one_writer_across_processes_and_readers_never_wait(empty_kb: KnowledgeB
     assert empty_kb.commit_files({NOTE: b"v2"}, "v2") == head(empty_kb.root)
 
 
-DIE_BEFORE_COMMIT = """
+def dies_in(method: str, files: str) -> str:
+    """A script that writes ``files`` (a Python dict literal) in one commit and is killed when
+    the write reaches ``method`` of KnowledgeBase."""
+    return f"""
     import os, signal, sys
     from kbmem.store import KnowledgeBase
 
-    class DiesBeforeCommit(KnowledgeBase):
-        def _swap_head(self, *args, **kwargs):
+    class Dies(KnowledgeBase):
+        def {method}(self, *args, **kwargs):
             os.kill(os.getpid(), signal.SIGKILL)
 
-    kb = DiesBeforeCommit(sys.argv[1])
-    kb.commit_files(
-        {
-            "tenants/default/MEMORY.md": b"half of a new memory",
-            "tenants/default/notes/new.md": b"a new page",
-            "tenants/default/notes/a.md": None,
-        },
-        "Never lands",
-    )
+    Dies(sys.argv[1]).commit_files({files}, "Never lands")
 """
+
+
+DIE_BEFORE_COMMIT = dies_in(
+    "_swap_head",
+    '{"tenants/default/MEMORY.md": b"half of a new memory", '
+    '"tenants/default/notes/new.md": b"a new page", "tenants/default/notes/a.md": None}',
+)
 
 
 def test_a_write_killed_before_its_commit_is_undone_by_the_next_writer(
@@ -299,20 +301,10 @@ def test_a_write_killed_before_its_commit_is_undone_by_the_next_writer(
     assert not (root / ".kbmem" / "pending-write").exists()
 
 
-DIE_WHILE_WRITING = """
-    import os, signal, sys
-    from kbmem.store import KnowledgeBase
-
-    class DiesWhileWriting(KnowledgeBase):
-        def _build_commit(self, *args, **kwargs):
-            os.kill(os.getpid(), signal.SIGKILL)
-
-    kb = DiesWhileWriting(sys.argv[1])
-    kb.commit_files(
-        {"tenants/default/notes/a.md": b"new text\\n", "tenants/default/notes/b.md": b"new\\n"},
-        "Never lands",
-    )
-"""
+DIE_WHILE_WRITING = dies_in(
+    "_build_commit",
+    '{"tenants/default/notes/a.md": b"new text\\n", "tenants/default/notes/b.md": b"new\\n"}',
+)
 
 
 def test_temp_files_a_killed_write_leaves_are_never_shown_and_only_they_are_removed(
