@@ -65,6 +65,22 @@ class PageRecord:
     page: Page
 
 
+@dataclass(frozen=True)
+class StoredPage:
+    """A page as stored at a commit: its record, or the error that its header gave."""
+
+    path: str
+    commit: str
+    text: str
+    record: PageRecord | None
+    error: PageFormatError | None
+
+    @property
+    def problem(self) -> str | None:
+        """What is wrong with the header, naming the file; None when it reads."""
+        return f"{self.path}: {self.error.problem}" if self.error else None
+
+
 class PageStore:
     def __init__(self, kb: KnowledgeBase, tenant: str):
         self.kb = kb
@@ -121,17 +137,16 @@ class PageStore:
         be read."""
         return self.record(page_id, *self.locate(page_id, rev, follow))
 
-    def read_text(
-        self, page_id: str, rev: str = "HEAD", follow: bool = False
-    ) -> tuple[str, str | None]:
-        """The page at ``rev`` as stored, its header readable or not (see :meth:`locate`):
-        ``(text, problem)``, the problem (naming the path) None when the header reads. For a
-        person who must see a page to repair its header by hand."""
+    def read_stored(self, page_id: str, rev: str = "HEAD", follow: bool = False) -> StoredPage:
+        """The page at ``rev`` as stored, its header readable or not (see :meth:`locate`): for
+        a person, or a client, that must see a page to repair its header by hand."""
         path, blob, commit = self.locate(page_id, rev, follow)
         try:
-            return self.record(page_id, path, blob, commit).text, None
+            record = self.record(page_id, path, blob, commit)
         except PageFormatError as exc:
-            return self.kb.read_blob(blob).decode("utf-8", "replace"), f"{path}: {exc.problem}"
+            text = self.kb.read_blob(blob).decode("utf-8", "replace")
+            return StoredPage(path, commit, text, None, exc)
+        return StoredPage(path, commit, record.text, record, None)
 
     def iter_pages(self, rev: str = "HEAD") -> Iterator[PageRecord]:
         """Every readable page; a page with a broken header is skipped with a warning."""

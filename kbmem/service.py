@@ -28,7 +28,7 @@ from .errors import (
     ValidationError,
 )
 from .ids import check_tenant
-from .pagestore import PageStore, tenant_prefix
+from .pagestore import PageStore, StoredPage, tenant_prefix
 from .store import CommitInfo, KnowledgeBase
 
 log = logging.getLogger(__name__)
@@ -313,16 +313,12 @@ class Memory:
             raise ValidationError("must be true or false", "raw")
         page_id = _text_arg(page_id, "page_id")
         with field_named("page_id", "pageId"):
-            path, blob, commit = self.store.locate(page_id, _rev_arg(at))
-            try:
-                record = self.store.record(page_id, path, blob, commit)
-            except PageFormatError as exc:
-                if not raw:
-                    raise
-                text = self.kb.read_blob(blob).decode("utf-8", "replace")
-                return _page_dict(page_id, path, commit, None, text, exc.problem)
-        meta = _plain(record.page.meta)
-        return _page_dict(page_id, path, commit, meta, record.text, None)
+            stored = self.store.read_stored(page_id, _rev_arg(at))
+            if stored.error is not None and not raw:
+                raise stored.error
+        if stored.record is None:  # its header broken, and asked for as stored
+            return _page_dict(page_id, stored, None, stored.error and stored.error.problem)
+        return _page_dict(page_id, stored, _plain(stored.record.page.meta), None)
 
     def history(self, page_id: Any = None, limit: Any = None, before: Any = None) -> dict[str, Any]:
         """The newest ``limit`` commits (default ``HISTORY_WINDOW``, at most ``MAX_WINDOW``)
@@ -697,14 +693,14 @@ class _OpenChat:
 
 
 def _page_dict(
-    page_id: str, path: str, commit: str, header: Any, text: str, problem: str | None
+    page_id: str, stored: StoredPage, header: Any, problem: str | None
 ) -> dict[str, Any]:
     return {
         "id": page_id,
-        "path": path,
-        "commit": commit,
+        "path": stored.path,
+        "commit": stored.commit,
         "header": header,
-        "text": text,
+        "text": stored.text,
         "problem": problem,
     }
 

@@ -18,6 +18,7 @@ from talk import talk
 from test_provenance import commit_older_turn
 from textual import events
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widgets import (
     DataTable,
@@ -273,6 +274,29 @@ async def _history(kb: KnowledgeBase, edit: str) -> None:
         assert screen.shown.commit == q1  # still showing what it showed
 
 
+async def open_audit(app: KbmemApp, pilot: Pilot) -> AuditScreen:
+    """The Audit screen (f4), once it shows a turn."""
+    await pilot.press("f4")
+    screen = app.screen
+    assert isinstance(screen, AuditScreen)
+    await wait_until(pilot, lambda: screen.current is not None, "the turn")
+    return screen
+
+
+async def interval_cards(pilot: Pilot, screen: AuditScreen, count: int = 0) -> list[IntervalCard]:
+    """The chosen turn's interval cards (tab i), once there are ``count`` (or any)."""
+    await pilot.press("i")
+    items = screen.query_one("#interval-list")
+    await wait_until(
+        pilot,
+        lambda: (
+            len(items.query(IntervalCard)) == count if count else bool(items.query(IntervalCard))
+        ),
+        "the intervals",
+    )
+    return list(items.query(IntervalCard))
+
+
 def test_audit_shows_the_turn_just_made(kb: KnowledgeBase) -> None:
     asyncio.run(_audit(kb))
 
@@ -282,16 +306,10 @@ async def _audit(kb: KnowledgeBase) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ask(pilot)
         record = app.turn_records()[0]
-        await pilot.press("f4")
-        screen = app.screen
-        assert isinstance(screen, AuditScreen)
-        await wait_until(pilot, lambda: screen.current is not None, "the turn")
+        screen = await open_audit(app, pilot)
         assert screen.current.turn_id == "readme-demo/1"
         assert not screen.current.committed  # journaled, waiting for the batch
-        await pilot.press("i")
-        items = screen.query_one("#interval-list")
-        await wait_until(pilot, lambda: bool(items.query(IntervalCard)), "the intervals")
-        cards = list(items.query(IntervalCard))
+        cards = await interval_cards(pilot, screen)
         assert len(cards) == len(record.context) > 0
         for card in cards:
             item = card.resolved.item
@@ -327,13 +345,11 @@ async def _audit(kb: KnowledgeBase) -> None:
         await wait_until(pilot, lambda: footer_key(screen, "c").has_class("-disabled"), "grey c")
 
         # Jump from an interval to its page at that commit.
-        await pilot.press("i")
-        await wait_until(pilot, lambda: bool(items.query(IntervalCard)), "the intervals")
-        items.focus()
+        first = (await interval_cards(pilot, screen))[0].resolved.item
+        screen.query_one("#interval-list").focus()
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen), "History")
         history = app.screen
-        first = items.query(IntervalCard).first().resolved.item
         await wait_until(pilot, lambda: history.shown is not None, "the page")
         assert history.shown.commit == first.commit
         assert history.shown.entry.page_id == first.page_id
@@ -362,10 +378,7 @@ async def _audit_all_read(kb: KnowledgeBase) -> None:
             lambda: screen.current is not None and screen.current.turn_id == "older/1",
             "the turn",
         )
-        await pilot.press("i")
-        items = screen.query_one("#interval-list")
-        await wait_until(pilot, lambda: len(items.query(IntervalCard)) == 3, "the intervals")
-        cards = list(items.query(IntervalCard))
+        cards = await interval_cards(pilot, screen, 3)
         assert [(c.resolved.item.start, c.resolved.item.end) for c in cards] == ranges
         heads = [rendered(c.query_one(".head", Static)) for c in cards]
         assert all(f"@{commit[:10]} · " in head for head in heads)
@@ -393,14 +406,8 @@ async def _audit_refuses(kb: KnowledgeBase) -> None:
     )
     app = KbmemApp(kb, "other", chat_id="spy", cursor_blink=False, show_times=False)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f4")
-        screen = app.screen
-        assert isinstance(screen, AuditScreen)
-        await wait_until(pilot, lambda: screen.current is not None, "the turn")
-        await pilot.press("i")
-        items = screen.query_one("#interval-list")
-        await wait_until(pilot, lambda: bool(items.query(IntervalCard)), "the intervals")
-        (card,) = items.query(IntervalCard)
+        screen = await open_audit(app, pilot)
+        (card,) = await interval_cards(pilot, screen)
         assert card.resolved.problem.startswith(f"refused: {roster!r} is not a page")
         assert not card.query(NumberedLines) and card.resolved.text == ""
         shown = " ".join(rendered(s) for s in card.query(Static))
@@ -439,21 +446,14 @@ async def _audit_changed(kb: KnowledgeBase) -> None:
     )
     app = KbmemApp(kb, "default", chat_id="next", cursor_blink=False, show_times=False)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f4")
-        screen = app.screen
-        assert isinstance(screen, AuditScreen)
-        await wait_until(pilot, lambda: screen.current is not None, "the turn")
-        await pilot.press("i")
-        items = screen.query_one("#interval-list")
+        screen = await open_audit(app, pilot)
         # The two planted in the context, then the others the research gave the agent.
         read = turn_intervals(read_turn(kb, "default", "asked", 1))
         assert len(read) > 2
-        await wait_until(
-            pilot, lambda: len(items.query(IntervalCard)) == len(read), "the intervals"
-        )
+        cards = await interval_cards(pilot, screen, len(read))
         title = rendered(screen.query_one("#turn-title", Static))
         assert f"committed in @{recorded[:10]}" in title
-        changed, outside, *shown = items.query(IntervalCard)
+        changed, outside, *shown = cards
         assert not any(card.resolved.item.cited for card in shown)
         assert changed.resolved.item.page_id == cited.page_id
         assert "page changed since" in rendered(changed.query_one(".head", Static))
@@ -504,10 +504,7 @@ async def _audit_damaged(kb: KnowledgeBase) -> None:
     commit_edit(kb.root, calls, lambda old: old + b'{"broken": ')
     app = KbmemApp(kb, "default", chat_id="next", cursor_blink=False, show_times=False)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f4")
-        screen = app.screen
-        assert isinstance(screen, AuditScreen)
-        await wait_until(pilot, lambda: screen.current is not None, "the turns")
+        screen = await open_audit(app, pilot)
         # Both turns are listed, newest first; the damaged one is marked so, not left out.
         assert screen.order == ["hand/2", "hand/1"]
         table = screen.query_one("#turn-table", DataTable)

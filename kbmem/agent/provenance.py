@@ -370,29 +370,20 @@ def read_turn(
     return _record_from_files(tenant, chat_id, turn, files, names)
 
 
-def _committed_snapshots(
-    kb: KnowledgeBase, tenant: str, chat_id: str | None = None
-) -> dict[tuple[str, int], dict[str, str]]:
-    """``{(chat id, turn): {file name: blob id}}`` of the turn folders at HEAD holding any
-    snapshot file: a turn with a file deleted or damaged still counts as committed."""
-    prefix = f"{tenant_prefix(check_tenant(tenant))}turns/"
-    if chat_id is not None:
-        prefix += check_segment(chat_id, "chat_id") + "/"
-    out: dict[tuple[str, int], dict[str, str]] = {}
-    for path, blob in kb.list_files(prefix).items():
-        parts = path[len(tenant_prefix(tenant)) :].split("/")
-        if len(parts) == 4 and parts[3] in SNAPSHOT_FILES and _TURN_NUMBER.fullmatch(parts[2]):
-            out.setdefault((parts[1], int(parts[2])), {})[parts[3]] = blob
-    return out
-
-
 def committed_turn_numbers(
     kb: KnowledgeBase, tenant: str, chat_id: str | None = None
 ) -> dict[str, list[int]]:
-    """``{chat id: [turn, ...]}`` of the snapshots committed at HEAD (one chat or all)."""
+    """``{chat id: [turn, ...]}`` (in turn order) of the turn folders at HEAD, one chat's or
+    all: a tree read a chat, no file read. A turn with a snapshot file deleted or damaged
+    still counts as committed; a folder that names no chat or turn (made by hand) does not."""
+    turns = f"{tenant_prefix(check_tenant(tenant))}turns/"
     out: dict[str, list[int]] = {}
-    for chat, n in sorted(_committed_snapshots(kb, tenant, chat_id)):
-        out.setdefault(chat, []).append(n)
+    for chat in [check_segment(chat_id, "chat_id")] if chat_id is not None else kb.folders(turns):
+        if not is_segment(chat):
+            continue
+        numbers = [int(n) for n in kb.folders(f"{turns}{chat}/") if _TURN_NUMBER.fullmatch(n)]
+        if numbers:
+            out[chat] = sorted(numbers)
     return out
 
 
@@ -415,7 +406,7 @@ class TurnListing:
     def __init__(self, kb: KnowledgeBase, tenant: str, chat_id: str | None = None):
         self.kb = kb
         self.tenant = check_tenant(tenant)
-        self.chats = _committed_turns(kb, self.tenant, chat_id)
+        self.chats = committed_turn_numbers(kb, self.tenant, chat_id)
         self._read = _journaled_turns(kb, self.tenant, chat_id, self.chats)
         for chat, turn in self._read:
             self.chats.setdefault(chat, []).append(turn)
@@ -505,20 +496,6 @@ def known_chat(kb: KnowledgeBase, tenant: str, chat_id: str) -> bool:
         or journaled_chat(kb, tenant, chat_id)
         or chat_record(kb, tenant, chat_id).exists()
     )
-
-
-def _committed_turns(kb: KnowledgeBase, tenant: str, chat_id: str | None) -> dict[str, list[int]]:
-    """``{chat id: [turn, ...]}`` of the turn folders at HEAD: one tree read a chat, no file
-    read. A folder that names no chat or turn (made by hand) is none."""
-    turns = f"{tenant_prefix(tenant)}turns/"
-    out: dict[str, list[int]] = {}
-    for chat in [check_segment(chat_id, "chat_id")] if chat_id is not None else kb.folders(turns):
-        if not is_segment(chat):
-            continue
-        numbers = [int(n) for n in kb.folders(f"{turns}{chat}/") if _TURN_NUMBER.fullmatch(n)]
-        if numbers:
-            out[chat] = numbers
-    return out
 
 
 def _committed_summary(kb: KnowledgeBase, tenant: str, chat_id: str, turn: int) -> TurnSummary:

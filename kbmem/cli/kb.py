@@ -138,16 +138,16 @@ def cmd_pages(ctx: Any, args: argparse.Namespace) -> int:
 
 def cmd_show(ctx: Any, args: argparse.Namespace) -> int:
     # As `kbmem log PAGE` lists its versions: under the name the page had at each.
-    text, problem = PageStore(ctx.kb, ctx.tenant).read_text(args.page, args.at, follow=True)
-    if problem:
+    stored = PageStore(ctx.kb, ctx.tenant).read_stored(args.page, args.at, follow=True)
+    if stored.problem:
         # The person must see the page to repair it: shown as stored, with what is wrong.
         # Exit 0, as `kbmem pages` when it skips such a page; `pages --check` exits 1.
         note = (
-            f"kbmem: warning: {problem}; the page is printed as stored, for you to repair "
+            f"kbmem: warning: {stored.problem}; the page is printed as stored, for you to repair "
             "its header ('kbmem pages --check' lists every such page)"
         )
         print(printable(note), file=sys.stderr)
-    sys.stdout.write(printable(text))
+    sys.stdout.write(printable(stored.text))
     return 0
 
 
