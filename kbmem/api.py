@@ -44,7 +44,7 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from .agent.provenance import TurnFormatError
-from .errors import KbmemError, ValidationError
+from .errors import KbmemError, PageFormatError, ValidationError
 from .service import (
     CHAT_IDLE_SECONDS,
     SESSION_FIELDS,
@@ -85,8 +85,13 @@ ERROR_CODES = {
 }
 
 
-def error_body(code: str, message: str, field: str | None = None) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, "field": field}}
+def error_body(
+    code: str, message: str, field: str | None = None, hint: str | None = None
+) -> dict[str, Any]:
+    error = {"code": code, "message": message, "field": field}
+    if hint:
+        error["hint"] = hint
+    return {"error": error}
 
 
 class MemoryServer(ThreadingHTTPServer):
@@ -353,7 +358,7 @@ class Handler(BaseHTTPRequestHandler):
         field = getattr(exc, "field", None)
         message = (getattr(exc, "problem", None) if field else None) or str(exc)
         code = "unreadable_turn" if isinstance(exc, TurnFormatError) else None
-        return error_body(code or ERROR_CODES.get(status, "error"), message, field)
+        return error_body(code or ERROR_CODES.get(status, "error"), message, field, exc.hint)
 
     def _route(self, method: str, parts: list[str] | None) -> tuple[Route, list[str]]:
         """The route for ``method`` on ``parts`` (the path after ``/v1``) and the ids its
@@ -470,7 +475,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def page(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
         _known(query, "at", "raw")
-        return 200, memory.page("/".join(ids), _one(query, "at"), _flag(query, "raw"))
+        page_id = "/".join(ids)
+        try:
+            return 200, memory.page(page_id, _one(query, "at"), _flag(query, "raw"))
+        except PageFormatError as exc:
+            exc.hint = f"GET /v1/pages/{page_id}?raw=1 gives the page as stored, to repair it"
+            raise
 
     def history(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
         _known(query, "page", "limit", "before")

@@ -8,6 +8,9 @@ class KbmemError(Exception):
 
     exit_code = 1
     http_status = 500
+    #: What the caller can do about it, in the terms of the interface it came through (an
+    #: HTTP query flag, an MCP argument); set by that interface, shown beside the message.
+    hint: str | None = None
 
 
 class ValidationError(KbmemError):

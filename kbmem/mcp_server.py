@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from .config import MAX_REQUEST_CHARS
-from .errors import KbmemError, ValidationError
+from .errors import KbmemError, PageFormatError, ValidationError
 from .service import (
     ENGINES,
     HISTORY_WINDOW,
@@ -664,7 +664,10 @@ class McpServer:
             checked = check_arguments(tool.input_schema, arguments)
             return tool_result(tool.run(self.memory, checked))
         except KbmemError as exc:
-            return tool_error(f"{name}: {exc}", type(exc).__name__, getattr(exc, "field", None))
+            if isinstance(exc, PageFormatError) and name == "read_page":
+                exc.hint = "read_page with raw: true gives the page as stored, to repair it"
+            message = f"{name}: {exc}" + (f" ({exc.hint})" if exc.hint else "")
+            return tool_error(message, type(exc).__name__, getattr(exc, "field", None))
         except Exception:
             log.exception("tool %s failed", name)
             return tool_error(

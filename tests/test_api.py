@@ -424,6 +424,9 @@ def test_a_page_broken_by_hand_is_read_raw_to_repair_it(served: MemoryServer) ->
     api = client(served)
     status, body, _ = api.call("GET", "/v1/pages/notes/broken.md")
     assert status == 422 and body["error"]["code"] == "unreadable_page"
+    assert body["error"]["hint"] == (
+        "GET /v1/pages/notes/broken.md?raw=1 gives the page as stored, to repair it"
+    )
     problem = body["error"]["message"]
     assert "YAML" in problem or "header" in problem, problem
     for flag in ("1", "true"):

@@ -353,6 +353,7 @@ def test_a_page_broken_by_hand_is_an_error_unless_read_raw(
     try:
         problem = server.error("read_page", page_id="notes/hand-broken.md")
         assert problem.startswith("read_page: ") and "notes/hand-broken.md" in problem
+        assert problem.endswith("(read_page with raw: true gives the page as stored, to repair it)")
         page = server.data("read_page", page_id="notes/hand-broken.md", raw=True)
         assert page["text"] == note.read_text() and page["header"] is None
         assert page["problem"] and page["problem"] in problem
