@@ -786,3 +786,76 @@ def test_a_search_among_one_speakers_turns_is_no_repeat_of_one_among_everyones(r
     assert own and {h.speaker for h in own} == {"Dara Whitcombe"}
     assert {h.speaker for h in everyones} - {"Dara Whitcombe"}
     assert researcher._dedupe(actions, state) == []
+
+
+def test_a_turn_too_long_for_the_budget_is_carried_in_part(empty_kb):
+    """A hit carries the start of a long turn only (2,000 characters), and facts were cut
+    from that start: asked who serviced the winch, the answer, said at the end of a long
+    turn, was never a fact. And a turn longer than what was left of the budget was left out
+    of the evidence, so a fact cut from it cited lines that no evidence item held. Now the
+    evidence carries the part of the turn that holds the request's words, each key fact
+    quotes text that an evidence item shows, and the excerpt marks what it leaves out."""
+    filler = " ".join(f"The harbour log lists crate {n} as checked and stacked." for n in range(90))
+    sessions = {
+        "s-long": (
+            "2026-03-02",
+            [("Ann", f"{filler} The Calloway winch was serviced by Priya on 3 March."),
+             ("Bob", "Thanks for the full log.")],
+        ),
+        "s-short": (
+            "2026-03-09",
+            [("Bob", "The Calloway winch squeaks again, says Priya."),
+             ("Ann", "I will ask her to look at it.")],
+        ),
+    }  # fmt: skip
+    memorize(empty_kb, "default", sessions)
+    researcher = Researcher(empty_kb, "default")
+    try:
+        briefing = researcher.research("Who serviced the Calloway winch?", max_tokens=300)
+    finally:
+        researcher.close()
+    assert briefing.tokens_used <= 300
+    assert "serviced by Priya on 3 March" in briefing.key_facts[0], briefing.key_facts
+    for fact in briefing.key_facts:
+        m = re.fullmatch(r"\w+: (.*) \(\d{4}-\d\d-\d\d\) \[([^\]]+):L(\d+)-L(\d+)\]", fact)
+        quote, page, start, end = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
+        assert any(
+            e.page_id == page
+            and e.interval.start <= start
+            and end <= e.interval.end
+            and quote in e.excerpt
+            for e in briefing.evidence
+        ), (fact, [e.excerpt[:80] for e in briefing.evidence])
+    part = next(e for e in briefing.evidence if e.page_id.startswith("s-long"))
+    assert part.excerpt.startswith("t1 Ann (2026-03-02 10:00): … The harbour log")
+    assert part.excerpt.endswith("The Calloway winch was serviced by Priya on 3 March.")
+    # The lines it shows stay where they are in the file; what it leaves out is blank.
+    header, text = part.source_text.split("\n")
+    assert (
+        header.startswith("### t1 | Ann |")
+        and text in filler + " The Calloway winch was serviced by Priya on 3 March."
+    )
+    assert "crate 0 " not in text
+
+
+def test_a_sentence_too_long_for_the_budget_is_carried_from_its_start(empty_kb):
+    """A pasted log line without a full stop is one sentence: the evidence shows its start,
+    cut at a token, rather than nothing, and the key fact quotes what it shows."""
+    log = " ".join(f"crate {n} checked by Priya" for n in range(400))
+    sessions = {
+        "s-log": ("2026-03-02", [("Ann", f"Calloway winch log {log}"), ("Bob", "Thanks.")]),
+        "s-chat": ("2026-03-09", [("Bob", "The Calloway winch squeaks."), ("Ann", "Noted.")]),
+    }
+    memorize(empty_kb, "default", sessions)
+    researcher = Researcher(empty_kb, "default")
+    try:
+        briefing = researcher.research("What does the Calloway winch log say?", max_tokens=400)
+    finally:
+        researcher.close()
+    assert briefing.tokens_used <= 400
+    part = next(e for e in briefing.evidence if e.page_id.startswith("s-log"))
+    assert part.excerpt.startswith("t1 Ann (2026-03-02 10:00): Calloway winch log crate 0")
+    assert part.excerpt.endswith(" …") and len(part.excerpt) < 1000
+    fact = next(f for f in briefing.key_facts if "[s-log" in f)
+    quote = fact.split(": ", 1)[1].rsplit(" (2026-", 1)[0].removesuffix(" …")
+    assert quote in part.excerpt, (fact, part.excerpt)

@@ -6,7 +6,10 @@ by score discounted by their page's rank), until the token budget is spent. A tu
 alone: the pool's scores already carry its context (a turn after a matching question scores
 too), so the budget goes to turns that earned it rather than to fixed windows around every
 hit. Intervals that touch on a page are merged into one window, and each window becomes one
-evidence item whose interval cites its exact lines.
+evidence item whose interval cites its exact lines. A page's best interval, or the turn a
+key fact was cut from, that is one turn too long for what is left of the budget is carried in
+part: the sentences that hold the request's words, "…" marking what is left out, its interval
+still citing the whole turn.
 
 The excerpt is what a reader (a person, or a model) gets: a note's lines as written, or a
 session's turns rendered compactly — ``<turn id> <speaker> (<when>): <text>``, the time given
@@ -19,13 +22,24 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..index import analyze
 from ..intervals import Interval
 from ..pages import TURN_HEADER, unescape_line
-from ..textutil import count_tokens
+from ..textutil import count_tokens, truncate_tokens
 from ..toolkit import Toolkit
 from .state import Candidate, ResearchState
 from .types import EvidenceItem
 
+# Below this many tokens left, a turn too long for the budget is not carried in part.
+MIN_TRIM_TOKENS = 30
+# ...and the part carried takes at most a tenth of the budget, which is left to the other
+# pages' best intervals, or TRIM_TOKENS if that is more: a key fact quotes up to 40 tokens of
+# a sentence (see OfflineEngine.integrate), and the turn's header and "…" take the rest. (A
+# quarter of the budget left no room for the turn of the second key fact on the example
+# knowledge base.)
+TRIM_SHARE = 10
+TRIM_TOKENS = 60
+_SENTENCE = re.compile(r"\S(?:.*?(?:[.!?](?=\s|$)|(?=\n)|$))", re.S)
 RELATIVE_FLOOR = 0.05  # intervals scoring below this share of the best are left out
 PAGE_RANK_DECAY = 0.3  # an interval of the n-th page counts 1 / (1 + 0.3 n) of its score
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?)?")
@@ -45,6 +59,10 @@ class Window:
     score: float
     retrievers: set[str] = field(default_factory=set)
     order: int = 0
+    # A turn too long for the budget is carried in part (see _trimmed): its lines as the
+    # excerpt shows them (the rest blanked, so that lines still map to the file) and the
+    # excerpt. None: the lines whole.
+    trimmed: tuple[str, str] | None = None
 
     def touches(self, path: str, commit: str, start: int, end: int) -> bool:
         # Intervals of a page are separated by one blank line: touching means adjacent.
@@ -86,6 +104,8 @@ def select_evidence(
         if (cand := by_citation.get(fact.rsplit(" ", 1)[-1])) and cand.hit.page_id in allowed
     ]
     order = list({id(c): c for c in order}.values())
+    head = len(order)
+    terms = frozenset(analyze(state.request))
     chosen = {id(c) for c in order}
     rest = [
         c
@@ -109,13 +129,30 @@ def select_evidence(
         touching = [w for w in windows if w.touches(iv.path, iv.commit, iv.start, iv.end)]
         if any(w.start <= iv.start and iv.end <= w.end for w in touching):
             continue  # already inside a chosen window
+        if any(w.trimmed for w in touching):
+            continue  # a part of a turn grows no further
         lo = min([iv.start] + [w.start for w in touching])
         hi = max([iv.end] + [w.end for w in touching])
         before = sum(_cost(toolkit, w.path, w.commit, w.start, w.end) for w in touching)
         extra = _cost(toolkit, iv.path, iv.commit, lo, hi) - before
-        if used + extra > budget:
-            continue  # a smaller interval further down may still fit
         score = state.effective(cand)
+        if used + extra > budget:
+            # A smaller interval further down may still fit. A page's best interval, or one
+            # a key fact cites, that is a single turn too long for what is left is carried
+            # in part: the sentences that hold the request's words.
+            room = min(budget - used, max(budget // TRIM_SHARE, TRIM_TOKENS))
+            if n >= head or touching or iv.kind != "turn" or room < MIN_TRIM_TOKENS:
+                continue
+            trimmed = _trimmed(_text(toolkit, iv.path, iv.commit, iv.start, iv.end), terms, room)
+            if trimmed is None:
+                continue
+            window = Window(
+                iv.path, iv.commit, iv.page_id, cand.hit.session_id, iv.start, iv.end,
+                iv.blob, score, set(cand.retrievers), n, trimmed,
+            )  # fmt: skip
+            windows.append(window)
+            used += count_tokens(trimmed[1])
+            continue
         if touching:
             keep = touching[0]
             for other in touching[1:]:
@@ -148,6 +185,9 @@ def select_evidence(
         turn_ids = tuple(
             m.group(1) for line in source.split("\n") if (m := TURN_HEADER.match(line))
         )
+        excerpt = render_excerpt(source)
+        if w.trimmed:
+            source, excerpt = w.trimmed
         interval = Interval(
             w.page_id,
             w.path,
@@ -162,7 +202,7 @@ def select_evidence(
         items.append(
             EvidenceItem(
                 w.page_id,
-                render_excerpt(source),
+                excerpt,
                 w.score,
                 retriever,
                 interval,
@@ -201,14 +241,83 @@ def render_excerpt(source: str) -> str:
             body.append(unescape_line(line))
             continue
         flush()
-        turn_id, speaker, stamp = m.group(1), m.group(2), m.group(3)
-        when = short_time(stamp)
-        head = f"{turn_id} {speaker}".rstrip()
-        if when and when != last_when:
-            head += f" ({when})"
-            last_when = when
+        head = _head(m, last_when)
+        last_when = short_time(m.group(3)) or last_when
     flush()
     return "\n".join(out)
+
+
+def _head(header: re.Match[str], last_when: str = "") -> str:
+    """A turn's header line as an excerpt shows it: ``<turn id> <speaker> (<when>)``, the
+    time left out when it is ``last_when``."""
+    turn_id, speaker, stamp = header.group(1), header.group(2), header.group(3)
+    when = short_time(stamp)
+    head = f"{turn_id} {speaker}".rstrip()
+    return f"{head} ({when})" if when and when != last_when else head
+
+
+def _trimmed(source: str, terms: frozenset[str], room: int) -> tuple[str, str] | None:
+    """Part of one turn (``source``: its header line and its lines of text) within ``room``
+    tokens: the sentence holding most of the request's ``terms`` (the first on a tie), and
+    the sentences around it, after and before it in turn, while they fit; "…" marks what is
+    left out. Returns the turn's lines with what is left out blanked (each line still at its
+    place in the file) and the excerpt. A sentence too long on its own is cut (its start
+    shown); None if nothing fits."""
+    lines = source.split("\n")
+    header = TURN_HEADER.match(lines[0]) if lines else None
+    if header is None:
+        return None
+    body = "\n".join(unescape_line(line) for line in lines[1:])
+    spans = [(m.start(), m.end()) for m in _SENTENCE.finditer(body)]
+    if not spans:
+        return None
+    hits = [len(terms & set(analyze(body[a:b]))) for a, b in spans]
+    best = max(range(len(spans)), key=lambda i: (hits[i], -i))
+    head = _head(header) + ": "
+    lo = hi = best
+
+    def render(lo: int, hi: int) -> str:
+        a, b = spans[lo][0], spans[hi][1]
+        text = " ".join(body[a:b].split())
+        return head + ("… " if a > 0 else "") + text + (" …" if body[b:].strip() else "")
+
+    if count_tokens(render(lo, hi)) > room:
+        # The sentence alone is too long: its start, cut at a token.
+        a, b = spans[best]
+        limit = room - count_tokens(render(lo, hi)) + count_tokens(body[a:b])
+        while limit > 0:
+            cut = truncate_tokens(body[a:b], limit)
+            if cut.endswith(" …"):
+                spans[best] = (a, a + len(cut) - len(" …"))
+                if count_tokens(render(lo, hi)) <= room:
+                    break
+            limit -= 1
+        else:
+            return None
+    while True:
+        # The side that has grown less first, so that the best sentence stays in the middle.
+        sides = [(lo, hi + 1), (lo - 1, hi)]
+        if hi - best > best - lo:
+            sides.reverse()
+        grown = [(x, y) for x, y in sides if x >= 0 and y < len(spans)]
+        fits = [(x, y) for x, y in grown if count_tokens(render(x, y)) <= room]
+        if not fits:
+            break
+        lo, hi = fits[0]
+    a, b = spans[lo][0], spans[hi][1]
+    kept = [lines[0]]
+    offset = 0  # where each line starts in ``body``
+    for line in lines[1:]:
+        text = unescape_line(line)
+        start, end = offset, offset + len(text)
+        offset = end + 1
+        if a <= start and end <= b:
+            kept.append(line)
+        elif start < b and end > a:
+            kept.append(text[max(a, start) - start : min(b, end) - start].strip())
+        else:
+            kept.append("")
+    return "\n".join(kept), render(lo, hi)
 
 
 def short_time(stamp: str) -> str:

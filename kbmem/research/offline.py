@@ -19,6 +19,7 @@ from ..dates import MONTHS, date_windows, sessions_in
 from ..index import Hit, analyze
 from ..intervals import HEADING
 from ..memo import STOPWORDS
+from ..pages import TURN_HEADER, unescape_line
 from ..textutil import CAPITAL, PIECE_BREAK, truncate_tokens
 from .state import Candidate, ResearchState
 from .types import IntegrationState, PlanAction, ReflectionDecision
@@ -366,9 +367,14 @@ class OfflineEngine:
         without the title and section that the index puts before it, without heading lines
         (a heading is neither a fact to report nor a name to follow), its wrapped lines
         joined (a sentence is not cut where the text was wrapped)."""
-        if hit.speaker:
-            return hit.excerpt.split(": ", 1)[-1]
         iv = hit.interval
+        if hit.speaker:
+            if not hit.excerpt.endswith(" …") or not iv.commit:
+                return hit.excerpt.split(": ", 1)[-1]
+            # A hit carries the start of a long turn only (see kbmem.index.EXCERPT_CHARS);
+            # what the turn says further on is read from the page.
+            lines = self.toolkit.file_text(iv.path, iv.commit).split("\n")[iv.start - 1 : iv.end]
+            return "\n".join(unescape_line(x) for x in lines if not TURN_HEADER.match(x))
         if iv.kind != "paragraph" or not iv.commit:
             return hit.excerpt
         lines = self.toolkit.file_text(iv.path, iv.commit).split("\n")[iv.start - 1 : iv.end]
