@@ -30,6 +30,7 @@ rather than a Python call per matching document.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
@@ -109,6 +110,12 @@ def page_idf(pages: int, having: int) -> float:
 
 
 MAX_K = 1000
+# Why a read may fail with the index intact (see TenantIndex._guarded): no memory, file
+# handles or disk space, no permission, or a call interrupted.
+WANTING = frozenset(
+    (errno.ENOMEM, errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.EACCES, errno.EPERM,
+     errno.EAGAIN, errno.EINTR)
+)  # fmt: skip
 MAX_QUERY_TERMS = 256
 # A hit's excerpt is the start of its interval: a 10 MB turn must not travel whole in every
 # search result (the interval, read with the toolkit, gives all of it).
@@ -479,13 +486,24 @@ class TenantIndex:
     ) -> Any:
         """Run a read against the current generation; if the index turns out to be damaged
         while reading it (a file that opened but does not read back), rebuild it from scratch
-        with a warning and try once more. ``cancel`` stops the syncs this needs."""
+        with a warning and try once more. ``cancel`` stops the syncs this needs.
+
+        A read that failed for want of memory, file handles or disk space, or for lack of
+        permission, says so instead: the index is sound, and a rebuild (minutes on a large
+        tenant) would only fail the same way."""
         gen = self.ensure_synced(cancel=cancel)
         try:
             return action(gen)
         except ValidationError:
             raise
+        except MemoryError:
+            raise
         except Exception as exc:
+            if isinstance(exc, OSError) and exc.errno in WANTING:
+                raise StorageError(
+                    f"the index of tenant {self.tenant} could not be read ({exc}); it is not "
+                    "damaged and was not rebuilt"
+                ) from exc
             if self._current_name() != gen.name:
                 # A sync replaced (and may have removed) the generation under this read:
                 # nothing is damaged, read the new one.

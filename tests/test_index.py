@@ -11,6 +11,7 @@ files, real git history.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import logging
@@ -35,8 +36,8 @@ from tokenizers import Tokenizer
 from kbmem import embedder
 from kbmem import index as index_module
 from kbmem import vectors as vector_module
-from kbmem.errors import Cancelled, NotFound, ValidationError
-from kbmem.index import INDEX_FORMAT, Hit, TenantIndex, analyze
+from kbmem.errors import Cancelled, NotFound, StorageError, ValidationError
+from kbmem.index import INDEX_FORMAT, Generation, Hit, TenantIndex, analyze
 from kbmem.intervals import Interval
 from kbmem.memorizer import ingest_session
 from kbmem.sessions import session_from_mapping
@@ -1133,3 +1134,34 @@ def test_a_search_keeps_its_own_ef_while_other_threads_search_the_same_graph() -
         for other in others:
             other.join()
     assert together == alone * 30
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [OSError(errno.EMFILE, "Too many open files"), OSError(errno.ENOMEM, "Cannot allocate")],
+    ids=["file-handles", "memory"],
+)
+def test_a_read_that_fails_for_want_of_resources_does_not_rebuild(
+    two_tenants: KnowledgeBase, tmp_path: Path, failure: OSError, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Any failed read used to count as damage: out of file handles, a search rebuilt the
+    whole index (minutes on a large tenant) and then failed the same way. The failure is
+    injected into a read of a real index (running out of file handles for real would take
+    the test process with it); damage still rebuilds (test_damaged_index_is_rebuilt_...)."""
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    index = TenantIndex(kb, ACME)
+    index.sync(full=True)
+    before = index.current().name
+    reads = []
+
+    def starved(gen: Generation) -> None:
+        reads.append(gen.name)
+        raise failure
+
+    caplog.set_level(logging.WARNING, logger="kbmem")
+    with pytest.raises(StorageError, match=f"{failure.strerror}.*not damaged") as caught:
+        index._guarded(starved)
+    assert caught.value.__cause__ is failure
+    assert reads == [before] and index.current().name == before
+    assert "rebuild" not in caplog.text
+    assert keys(index_search(index, "bm25"))  # and it serves as before
