@@ -56,6 +56,16 @@ def correction_of(sentences: list[str], when: str = ""):
     return statement(sentences, when).correction
 
 
+def research_sessions(kb, sessions, request: str, **budgets) -> BriefingContext:
+    """The briefing for ``request`` once ``sessions`` are memorized (see talk.memorize)."""
+    memorize(kb, "default", sessions)
+    researcher = Researcher(kb, "default")
+    try:
+        return researcher.research(request, **budgets)
+    finally:
+        researcher.close()
+
+
 def test_multi_hop_is_covered_only_after_reflection(researcher):
     # The offsite is "in the city where my sister lives" (2 March); that Dara's sister lives in
     # Tromsø was said on 21 January. The second hop needs a follow-up search.
@@ -724,12 +734,7 @@ def test_a_correction_in_passing_supersedes_what_it_corrects(empty_kb):
             ],
         ),
     }
-    memorize(empty_kb, "default", sessions)
-    researcher = Researcher(empty_kb, "default")
-    try:
-        briefing = researcher.research("When is the Calloway demo?")
-    finally:
-        researcher.close()
+    briefing = research_sessions(empty_kb, sessions, "When is the Calloway demo?")
     facts = briefing.key_facts
     assert "19 May" in facts[0], facts
     old = [f for f in facts if "Thursday 14 May" in f]
@@ -808,12 +813,9 @@ def test_a_turn_too_long_for_the_budget_is_carried_in_part(empty_kb):
              ("Ann", "I will ask her to look at it.")],
         ),
     }  # fmt: skip
-    memorize(empty_kb, "default", sessions)
-    researcher = Researcher(empty_kb, "default")
-    try:
-        briefing = researcher.research("Who serviced the Calloway winch?", max_tokens=300)
-    finally:
-        researcher.close()
+    briefing = research_sessions(
+        empty_kb, sessions, "Who serviced the Calloway winch?", max_tokens=300
+    )
     assert briefing.tokens_used <= 300
     assert "serviced by Priya on 3 March" in briefing.key_facts[0], briefing.key_facts
     for fact in briefing.key_facts:
@@ -846,12 +848,9 @@ def test_a_sentence_too_long_for_the_budget_is_carried_from_its_start(empty_kb):
         "s-log": ("2026-03-02", [("Ann", f"Calloway winch log {log}"), ("Bob", "Thanks.")]),
         "s-chat": ("2026-03-09", [("Bob", "The Calloway winch squeaks."), ("Ann", "Noted.")]),
     }
-    memorize(empty_kb, "default", sessions)
-    researcher = Researcher(empty_kb, "default")
-    try:
-        briefing = researcher.research("What does the Calloway winch log say?", max_tokens=400)
-    finally:
-        researcher.close()
+    briefing = research_sessions(
+        empty_kb, sessions, "What does the Calloway winch log say?", max_tokens=400
+    )
     assert briefing.tokens_used <= 400
     part = next(e for e in briefing.evidence if e.page_id.startswith("s-log"))
     assert part.excerpt.startswith("t1 Ann (2026-03-02 10:00): Calloway winch log crate 0")
