@@ -129,8 +129,14 @@ def test_briefing_shape_and_citations(researcher):
             .split("\n")[interval["start"] - 1 : interval["end"]]
         )
         # An excerpt is its cited lines as a reader gets them: turn texts verbatim, turn
-        # headers compact.
-        assert render_excerpt("\n".join(lines)) == item["excerpt"]
+        # headers compact; or part of one turn, "…" for what it leaves out.
+        whole = render_excerpt("\n".join(lines))
+        if item["excerpt"] != whole:
+            head, text = item["excerpt"].split(": ", 1)
+            assert len(interval["turnIds"]) == 1 and whole.startswith(f"{head}: ")
+            assert "…" in text and len(text) < len(whole)
+            for piece in text.split("…"):
+                assert " ".join(piece.split()) in " ".join(whole.split())
         for turn_id in interval["turnIds"]:
             assert turn_id in item["excerpt"]
         assert item["retrieverType"] and item["relevanceScore"] > 0
@@ -799,12 +805,14 @@ def test_a_turn_too_long_for_the_budget_is_carried_in_part(empty_kb):
     turn, was never a fact. And a turn longer than what was left of the budget was left out
     of the evidence, so a fact cut from it cited lines that no evidence item held. Now the
     evidence carries the part of the turn that holds the request's words, each key fact
-    quotes text that an evidence item shows, and the excerpt marks what it leaves out."""
+    quotes text that an evidence item shows, the excerpt marks what it leaves out, and the
+    turns beside it are carried as before."""
     filler = " ".join(f"The harbour log lists crate {n} as checked and stacked." for n in range(90))
     sessions = {
         "s-long": (
             "2026-03-02",
-            [("Ann", f"{filler} The Calloway winch was serviced by Priya on 3 March."),
+            [("Bob", "Who serviced the Calloway winch, do you know?"),
+             ("Ann", f"{filler} The Calloway winch was serviced by Priya on 3 March."),
              ("Bob", "Thanks for the full log.")],
         ),
         "s-short": (
@@ -829,15 +837,18 @@ def test_a_turn_too_long_for_the_budget_is_carried_in_part(empty_kb):
             for e in briefing.evidence
         ), (fact, [e.excerpt[:80] for e in briefing.evidence])
     part = next(e for e in briefing.evidence if e.page_id.startswith("s-long"))
-    assert part.excerpt.startswith("t1 Ann (2026-03-02 10:00): … The harbour log")
+    assert part.excerpt.startswith("t2 Ann (2026-03-02 10:01): … The harbour log")
     assert part.excerpt.endswith("The Calloway winch was serviced by Priya on 3 March.")
     # The lines it shows stay where they are in the file; what it leaves out is blank.
     header, text = part.source_text.split("\n")
     assert (
-        header.startswith("### t1 | Ann |")
+        header.startswith("### t2 | Ann |")
         and text in filler + " The Calloway winch was serviced by Priya on 3 March."
     )
     assert "crate 0 " not in text
+    # The question just before it is carried too, as an item of its own.
+    question = "t1 Bob (2026-03-02 10:00): Who serviced the Calloway winch, do you know?"
+    assert question in [e.excerpt for e in briefing.evidence]
 
 
 def test_a_sentence_too_long_for_the_budget_is_carried_from_its_start(empty_kb):

@@ -126,11 +126,12 @@ def select_evidence(
         iv = cand.hit.interval
         if iv.kind != "turn":
             iv = toolkit.expand(iv, "paragraph", 0).interval
-        touching = [w for w in windows if w.touches(iv.path, iv.commit, iv.start, iv.end)]
-        if any(w.start <= iv.start and iv.end <= w.end for w in touching):
+        near = [w for w in windows if w.touches(iv.path, iv.commit, iv.start, iv.end)]
+        if any(w.start <= iv.start and iv.end <= w.end for w in near):
             continue  # already inside a chosen window
-        if any(w.trimmed for w in touching):
-            continue  # a part of a turn grows no further
+        # A turn carried in part stays a window of its own (the turns beside it may join
+        # each other, not it).
+        touching = [w for w in near if not w.trimmed]
         lo = min([iv.start] + [w.start for w in touching])
         hi = max([iv.end] + [w.end for w in touching])
         before = sum(_cost(toolkit, w.path, w.commit, w.start, w.end) for w in touching)
@@ -141,7 +142,7 @@ def select_evidence(
             # a key fact cites, that is a single turn too long for what is left is carried
             # in part: the sentences that hold the request's words.
             room = min(budget - used, max(budget // TRIM_SHARE, TRIM_TOKENS))
-            if n >= head or touching or iv.kind != "turn" or room < MIN_TRIM_TOKENS:
+            if n >= head or iv.kind != "turn" or room < MIN_TRIM_TOKENS:
                 continue
             trimmed = _trimmed(_text(toolkit, iv.path, iv.commit, iv.start, iv.end), terms, room)
             if trimmed is None:
