@@ -110,17 +110,17 @@ def page_idf(pages: int, having: int) -> float:
 
 
 MAX_K = 1000
+MAX_QUERY_TERMS = 256
+# A hit's excerpt is the start of its interval: a 10 MB turn must not travel whole in every
+# search result (the interval, read with the toolkit, gives all of it).
+EXCERPT_CHARS = 2000
+FILTER_FIELDS = ("session", "page", "tags", "classification", "kind", "speaker")
 # Why a read may fail with the index intact (see TenantIndex._guarded): no memory, file
 # handles or disk space, no permission, or a call interrupted.
 WANTING = frozenset(
     (errno.ENOMEM, errno.EMFILE, errno.ENFILE, errno.ENOSPC, errno.EACCES, errno.EPERM,
      errno.EAGAIN, errno.EINTR)
 )  # fmt: skip
-MAX_QUERY_TERMS = 256
-# A hit's excerpt is the start of its interval: a 10 MB turn must not travel whole in every
-# search result (the interval, read with the toolkit, gives all of it).
-EXCERPT_CHARS = 2000
-FILTER_FIELDS = ("session", "page", "tags", "classification", "kind", "speaker")
 
 
 @dataclass

@@ -373,11 +373,11 @@ class OfflineEngine:
                 return hit.excerpt.split(": ", 1)[-1]
             # A hit carries the start of a long turn only (see kbmem.index.EXCERPT_CHARS);
             # what the turn says further on is read from the page.
-            lines = self.toolkit.file_text(iv.path, iv.commit).split("\n")[iv.start - 1 : iv.end]
+            lines = self._lines(hit)
             return "\n".join(unescape_line(x) for x in lines if not TURN_HEADER.match(x))
         if iv.kind != "paragraph" or not iv.commit:
             return hit.excerpt
-        lines = self.toolkit.file_text(iv.path, iv.commit).split("\n")[iv.start - 1 : iv.end]
+        lines = self._lines(hit)
         out: list[str] = []
         for line in lines:
             if HEADING.match(line):
@@ -387,6 +387,11 @@ class OfflineEngine:
             else:
                 out.append(line)
         return "\n".join(out)
+
+    def _lines(self, hit: Hit) -> list[str]:
+        """The hit's interval's lines, as committed."""
+        iv = hit.interval
+        return self.toolkit.file_text(iv.path, iv.commit).split("\n")[iv.start - 1 : iv.end]
 
     def read(
         self, ranked: list[Candidate]
