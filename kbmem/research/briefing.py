@@ -21,11 +21,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from ..index import analyze
 from ..intervals import Interval
 from ..pages import TURN_HEADER, unescape_line
-from ..textutil import count_tokens, truncate_tokens
+from ..textutil import PIECE_BREAK, count_tokens, truncate_tokens
 from ..toolkit import Toolkit
 from .state import Candidate, ResearchState
 from .types import EvidenceItem
@@ -39,7 +40,6 @@ MIN_TRIM_TOKENS = 30
 # knowledge base.)
 TRIM_SHARE = 10
 TRIM_TOKENS = 60
-_SENTENCE = re.compile(r"\S(?:.*?(?:[.!?](?=\s|$)|(?=\n)|$))", re.S)
 RELATIVE_FLOOR = 0.05  # intervals scoring below this share of the best are left out
 PAGE_RANK_DECAY = 0.3  # an interval of the n-th page counts 1 / (1 + 0.3 n) of its score
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?)?")
@@ -269,7 +269,9 @@ def _trimmed(source: str, terms: frozenset[str], room: int) -> tuple[str, str] |
     if header is None:
         return None
     body = "\n".join(unescape_line(line) for line in lines[1:])
-    spans = [(m.start(), m.end()) for m in _SENTENCE.finditer(body)]
+    # The pieces that key facts are cut from (PIECE_BREAK), as spans of ``body``.
+    breaks = [(0, 0), *((m.start(), m.end()) for m in PIECE_BREAK.finditer(body)), (len(body),) * 2]
+    spans = [(a, b) for (_, a), (b, _) in pairwise(breaks) if body[a:b].strip()]
     if not spans:
         return None
     hits = [len(terms & set(analyze(body[a:b]))) for a, b in spans]
