@@ -112,10 +112,11 @@ ECHO_WEIGHT = 0.3  # weight of an echo (see is_echo) against the sources it repe
 
 
 # How a request put to kbmem opens when it is typed without its question mark ("Who owns the
-# scheduler", "tell me ..."): not "What a day!".
+# scheduler", "tell me ...", "find a ..."): not "What a day!".
 _ASKING = re.compile(
-    r"(?:who|whom|whose|what|when|where|which|why|how|do|does|did|is|are|was|were|can|could"
-    r"|would|will|should|has|have|tell me|list|show me|summari[sz]e|explain)\b(?!\s+an?\b)",
+    r"(?:(?:who|whom|whose|what|when|where|which|why|how|do|does|did|is|are|was|were|can"
+    r"|could|would|will|should|has|have)\b(?!\s+an?\b)|(?:tell me|list|show me|summari[sz]e"
+    r"|explain|find|look up|remind me|give me)\b)",
     re.I,
 )
 
@@ -126,6 +127,20 @@ def is_request(text: str) -> bool:
     question mark)."""
     text = text.strip()
     return text.endswith("?") or (bool(_ASKING.match(text)) and not text.endswith("!"))
+
+
+# Past this many words, a message that does not end as a sentence does is still one (a pasted
+# log); up to it, it may be a few search words typed as a query ("april offsite budget").
+QUERY_WORDS = 8
+
+
+def is_statement(text: str) -> bool:
+    """Whether a chat message tells memory something rather than asks it: it is no request
+    (see is_request) and reads as a sentence, not as search words typed without one."""
+    text = text.strip()
+    if not text or is_request(text):
+        return False
+    return text.endswith((".", "!", "…", '"', "”", ")")) or len(text.split()) > QUERY_WORDS
 
 
 def is_echo(session_id: str, speaker: str, text: str) -> bool:

@@ -30,12 +30,19 @@ from kbmem.agent.events import (
     TurnStarted,
 )
 from kbmem.agent.journal import journal_dir, read_journal
-from kbmem.agent.offline import NOTHING, OfflineAgent, paragraph_subject, split_sentences
+from kbmem.agent.offline import (
+    NOTED,
+    NOTHING,
+    RELATED_HEAD,
+    OfflineAgent,
+    paragraph_subject,
+    split_sentences,
+)
 from kbmem.agent.provenance import SNAPSHOT_FILES, list_turns, turn_dir
 from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
 from kbmem.index import TenantIndex
-from kbmem.sessions import is_request
+from kbmem.sessions import is_request, is_statement
 from kbmem.store import KnowledgeBase
 from kbmem.toolkit import Toolkit
 
@@ -387,10 +394,59 @@ def test_a_request_typed_without_its_question_mark_is_no_answer(kb: KnowledgeBas
         ("What a relief, the crane passed.", False),
         ("Remember: the key is in the tin.", False),
         ("Whoever owns it, the scheduler failed.", False),
+        ("Give me a summary of the offsite", True),
+        ("find a spare key", True),
+        ("april offsite budget", False),
     ],
 )
 def test_a_request_is_told_from_a_statement(text: str, asks: bool) -> None:
     assert is_request(text) is asks
+
+
+@pytest.mark.parametrize(
+    ("text", "states"),
+    [
+        ("Remember: the key is in the tin.", True),
+        ("What a day!", True),
+        ("Whoever owns it, the scheduler failed.", True),
+        ("deploy failed 503 web-7 14:02 retry 3 build 4512 rollback started", True),
+        ("april offsite budget", False),  # search words typed as a query
+        ("Who owns the scheduler", False),
+        ("Give me a summary of the offsite.", False),
+        ("", False),
+    ],
+)
+def test_a_statement_is_told_from_search_words(text: str, states: bool) -> None:
+    assert is_statement(text) is states
+
+
+def test_a_statement_is_noted_not_answered_as_a_question(kb: KnowledgeBase) -> None:
+    # A pasted log used to be answered "Memory holds nothing on this question. It never
+    # mentions: error, 503, host, 4512."; a correction, with bullets as if it were asked.
+    log = "The deploy failed with error 503 at 14:02 on host web-7, retry count 3, build 4512."
+    correction = "Correction: the offsite flights leave from Edinburgh, not Glasgow."
+    with ChatSession(kb, TENANT) as chat:
+        noted = chat.send(log)
+        corrected = chat.send(correction)
+        chatted = chat.send("What a day!")
+    assert noted.answer == NOTED and chatted.answer == NOTED, (noted.answer, chatted.answer)
+    # Memory was still searched, and what it gave is recorded for an audit.
+    assert noted.tool_calls[0].name == "research" and noted.tool_calls[0].error is None
+    assert not any(c.cited for c in noted.context)
+    # What memory says on a correction is shown, cited: here, what it corrects.
+    head, related = corrected.answer.split("\n\n", 1)
+    assert head == NOTED and related.startswith(RELATED_HEAD + "\n"), corrected.answer
+    glasgow = "Dara Whitcombe: Flights from Glasgow via Oslo on the Tuesday morning"
+    assert any(line.startswith(f"- {glasgow}") for line in related.split("\n")), related
+    assert "[2026-03-02-welcome-and-offsite/1:L84-L85]" in related
+    assert any(
+        c.cited and c.page_id == "2026-03-02-welcome-and-offsite/1" for c in corrected.context
+    )
+    # The log is memory now, and the acknowledgement is no answer to a later question.
+    with ChatSession(kb, TENANT) as later:
+        record = later.send("Which host did the deploy fail on?")
+    assert "web-7" in record.answer and "Noted" not in record.answer, record.answer
+    assert any(c.cited and c.page_id == f"chat-{chat.chat_id}/1" for c in record.context)
 
 
 def test_quoted_text_shows_as_written_in_markdown(kb: KnowledgeBase) -> None:

@@ -1,9 +1,10 @@
 """The offline agent: deterministic, no network. It calls ``research`` and answers from the
 briefing: the few evidence sentences that share the most of the question's rare words, each
 with the citation of the turn or paragraph it comes from, and it says plainly when memory
-holds nothing on the question. A statement that corrects an earlier one comes before it, as
-in the briefing's key facts, and an earlier statement of a value that a later one corrected
-says so."""
+holds nothing on the question. A message that states rather than asks (a note, a pasted log)
+is acknowledged, with what memory already says on it. A statement that corrects an earlier one
+comes before it, as in the briefing's key facts, and an earlier statement of a value that a
+later one corrected says so."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from ..research.offline import (
     superseded_on,
 )
 from ..research.types import BriefingContext, EvidenceItem
-from ..sessions import is_chat, is_own_answer, is_request
+from ..sessions import is_chat, is_own_answer, is_request, is_statement
 from ..textutil import CAPITAL, truncate_tokens
 from .context import TurnContext
 from .records import ContextItem
@@ -34,8 +35,14 @@ BRIDGE_TERMS = 2
 MAX_SENTENCE_TOKENS = 60
 NOTHING = "Memory holds nothing on this question."
 ANSWER_HEAD = "From memory:"
-# A sentence must carry this share of the question's weight (rare words weigh more) to count.
+# A statement (a note, a correction, a pasted log) is no question to answer: memory takes it
+# in when the chat's turns are committed, and what memory already says on it is shown.
+NOTED = "Noted: memory keeps what is said in this chat once its turns are committed."
+RELATED_HEAD = "Memory already says:"
+# A sentence must carry this share of the question's weight (rare words weigh more) to count;
+# to be shown as what memory already says on a statement, this share of the statement's.
 MIN_COVERAGE = 0.3
+STATEMENT_COVERAGE = 0.5
 # Words that shape a question ("how much", "how long") without saying what it is about.
 MODIFIERS = frozenset(["much", "many", "long", "often", "far", "old", "take", "place", "happen"])
 SUPERSEDED_WEIGHT = 0.5  # a sentence giving a value that a later correction replaced
@@ -49,7 +56,7 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>|#~])")
 # kbmem's own earlier answer that memory held nothing: never evidence of anything.
 _ESCAPED = re.compile(r"\\([\\`*_\[\]<>|#~])")  # what markdown_literal escaped
-_NOTHING_SAID = re.compile(r"^(?:Memory holds nothing|(?:Memory|It) never mentions)\b")
+_NOTHING_SAID = re.compile(r"^(?:Memory holds nothing|(?:Memory|It) never mentions|Noted:)")
 _BOLD_LEAD = re.compile(r"^\s*(?:(?:[-*+]|\d+[.)])\s+)?\*\*([^*\n]{1,80})\*\*")
 
 
@@ -166,7 +173,8 @@ class OfflineAgent:
             f"Researched the question: {len(briefing.evidence)} evidence passage(s) from "
             f"pages {', '.join(briefing.pages_used) or 'none'}."
         )
-        chosen = self.select(ctx, briefing)
+        stated = is_statement(ctx.message)
+        chosen = self.select(ctx, briefing, stated)
         # What the turn read: the lines the answer quotes, cited, then everything else the
         # briefing gave the agent (an audit shows all that it read before it answered).
         for sentence in chosen:
@@ -189,6 +197,12 @@ class OfflineAgent:
             )
         for item in result.items:
             ctx.add_context(item)
+        if stated:
+            ctx.note("The message states rather than asks: noted, with what memory says on it.")
+            self._stream(
+                ctx, NOTED + ("\n\n" + self._quotes(chosen, RELATED_HEAD) if chosen else "")
+            )
+            return
         if not chosen:
             ctx.note("No evidence sentence covers enough of the question's content words.")
             unknown = self.unknown_words(ctx)
@@ -197,16 +211,21 @@ class OfflineAgent:
             )
             self._stream(ctx, NOTHING + extra)
             return
-        lines = []
-        for sentence in chosen:
-            citation = f"[{sentence.item.page_id}:L{sentence.start}-L{sentence.end}]"
-            who = f"{sentence.speaker}: " if sentence.speaker else ""
-            lines.append(f"- {markdown_literal(who + sentence.text)} {citation}")
-        text = ANSWER_HEAD + "\n" + "\n".join(lines)
+        text = self._quotes(chosen, ANSWER_HEAD)
         unknown = self.unknown_words(ctx)
         if unknown:
             text += f"\n\nMemory never mentions: {markdown_literal(', '.join(unknown))}."
         self._stream(ctx, text)
+
+    @staticmethod
+    def _quotes(chosen: list[Sentence], head: str) -> str:
+        """``head``, then each sentence as a quoted bullet with its citation."""
+        lines = [head]
+        for sentence in chosen:
+            citation = f"[{sentence.item.page_id}:L{sentence.start}-L{sentence.end}]"
+            who = f"{sentence.speaker}: " if sentence.speaker else ""
+            lines.append(f"- {markdown_literal(who + sentence.text)} {citation}")
+        return "\n".join(lines)
 
     @staticmethod
     def unknown_words(ctx: TurnContext) -> list[str]:
@@ -220,11 +239,16 @@ class OfflineAgent:
         stats = ctx.tools.toolkit.term_stats(flat)
         return [w for w, ts in terms.items() if ts and all(stats.get(t, 0) == 0 for t in ts)]
 
-    def select(self, ctx: TurnContext, briefing: BriefingContext) -> list[Sentence]:
+    def select(
+        self, ctx: TurnContext, briefing: BriefingContext, stated: bool = False
+    ) -> list[Sentence]:
         """The evidence sentences that best cover the question's content words, rarer words
         counting more; at most one sentence per turn, in order of merit. Questions are never
         answers, and kbmem's own earlier answers count less than the sources they quoted.
-        Empty when no sentence covers enough of the question (memory holds nothing on it)."""
+        Empty when no sentence covers enough of the question (memory holds nothing on it).
+        ``stated``: the message is a statement, and a sentence says something on it when it
+        covers more of it, and two of its words at least ("What a day!" is on nothing)."""
+        min_coverage, min_terms = (STATEMENT_COVERAGE, 2) if stated else (MIN_COVERAGE, 1)
         terms = question_terms(ctx.message)
         if not terms or not briefing.evidence:
             return []
@@ -300,7 +324,7 @@ class OfflineAgent:
                     found = frozenset(analyze(text)) & wanted | said_by
                     covered = sum(weight[t] for t in found)
                     covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
-                    if covered < MIN_COVERAGE * whole:
+                    if covered < min_coverage * whole or len(found) < min_terms:
                         continue
                     score = factor * covered + 0.3 / (1 + rank)
                     superseded = superseded_on(text, stamp, corrections, st.agreed)
