@@ -54,8 +54,9 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # Characters that Markdown would read as markup in a quoted sentence (emphasis, code, links,
 # HTML, tables, headings): the answer is Markdown, and a quote must show as it was said.
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>|#~])")
-# kbmem's own earlier answer that memory held nothing: never evidence of anything.
 _ESCAPED = re.compile(r"\\([\\`*_\[\]<>|#~])")  # what markdown_literal escaped
+# kbmem's own earlier answer that memory held nothing, or that it noted a statement: never
+# evidence of anything.
 _NOTHING_SAID = re.compile(r"^(?:Memory holds nothing|(?:Memory|It) never mentions|Noted:)")
 _BOLD_LEAD = re.compile(r"^\s*(?:(?:[-*+]|\d+[.)])\s+)?\*\*([^*\n]{1,80})\*\*")
 
