@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import select
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -39,6 +41,17 @@ from .workspace import Workspace
 log = logging.getLogger(__name__)
 
 Marker = Callable[[str], None]
+TERMINAL_CHECK_S = 1.0  # how often the app looks whether its terminal is still there
+
+
+def terminal_gone(fd: int) -> bool:
+    """Whether the terminal on ``fd`` has hung up (its window closed, its ssh connection
+    dropped): a poll reports the hang-up, or the descriptor is no longer open."""
+    poller = select.poll()
+    poller.register(fd, select.POLLHUP)  # errors and an invalid fd are reported as well
+    return any(
+        mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _fd, mask in poller.poll(0)
+    )
 
 
 class KbmemApp(App[None]):
@@ -177,6 +190,9 @@ class KbmemApp(App[None]):
     # -- start-up ---------------------------------------------------------------------------
 
     def on_mount(self) -> None:
+        stdin = sys.__stdin__
+        if not self.is_headless and stdin is not None and stdin.isatty():
+            self.set_interval(TERMINAL_CHECK_S, self._check_terminal, name="terminal")
         if self.background:
             # After the first paint: heavy imports in threads still compete for the GIL.
             self.call_after_refresh(self.start_background)
@@ -421,6 +437,17 @@ class KbmemApp(App[None]):
         self.open_chat(new=True, model=model)
 
     # -- shutdown ---------------------------------------------------------------------------
+
+    async def _check_terminal(self) -> None:
+        """Quit, committing what is pending, once the terminal is gone. Textual's input thread
+        reads the end of input from a hung-up terminal over and over: the app would keep a
+        core busy for good, its chat uncommitted, where no SIGHUP reached it (a process that
+        is not in the terminal's foreground group)."""
+        stdin = sys.__stdin__
+        if self._quitting.is_set() or stdin is None or not terminal_gone(stdin.fileno()):
+            return
+        log.warning("the terminal hung up: committing the chat and quitting")
+        await self.action_quit()
 
     async def action_quit(self) -> None:
         self._quitting.set()
