@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import signal
 import struct
 import subprocess
 import sys
@@ -13,25 +14,43 @@ import termios
 import threading
 import time
 
+import pytest
 from kbgit import ROOT, git
 
 from kbmem.agent.journal import journal_dir, read_journal
 from kbmem.store import KnowledgeBase
 
 TENANT = "default"
+SIZE = struct.pack("HHHH", 40, 140, 0, 0)
 
 
 class Terminal:
-    """A pseudo-terminal of 40×140 running ``command``, what it shows collected as it comes."""
+    """A pseudo-terminal of 40×140 running ``command``, what it shows collected as it comes.
 
-    def __init__(self, command: list[str]):
-        self.leader, follower = pty.openpty()
-        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 140, 0, 0))
+    ``controlling``: the terminal is the process's controlling terminal (it leads a session
+    of its own, as a shell in a terminal window does), so closing it sends the process
+    SIGHUP; otherwise the process only finds its input ended."""
+
+    def __init__(self, command: list[str], controlling: bool):
         env = {**os.environ, "TERM": "xterm-256color"}
-        self.proc = subprocess.Popen(
-            command, stdin=follower, stdout=follower, stderr=follower, cwd=ROOT, env=env
-        )
-        os.close(follower)
+        if controlling:
+            pid, self.leader = pty.fork()
+            if pid == 0:  # the child: exec at once (the parent has threads)
+                os.chdir(ROOT)
+                os.execve(command[0], command, env)
+            fcntl.ioctl(self.leader, termios.TIOCSWINSZ, SIZE)
+            self.pid = pid
+            self._proc: subprocess.Popen[bytes] | None = None
+        else:
+            self.leader, follower = pty.openpty()
+            fcntl.ioctl(follower, termios.TIOCSWINSZ, SIZE)
+            proc = subprocess.Popen(
+                command, stdin=follower, stdout=follower, stderr=follower, cwd=ROOT, env=env
+            )
+            os.close(follower)
+            self.pid = proc.pid
+            self._proc = proc
+        self.status: int | None = None
         self.shown = bytearray()
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -45,10 +64,28 @@ class Terminal:
                 return
             self.shown.extend(chunk)
 
+    def running(self) -> bool:
+        if self.status is None and self._proc is not None:
+            self.status = self._proc.poll()
+        elif self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = os.waitstatus_to_exitcode(status)
+        return self.status is None
+
+    def wait(self, timeout: float) -> int:
+        """The exit code (negative: the signal that ended it); fails after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while self.running():
+            assert time.monotonic() < deadline, f"still running {timeout:.0f} s later"
+            time.sleep(0.1)
+        assert self.status is not None
+        return self.status
+
     def wait_for(self, text: bytes, timeout: float = 300) -> None:
         deadline = time.monotonic() + timeout
         while text not in self.shown:
-            assert self.proc.poll() is None, f"the app exited: {bytes(self.shown[-2000:])!r}"
+            assert self.running(), f"the app exited: {bytes(self.shown[-2000:])!r}"
             assert time.monotonic() < deadline, f"never showed {text!r}"
             time.sleep(0.1)
 
@@ -58,28 +95,34 @@ class Terminal:
     def close(self) -> None:
         os.close(self.leader)
 
+    def kill(self) -> None:
+        if self.running():
+            os.kill(self.pid, signal.SIGKILL)
+            self.wait(timeout=60)
 
-def test_a_closed_terminal_commits_the_chat_and_ends_the_app(example_kb: KnowledgeBase) -> None:
+
+@pytest.mark.parametrize("controlling", [False, True], ids=["input-ends", "sighup"])
+def test_a_closed_terminal_commits_the_chat_and_ends_the_app(
+    example_kb: KnowledgeBase, controlling: bool
+) -> None:
     """Its terminal gone, the app used to stay behind with one core at 100% (Textual's input
-    thread reads the end of input over and over) and its turns uncommitted, wherever no
-    SIGHUP reached it; here the process is not in the terminal's session, so none does."""
+    thread reads the end of input over and over) and its turns uncommitted, where no SIGHUP
+    reached it; and where one did, it was killed with its turns uncommitted."""
     root = example_kb.root
-    before = git(root, "rev-list", "--count", "HEAD")
-    term = Terminal([sys.executable, "-m", "tui", "--kb", str(root)])
+    before = int(git(root, "rev-list", "--count", "HEAD"))
+    term = Terminal([sys.executable, "-m", "tui", "--kb", str(root)], controlling)
     try:
         term.wait_for(b"embedder ready")
         term.type("Who owns the tide-window scheduler?\r")
         term.wait_for(b"turns pending 1/5")
         term.close()
-        # No clock limit: without the fix the app never ends.
-        code = term.proc.wait(timeout=120)
+        # No clock limit: without the fix the app never ends, or ends killed.
+        code = term.wait(timeout=120)
     finally:
-        if term.proc.poll() is None:
-            term.proc.kill()
-            term.proc.wait()
+        term.kill()
     assert code == 0
     # The turn was committed on the way out, and nothing is left in the journal.
-    assert int(git(root, "rev-list", "--count", "HEAD")) == int(before) + 1
+    assert int(git(root, "rev-list", "--count", "HEAD")) == before + 1
     message = git(root, "log", "-1", "--format=%B")
     assert "Kbmem-Turns: " in message and " 1-1" in message, message
     journals = list((journal_dir(example_kb) / TENANT).glob("*.jsonl"))

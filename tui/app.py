@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import select
+import signal
 import sys
 import threading
 import time
@@ -41,16 +43,21 @@ from .workspace import Workspace
 log = logging.getLogger(__name__)
 
 Marker = Callable[[str], None]
-TERMINAL_CHECK_S = 1.0  # how often the app looks whether its terminal is still there
+# After its terminal hung up, the app quits as ctrl+q does; should that not end it in this
+# time, it ends at once (its turns are journaled: the next start commits them).
+HANGUP_GRACE_S = 60.0
+EXIT_HUNG_UP = 129  # 128 + SIGHUP, as a shell reports a process that a hang-up ended
 
 
-def terminal_gone(fd: int) -> bool:
+def terminal_gone(fd: int, timeout_ms: int | None = 0) -> bool:
     """Whether the terminal on ``fd`` has hung up (its window closed, its ssh connection
-    dropped): a poll reports the hang-up, or the descriptor is no longer open."""
+    dropped), waiting up to ``timeout_ms`` (None: until it does): a poll reports the hang-up,
+    or the descriptor is no longer open. Input waiting to be read is no hang-up."""
     poller = select.poll()
     poller.register(fd, select.POLLHUP)  # errors and an invalid fd are reported as well
     return any(
-        mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL) for _fd, mask in poller.poll(0)
+        mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
+        for _fd, mask in poller.poll(timeout_ms)
     )
 
 
@@ -121,6 +128,7 @@ class KbmemApp(App[None]):
         # chat's warm-up) stops after its current step or while it waits for the other (its
         # partial build is discarded; the live index is untouched).
         self._quitting = threading.Event()
+        self._hangup_once = threading.Lock()  # taken by the first hang-up, never released
         self.set_reactive(
             KbmemApp.status,
             Status(
@@ -192,7 +200,7 @@ class KbmemApp(App[None]):
     def on_mount(self) -> None:
         stdin = sys.__stdin__
         if not self.is_headless and stdin is not None and stdin.isatty():
-            self.set_interval(TERMINAL_CHECK_S, self._check_terminal, name="terminal")
+            self._watch_terminal(stdin.fileno())
         if self.background:
             # After the first paint: heavy imports in threads still compete for the GIL.
             self.call_after_refresh(self.start_background)
@@ -438,16 +446,36 @@ class KbmemApp(App[None]):
 
     # -- shutdown ---------------------------------------------------------------------------
 
-    async def _check_terminal(self) -> None:
-        """Quit, committing what is pending, once the terminal is gone. Textual's input thread
-        reads the end of input from a hung-up terminal over and over: the app would keep a
-        core busy for good, its chat uncommitted, where no SIGHUP reached it (a process that
-        is not in the terminal's foreground group)."""
-        stdin = sys.__stdin__
-        if self._quitting.is_set() or stdin is None or not terminal_gone(stdin.fileno()):
-            return
+    def _watch_terminal(self, fd: int) -> None:
+        """Quit, committing what is pending, once the terminal on ``fd`` hangs up.
+
+        Left alone, a hung-up app kept one core at 100% for good, its turns uncommitted
+        (Textual's input thread reads the end of input over and over), wherever no SIGHUP
+        reached it; where one did, it was killed, its turns uncommitted. A thread waits for
+        the hang-up (a poll, no CPU), and SIGHUP comes to the same place."""
+
+        def wait() -> None:
+            if terminal_gone(fd, None):
+                self._hung_up()
+
+        threading.Thread(target=wait, name="kbmem-terminal", daemon=True).start()
+        signal.signal(signal.SIGHUP, lambda _signum, _frame: self._hung_up())
+
+    def _hung_up(self) -> None:
+        """(any thread) The terminal is gone: quit as ctrl+q does."""
+        if not self._hangup_once.acquire(blocking=False):
+            return  # the thread and SIGHUP both saw it (or SIGHUP came twice)
         log.warning("the terminal hung up: committing the chat and quitting")
-        await self.action_quit()
+        # What is still written goes nowhere: a write to a hung-up terminal fails, Textual's
+        # writer thread dies of it, and the app then blocks on its next writes for good.
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        os.close(devnull)
+        timer = threading.Timer(HANGUP_GRACE_S, os._exit, (EXIT_HUNG_UP,))
+        timer.daemon = True
+        timer.start()
+        self.call_later(self.action_quit)  # thread-safe: it posts a message
 
     async def action_quit(self) -> None:
         self._quitting.set()
