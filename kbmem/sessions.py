@@ -125,7 +125,7 @@ def is_request(text: str) -> bool:
     """Whether a chat message asks rather than states: it ends with a question mark, or it
     opens as a question or an instruction does (a long message's excerpt is cut before its
     question mark)."""
-    text = text.strip()
+    text = without_cue(text.strip())
     return text.endswith("?") or (bool(_ASKING.match(text)) and not text.endswith("!"))
 
 
@@ -141,6 +141,24 @@ def is_statement(text: str) -> bool:
     if not text or is_request(text):
         return False
     return text.endswith((".", "!", "…", '"', "”", ")")) or len(text.split()) > QUERY_WORDS
+
+
+# What a message's opening says about the message, not about what it tells or asks:
+# "Correction:", "Remember this:", "FYI -". Searched for, it is one more word that memory
+# does not hold near what the message is about.
+_CUE = re.compile(
+    r"^\s*(?:remember\s+(?:this|that)\b\s*[:,—–-]?"
+    r"|(?:correction|update|note|reminder|remember|fyi|ps|btw|heads[ -]up|important"
+    r"|(?:a\s+)?(?:quick\s+)?question)\s*[:—–-])\s*",
+    re.I,
+)
+
+
+def without_cue(text: str) -> str:
+    """``text`` without an opening that only says what kind of message it is ("Correction:
+    the flights leave from Edinburgh." is about the flights), or as it is when that is all."""
+    rest = _CUE.sub("", text, count=1)
+    return rest if rest.strip() else text
 
 
 def is_echo(session_id: str, speaker: str, text: str) -> bool:

@@ -42,7 +42,7 @@ from kbmem.agent.provenance import SNAPSHOT_FILES, list_turns, turn_dir
 from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
 from kbmem.index import TenantIndex
-from kbmem.sessions import is_request, is_statement
+from kbmem.sessions import CHAT_AGENT, is_request, is_statement, without_cue
 from kbmem.store import KnowledgeBase
 from kbmem.toolkit import Toolkit
 
@@ -397,6 +397,7 @@ def test_a_request_typed_without_its_question_mark_is_no_answer(kb: KnowledgeBas
         ("Give me a summary of the offsite", True),
         ("find a spare key", True),
         ("april offsite budget", False),
+        ("Quick question: who owns the scheduler", True),
     ],
 )
 def test_a_request_is_told_from_a_statement(text: str, asks: bool) -> None:
@@ -420,6 +421,23 @@ def test_a_statement_is_told_from_search_words(text: str, states: bool) -> None:
     assert is_statement(text) is states
 
 
+@pytest.mark.parametrize(
+    ("text", "rest"),
+    [
+        ("Correction: the flights leave from Edinburgh.", "the flights leave from Edinburgh."),
+        ("Remember this: the key is in the tin.", "the key is in the tin."),
+        ("remember that Femi starts on Monday.", "Femi starts on Monday."),
+        ("FYI - the build is green.", "the build is green."),
+        ("Quick question: who owns the scheduler", "who owns the scheduler"),
+        ("Remember Femi?", "Remember Femi?"),  # no cue: about remembering Femi
+        ("Notes from the retro are in the wiki.", "Notes from the retro are in the wiki."),
+        ("Note:", "Note:"),  # nothing after it
+    ],
+)
+def test_a_messages_opening_cue_is_not_what_it_is_about(text: str, rest: str) -> None:
+    assert without_cue(text) == rest
+
+
 def test_a_statement_is_noted_not_answered_as_a_question(kb: KnowledgeBase) -> None:
     # A pasted log used to be answered "Memory holds nothing on this question. It never
     # mentions: error, 503, host, 4512."; a correction, with bullets as if it were asked.
@@ -433,6 +451,8 @@ def test_a_statement_is_noted_not_answered_as_a_question(kb: KnowledgeBase) -> N
     # Memory was still searched, and what it gave is recorded for an audit.
     assert noted.tool_calls[0].name == "research" and noted.tool_calls[0].error is None
     assert not any(c.cited for c in noted.context)
+    # Memory is searched for what the message is about, not for its "Correction:".
+    assert corrected.tool_calls[0].arguments["request"] == correction.removeprefix("Correction: ")
     # What memory says on a correction is shown, cited: here, what it corrects.
     head, related = corrected.answer.split("\n\n", 1)
     assert head == NOTED and related.startswith(RELATED_HEAD + "\n"), corrected.answer
@@ -445,6 +465,12 @@ def test_a_statement_is_noted_not_answered_as_a_question(kb: KnowledgeBase) -> N
     # The log is memory now, and the acknowledgement is no answer to a later question.
     with ChatSession(kb, TENANT) as later:
         record = later.send("Which host did the deploy fail on?")
+        again = later.send(correction)
+    # Said again, the correction is found in memory, and kbmem's own earlier bullets are not
+    # quoted beside the sources they quoted.
+    bullets = again.answer.split("\n\n", 1)[1].split("\n")[1:]
+    assert f"- user: {correction} [chat-{chat.chat_id}/1:L" in again.answer, again.answer
+    assert bullets and not any(b.startswith(f"- {CHAT_AGENT}:") for b in bullets), again.answer
     assert "web-7" in record.answer and "Noted" not in record.answer, record.answer
     assert any(c.cited and c.page_id == f"chat-{chat.chat_id}/1" for c in record.context)
 

@@ -22,7 +22,7 @@ from ..research.offline import (
     superseded_on,
 )
 from ..research.types import BriefingContext, EvidenceItem
-from ..sessions import is_chat, is_own_answer, is_request, is_statement
+from ..sessions import is_chat, is_own_answer, is_request, is_statement, without_cue
 from ..textutil import CAPITAL, truncate_tokens
 from .context import TurnContext
 from .records import ContextItem
@@ -33,6 +33,7 @@ MAX_SENTENCES = 3
 # many of its terms (the person whose relation it is, the relation, a name given for them).
 BRIDGE_TERMS = 2
 MAX_SENTENCE_TOKENS = 60
+MIN_SAME_CHARS = 20  # a shorter sentence is not taken for the start of another
 NOTHING = "Memory holds nothing on this question."
 ANSWER_HEAD = "From memory:"
 # A statement (a note, a correction, a pasted log) is no question to answer: memory takes it
@@ -162,7 +163,8 @@ class OfflineAgent:
     name = "offline"
 
     def run(self, ctx: TurnContext) -> None:
-        result = ctx.tools.call(ctx, "research", {"request": ctx.message}, origin="agent")
+        request = without_cue(ctx.message)
+        result = ctx.tools.call(ctx, "research", {"request": request}, origin="agent")
         ctx.check_cancel()
         briefing = result.briefing
         if briefing is None:
@@ -231,7 +233,8 @@ class OfflineAgent:
     @staticmethod
     def unknown_words(ctx: TurnContext) -> list[str]:
         """The question's content words that no interval of memory contains."""
-        words = [w for w in re.findall(r"[\w'’-]+", ctx.message) if w.lower() not in MODIFIERS]
+        asked = without_cue(ctx.message)
+        words = [w for w in re.findall(r"[\w'’-]+", asked) if w.lower() not in MODIFIERS]
         words = [w for w in words if w.lower() not in QUESTION_WORDS]
         terms = {w: analyze(w) for w in words}
         flat = sorted({t for ts in terms.values() for t in ts})
@@ -250,7 +253,7 @@ class OfflineAgent:
         ``stated``: the message is a statement, and a sentence says something on it when it
         covers more of it, and two of its words at least ("What a day!" is on nothing)."""
         min_coverage, min_terms = (STATEMENT_COVERAGE, 2) if stated else (MIN_COVERAGE, 1)
-        terms = question_terms(ctx.message)
+        terms = question_terms(without_cue(ctx.message))
         if not terms or not briefing.evidence:
             return []
         stats = ctx.tools.toolkit.term_stats(terms)
@@ -349,7 +352,7 @@ class OfflineAgent:
         seen_units: set[tuple[str, int]] = set()
         for _score, _order, sentence in candidates:
             unit = (sentence.item.interval.path, sentence.start)
-            if unit in seen_units or any(s.text == sentence.text for s in chosen):
+            if unit in seen_units or any(_same_quote(s, sentence) for s in chosen):
                 continue
             seen_units.add(unit)
             chosen.append(sentence)
@@ -364,6 +367,30 @@ class OfflineAgent:
         for n in range(0, len(pieces), words):
             ctx.check_cancel()
             ctx.reply("".join(pieces[n : n + words]))
+
+
+_QUOTED_SPEAKER = re.compile(r"^[^:\n]{1,80}: ")
+
+
+def _quote_forms(sentence: Sentence) -> set[str]:
+    """A sentence's text as it may reappear in kbmem's own answer: cut off (" …") and, in an
+    earlier answer's bullet, behind the name of whoever said it."""
+    text = sentence.text.removesuffix("…").strip().lower()
+    forms = {text}
+    if is_own_answer(sentence.item.session_id, sentence.speaker):
+        forms.add(_QUOTED_SPEAKER.sub("", text, count=1))
+    return forms
+
+
+def _same_quote(a: Sentence, b: Sentence) -> bool:
+    """Whether two sentences say the same, one maybe cut shorter: a source, and the bullet of
+    an earlier answer that quoted it."""
+    return any(
+        x.startswith(y) or y.startswith(x)
+        for x in _quote_forms(a)
+        for y in _quote_forms(b)
+        if min(len(x), len(y)) >= MIN_SAME_CHARS or x == y
+    )
 
 
 def _unit_key(sentence: Sentence) -> str:
