@@ -22,6 +22,8 @@ from kbmem.store import KnowledgeBase
 
 TENANT = "default"
 SIZE = struct.pack("HHHH", 40, 140, 0, 0)
+# How Textual takes the terminal over, and gives it back.
+ENTER_ALTERNATE_SCREEN, LEAVE_ALTERNATE_SCREEN = b"\x1b[?1049h", b"\x1b[?1049l"
 
 
 class Terminal:
@@ -101,13 +103,19 @@ class Terminal:
             self.wait(timeout=60)
 
 
-@pytest.mark.parametrize("controlling", [False, True], ids=["input-ends", "sighup"])
+@pytest.mark.parametrize(
+    ("controlling", "how"),
+    [(False, "close"), (True, "close"), (False, "sighup")],
+    ids=["input-ends", "sighup", "sighup-by-hand"],
+)
 def test_a_closed_terminal_commits_the_chat_and_ends_the_app(
-    example_kb: KnowledgeBase, controlling: bool
+    example_kb: KnowledgeBase, controlling: bool, how: str
 ) -> None:
     """Its terminal gone, the app used to stay behind with one core at 100% (Textual's input
     thread reads the end of input over and over) and its turns uncommitted, where no SIGHUP
-    reached it; and where one did, it was killed with its turns uncommitted."""
+    reached it; and where one did, it was killed with its turns uncommitted. A SIGHUP sent by
+    hand, the terminal still there, ends the app the same way, and leaves the terminal as it
+    found it."""
     root = example_kb.root
     before = int(git(root, "rev-list", "--count", "HEAD"))
     term = Terminal([sys.executable, "-m", "tui", "--kb", str(root)], controlling)
@@ -115,9 +123,17 @@ def test_a_closed_terminal_commits_the_chat_and_ends_the_app(
         term.wait_for(b"embedder ready")
         term.type("Who owns the tide-window scheduler?\r")
         term.wait_for(b"turns pending 1/5")
-        term.close()
+        if how == "sighup":
+            os.kill(term.pid, signal.SIGHUP)
+        else:
+            term.close()
         # No clock limit: without the fix the app never ends, or ends killed.
         code = term.wait(timeout=120)
+        if how == "sighup":
+            time.sleep(0.5)  # what the app wrote last reaches the reading thread
+            shown = bytes(term.shown)
+            assert shown.rfind(LEAVE_ALTERNATE_SCREEN) > shown.rfind(ENTER_ALTERNATE_SCREEN)
+            term.close()
     finally:
         term.kill()
     assert code == 0

@@ -456,22 +456,24 @@ class KbmemApp(App[None]):
 
         def wait() -> None:
             if terminal_gone(fd, None):
-                self._hung_up()
+                self._hung_up(fd)
 
         threading.Thread(target=wait, name="kbmem-terminal", daemon=True).start()
-        signal.signal(signal.SIGHUP, lambda _signum, _frame: self._hung_up())
+        signal.signal(signal.SIGHUP, lambda _signum, _frame: self._hung_up(fd))
 
-    def _hung_up(self) -> None:
-        """(any thread) The terminal is gone: quit as ctrl+q does."""
+    def _hung_up(self, fd: int) -> None:
+        """(any thread) The terminal on ``fd`` hung up, or SIGHUP came: quit as ctrl+q does."""
         if not self._hangup_once.acquire(blocking=False):
             return  # the thread and SIGHUP both saw it (or SIGHUP came twice)
-        log.warning("the terminal hung up: committing the chat and quitting")
-        # What is still written goes nowhere: a write to a hung-up terminal fails, Textual's
-        # writer thread dies of it, and the app then blocks on its next writes for good.
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-        os.close(devnull)
+        log.warning("hang-up: committing the chat and quitting")
+        if terminal_gone(fd):
+            # What is still written goes nowhere: a write to a hung-up terminal fails,
+            # Textual's writer thread dies of it, and the app then blocks on its next writes
+            # for good. (A SIGHUP sent by hand leaves a live terminal to be restored.)
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for std in (0, 1, 2):
+                os.dup2(devnull, std)
+            os.close(devnull)
         timer = threading.Timer(HANGUP_GRACE_S, os._exit, (EXIT_HUNG_UP,))
         timer.daemon = True
         timer.start()
