@@ -147,9 +147,9 @@ def is_statement(text: str) -> bool:
 # "Correction:", "Remember this:", "FYI -". Searched for, it is one more word that memory
 # does not hold near what the message is about.
 _CUE = re.compile(
-    r"^\s*(?:remember\s+(?:this|that)\b\s*[:,—–-]?"
+    r"^\s*(?:remember\s+(?:this|that)\b\s*[:,—–]?"
     r"|(?:correction|update|note|reminder|remember|fyi|ps|btw|heads[ -]up|important"
-    r"|(?:a\s+)?(?:quick\s+)?question)\s*[:—–-])\s*",
+    r"|(?:a\s+)?(?:quick\s+)?question)(?:\s*[:—–]|\s+-\s))\s*",  # not "note-taking"
     re.I,
 )
 

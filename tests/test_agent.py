@@ -432,6 +432,8 @@ def test_a_statement_is_told_from_search_words(text: str, states: bool) -> None:
         ("Remember Femi?", "Remember Femi?"),  # no cue: about remembering Femi
         ("Notes from the retro are in the wiki.", "Notes from the retro are in the wiki."),
         ("Note:", "Note:"),  # nothing after it
+        ("note-taking app is down again.", "note-taking app is down again."),
+        ("Update—the launch moved.", "the launch moved."),
     ],
 )
 def test_a_messages_opening_cue_is_not_what_it_is_about(text: str, rest: str) -> None:
