@@ -43,10 +43,12 @@ from .workspace import Workspace
 log = logging.getLogger(__name__)
 
 Marker = Callable[[str], None]
-# After its terminal hung up, the app quits as ctrl+q does; should that not end it in this
-# time, it ends at once (its turns are journaled: the next start commits them).
+# Sent SIGHUP by hand, the app quits as ctrl+q does; should that not end it in this time, it
+# ends at once (its turns are journaled: the next start commits them).
 HANGUP_GRACE_S = 60.0
 EXIT_HUNG_UP = 129  # 128 + SIGHUP, as a shell reports a process that a hang-up ended
+HANGUP_POLL_MS = 500  # how often the terminal's watcher also looks for a SIGHUP
+TURN_STOP_S = 30.0  # how long a hung-up app waits for its running turn to stop
 
 
 def terminal_gone(fd: int, timeout_ms: int | None = 0) -> bool:
@@ -128,7 +130,6 @@ class KbmemApp(App[None]):
         # chat's warm-up) stops after its current step or while it waits for the other (its
         # partial build is discarded; the live index is untouched).
         self._quitting = threading.Event()
-        self._hangup_once = threading.Lock()  # taken by the first hang-up, never released
         self.set_reactive(
             KbmemApp.status,
             Status(
@@ -447,37 +448,59 @@ class KbmemApp(App[None]):
     # -- shutdown ---------------------------------------------------------------------------
 
     def _watch_terminal(self, fd: int) -> None:
-        """Quit, committing what is pending, once the terminal on ``fd`` hangs up.
+        """Commit the chat and end, once the terminal on ``fd`` hangs up; quit as ctrl+q does
+        on a SIGHUP sent by hand.
 
         Left alone, a hung-up app kept one core at 100% for good, its turns uncommitted
         (Textual's input thread reads the end of input over and over), wherever no SIGHUP
         reached it; where one did, it was killed, its turns uncommitted. A thread waits for
-        the hang-up (a poll, no CPU), and SIGHUP comes to the same place."""
+        the hang-up (a poll, no CPU to speak of); SIGHUP only tells that thread."""
+        sighup = threading.Event()
 
-        def wait() -> None:
-            if terminal_gone(fd, None):
-                self._hung_up(fd)
+        def watch() -> None:
+            while not terminal_gone(fd, HANGUP_POLL_MS):
+                if sighup.is_set() and not terminal_gone(fd, HANGUP_POLL_MS):
+                    # Sent by hand: the terminal is there, and is given back as ctrl+q does.
+                    log.warning("SIGHUP: committing the chat and quitting")
+                    timer = threading.Timer(HANGUP_GRACE_S, os._exit, (EXIT_HUNG_UP,))
+                    timer.daemon = True
+                    timer.start()
+                    self.call_later(self.action_quit)  # thread-safe: it posts a message
+                    return
+            self._terminal_hung_up()
 
-        threading.Thread(target=wait, name="kbmem-terminal", daemon=True).start()
-        signal.signal(signal.SIGHUP, lambda _signum, _frame: self._hung_up(fd))
+        threading.Thread(target=watch, name="kbmem-terminal", daemon=True).start()
+        signal.signal(signal.SIGHUP, lambda _signum, _frame: sighup.set())
 
-    def _hung_up(self, fd: int) -> None:
-        """(any thread) The terminal on ``fd`` hung up, or SIGHUP came: quit as ctrl+q does."""
-        if not self._hangup_once.acquire(blocking=False):
-            return  # the thread and SIGHUP both saw it (or SIGHUP came twice)
-        log.warning("hang-up: committing the chat and quitting")
-        if terminal_gone(fd):
-            # What is still written goes nowhere: a write to a hung-up terminal fails,
-            # Textual's writer thread dies of it, and the app then blocks on its next writes
-            # for good. (A SIGHUP sent by hand leaves a live terminal to be restored.)
-            devnull = os.open(os.devnull, os.O_RDWR)
-            for std in (0, 1, 2):
-                os.dup2(devnull, std)
-            os.close(devnull)
-        timer = threading.Timer(HANGUP_GRACE_S, os._exit, (EXIT_HUNG_UP,))
-        timer.daemon = True
-        timer.start()
-        self.call_later(self.action_quit)  # thread-safe: it posts a message
+    def _terminal_hung_up(self) -> None:
+        """(the watching thread) The terminal is gone: stop a running turn, commit the chat
+        and end the process from here. Not through Textual's shutdown: a write to the hung-up
+        terminal can have killed Textual's writer thread already, and the app's next writes
+        then wait on its full queue for good (its event loop with them)."""
+        log.warning("the terminal hung up: committing the chat and ending")
+        devnull = os.open(os.devnull, os.O_RDWR)  # what is still written goes nowhere
+        for std in (0, 1, 2):
+            os.dup2(devnull, std)
+        os.close(devnull)
+        self._quitting.set()
+        self.chat.cancel()
+        deadline = time.monotonic() + TURN_STOP_S
+        while self._turn_running() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        code = 0
+        try:
+            self.chat.close()
+        except Exception:  # the turns stay journaled; the next start commits them
+            log.exception("the chat could not be committed")
+            code = 1
+        os._exit(code)
+
+    def _turn_running(self) -> bool:
+        """(any thread) Whether a chat turn is still running."""
+        try:
+            return any(w.group == "chat-send" and not w.is_finished for w in list(self.workers))
+        except RuntimeError:  # the workers changed while they were read: ask again
+            return True
 
     async def action_quit(self) -> None:
         self._quitting.set()
