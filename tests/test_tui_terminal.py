@@ -54,7 +54,8 @@ class Terminal:
             self._proc = proc
         self.status: int | None = None
         self.shown = bytearray()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         while True:
@@ -90,6 +91,13 @@ class Terminal:
             assert self.running(), f"the app exited: {bytes(self.shown[-2000:])!r}"
             assert time.monotonic() < deadline, f"never showed {text!r}"
             time.sleep(0.1)
+
+    def read_to_the_end(self) -> bytes:
+        """All the terminal showed: once the process has ended, its side of the terminal is
+        closed and the reading ends (EIO)."""
+        self._reader.join(60)
+        assert not self._reader.is_alive(), "the terminal's output never ended"
+        return bytes(self.shown)
 
     def type(self, text: str) -> None:
         os.write(self.leader, text.encode())
@@ -130,8 +138,7 @@ def test_a_closed_terminal_commits_the_chat_and_ends_the_app(
         # No clock limit: without the fix the app never ends, or ends killed.
         code = term.wait(timeout=120)
         if how == "sighup":
-            time.sleep(0.5)  # what the app wrote last reaches the reading thread
-            shown = bytes(term.shown)
+            shown = term.read_to_the_end()
             assert shown.rfind(LEAVE_ALTERNATE_SCREEN) > shown.rfind(ENTER_ALTERNATE_SCREEN)
             term.close()
     finally:
