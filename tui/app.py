@@ -48,13 +48,13 @@ Marker = Callable[[str], None]
 HANGUP_GRACE_S = 60.0
 EXIT_HUNG_UP = 129  # 128 + SIGHUP, as a shell reports a process that a hang-up ended
 HANGUP_POLL_MS = 500  # how often the terminal's watcher also looks for a SIGHUP
-TURN_STOP_S = 30.0  # how long a hung-up app waits for its running turn to stop
+TURN_STOP_S = 30.0  # how long quitting waits for a running turn to stop
 
 
-def terminal_gone(fd: int, timeout_ms: int | None = 0) -> bool:
+def terminal_gone(fd: int, timeout_ms: int = 0) -> bool:
     """Whether the terminal on ``fd`` has hung up (its window closed, its ssh connection
-    dropped), waiting up to ``timeout_ms`` (None: until it does): a poll reports the hang-up,
-    or the descriptor is no longer open. Input waiting to be read is no hang-up."""
+    dropped), waiting up to ``timeout_ms`` for it: a poll reports the hang-up, or the
+    descriptor is no longer open. Input waiting to be read is no hang-up."""
     poller = select.poll()
     poller.register(fd, select.POLLHUP)  # errors and an invalid fd are reported as well
     return any(
@@ -485,7 +485,7 @@ class KbmemApp(App[None]):
         self._quitting.set()
         self.chat.cancel()
         deadline = time.monotonic() + TURN_STOP_S
-        while self._turn_running() and time.monotonic() < deadline:
+        while self._running_turns() and time.monotonic() < deadline:
             time.sleep(0.05)
         code = 0
         try:
@@ -495,16 +495,18 @@ class KbmemApp(App[None]):
             code = 1
         os._exit(code)
 
-    def _turn_running(self) -> bool:
-        """(any thread) Whether a chat turn is still running."""
-        try:
-            return any(w.group == "chat-send" and not w.is_finished for w in list(self.workers))
-        except RuntimeError:  # the workers changed while they were read: ask again
-            return True
+    def _running_turns(self) -> list[Worker[Any]]:
+        """(any thread) The chat turns still running."""
+        while True:
+            try:
+                workers = list(self.workers)
+            except RuntimeError:  # they changed while they were read (another thread)
+                continue
+            return [w for w in workers if w.group == "chat-send" and not w.is_finished]
 
     async def action_quit(self) -> None:
         self._quitting.set()
-        if any(w.group == "chat-send" and not w.is_finished for w in self.workers):
+        if self._running_turns():
             self.set_status(busy="stopping the turn, then committing…")
             self.notify(
                 "Stopping the running turn (it is kept, marked interrupted), then committing.",
@@ -519,10 +521,9 @@ class KbmemApp(App[None]):
     async def _close_chat(self) -> None:
         """Stop a running turn (it is journaled as interrupted), then commit what is pending."""
         self.chat.cancel()
-        running = [w for w in self.workers if w.group == "chat-send" and not w.is_finished]
-        for worker in running:
+        for worker in self._running_turns():
             with suppress(Exception):
-                await asyncio.wait_for(worker.wait(), timeout=30)
+                await asyncio.wait_for(worker.wait(), timeout=TURN_STOP_S)
         try:
             await asyncio.to_thread(self.chat.close)
         except Exception as exc:  # the turns stay journaled; the next start commits them
