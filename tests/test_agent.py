@@ -453,8 +453,17 @@ def test_a_statement_is_noted_not_answered_as_a_question(kb: KnowledgeBase) -> N
     # Memory was still searched, and what it gave is recorded for an audit.
     assert noted.tool_calls[0].name == "research" and noted.tool_calls[0].error is None
     assert not any(c.cited for c in noted.context)
-    # Memory is searched for what the message is about, not for its "Correction:".
-    assert corrected.tool_calls[0].arguments["request"] == correction.removeprefix("Correction: ")
+    # Memory is searched for what the message is about, not for its "Correction:" (the
+    # researcher drops the cue; the call records the message as it was said).
+    call = corrected.tool_calls[0]
+    assert call.arguments["request"] == correction
+    searched = [
+        a.get("query") or ""
+        for e in call.trace
+        if e["kind"] == "plan"
+        for a in e["actions"]
+    ]
+    assert searched and not any("correction" in q.lower() for q in searched), searched
     # What memory says on a correction is shown, cited: here, what it corrects.
     head, related = corrected.answer.split("\n\n", 1)
     assert head == NOTED and related.startswith(RELATED_HEAD + "\n"), corrected.answer

@@ -869,3 +869,16 @@ def test_a_sentence_too_long_for_the_budget_is_carried_from_its_start(empty_kb):
     fact = next(f for f in briefing.key_facts if "[s-log" in f)
     quote = fact.split(": ", 1)[1].rsplit(" (2026-", 1)[0].removesuffix(" …")
     assert quote in part.excerpt, (fact, part.excerpt)
+
+
+def test_a_messages_opening_cue_is_not_searched_for(researcher):
+    # "Quick question:" says what kind of message this is. Searched for, it found "Quick one
+    # today" and "quick summary" turns, and the briefing named 'question' as missing.
+    request = "Quick question: where do the offsite flights leave from?"
+    briefing = researcher.research(request)
+    queries = " ".join(a.get("query") or "" for a in _planned(briefing)).lower()
+    assert "flights" in queries
+    assert "quick" not in queries and "question" not in queries, queries
+    assert not any("question" in q for q in briefing.open_questions), briefing.open_questions
+    assert briefing.request == request  # the briefing answers what was asked, as asked
+    assert "Glasgow" in briefing.key_facts[0]

@@ -163,8 +163,7 @@ class OfflineAgent:
     name = "offline"
 
     def run(self, ctx: TurnContext) -> None:
-        request = without_cue(ctx.message)
-        result = ctx.tools.call(ctx, "research", {"request": request}, origin="agent")
+        result = ctx.tools.call(ctx, "research", {"request": ctx.message}, origin="agent")
         ctx.check_cancel()
         briefing = result.briefing
         if briefing is None:

@@ -14,7 +14,7 @@ from ..config import HARD_CAPS, MAX_REQUEST_CHARS
 from ..errors import KbmemError, ModelUnreachable, ValidationError
 from ..index import Hit, analyze
 from ..memorizer import read_memory
-from ..sessions import is_echo
+from ..sessions import is_echo, without_cue
 from ..store import KnowledgeBase
 from ..textutil import count_tokens, truncate_tokens
 from ..toolkit import Toolkit, rank_pages
@@ -129,10 +129,13 @@ class Researcher:
         started = time.perf_counter()
         self.toolkit.index.ensure_synced()
         memory = read_memory(self.kb, self.tenant)
-        state = ResearchState(request, around=self.toolkit.around, max_pages=budgets.max_pages)
-        floor = self._dense_floor(request)
+        # "Quick question: where do the flights leave from?" is about the flights: searched
+        # for, the cue found "Quick one today" and was named as missing from the evidence.
+        asked = without_cue(request)
+        state = ResearchState(asked, around=self.toolkit.around, max_pages=budgets.max_pages)
+        floor = self._dense_floor(asked)
         down: list[str] = []  # why the model was unreachable, once it was
-        actions = self._engine_call("plan", emit, 0, down, request, memory, state)
+        actions = self._engine_call("plan", emit, 0, down, asked, memory, state)
         decision = ReflectionDecision(False)
         steps = 0
         actions = self._dedupe(actions, state)
@@ -140,7 +143,7 @@ class Researcher:
             state.step = step
             emit("plan", step, actions=[a.to_dict() for a in actions])
             self._search(actions, state, emit, step, floor)
-            state.integration = self._engine_call("integrate", emit, step, down, request, state)
+            state.integration = self._engine_call("integrate", emit, step, down, asked, state)
             emit(
                 "integrate",
                 step,
@@ -148,7 +151,7 @@ class Researcher:
                 pages=state.briefing_pages(),
                 candidates=len(state.candidates),
             )
-            decision = self._engine_call("reflect", emit, step, down, request, state)
+            decision = self._engine_call("reflect", emit, step, down, asked, state)
             actions = self._dedupe(list(decision.follow_up), state)
             if not decision.done and not actions:
                 decision = ReflectionDecision(
