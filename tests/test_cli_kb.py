@@ -94,6 +94,24 @@ def test_init_empty_and_a_missing_knowledge_base(tmp_path: Path, capsys) -> None
     assert code == 2 and "DIR: cannot create" in err and "Not a directory" in err
 
 
+def test_init_takes_its_folder_from_kb_or_the_environment(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "kbmem --kb DIR init" used to fail with "the following arguments are required: dir".
+    monkeypatch.delenv("KBMEM_KB", raising=False)
+    code, out, _err = run(capsys, "--kb", str(tmp_path / "a"), "init", "--empty")
+    assert code == 0 and f"created knowledge base at {tmp_path / 'a'}" in out
+    monkeypatch.setenv("KBMEM_KB", str(tmp_path / "b"))
+    code, out, _err = run(capsys, "init", "--empty")
+    assert code == 0 and f"created knowledge base at {tmp_path / 'b'}" in out
+    monkeypatch.delenv("KBMEM_KB")
+    code, _out, err = run(capsys, "init")
+    assert code == 2 and "name the folder to create" in err
+    code, _out, err = run(capsys, "--kb", str(tmp_path / "a"), "init", str(tmp_path / "c"))
+    assert code == 2 and "but --kb names" in err
+    assert not (tmp_path / "c").exists()
+
+
 # -- ingest: the accepted shapes -------------------------------------------------------------
 
 

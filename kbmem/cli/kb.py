@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,12 @@ from . import Commands
 
 def register(sub: Commands) -> None:
     p = sub.add_parser("init", help="create a knowledge base from kb_template/")
-    p.add_argument("dir", type=Path, help="folder to create (must be empty or absent)")
+    p.add_argument(
+        "dir",
+        type=Path,
+        nargs="?",
+        help="folder to create, empty or absent (default: --kb, else $KBMEM_KB)",
+    )
     p.add_argument("--empty", action="store_true", help="settings only, no example history")
     p.set_defaults(handler=cmd_init)
 
@@ -77,8 +83,15 @@ def progress_bar(total: int, desc: str) -> Any:
 def cmd_init(ctx: Any, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    target = args.dir or args.kb or os.environ.get("KBMEM_KB")
+    if not target:
+        raise ValidationError("name the folder to create: kbmem init DIR", "dir")
+    if args.dir and args.kb and args.dir.resolve() != args.kb.resolve():
+        raise ValidationError(f"names {str(args.dir)!r} but --kb names {str(args.kb)!r}", "dir")
     with tqdm(desc="init", unit="step", disable=None, file=sys.stderr, leave=False) as bar:
-        kb = init_kb(args.dir, with_history=not args.empty, progress=lambda _what: bar.update(1))
+        kb = init_kb(
+            Path(target), with_history=not args.empty, progress=lambda _what: bar.update(1)
+        )
     print(printable(f"created knowledge base at {kb.root} ({kb.head()[:10]})"))
     return 0
 
