@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from kbgit import ROOT, git, head
 
+from kbmem.agent.answer_types import answer_type, gives
 from kbmem.agent.batch import committed_turns
 from kbmem.agent.context import TurnContext
 from kbmem.agent.events import (
@@ -35,6 +36,7 @@ from kbmem.agent.offline import (
     NOTHING,
     RELATED_HEAD,
     OfflineAgent,
+    followed_references,
     paragraph_subject,
     split_sentences,
 )
@@ -42,6 +44,7 @@ from kbmem.agent.provenance import SNAPSHOT_FILES, list_turns, turn_dir
 from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
 from kbmem.index import TenantIndex
+from kbmem.research.types import BriefingContext, TraceEvent
 from kbmem.sessions import CHAT_AGENT, is_request, is_statement, without_cue
 from kbmem.store import KnowledgeBase
 from kbmem.toolkit import Toolkit
@@ -215,6 +218,75 @@ def test_the_answer_gives_the_corrected_date_not_the_one_it_replaced(kb: Knowled
     assert lines and "21 April" in lines[0], record.answer
     stale = [line for line in lines if "14 April" in line and "21 April" not in line]
     assert not stale, record.answer
+
+
+def test_asked_when_the_answer_gives_a_time(kb: KnowledgeBase) -> None:
+    # "When is the offsite?" was answered with three sentences that say "offsite" and no date
+    # ("On-call for the offsite: the boats don't stop sailing"). Priya's "Three days, Tuesday
+    # 28 to Thursday 30 April" leaves "offsite" to the sentence before it, which it now shows.
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send("When is the offsite?")
+    lines = [line for line in record.answer.splitlines() if line.startswith("- ")]
+    assert lines and "28 to Thursday 30 April" in lines[0], record.answer
+    priya = "- Priya Raghunathan: Now that we have a real launch date, I want to book a team "
+    assert any(x.startswith(priya) and "Tuesday 28 to Thursday 30 April" in x for x in lines)
+    assert not any("boats don't stop sailing" in x for x in lines), record.answer
+
+
+def test_a_sentence_of_only_the_questions_words_is_no_answer(kb: KnowledgeBase) -> None:
+    # Maya's "Okay, the data store." says "data store" and nothing else.
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send("What did we decide about the data store?")
+    lines = [line for line in record.answer.splitlines() if line.startswith("- ")]
+    assert lines and not any("Okay, the data store." in x for x in lines), record.answer
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("When is the offsite?", "time"),
+        ("And when did Femi join?", "time"),
+        ("On what date did Skerrick go live?", "time"),
+        ("How long ago was the kickoff?", "time"),
+        ("How many vessels does Skerrick run?", "number"),
+        ("How much is the pilot fee?", "number"),
+        ("Where is the offsite?", None),
+        ("What did Dara say when the pilot went live?", None),
+        ("How long is the flight?", None),
+    ],
+)
+def test_what_kind_of_answer_a_question_asks_for(question: str, kind: str | None) -> None:
+    assert answer_type(question) == kind
+
+
+@pytest.mark.parametrize(
+    ("sentence", "time"),
+    [
+        ("Dates as Priya proposed: Tuesday 28 to Thursday 30 April.", True),
+        ("The cutover is on 14 May at 22:00.", True),
+        ("We went live last week.", True),
+        ("She moved there two years ago.", True),
+        ("Backups are kept since 2024-01-05.", True),
+        ("We may march on regardless.", False),
+        ("On-call for the offsite: the boats don't stop sailing because we're away.", False),
+    ],
+)
+def test_which_sentences_give_a_time(sentence: str, time: bool) -> None:
+    assert gives("time", sentence) is time
+
+
+def test_a_name_alone_is_no_reference_to_resolve() -> None:
+    # The offsite summary's "Dara Whitcombe" was followed as a name. Taken as a reference
+    # like "Dara sister", the first sentence that Dara said resolved it: "I do."
+    def plan(query: str) -> TraceEvent:
+        return TraceEvent(
+            "plan", 1, {"actions": [{"tool": "bm25", "query": query, "follows": "p#1-2"}]}
+        )
+
+    briefing = BriefingContext(
+        "", [], [], [], 0, 1, [], trace=[plan("Dara Whitcombe"), plan("Dara sister")]
+    )
+    assert followed_references(briefing) == [("p#1-2", frozenset({"dara", "sister"}))]
 
 
 def test_the_person_asked_about_answers_in_their_own_words(kb: KnowledgeBase) -> None:
@@ -458,10 +530,7 @@ def test_a_statement_is_noted_not_answered_as_a_question(kb: KnowledgeBase) -> N
     call = corrected.tool_calls[0]
     assert call.arguments["request"] == correction
     searched = [
-        a.get("query") or ""
-        for e in call.trace
-        if e["kind"] == "plan"
-        for a in e["actions"]
+        a.get("query") or "" for e in call.trace if e["kind"] == "plan" for a in e["actions"]
     ]
     assert searched and not any("correction" in q.lower() for q in searched), searched
     # What memory says on a correction is shown, cited: here, what it corrects.

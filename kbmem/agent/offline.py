@@ -24,6 +24,7 @@ from ..research.offline import (
 from ..research.types import BriefingContext, EvidenceItem
 from ..sessions import is_chat, is_own_answer, is_request, is_statement, without_cue
 from ..textutil import CAPITAL, truncate_tokens
+from .answer_types import answer_type, gives
 from .context import TurnContext
 from .records import ContextItem
 
@@ -47,6 +48,25 @@ STATEMENT_COVERAGE = 0.5
 # Words that shape a question ("how much", "how long") without saying what it is about.
 MODIFIERS = frozenset(["much", "many", "long", "often", "far", "old", "take", "place", "happen"])
 SUPERSEDED_WEIGHT = 0.5  # a sentence giving a value that a later correction replaced
+# Asked "when", "how many" or "where" (see answer_types), a sentence that gives no time,
+# number or place counts this much of what it covers.
+TYPE_MISS_WEIGHT = 0.5
+# A sentence that says nothing but the question's own words (and words that only keep a
+# conversation going) answers nothing: "Okay, the data store." It still counts this much,
+# for a question that asks whether something is so ("Is the launch on 28 April?").
+ECHO_ONLY_WEIGHT = 0.5
+FILLER = frozenset(
+    analyze(
+        "okay ok yes yeah yep no nope right sure well thanks thank great good cool fine "
+        "alright hmm oh ah wow hi hello hey please let's start next agreed exactly"
+    )
+)
+# A sentence that gives the kind of answer asked for takes the question's terms from one of
+# the CONTEXT_REACH sentences before it in its turn, at CONTEXT_SHARE of their weight for each
+# sentence between, and shows it (cut to CONTEXT_TOKENS) before itself.
+CONTEXT_REACH = 2
+CONTEXT_SHARE = 0.8
+CONTEXT_TOKENS = 30
 PLACE_CREDIT = 0.5  # share of a term's weight when only the session or page name has it
 _CITED = re.compile(r"\s*\[[A-Za-z0-9][A-Za-z0-9._/-]*:L\d+-L\d+\]")
 _SENTENCE_END = re.compile(rf"(?<=[.!?])\s+(?=[\"“(\[]?(?:{CAPITAL}|[0-9]))")
@@ -252,7 +272,9 @@ class OfflineAgent:
         ``stated``: the message is a statement, and a sentence says something on it when it
         covers more of it, and two of its words at least ("What a day!" is on nothing)."""
         min_coverage, min_terms = (STATEMENT_COVERAGE, 2) if stated else (MIN_COVERAGE, 1)
-        terms = question_terms(without_cue(ctx.message))
+        asked = without_cue(ctx.message)
+        terms = question_terms(asked)
+        expected = None if stated else answer_type(asked)
         if not terms or not briefing.evidence:
             return []
         stats = ctx.tools.toolkit.term_stats(terms)
@@ -296,6 +318,8 @@ class OfflineAgent:
                     # sentences that the correction withdraws ("... 14 April. That's wrong.").
                     factor *= CORRECTION_WEIGHT
                     said = st.standing
+                # The unit's sentences, each with the question's terms it says.
+                read_out: list[tuple[str, frozenset[str], int]] = []
                 for n, text in enumerate(said):
                     order += 1
                     text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
@@ -324,28 +348,46 @@ class OfflineAgent:
                     )
                     # Who said it is part of what it tells: asked what Priya corrected,
                     # Priya's own words cover "Priya" as much as a sentence naming her.
-                    found = frozenset(analyze(text)) & wanted | said_by
+                    read_out.append((text, frozenset(analyze(text)) & wanted | said_by, order))
+                for text, found, at in read_out:
+                    room = MAX_SENTENCE_TOKENS
                     covered = sum(weight[t] for t in found)
+                    lead = _lead(read_out, found, at, weight) if expected else None
+                    if lead and gives(expected or "", text):
+                        # The answer a question asks for often leaves its subject to the
+                        # sentence before it: "I want to book a team offsite for the week
+                        # after it. Three days, Tuesday 28 to Thursday 30 April, …"
+                        other, other_found, other_at = lead
+                        share = CONTEXT_SHARE ** (at - other_at)
+                        covered += share * sum(weight[t] for t in other_found - found)
+                        found = found | other_found
+                        gap = " " if at - other_at == 1 else " … "
+                        text = truncate_tokens(other, CONTEXT_TOKENS) + gap + text
+                        room += CONTEXT_TOKENS + 1
                     covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
                     if covered < min_coverage * whole or len(found) < min_terms:
                         continue
                     score = factor * covered + 0.3 / (1 + rank)
+                    if expected and not gives(expected, text):
+                        score *= TYPE_MISS_WEIGHT
+                    if not stated and not (set(analyze(text)) - set(terms) - FILLER):
+                        score *= ECHO_ONLY_WEIGHT  # "Okay, the data store." tells nothing
                     superseded = superseded_on(text, stamp, corrections, st.agreed)
                     if superseded:
                         # Still an answer to "what was said at the kickoff?", never before
                         # the correction that replaced it.
                         score *= SUPERSEDED_WEIGHT
                     sentence = Sentence(
-                        truncate_tokens(text, MAX_SENTENCE_TOKENS)
+                        truncate_tokens(text, room)
                         + (f" (superseded on {superseded})" if superseded else ""),
                         speaker,
                         item,
                         start,
                         end,
                         found,
-                        order,
+                        at,
                     )
-                    candidates.append((score, order, sentence))
+                    candidates.append((score, at, sentence))
         candidates.sort(key=lambda c: (-c[0], c[1]))
         chosen: list[Sentence] = []
         seen_units: set[tuple[str, int]] = set()
@@ -369,6 +411,7 @@ class OfflineAgent:
 
 
 _QUOTED_SPEAKER = re.compile(r"^[^:\n]{1,80}: ")
+_NAME_ONLY = re.compile(rf"^\s*{CAPITAL}[\w'’.-]*(?:\s+{CAPITAL}[\w'’.-]*)*\s*$")
 
 
 def _quote_forms(sentence: Sentence) -> set[str]:
@@ -392,6 +435,20 @@ def _same_quote(a: Sentence, b: Sentence) -> bool:
     )
 
 
+def _lead(
+    read: list[tuple[str, frozenset[str], int]],
+    found: frozenset[str],
+    at: int,
+    weight: dict[str, float],
+) -> tuple[str, frozenset[str], int] | None:
+    """The sentence shortly before sentence ``at`` of a turn that says most of the question's
+    terms that sentence does not (nearer first among equals), or None."""
+    before = [r for r in read if at - CONTEXT_REACH <= r[2] < at and r[1] - found]
+    if not before:
+        return None
+    return max(before, key=lambda r: (sum(weight[t] for t in r[1] - found), r[2]))
+
+
 def _unit_key(sentence: Sentence) -> str:
     return f"{sentence.item.interval.path}#{sentence.start}-{sentence.end}"
 
@@ -399,14 +456,17 @@ def _unit_key(sentence: Sentence) -> str:
 def followed_references(briefing: BriefingContext) -> list[tuple[str, frozenset[str]]]:
     """The references the research followed (its trace's follow-up searches): the key of the
     interval that made each, and the terms searched for ("Dara sister" for Dara's "the city
-    where my sister lives"). A single name is left out: a sentence that names "Priya" is
-    not, for that, what Priya's mention was about."""
+    where my sister lives"). A name alone ("Priya", "Dara Whitcombe") is left out: a sentence
+    that names her, or that she said, is not for that what her mention was about."""
     out = []
     for event in briefing.trace:
         if event.kind != "plan":
             continue
         for action in event.data.get("actions", []):
-            terms = frozenset(analyze(action.get("query") or ""))
+            query = action.get("query") or ""
+            terms = frozenset(analyze(query))
+            if _NAME_ONLY.match(query):
+                continue  # "Dara Whitcombe" is one name, though two words
             if action.get("follows") and len(terms) >= BRIDGE_TERMS:
                 out.append((action["follows"], terms))
     return out
@@ -431,7 +491,11 @@ def resolve_references(
             found = [
                 (order, other)
                 for said, order, other in pool
-                if terms <= said and _unit_key(other) not in shown
+                if terms <= said
+                and _unit_key(other) not in shown
+                # Saying something, not only being who spoke: asked where the offsite is,
+                # the summary's "Dara Whitcombe" was resolved by Dara's "I do."
+                and terms & set(analyze(other.text))
             ]
             if found:
                 return [*chosen[: n + 1], min(found, key=lambda f: f[0])[1], *chosen[n + 1 :]]

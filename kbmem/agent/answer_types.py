@@ -1,0 +1,62 @@
+"""What kind of answer a question asks for, and whether a sentence gives one.
+
+"When is the offsite?" asks for a time: of the sentences of a turn that speaks of the offsite,
+"Dates as Priya proposed: Tuesday 28 to Thursday 30 April." answers it, though only its
+neighbour says "offsite", and "On-call for the offsite: …" does not, though it does. "How
+many" and "how much" ask for a number. Other questions ask for no kind of answer that a
+pattern can tell ("where": "in the city where my sister lives" names no place), and
+``answer_type`` gives None for them."""
+
+from __future__ import annotations
+
+import re
+
+from ..dates import MONTHS
+
+_MONTH = "|".join(m.capitalize() for m in MONTHS if m != "may")
+_MONTH_ABBR = "|".join(m[:3].capitalize() for m in MONTHS if m != "may")
+_WEEKDAY = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
+# Capitalised names only ("march" and "may" are verbs too), and "May" only beside a number.
+_TIME = re.compile(
+    rf"\b(?:{_MONTH}|(?:{_MONTH_ABBR})\.?(?=\s+\d)|{_WEEKDAY})\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+May\b|\bMay\s+\d{1,2}\b"
+    r"|\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}[:.]\d{2}\s*(?:[ap]\.?m\.?)?\b|\b\d{1,2}\s*[ap]\.?m\.?\b"
+    r"|\b(?:19|20)\d{2}\b|\bQ[1-4]\b"
+    r"|(?i:\b(?:yesterday|today|tonight|tomorrow|weekend|noon|midnight"
+    r"|(?:last|next|this|every|each|the\s+following)\s+(?:week|month|year|quarter|sprint"
+    r"|spring|summer|autumn|fall|winter|morning|afternoon|evening|night)"
+    r"|(?:\d+|a|an|one|two|three|four|five|six|few|several)\s+(?:days?|weeks?|months?|years?)"
+    r"\s+(?:ago|later|before|after|from\s+now)"
+    r")\b)"
+)
+_NUMBER = re.compile(
+    r"\d"
+    r"|(?i:\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty"
+    r"|thirty|forty|fifty|hundred|thousand|million|dozen|half|double|twice|none)\b)"
+)
+PATTERNS = {"time": _TIME, "number": _NUMBER}
+_OPENERS = r"^\s*(?:(?:and|so|but|ok(?:ay)?|also)\s*,?\s+)?"
+_ASKS = (
+    (
+        "time",
+        re.compile(
+            _OPENERS + r"(?:when\b|since\s+when\b|by\s+when\b|until\s+when\b|how\s+long\s+ago\b"
+            r"|(?:on\s+|at\s+|in\s+)?(?:what|which)\s+(?:date|day|time|year|month|week)\b)",
+            re.I,
+        ),
+    ),
+    ("number", re.compile(_OPENERS + r"how\s+(?:many|much)\b", re.I)),
+)
+
+
+def answer_type(question: str) -> str | None:
+    """``time`` or ``number`` when the question asks for one, else None."""
+    for kind, pattern in _ASKS:
+        if pattern.match(question):
+            return kind
+    return None
+
+
+def gives(kind: str, sentence: str) -> bool:
+    """Whether ``sentence`` says something of ``kind`` (a time, a number)."""
+    return bool(PATTERNS[kind].search(sentence))
