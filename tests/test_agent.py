@@ -5,6 +5,7 @@ cancellation, tool-argument errors, and a chat's content found again by a later 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -36,6 +37,7 @@ from kbmem.agent.offline import (
     NOTHING,
     RELATED_HEAD,
     OfflineAgent,
+    focused,
     followed_references,
     paragraph_subject,
     split_sentences,
@@ -47,6 +49,7 @@ from kbmem.index import TenantIndex
 from kbmem.research.types import BriefingContext, TraceEvent
 from kbmem.sessions import CHAT_AGENT, is_request, is_statement, without_cue
 from kbmem.store import KnowledgeBase
+from kbmem.textutil import count_tokens, truncate_tokens
 from kbmem.toolkit import Toolkit
 
 TENANT = "default"
@@ -228,9 +231,38 @@ def test_asked_when_the_answer_gives_a_time(kb: KnowledgeBase) -> None:
         record = chat.send("When is the offsite?")
     lines = [line for line in record.answer.splitlines() if line.startswith("- ")]
     assert lines and "28 to Thursday 30 April" in lines[0], record.answer
-    priya = "- Priya Raghunathan: Now that we have a real launch date, I want to book a team "
+    priya = "- Priya Raghunathan (2026-02-23): Now that we have a real launch date, I want to "
     assert any(x.startswith(priya) and "Tuesday 28 to Thursday 30 April" in x for x in lines)
     assert not any("boats don't stop sailing" in x for x in lines), record.answer
+
+
+def test_asked_when_each_quote_says_the_day_it_was_said(kb: KnowledgeBase) -> None:
+    # "Skerrick went live on 26 January" was said on 20 March; "yesterday" needs its day.
+    with ChatSession(kb, TENANT) as chat:
+        when = chat.send("When did Skerrick go live?")
+        who = chat.send("Who is the first pilot customer?")
+    lines = [line for line in when.answer.splitlines() if line.startswith("- ")]
+    assert lines and all(re.match(r"- [^:(]+ \(\d{4}-\d{2}-\d{2}\): ", x) for x in lines), lines
+    assert not re.search(r"\(\d{4}-\d{2}-\d{2}\): ", who.answer), who.answer
+
+
+def test_a_long_summary_sentence_is_quoted_where_it_speaks_of_the_question() -> None:
+    actions = (
+        "Actions: facts page in the knowledge base, Priya Raghunathan, Friday 27 March; "
+        "Deckhand 1.3 with crew handover note, Ines Kovacic, Friday 3 April; sample files for "
+        "customer imports, Ines; remove FL-87 sentinel code and write a scheduler design note, "
+        "Tobias Ferrante, Friday 3 April; Inverlochy onboarding plan, Dara, Friday 3 April, "
+        "go-live target May; offsite details to the team this week, Dara; Femi joins on-call "
+        "Monday 6 April, four-person rota, Oskar Brennan; data-store decision checklist, Femi, "
+        "Friday 10 April; delete DynamoDB tables after a final export, Oskar, Monday 13 April."
+    )
+    offsite = focused(actions, {"offsit"}, 40)
+    assert offsite.startswith("Actions: … offsite details to the team this week, Dara; Femi")
+    assert offsite.endswith(" …") and count_tokens(offsite) <= 40
+    # From its start when that is where the terms are, or when none are; short text as it is.
+    assert focused(actions, {"fact", "page"}, 40) == truncate_tokens(actions, 40)
+    assert focused(actions, {"zebra"}, 40) == truncate_tokens(actions, 40)
+    assert focused("Offsite: 28 April; Tromsø.", {"troms"}, 40) == "Offsite: 28 April; Tromsø."
 
 
 def test_a_sentence_of_only_the_questions_words_is_no_answer(kb: KnowledgeBase) -> None:

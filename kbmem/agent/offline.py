@@ -23,7 +23,7 @@ from ..research.offline import (
 )
 from ..research.types import BriefingContext, EvidenceItem
 from ..sessions import is_chat, is_own_answer, is_request, is_statement, without_cue
-from ..textutil import CAPITAL, truncate_tokens
+from ..textutil import CAPITAL, count_tokens, truncate_tokens
 from .answer_types import answer_type, gives
 from .context import TurnContext
 from .records import ContextItem
@@ -91,6 +91,7 @@ class Sentence:
     end: int
     terms: frozenset[str]
     order: int
+    stamp: str = ""  # when its turn was said (ISO 8601), "" for a note's paragraph
 
 
 class Unit(NamedTuple):
@@ -233,19 +234,23 @@ class OfflineAgent:
             )
             self._stream(ctx, NOTHING + extra)
             return
-        text = self._quotes(chosen, ANSWER_HEAD)
+        # Asked when, a reader needs when it was said: "yesterday" on 8 May is 7 May.
+        dated = answer_type(without_cue(ctx.message)) == "time"
+        text = self._quotes(chosen, ANSWER_HEAD, dated)
         unknown = self.unknown_words(ctx)
         if unknown:
             text += f"\n\nMemory never mentions: {markdown_literal(', '.join(unknown))}."
         self._stream(ctx, text)
 
     @staticmethod
-    def _quotes(chosen: list[Sentence], head: str) -> str:
-        """``head``, then each sentence as a quoted bullet with its citation."""
+    def _quotes(chosen: list[Sentence], head: str, dated: bool = False) -> str:
+        """``head``, then each sentence as a quoted bullet with its citation; ``dated``: with
+        the day its turn was said, where memory knows it."""
         lines = [head]
         for sentence in chosen:
             citation = f"[{sentence.item.page_id}:L{sentence.start}-L{sentence.end}]"
-            who = f"{sentence.speaker}: " if sentence.speaker else ""
+            day = f" ({sentence.stamp[:10]})" if dated and sentence.stamp else ""
+            who = f"{sentence.speaker}{day}: " if sentence.speaker else ""
             lines.append(f"- {markdown_literal(who + sentence.text)} {citation}")
         return "\n".join(lines)
 
@@ -343,6 +348,7 @@ class OfflineAgent:
                                 end,
                                 said_terms & wanted,
                                 order,
+                                stamp,
                             ),
                         )
                     )
@@ -362,7 +368,11 @@ class OfflineAgent:
                         covered += share * sum(weight[t] for t in other_found - found)
                         found = found | other_found
                         gap = " " if at - other_at == 1 else " … "
-                        text = truncate_tokens(other, CONTEXT_TOKENS) + gap + text
+                        text = (
+                            truncate_tokens(other, CONTEXT_TOKENS)
+                            + gap
+                            + focused(text, wanted, MAX_SENTENCE_TOKENS)
+                        )
                         room += CONTEXT_TOKENS + 1
                     covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
                     if covered < min_coverage * whole or len(found) < min_terms:
@@ -378,7 +388,7 @@ class OfflineAgent:
                         # the correction that replaced it.
                         score *= SUPERSEDED_WEIGHT
                     sentence = Sentence(
-                        truncate_tokens(text, room)
+                        focused(text, wanted, room)
                         + (f" (superseded on {superseded})" if superseded else ""),
                         speaker,
                         item,
@@ -386,6 +396,7 @@ class OfflineAgent:
                         end,
                         found,
                         at,
+                        stamp,
                     )
                     candidates.append((score, at, sentence))
         candidates.sort(key=lambda c: (-c[0], c[1]))
@@ -411,6 +422,8 @@ class OfflineAgent:
 
 
 _QUOTED_SPEAKER = re.compile(r"^[^:\n]{1,80}: ")
+_CLAUSE_BREAK = re.compile(r"(?<=;)\s+")
+_LABEL = re.compile(r"^[^\s:;][^:;]{0,30}:\s+")  # "Actions: ", "Offsite: "
 _NAME_ONLY = re.compile(rf"^\s*{CAPITAL}[\w'’.-]*(?:\s+{CAPITAL}[\w'’.-]*)*\s*$")
 
 
@@ -500,6 +513,32 @@ def resolve_references(
             if found:
                 return [*chosen[: n + 1], min(found, key=lambda f: f[0])[1], *chosen[n + 1 :]]
     return chosen
+
+
+def focused(text: str, terms: set[str], limit: int) -> str:
+    """``text`` cut to ``limit`` tokens around what it says of ``terms``: a long summary
+    sentence of clauses set apart by semicolons ("Actions: facts page …; offsite details to
+    the team this week, Dara; …") keeps its label and the clauses that hold the terms, "…"
+    marking what is left out. Otherwise cut at its end, as truncate_tokens does."""
+    if count_tokens(text) <= limit:
+        return text
+    clauses = _CLAUSE_BREAK.split(text)
+    hits = [len(terms & set(analyze(c))) for c in clauses]
+    best = max(range(len(clauses)), key=lambda i: (hits[i], -i))
+    if len(clauses) < 2 or not hits[best] or best == 0:
+        return truncate_tokens(text, limit)
+    label = _LABEL.match(text)
+    head = label.group(0) if label else ""
+    room = limit - count_tokens(head) - 2  # and the "…" on either side
+    lo = hi = best
+    used = count_tokens(clauses[best])
+    for j in range(best + 1, len(clauses)):  # what follows first: it says more of the same
+        if used + count_tokens(clauses[j]) > room:
+            break
+        used, hi = used + count_tokens(clauses[j]), j
+    part = truncate_tokens(" ".join(clauses[lo : hi + 1]), room)
+    tail = " …" if hi < len(clauses) - 1 and not part.endswith("…") else ""
+    return f"{head}… {part}{tail}"
 
 
 def markdown_literal(text: str) -> str:
