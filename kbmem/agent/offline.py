@@ -48,8 +48,8 @@ STATEMENT_COVERAGE = 0.5
 # Words that shape a question ("how much", "how long") without saying what it is about.
 MODIFIERS = frozenset(["much", "many", "long", "often", "far", "old", "take", "place", "happen"])
 SUPERSEDED_WEIGHT = 0.5  # a sentence giving a value that a later correction replaced
-# Asked "when", "how many" or "where" (see answer_types), a sentence that gives no time,
-# number or place counts this much of what it covers.
+# Asked "when" or "how many" (see answer_types), a sentence that gives no time or number
+# counts this much of what it covers.
 TYPE_MISS_WEIGHT = 0.5
 # A sentence that says nothing but the question's own words (and words that only keep a
 # conversation going) answers nothing: "Okay, the data store." It still counts this much,
@@ -358,8 +358,9 @@ class OfflineAgent:
                 for text, found, at in read_out:
                     room = MAX_SENTENCE_TOKENS
                     covered = sum(weight[t] for t in found)
-                    lead = _lead(read_out, found, at, weight) if expected else None
-                    if lead and gives(expected or "", text):
+                    typed = expected is not None and gives(expected, text)
+                    lead = _lead(read_out, found, at, weight) if typed else None
+                    if lead:
                         # The answer a question asks for often leaves its subject to the
                         # sentence before it: "I want to book a team offsite for the week
                         # after it. Three days, Tuesday 28 to Thursday 30 April, …"
@@ -378,7 +379,7 @@ class OfflineAgent:
                     if covered < min_coverage * whole or len(found) < min_terms:
                         continue
                     score = factor * covered + 0.3 / (1 + rank)
-                    if expected and not gives(expected, text):
+                    if expected and not typed:
                         score *= TYPE_MISS_WEIGHT
                     if not stated and not (set(analyze(text)) - set(terms) - FILLER):
                         score *= ECHO_ONLY_WEIGHT  # "Okay, the data store." tells nothing
