@@ -225,15 +225,21 @@ def test_the_answer_gives_the_corrected_date_not_the_one_it_replaced(kb: Knowled
 
 def test_asked_when_the_answer_gives_a_time(kb: KnowledgeBase) -> None:
     # "When is the offsite?" was answered with three sentences that say "offsite" and no date
-    # ("On-call for the offsite: the boats don't stop sailing"). Priya's "Three days, Tuesday
-    # 28 to Thursday 30 April" leaves "offsite" to the sentence before it, which it now shows.
+    # ("On-call for the offsite: the boats don't stop sailing").
     with ChatSession(kb, TENANT) as chat:
         record = chat.send("When is the offsite?")
+        count = chat.send("How many people are going to the offsite?")
     lines = [line for line in record.answer.splitlines() if line.startswith("- ")]
     assert lines and "28 to Thursday 30 April" in lines[0], record.answer
-    priya = "- Priya Raghunathan (2026-02-23): Now that we have a real launch date, I want to "
-    assert any(x.startswith(priya) and "Tuesday 28 to Thursday 30 April" in x for x in lines)
     assert not any("boats don't stop sailing" in x for x in lines), record.answer
+    # Priya's "Three days, …, for seven people" leaves "offsite" to the sentence before it,
+    # which is shown with it.
+    priya = (
+        "- Priya Raghunathan: Now that we have a real launch date, I want to book a team "
+        "offsite for the week after it. Three days, Tuesday 28 to Thursday 30 April, budget of "
+        "about 6,000 pounds all in for seven people"
+    )
+    assert any(x.startswith(priya) for x in count.answer.splitlines()), count.answer
 
 
 def test_asked_when_each_quote_says_the_day_it_was_said(kb: KnowledgeBase) -> None:

@@ -9,7 +9,7 @@ hit. Intervals that touch on a page are merged into one window, and each window 
 evidence item whose interval cites its exact lines. A page's best interval, or the turn a
 key fact was cut from, that is one turn too long for what is left of the budget is carried in
 part: the sentences that hold the request's words, "…" marking what is left out, its interval
-still citing the whole turn.
+still citing the whole turn. So is such a turn that is longer than a quarter of the budget.
 
 The excerpt is what a reader (a person, or a model) gets: a note's lines as written, or a
 session's turns rendered compactly — ``<turn id> <speaker> (<when>): <text>``, the time given
@@ -40,6 +40,12 @@ MIN_TRIM_TOKENS = 30
 # knowledge base.)
 TRIM_SHARE = 10
 TRIM_TOKENS = 60
+# A page's best turn, or one a key fact cites, longer than this share of the budget and
+# LONG_TOKENS (a meeting's summary, a pasted log) is carried in part even where it would fit:
+# whole, the Q1 retrospective's 408-token summary left no room for the turn that the second
+# key fact cited, and the answer could not quote it.
+LONG_SHARE = 4
+LONG_TOKENS = 200
 RELATIVE_FLOOR = 0.05  # intervals scoring below this share of the best are left out
 PAGE_RANK_DECAY = 0.3  # an interval of the n-th page counts 1 / (1 + 0.3 n) of its score
 _STAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2})(?::\d{2}(?:\.\d+)?)?)?")
@@ -137,10 +143,11 @@ def select_evidence(
         before = sum(_cost(toolkit, w.path, w.commit, w.start, w.end) for w in touching)
         extra = _cost(toolkit, iv.path, iv.commit, lo, hi) - before
         score = state.effective(cand)
-        if used + extra > budget:
+        long_turn = n < head and not touching and extra > max(budget // LONG_SHARE, LONG_TOKENS)
+        if used + extra > budget or long_turn:
             # A smaller interval further down may still fit. A page's best interval, or one
-            # a key fact cites, that is a single turn too long for what is left is carried
-            # in part: the sentences that hold the request's words.
+            # a key fact cites, that is a single turn too long for what is left, or long (see
+            # LONG_SHARE), is carried in part: the sentences that hold the request's words.
             room = min(budget - used, max(budget // TRIM_SHARE, TRIM_TOKENS))
             if n >= head or iv.kind != "turn" or room < MIN_TRIM_TOKENS:
                 continue
