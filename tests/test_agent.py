@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from kbgit import ROOT, git, head
 
-from kbmem.agent.answer_types import answer_type, gives
 from kbmem.agent.batch import committed_turns
 from kbmem.agent.context import TurnContext
 from kbmem.agent.events import (
@@ -46,6 +45,7 @@ from kbmem.agent.provenance import SNAPSHOT_FILES, list_turns, turn_dir
 from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
 from kbmem.index import TenantIndex
+from kbmem.research.answer_types import answer_type, gives
 from kbmem.research.types import BriefingContext, TraceEvent
 from kbmem.sessions import CHAT_AGENT, is_request, is_statement, without_cue
 from kbmem.store import KnowledgeBase

@@ -882,3 +882,16 @@ def test_a_messages_opening_cue_is_not_searched_for(researcher):
     assert not any("question" in q for q in briefing.open_questions), briefing.open_questions
     assert briefing.request == request  # the briefing answers what was asked, as asked
     assert "Glasgow" in briefing.key_facts[0]
+
+
+def test_asked_when_the_first_key_fact_gives_a_time(researcher):
+    # The key facts led with "On-call for the offsite: the boats don't stop sailing" and put
+    # the standup's "Offsite: Tuesday 28 to Thursday 30 April 2026, …" last.
+    briefing = researcher.research("When is the offsite?")
+    assert "Tuesday 28 to Thursday 30 April 2026" in briefing.key_facts[0], briefing.key_facts
+
+
+def test_a_sentence_of_only_the_requests_words_is_no_key_fact(researcher):
+    briefing = researcher.research("What did we decide about the data store?")
+    assert briefing.key_facts
+    assert not any("Okay, the data store." in f for f in briefing.key_facts), briefing.key_facts

@@ -15,16 +15,17 @@ from typing import NamedTuple
 
 from ..index import analyze
 from ..pages import TURN_HEADER, unescape_line
+from ..research.answer_types import answer_type, gives, merit
 from ..research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
+    focused,
     statement,
     superseded_on,
 )
 from ..research.types import BriefingContext, EvidenceItem
 from ..sessions import is_chat, is_own_answer, is_request, is_statement, without_cue
-from ..textutil import CAPITAL, count_tokens, truncate_tokens
-from .answer_types import answer_type, gives
+from ..textutil import CAPITAL, truncate_tokens
 from .context import TurnContext
 from .records import ContextItem
 
@@ -48,19 +49,6 @@ STATEMENT_COVERAGE = 0.5
 # Words that shape a question ("how much", "how long") without saying what it is about.
 MODIFIERS = frozenset(["much", "many", "long", "often", "far", "old", "take", "place", "happen"])
 SUPERSEDED_WEIGHT = 0.5  # a sentence giving a value that a later correction replaced
-# Asked "when" or "how many" (see answer_types), a sentence that gives no time or number
-# counts this much of what it covers.
-TYPE_MISS_WEIGHT = 0.5
-# A sentence that says nothing but the question's own words (and words that only keep a
-# conversation going) answers nothing: "Okay, the data store." It still counts this much,
-# for a question that asks whether something is so ("Is the launch on 28 April?").
-ECHO_ONLY_WEIGHT = 0.5
-FILLER = frozenset(
-    analyze(
-        "okay ok yes yeah yep no nope right sure well thanks thank great good cool fine "
-        "alright hmm oh ah wow hi hello hey please let's start next agreed exactly"
-    )
-)
 # A sentence that gives the kind of answer asked for takes the question's terms from one of
 # the CONTEXT_REACH sentences before it in its turn, at CONTEXT_SHARE of their weight for each
 # sentence between, and shows it (cut to CONTEXT_TOKENS) before itself.
@@ -379,10 +367,8 @@ class OfflineAgent:
                     if covered < min_coverage * whole or len(found) < min_terms:
                         continue
                     score = factor * covered + 0.3 / (1 + rank)
-                    if expected and not typed:
-                        score *= TYPE_MISS_WEIGHT
-                    if not stated and not (set(analyze(text)) - set(terms) - FILLER):
-                        score *= ECHO_ONLY_WEIGHT  # "Okay, the data store." tells nothing
+                    if not stated:
+                        score *= merit(text, terms, expected)
                     superseded = superseded_on(text, stamp, corrections, st.agreed)
                     if superseded:
                         # Still an answer to "what was said at the kickoff?", never before
@@ -423,8 +409,6 @@ class OfflineAgent:
 
 
 _QUOTED_SPEAKER = re.compile(r"^[^:\n]{1,80}: ")
-_CLAUSE_BREAK = re.compile(r"(?<=;)\s+")
-_LABEL = re.compile(r"^[^\s:;][^:;]{0,30}:\s+")  # "Actions: ", "Offsite: "
 _NAME_ONLY = re.compile(rf"^\s*{CAPITAL}[\w'’.-]*(?:\s+{CAPITAL}[\w'’.-]*)*\s*$")
 
 
@@ -514,32 +498,6 @@ def resolve_references(
             if found:
                 return [*chosen[: n + 1], min(found, key=lambda f: f[0])[1], *chosen[n + 1 :]]
     return chosen
-
-
-def focused(text: str, terms: set[str], limit: int) -> str:
-    """``text`` cut to ``limit`` tokens around what it says of ``terms``: a long summary
-    sentence of clauses set apart by semicolons ("Actions: facts page …; offsite details to
-    the team this week, Dara; …") keeps its label and the clauses that hold the terms, "…"
-    marking what is left out. Otherwise cut at its end, as truncate_tokens does."""
-    if count_tokens(text) <= limit:
-        return text
-    clauses = _CLAUSE_BREAK.split(text)
-    hits = [len(terms & set(analyze(c))) for c in clauses]
-    best = max(range(len(clauses)), key=lambda i: (hits[i], -i))
-    if len(clauses) < 2 or not hits[best] or best == 0:
-        return truncate_tokens(text, limit)
-    label = _LABEL.match(text)
-    head = label.group(0) if label else ""
-    room = limit - count_tokens(head) - 2  # and the "…" on either side
-    lo = hi = best
-    used = count_tokens(clauses[best])
-    for j in range(best + 1, len(clauses)):  # what follows first: it says more of the same
-        if used + count_tokens(clauses[j]) > room:
-            break
-        used, hi = used + count_tokens(clauses[j]), j
-    part = truncate_tokens(" ".join(clauses[lo : hi + 1]), room)
-    tail = " …" if hi < len(clauses) - 1 and not part.endswith("…") else ""
-    return f"{head}… {part}{tail}"
 
 
 def markdown_literal(text: str) -> str:

@@ -20,7 +20,8 @@ from ..index import Hit, analyze
 from ..intervals import HEADING
 from ..memo import STOPWORDS
 from ..pages import TURN_HEADER, unescape_line
-from ..textutil import CAPITAL, PIECE_BREAK, truncate_tokens
+from ..textutil import CAPITAL, PIECE_BREAK, count_tokens, truncate_tokens
+from .answer_types import answer_type, merit
 from .state import Candidate, ResearchState
 from .types import IntegrationState, PlanAction, ReflectionDecision
 
@@ -36,6 +37,8 @@ _NAME_WORD = CAPITAL + r"[\w'’&.-]*"
 _ENTITY = re.compile(rf"\b{_NAME_WORD}(?:\s+(?:of\s+|the\s+)?{_NAME_WORD})*")
 _WORD = re.compile(r"[\w'’-]+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
+_CLAUSE_BREAK = re.compile(r"(?<=;)\s+")
+_LABEL = re.compile(r"^[^\s:;][^:;]{0,30}:\s+")  # "Actions: ", "Offsite: "
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
 # A statement that corrects an earlier one: "I need to correct something I said ... That's
 # wrong. The public launch is Tuesday 21 April", "Correction recorded: 5,600 dollars, not
@@ -497,6 +500,7 @@ class OfflineEngine:
         of the fact. The draft says where the lead fact comes from, which facts were
         superseded and what dates the facts span, rather than repeating the fact."""
         terms = self.content_terms(request)
+        expected = answer_type(request)
         shares = self.term_shares(terms)
         weight = {t: math.log(1.0 + 1.0 / max(shares.get(t, 0.0), 1e-4)) for t in terms}
         ranked = state.ranked()
@@ -520,6 +524,7 @@ class OfflineEngine:
                     continue  # a question states nothing
                 # Sorted: a float sum in set order would vary with the process's hash seed.
                 score = sum(weight[t] for t in sorted(set(analyze(sentence))) if t in weight)
+                score *= merit(sentence, terms, expected)
                 if score > best_score:
                     best, best_score = sentence, score
             if not best:
@@ -529,7 +534,7 @@ class OfflineEngine:
                 x for x in (hit.timestamp[:10], superseded and f"superseded on {superseded}") if x
             )
             who = f"{hit.speaker}: " if hit.speaker else ""
-            text = truncate_tokens(_LIST_ITEM.sub("", best), 40)  # "- " of a list item
+            text = focused(_LIST_ITEM.sub("", best), set(terms), 40)  # "- " of a list item
             fact = f"{who}{text}{f' ({when})' if when else ''} {hit.interval.citation()}"
             standing = state.effective(cand) / best_interval
             if corrects:
@@ -626,3 +631,29 @@ class OfflineEngine:
         candidates = {**relations, **dict(list(names.items())[:NAME_BRIDGES])}
         fresh = [(b, key) for b, key in candidates.items() if b.lower() not in state.followed]
         return fresh[:2]
+
+
+def focused(text: str, terms: set[str], limit: int) -> str:
+    """``text`` cut to ``limit`` tokens around what it says of ``terms``: a long summary
+    sentence of clauses set apart by semicolons ("Actions: facts page …; offsite details to
+    the team this week, Dara; …") keeps its label and the clauses that hold the terms, "…"
+    marking what is left out. Otherwise cut at its end, as truncate_tokens does."""
+    if count_tokens(text) <= limit:
+        return text
+    clauses = _CLAUSE_BREAK.split(text)
+    hits = [len(terms & set(analyze(c))) for c in clauses]
+    best = max(range(len(clauses)), key=lambda i: (hits[i], -i))
+    if len(clauses) < 2 or not hits[best] or best == 0:
+        return truncate_tokens(text, limit)
+    label = _LABEL.match(text)
+    head = label.group(0) if label else ""
+    room = limit - count_tokens(head) - 2  # and the "…" on either side
+    lo = hi = best
+    used = count_tokens(clauses[best])
+    for j in range(best + 1, len(clauses)):  # what follows first: it says more of the same
+        if used + count_tokens(clauses[j]) > room:
+            break
+        used, hi = used + count_tokens(clauses[j]), j
+    part = truncate_tokens(" ".join(clauses[lo : hi + 1]), room)
+    tail = " …" if hi < len(clauses) - 1 and not part.endswith("…") else ""
+    return f"{head}… {part}{tail}"

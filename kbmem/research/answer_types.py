@@ -12,6 +12,20 @@ from __future__ import annotations
 import re
 
 from ..dates import MONTHS
+from ..index import analyze
+
+# Asked "when" or "how many", a sentence that gives no time or number counts this much.
+TYPE_MISS_WEIGHT = 0.5
+# A sentence that says nothing but the question's own words (and words that only keep a
+# conversation going) answers nothing: "Okay, the data store." It still counts this much,
+# for a question that asks whether something is so ("Is the launch on 28 April?").
+ECHO_ONLY_WEIGHT = 0.5
+FILLER = frozenset(
+    analyze(
+        "okay ok yes yeah yep no nope right sure well thanks thank great good cool fine "
+        "alright hmm oh ah wow hi hello hey please let's start next agreed exactly"
+    )
+)
 
 _MONTH = "|".join(m.capitalize() for m in MONTHS if m != "may")
 _MONTH_ABBR = "|".join(m[:3].capitalize() for m in MONTHS if m != "may")
@@ -60,3 +74,15 @@ def answer_type(question: str) -> str | None:
 def gives(kind: str, sentence: str) -> bool:
     """Whether ``sentence`` says something of ``kind`` (a time, a number)."""
     return bool(PATTERNS[kind].search(sentence))
+
+
+def merit(sentence: str, terms: list[str], expected: str | None) -> float:
+    """How much of what ``sentence`` covers of a question (its index ``terms``, the kind of
+    answer it ``expected``) counts as an answer: 1, or less for a sentence that gives no
+    answer of the kind asked for, or that says only the question's own words."""
+    factor = 1.0
+    if expected and not gives(expected, sentence):
+        factor *= TYPE_MISS_WEIGHT
+    if not set(analyze(sentence)) - set(terms) - FILLER:
+        factor *= ECHO_ONLY_WEIGHT
+    return factor
