@@ -30,6 +30,7 @@ from kbmem.research.offline import (
 from kbmem.research.researcher import Researcher
 from kbmem.research.state import Candidate, ResearchState
 from kbmem.research.types import BriefingContext
+from kbmem.textutil import count_tokens
 
 OFFSITE = "In which city will the team's April offsite take place?"
 TROMSO_PAGE = "2026-01-21-sprint1-review/1"
@@ -895,3 +896,24 @@ def test_a_sentence_of_only_the_requests_words_is_no_key_fact(researcher):
     briefing = researcher.research("What did we decide about the data store?")
     assert briefing.key_facts
     assert not any("Okay, the data store." in f for f in briefing.key_facts), briefing.key_facts
+
+
+def test_a_long_best_turn_is_carried_in_part_and_a_long_paragraph_whole(empty_kb):
+    # A 400-token summary took a third of the budget as one page's best turn, and a turn that
+    # a key fact cited no longer fitted. A note's paragraph cannot be cut by turns: carried
+    # whole where it fits, not left out.
+    filler = " ".join(f"Crate {n} was checked and stacked on the quay." for n in range(60))
+    sessions = {
+        "s-summary": (
+            "2026-03-02",
+            [("Ann", f"{filler} The Calloway winch was serviced by Priya on 3 March.")],
+        ),
+    }  # fmt: skip
+    note_text = f"# Winch\n\n{filler} The winch manual is in the shed.\n"
+    empty_kb.commit_files({"tenants/default/notes/winch.md": note_text.encode()}, "Add note")
+    briefing = research_sessions(empty_kb, sessions, "Who serviced the Calloway winch?")
+    summary = next(e for e in briefing.evidence if e.page_id.startswith("s-summary"))
+    assert "…" in summary.excerpt and "serviced by Priya on 3 March" in summary.excerpt
+    assert count_tokens(summary.excerpt) <= 1500 // 10 + 20, summary.excerpt
+    note = [e for e in briefing.evidence if e.page_id == "notes/winch.md"]
+    assert note and "The winch manual is in the shed." in note[0].excerpt, briefing.evidence

@@ -143,24 +143,28 @@ def select_evidence(
         before = sum(_cost(toolkit, w.path, w.commit, w.start, w.end) for w in touching)
         extra = _cost(toolkit, iv.path, iv.commit, lo, hi) - before
         score = state.effective(cand)
+        fits = used + extra <= budget
         long_turn = n < head and not touching and extra > max(budget // LONG_SHARE, LONG_TOKENS)
-        if used + extra > budget or long_turn:
+        if not fits or long_turn:
             # A smaller interval further down may still fit. A page's best interval, or one
             # a key fact cites, that is a single turn too long for what is left, or long (see
-            # LONG_SHARE), is carried in part: the sentences that hold the request's words.
+            # LONG_SHARE), is carried in part: the sentences that hold the request's words. A
+            # long interval that is no turn (a note's paragraph) is carried whole if it fits.
             room = min(budget - used, max(budget // TRIM_SHARE, TRIM_TOKENS))
-            if n >= head or iv.kind != "turn" or room < MIN_TRIM_TOKENS:
+            trimmed = None
+            if n < head and iv.kind == "turn" and room >= MIN_TRIM_TOKENS:
+                text = _text(toolkit, iv.path, iv.commit, iv.start, iv.end)
+                trimmed = _trimmed(text, terms, room)
+            if trimmed is not None:
+                window = Window(
+                    iv.path, iv.commit, iv.page_id, cand.hit.session_id, iv.start, iv.end,
+                    iv.blob, score, set(cand.retrievers), n, trimmed,
+                )  # fmt: skip
+                windows.append(window)
+                used += count_tokens(trimmed[1])
                 continue
-            trimmed = _trimmed(_text(toolkit, iv.path, iv.commit, iv.start, iv.end), terms, room)
-            if trimmed is None:
+            if not fits:
                 continue
-            window = Window(
-                iv.path, iv.commit, iv.page_id, cand.hit.session_id, iv.start, iv.end,
-                iv.blob, score, set(cand.retrievers), n, trimmed,
-            )  # fmt: skip
-            windows.append(window)
-            used += count_tokens(trimmed[1])
-            continue
         if touching:
             keep = touching[0]
             for other in touching[1:]:
