@@ -20,6 +20,7 @@ from ..research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
     focused,
+    is_name,
     statement,
     superseded_on,
 )
@@ -409,7 +410,6 @@ class OfflineAgent:
 
 
 _QUOTED_SPEAKER = re.compile(r"^[^:\n]{1,80}: ")
-_NAME_ONLY = re.compile(rf"^\s*{CAPITAL}[\w'’.-]*(?:\s+{CAPITAL}[\w'’.-]*)*\s*$")
 
 
 def _quote_forms(sentence: Sentence) -> set[str]:
@@ -463,7 +463,7 @@ def followed_references(briefing: BriefingContext) -> list[tuple[str, frozenset[
         for action in event.data.get("actions", []):
             query = action.get("query") or ""
             terms = frozenset(analyze(query))
-            if _NAME_ONLY.match(query):
+            if is_name(query):
                 continue  # "Dara Whitcombe" is one name, though two words
             if action.get("follows") and len(terms) >= BRIDGE_TERMS:
                 out.append((action["follows"], terms))

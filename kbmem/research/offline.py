@@ -144,6 +144,12 @@ class Weights:
     follow: float = 0.7
 
 
+def is_name(text: str) -> bool:
+    """Whether ``text`` is one capitalized name or phrase and nothing else ("Dara Whitcombe",
+    "Bank of Scotland"), as ``entities`` finds them."""
+    return _ENTITY.fullmatch(text.strip()) is not None
+
+
 def entities(text: str) -> list[str]:
     """Capitalized names and phrases (question words and sentence openers dropped)."""
     out: dict[str, None] = {}
@@ -648,12 +654,12 @@ def focused(text: str, terms: set[str], limit: int) -> str:
     label = _LABEL.match(text)
     head = label.group(0) if label else ""
     room = limit - count_tokens(head) - 2  # and the "…" on either side
-    lo = hi = best
+    hi = best
     used = count_tokens(clauses[best])
-    for j in range(best + 1, len(clauses)):  # what follows first: it says more of the same
+    for j in range(best + 1, len(clauses)):  # what follows: it says more of the same
         if used + count_tokens(clauses[j]) > room:
             break
         used, hi = used + count_tokens(clauses[j]), j
-    part = truncate_tokens(" ".join(clauses[lo : hi + 1]), room)
+    part = truncate_tokens(" ".join(clauses[best : hi + 1]), room)
     tail = " …" if hi < len(clauses) - 1 and not part.endswith("…") else ""
     return f"{head}… {part}{tail}"
