@@ -14,6 +14,9 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 # whole); these cuts are cheaper and are what the indexes were built with.
 SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 PIECE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+# Between the clauses of a long summary sentence ("Actions: facts page, Priya; offsite details,
+# Dara; …").
+CLAUSE_BREAK = re.compile(r"(?<=;)\s+")
 # Capital letters of every alphabet (Latin, Greek, Cyrillic, Armenian, Georgian, Coptic,
 # Glagolitic, fullwidth…), as a regex character class: names are "Tromsø", "Åsa" and "Ōsaka"
 # too, and an ASCII class cut "Tromsø" to "Troms". (The ranges hold every upper- and

@@ -917,3 +917,19 @@ def test_a_long_best_turn_is_carried_in_part_and_a_long_paragraph_whole(empty_kb
     assert count_tokens(summary.excerpt) <= 1500 // 10 + 20, summary.excerpt
     note = [e for e in briefing.evidence if e.page_id == "notes/winch.md"]
     assert note and "The winch manual is in the shed." in note[0].excerpt, briefing.evidence
+
+
+def test_a_long_summary_sentence_is_carried_by_its_clauses(empty_kb):
+    # A one-sentence list of actions too long to carry was cut at its start, mid-clause
+    # ("…; data …"), and never reached the clause that spoke of the request.
+    clauses = [f"crate {n} audit sheet, Ann, Friday {n % 28 + 1} May" for n in range(60)]
+    clauses.insert(45, "ferry timetable on the website, Oskar, Monday 4 May")
+    sentence = "Actions: " + "; ".join(clauses) + "."
+    sessions = {"s-retro": ("2026-04-30", [("Ann", f"Retro done. {sentence}")])}
+    briefing = research_sessions(empty_kb, sessions, "Who puts the ferry timetable online?")
+    part = next(e for e in briefing.evidence if e.page_id.startswith("s-retro")).excerpt
+    assert "…" in part and count_tokens(part) <= 1500 // 10 + 20, part
+    carried = part.split(": ", 1)[1].removeprefix("… ").removesuffix(" …").rstrip(".;")
+    pieces = carried.split("; ")
+    assert "ferry timetable on the website, Oskar, Monday 4 May" in pieces, part
+    assert set(pieces) <= set(clauses), part  # whole clauses only

@@ -26,7 +26,7 @@ from itertools import pairwise
 from ..index import analyze
 from ..intervals import Interval
 from ..pages import TURN_HEADER, unescape_line
-from ..textutil import PIECE_BREAK, count_tokens, truncate_tokens
+from ..textutil import CLAUSE_BREAK, PIECE_BREAK, count_tokens, truncate_tokens
 from ..toolkit import Toolkit
 from .state import Candidate, ResearchState
 from .types import EvidenceItem
@@ -273,8 +273,9 @@ def _trimmed(source: str, terms: frozenset[str], room: int) -> tuple[str, str] |
     tokens: the sentence holding most of the request's ``terms`` (the first on a tie), and
     the sentences around it, after and before it in turn, while they fit; "…" marks what is
     left out. Returns the turn's lines with what is left out blanked (each line still at its
-    place in the file) and the excerpt. A sentence too long on its own is cut (its start
-    shown); None if nothing fits."""
+    place in the file) and the excerpt. A sentence too long on its own is taken by its
+    clauses (set apart by semicolons) in the same way, and a clause too long on its own is
+    cut (its start shown); None if nothing fits."""
     lines = source.split("\n")
     header = TURN_HEADER.match(lines[0]) if lines else None
     if header is None:
@@ -285,16 +286,29 @@ def _trimmed(source: str, terms: frozenset[str], room: int) -> tuple[str, str] |
     spans = [(a, b) for (_, a), (b, _) in pairwise(breaks) if body[a:b].strip()]
     if not spans:
         return None
-    hits = [len(terms & set(analyze(body[a:b]))) for a, b in spans]
-    best = max(range(len(spans)), key=lambda i: (hits[i], -i))
     head = _head(header) + ": "
-    lo = hi = best
 
     def render(lo: int, hi: int) -> str:
         a, b = spans[lo][0], spans[hi][1]
         text = " ".join(body[a:b].split())
         return head + ("… " if a > 0 else "") + text + (" …" if body[b:].strip() else "")
 
+    def best_span() -> int:
+        hits = [len(terms & set(analyze(body[a:b]))) for a, b in spans]
+        return max(range(len(spans)), key=lambda i: (hits[i], -i))
+
+    best = best_span()
+    if count_tokens(render(best, best)) > room:
+        # A sentence too long on its own, a summary's "Actions: …; …; …": its clauses
+        # instead, so that the part carried is the clause that speaks of the request and
+        # those around it, not the sentence's start cut mid-phrase ("…; data …").
+        a, b = spans[best]
+        cuts = [(a, a), *((a + m.start(), a + m.end()) for m in CLAUSE_BREAK.finditer(body[a:b]))]
+        clauses = [(x, y) for (_, x), (y, _) in pairwise([*cuts, (b, b)]) if body[x:y].strip()]
+        if len(clauses) > 1:
+            spans[best : best + 1] = clauses
+            best = best_span()
+    lo = hi = best
     if count_tokens(render(lo, hi)) > room:
         # The sentence alone is too long: its start, cut at a token.
         a, b = spans[best]

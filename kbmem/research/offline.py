@@ -20,7 +20,7 @@ from ..index import Hit, analyze
 from ..intervals import HEADING
 from ..memo import STOPWORDS
 from ..pages import TURN_HEADER, unescape_line
-from ..textutil import CAPITAL, PIECE_BREAK, count_tokens, truncate_tokens
+from ..textutil import CAPITAL, CLAUSE_BREAK, PIECE_BREAK, count_tokens, truncate_tokens
 from .answer_types import answer_type, merit
 from .state import Candidate, ResearchState
 from .types import IntegrationState, PlanAction, ReflectionDecision
@@ -37,7 +37,6 @@ _NAME_WORD = CAPITAL + r"[\w'’&.-]*"
 _ENTITY = re.compile(rf"\b{_NAME_WORD}(?:\s+(?:of\s+|the\s+)?{_NAME_WORD})*")
 _WORD = re.compile(r"[\w'’-]+")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
-_CLAUSE_BREAK = re.compile(r"(?<=;)\s+")
 _LABEL = re.compile(r"^[^\s:;][^:;]{0,30}:\s+")  # "Actions: ", "Offsite: "
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
 # A statement that corrects an earlier one: "I need to correct something I said ... That's
@@ -646,7 +645,7 @@ def focused(text: str, terms: set[str], limit: int) -> str:
     marking what is left out. Otherwise cut at its end, as truncate_tokens does."""
     if count_tokens(text) <= limit:
         return text
-    clauses = _CLAUSE_BREAK.split(text)
+    clauses = CLAUSE_BREAK.split(text)
     hits = [len(terms & set(analyze(c))) for c in clauses]
     best = max(range(len(clauses)), key=lambda i: (hits[i], -i))
     if len(clauses) < 2 or not hits[best] or best == 0:
