@@ -122,6 +122,36 @@ def test_the_text_audit_shows_every_interval_the_turn_read(
     assert all("; cited" in line for line in heads[: len(cited)])
 
 
+def test_the_audit_shows_a_long_turn_as_the_agent_was_shown_it_in_part(
+    kb: KnowledgeBase,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Asked when the offsite is, the briefing carries the Q1 retrospective's long summary
+    turn in part. The audit showed the whole turn as what the agent read; it shows what the
+    agent was shown, and says it was only part."""
+    args = ("chat", "--no-tui", "--chat", "part")
+    code, _out, err = run(kb, capsys, monkeypatch, *args, stdin="When is the offsite?\n")
+    assert code == 0, err
+    code, out_json, _ = run(kb, capsys, monkeypatch, "audit", "part/1", "--json")
+    audit = json.loads(out_json)
+    (part,) = [iv for iv in audit["intervals"] if iv["shown"]]
+    assert part["page_id"] == "2026-03-20-q1-retrospective/2", part
+    assert "offsite details to the team this week, Dara;" in part["shown"]
+    assert "… " in part["shown"] and "Went well:" in part["text"]
+    assert "Went well:" not in part["shown"]  # a sentence the briefing left out
+    (call,) = audit["tool_calls"]
+    assert [iv["shown"] for iv in call["intervals"] if iv.get("shown")] == [part["shown"]]
+
+    code, text, _ = run(kb, capsys, monkeypatch, "audit", "part/1")
+    assert code == 0
+    block = text.split(f"[{part['page_id']}:L{part['start']}-L{part['end']}] ", 1)[1]
+    block = block.split("\n  [", 1)[0].split("\nAnswer:", 1)[0]
+    assert "carried in part; the agent was shown only:" in block, block
+    assert "offsite details to the team this week, Dara;" in block
+    assert "Went well:" not in block, block
+
+
 SAID = r"**tin 4** `code` <b>shelf</b> [a](b) #7 x_y_z C:\keys."
 FACT = f"Remember this: the spare key is kept in {SAID}"
 

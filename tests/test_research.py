@@ -927,7 +927,9 @@ def test_a_long_summary_sentence_is_carried_by_its_clauses(empty_kb):
     sentence = "Actions: " + "; ".join(clauses) + "."
     sessions = {"s-retro": ("2026-04-30", [("Ann", f"Retro done. {sentence}")])}
     briefing = research_sessions(empty_kb, sessions, "Who puts the ferry timetable online?")
-    part = next(e for e in briefing.evidence if e.page_id.startswith("s-retro")).excerpt
+    item = next(e for e in briefing.evidence if e.page_id.startswith("s-retro"))
+    assert item.partial and item.to_dict()["partial"] is True
+    part = item.excerpt
     assert "…" in part and count_tokens(part) <= 1500 // 10 + 20, part
     carried = part.split(": ", 1)[1].removeprefix("… ").removesuffix(" …").rstrip(".;")
     pieces = carried.split("; ")

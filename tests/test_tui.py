@@ -468,6 +468,33 @@ async def _audit_changed(kb: KnowledgeBase) -> None:
         assert f"@{cited.commit[:10]}" in hits
 
 
+def test_audit_shows_what_the_agent_was_shown_of_a_turn_carried_in_part(
+    kb: KnowledgeBase,
+) -> None:
+    """Asked when the offsite is, the briefing carries the Q1 retrospective's long summary
+    turn in part: its card says so and shows that part, beside the lines at their commit."""
+    asyncio.run(_audit_in_part(kb))
+
+
+async def _audit_in_part(kb: KnowledgeBase) -> None:
+    with ChatSession(kb, "default", chat_id="part") as chat:
+        record = chat.send("When is the offsite?")
+    (part,) = [c for c in record.context if c.shown]
+    app = KbmemApp(kb, "default", chat_id="next", cursor_blink=False, show_times=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_audit(app, pilot)
+        cards = await interval_cards(pilot, screen)
+        (card,) = [c for c in cards if c.resolved.item.shown]
+        assert card.resolved.item.citation() == part.citation()
+        assert "carried in part" in rendered(card.query_one(".head", Static))
+        shown = rendered(card.query_one(".shown", Static))
+        assert "The agent was shown only:" in shown
+        assert "offsite details to the team this week, Dara;" in shown
+        assert "Went well:" not in shown
+        assert all("carried in part" not in rendered(c.query_one(".head", Static))
+                   for c in cards if c is not card)  # fmt: skip
+
+
 def test_keys_that_arrive_in_a_burst_send_the_whole_message(kb: KnowledgeBase) -> None:
     """Keys queue up when the terminal sends them together (typing fast, tmux send-keys, a
     busy app): enter sends what was typed before it, all of it, and what was typed after it

@@ -149,6 +149,8 @@ def context_pack(record: TurnRecord) -> dict[str, Any]:
                 "cited": c.cited,
                 "call_id": c.call_id,
                 "turn_ids": list(c.turn_ids),
+                # What the agent was shown of a turn carried in part (see ContextItem.shown).
+                **({"shown": c.shown} if c.shown else {}),
             }
             for c in record.context
         ],
@@ -766,6 +768,10 @@ def render_audit(audit: TurnAudit) -> str:
         )
         if res.error:
             out.append(f"    ! {res.error}")
+        elif item.shown:
+            # An audit must not claim the agent read all of a turn it was shown in part.
+            out.append("    carried in part; the agent was shown only:")
+            out += [f"    | {line}" for line in item.shown.split("\n")]
         else:
             out += [f"    | {line}" for line in res.text.split("\n")]
     # Plain text: the answer without the backslashes that keep its quotes literal Markdown.

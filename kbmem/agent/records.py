@@ -27,6 +27,9 @@ class ContextItem:
     turn_ids: list[str] = field(default_factory=list)
     call_id: str = ""
     cited: bool = False  # the answer cites it as [page-id:Lstart-Lend]
+    # What the agent was shown of the interval when that was only part of it (a long turn
+    # that the briefing carried in part, "…" marking what it left out); empty: all of it.
+    shown: str = ""
 
     @classmethod
     def from_interval(
@@ -83,6 +86,7 @@ class ContextItem:
             turn_ids=[str(t) for t in data.get("turn_ids") or []],
             call_id=str(data.get("call_id") or ""),
             cited=bool(data.get("cited", False)),
+            shown=str(data.get("shown") or ""),
         )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import KbmemError, ValidationError
@@ -235,6 +235,8 @@ class AgentTools:
         for item, data in zip(result.items if result else [], intervals, strict=True):
             data["retriever"] = item.retriever
             data["score"] = item.score
+            if item.shown:
+                data["shown"] = item.shown  # see ContextItem.shown
         record = ToolCallRecord(
             call_id=call_id,
             name=name,
@@ -283,7 +285,10 @@ class AgentTools:
         except ValidationError as exc:
             raise ToolError(str(exc)) from exc
         items = [
-            ContextItem.from_interval(e.interval, e.retriever_type, e.relevance_score, call_id)
+            replace(
+                ContextItem.from_interval(e.interval, e.retriever_type, e.relevance_score, call_id),
+                shown=e.excerpt if e.partial else "",
+            )
             for e in briefing.evidence
         ]
         return ToolResult(call_id, "research", render_briefing(briefing), items, briefing)

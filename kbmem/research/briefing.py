@@ -220,6 +220,7 @@ def select_evidence(
                 interval,
                 w.session_id,
                 source_text=source,
+                partial=w.trimmed is not None,
             )
         )
     return items

@@ -54,6 +54,9 @@ class EvidenceItem:
     # The interval's lines as committed (the excerpt may render them compactly); for callers
     # that map text back to file lines. Not part of the briefing's JSON.
     source_text: str = ""
+    # The excerpt carries part of the interval (a long turn, see briefing._trimmed), "…"
+    # marking what it leaves out.
+    partial: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +65,7 @@ class EvidenceItem:
             "excerpt": self.excerpt,
             "relevanceScore": round(float(self.relevance_score), 6),
             "retrieverType": self.retriever_type,
+            "partial": self.partial,
             "interval": {
                 "path": self.interval.path,
                 "start": self.interval.start,

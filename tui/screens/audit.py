@@ -100,6 +100,7 @@ class IntervalCard(ListItem):
     IntervalCard { height: auto; padding: 0 1; margin-bottom: 1; }
     IntervalCard > .head { text-style: bold; }
     IntervalCard > .problem { color: $error; }
+    IntervalCard > .shown { color: $text-muted; }
     """
 
     def __init__(self, resolved: ResolvedInterval):
@@ -119,7 +120,13 @@ class IntervalCard(ListItem):
         if self.resolved.changed_since:
             # The text below is the version the answer read, not the page as it is now.
             head.append(" · page changed since", style="bold yellow")
+        if item.shown:
+            head.append(" · carried in part", style="bold")
         yield Static(head, classes="head")
+        if item.shown:
+            # The briefing carried only part of a long turn: what the agent read is that part,
+            # not the whole of the lines below.
+            yield Static(plain(f"The agent was shown only:\n{item.shown}"), classes="shown")
         if self.resolved.problem:
             yield Static(plain(self.resolved.problem), classes="problem")
         else:
