@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import io
 import json
+import threading
+from dataclasses import replace
 
 import pytest
 from kbgit import commit_edit, git
 from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
 from test_provenance import QUESTION, commit_chat, commit_turn
 
+from kbmem.agent.context import TurnContext
 from kbmem.agent.provenance import read_turn, turn_dir
+from kbmem.agent.records import ContextItem
 from kbmem.cli import main
 from kbmem.local_llm import LocalLLMServer
 from kbmem.service import Memory
@@ -147,9 +151,31 @@ def test_the_audit_shows_a_long_turn_as_the_agent_was_shown_it_in_part(
     assert code == 0
     block = text.split(f"[{part['page_id']}:L{part['start']}-L{part['end']}] ", 1)[1]
     block = block.split("\n  [", 1)[0].split("\nAnswer:", 1)[0]
-    assert "carried in part; the agent was shown only:" in block, block
-    assert "offsite details to the team this week, Dara;" in block
-    assert "Went well:" not in block, block
+    shown, whole = block.split("carried in part; the agent was shown only:\n", 1)[1].split(
+        "\n    | ", 1
+    )
+    assert all(line.startswith("    > ") for line in shown.splitlines()), block
+    assert "offsite details to the team this week, Dara;" in shown
+    assert "Went well:" not in shown and "Went well:" in whole, block
+
+
+@pytest.mark.parametrize("first_whole", [False, True])
+def test_an_interval_shown_whole_by_any_call_was_read_whole(first_whole: bool) -> None:
+    """Two research calls of one turn give the same lines, one in part and one whole: the
+    agent read them whole, and the audit must not say it saw only part. Two in part stay in
+    part."""
+    ctx = TurnContext("c", 1, TENANT, "q", [], None, lambda _event: None, threading.Event())
+    part = ContextItem("p/1", f"tenants/{TENANT}/pages/p/1.md", 3, 4, "c0ffee", "bm25", 0.5)
+    part.shown = "t1 Ann: … the part shown …"
+    records = [replace(part, shown=""), replace(part, cited=True)]
+    for item in records if first_whole else records[::-1]:
+        ctx.add_context(item)
+    ((read,),) = [ctx.context]
+    assert read.shown == "" and read.cited
+    ctx.context.clear()
+    for item in (part, replace(part)):
+        ctx.add_context(item)
+    assert [c.shown for c in ctx.context] == [part.shown]
 
 
 SAID = r"**tin 4** `code` <b>shelf</b> [a](b) #7 x_y_z C:\keys."

@@ -64,7 +64,8 @@ class TurnContext:
 
     def add_context(self, item: ContextItem) -> None:
         """Record an interval the turn read (once per line range and commit: cited when
-        any record of it is, shown in part when any record says so)."""
+        any record of it is; shown in part only when every record of it was, since one
+        that showed it whole means the agent read it whole)."""
         for existing in self.context:
             if (existing.path, existing.start, existing.end, existing.commit) == (
                 item.path,
@@ -74,7 +75,8 @@ class TurnContext:
             ):
                 existing.cited = existing.cited or item.cited
                 existing.score = max(existing.score, item.score)
-                existing.shown = existing.shown or item.shown
+                if not item.shown:
+                    existing.shown = ""
                 return
         self.context.append(item)
 

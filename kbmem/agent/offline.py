@@ -205,6 +205,7 @@ class OfflineAgent:
                     ],
                     call_id=result.call_id,
                     cited=True,
+                    shown=sentence.item.excerpt if sentence.item.partial else "",
                 )
             )
         for item in result.items:

@@ -766,12 +766,13 @@ def render_audit(audit: TurnAudit) -> str:
             f"  {item.citation()} {item.path} @ {item.commit[:10] or 'HEAD'} "
             f"({item.retriever}, score {item.score:.4f}; {', '.join(flags)})"
         )
+        if item.shown:
+            # An audit must not claim the agent read all of a turn it was shown in part: that
+            # part, then (as the Audit screen shows them) the lines at their commit.
+            out.append("    carried in part; the agent was shown only:")
+            out += [f"    > {line}" for line in item.shown.split("\n")]
         if res.error:
             out.append(f"    ! {res.error}")
-        elif item.shown:
-            # An audit must not claim the agent read all of a turn it was shown in part.
-            out.append("    carried in part; the agent was shown only:")
-            out += [f"    | {line}" for line in item.shown.split("\n")]
         else:
             out += [f"    | {line}" for line in res.text.split("\n")]
     # Plain text: the answer without the backslashes that keep its quotes literal Markdown.
