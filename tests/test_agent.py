@@ -201,6 +201,31 @@ def test_the_answer_finds_the_turn_a_key_fact_cites(kb: KnowledgeBase) -> None:
     assert "Offsite" in lines[0], record.answer
 
 
+def test_a_question_that_asks_two_things_is_answered_for_both(kb: KnowledgeBase) -> None:
+    # The scheduler's sentences outweighed the offsite's, which covered a fifth of the
+    # question's words: the answer quoted three sentences on the scheduler and none on the
+    # offsite. Each part is now answered by the sentences that cover most of it.
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send("Who maintains the tide-window scheduler and when is the offsite?")
+    lines = [line for line in record.answer.splitlines() if line.startswith("- ")]
+    assert 2 <= len(lines) <= 3, record.answer
+    quotes = [x.rsplit(" [", 1)[0] for x in lines]  # ("welcome-and-offsite" is in a citation)
+    assert any("tide-window scheduler" in x for x in quotes), record.answer
+    assert any("offsite" in x.lower() for x in quotes), record.answer
+    cited = {c.citation() for c in record.context if c.cited}
+    assert all(any(c in x for c in cited) for x in lines), record.answer
+
+
+def test_a_part_of_a_question_is_not_answered_by_a_word_of_it_alone(kb: KnowledgeBase) -> None:
+    # "where do the flights leave from": "I want to leave this room with a decision" holds
+    # one of its words, and says nothing of the flights. (A part's answer covering only a
+    # third of the part's weight took it.)
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send("Who owns the sync service and where do the flights leave from?")
+    assert "leave this room" not in record.answer, record.answer
+    assert "Tobias Ferrante" in record.answer, record.answer
+
+
 def test_a_note_sentence_keeps_whom_its_paragraph_is_about(kb: KnowledgeBase) -> None:
     # notes/team-roster.md: "**Oskar Brennan**, Infrastructure and SRE. Owns AWS, Terraform,
     # monitoring, ..." -- the sentence that answers does not name him; the answer must.

@@ -20,6 +20,7 @@ from kbmem.research.llm_engine import (
     Supersession,
 )
 from kbmem.research.offline import (
+    asked_with,
     entities,
     standing_sentences,
     stated_values,
@@ -28,7 +29,7 @@ from kbmem.research.offline import (
     superseded_on,
 )
 from kbmem.research.researcher import Researcher
-from kbmem.research.state import Candidate, ResearchState
+from kbmem.research.state import Candidate, ResearchState, holds_as_asked
 from kbmem.research.types import BriefingContext
 from kbmem.textutil import count_tokens
 
@@ -223,6 +224,57 @@ def test_words_no_evidence_uses_are_named_as_open_questions(researcher):
     assert len(opens) == 1
     assert re.fullmatch(r"Not found in the evidence: the words '[^']+'(, '[^']+')*", opens[0])
     assert "'maintains'" in opens[0]
+
+
+def test_a_request_that_asks_two_things_is_answered_for_both(researcher):
+    """The turns about the scheduler outnumber those about the offsite: searched for the two
+    missing words together, "maintains offsite" found who maintains what; searched for
+    apart, the offsite's own turn is carried, and only the word that no turn says as the
+    request asks it ("owns", not "maintains") is named as not found."""
+    briefing = researcher.research(
+        "Who maintains the tide-window scheduler and when is the offsite?"
+    )
+    covers = [e.data for e in briefing.trace if e.kind == "tool_call" and "covers" in e.data]
+    assert {c["covers"]: c["query"] for c in covers} == {
+        "maintains": "maintains",
+        "offsite": "offsite",
+    }
+    assert {"schedul", "tide", "window"} <= set(
+        next(c for c in covers if c["covers"] == "maintains")["coversWith"]
+    )
+    excerpts = [e.excerpt for e in briefing.evidence]
+    assert any("tide-window scheduler" in x for x in excerpts)
+    assert any("Tuesday 28 to Thursday 30 April" in x and "offsite" in x for x in excerpts)
+    assert briefing.open_questions == ["Not found in the evidence: the words 'maintains'"]
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "Who maintains the tide-window scheduler?",
+        "Who maintains the tide-window scheduler and what did they change last?",
+        "Who maintains the scheduler and what city does their sister live in?",
+        "Who maintains the tide-window scheduler and when is the offsite?",
+    ],
+)
+def test_a_word_named_as_missing_is_not_in_the_evidence_as_asked(researcher, request_text):
+    """Reflection judges the best intervals of its step, and the briefing carries more: a
+    word it names as missing is one that no evidence item holds as the request asks it (with
+    another word of the same part of the request). Before, "missing: the words 'scheduler'"
+    stood above turns about the scheduler, and a turn about "the office" that maintains a
+    list counted as saying who maintains the scheduler."""
+    briefing = researcher.research(request_text)
+    named = [
+        word
+        for question in briefing.open_questions
+        for word in re.findall(r"'([^']+)'", question.split("the words ", 1)[-1])
+    ]
+    for word in named:
+        with_ = asked_with(request_text, word)
+        holders = [e.excerpt for e in briefing.evidence if holds_as_asked(e.excerpt, word, with_)]
+        assert not holders, (word, holders)
+    if not named:
+        assert not briefing.partial
 
 
 def test_llm_plan_schema_rejects_invented_pages(example_kb):

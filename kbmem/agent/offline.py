@@ -19,6 +19,7 @@ from ..research.answer_types import answer_type, gives, merit
 from ..research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
+    asked_parts,
     focused,
     is_name,
     statement,
@@ -47,6 +48,9 @@ RELATED_HEAD = "Memory already says:"
 # to be shown as what memory already says on a statement, this share of the statement's.
 MIN_COVERAGE = 0.3
 STATEMENT_COVERAGE = 0.5
+# Of one part of a question that asks several things, the share a sentence must cover to
+# answer that part alone: "leave this room" does not say where the flights leave from.
+PART_COVERAGE = 0.6
 # Words that shape a question ("how much", "how long") without saying what it is about.
 MODIFIERS = frozenset(["much", "many", "long", "often", "far", "old", "take", "place", "happen"])
 SUPERSEDED_WEIGHT = 0.5  # a sentence giving a value that a later correction replaced
@@ -261,7 +265,10 @@ class OfflineAgent:
         self, ctx: TurnContext, briefing: BriefingContext, stated: bool = False
     ) -> list[Sentence]:
         """The evidence sentences that best cover the question's content words, rarer words
-        counting more; at most one sentence per turn, in order of merit. Questions are never
+        counting more; at most one sentence per turn, in order of merit. A question that asks
+        several things gets, for each part no sentence answers yet, the best sentence that
+        covers PART_COVERAGE of that part, in place of one whose part another answers too.
+        Questions are never
         answers, and kbmem's own earlier answers count less than the sources they quoted.
         Empty when no sentence covers enough of the question (memory holds nothing on it).
         ``stated``: the message is a statement, and a sentence says something on it when it
@@ -280,6 +287,11 @@ class OfflineAgent:
             return []
         weight = {t: math.log(1 + total / (1 + stats[t])) for t in terms}
         whole = sum(weight.values())
+        # A question that asks several things ("Who maintains the tide-window scheduler and
+        # when is the offsite?") is answered part by part: a sentence that covers enough of
+        # one part is an answer, though the other part's words outweigh it.
+        parts = [] if stated else [p & set(terms) for p in asked_parts(asked)]
+        parts = [p for p in parts if p] if len(parts) > 1 else []
         candidates: list[tuple[float, int, Sentence]] = []
         order = 0
         # Each evidence item's turns or paragraphs, each read once as a statement.
@@ -366,7 +378,12 @@ class OfflineAgent:
                         )
                         room += CONTEXT_TOKENS + 1
                     covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
-                    if covered < min_coverage * whole or len(found) < min_terms:
+                    enough = covered >= min_coverage * whole or any(
+                        sum(weight[t] for t in found & part)
+                        >= PART_COVERAGE * sum(weight[t] for t in part)
+                        for part in parts
+                    )
+                    if not enough or len(found) < min_terms:
                         continue
                     score = factor * covered + 0.3 / (1 + rank)
                     if not stated:
@@ -399,6 +416,31 @@ class OfflineAgent:
             chosen.append(sentence)
             if len(chosen) == MAX_SENTENCES:
                 break
+        for part in parts:
+            if any(s.terms & part for s in chosen):
+                continue
+            best = next(
+                (
+                    sentence
+                    for _score, _order, sentence in candidates
+                    if sentence.terms & part
+                    and (sentence.item.interval.path, sentence.start) not in seen_units
+                    and not any(_same_quote(s, sentence) for s in chosen)
+                ),
+                None,
+            )
+            if best is None:
+                continue
+            seen_units.add((best.item.interval.path, best.start))
+            # In place of the weakest sentence whose parts another chosen one answers too.
+            spare = [
+                n
+                for n, s in enumerate(chosen)
+                if all(any(o.terms & p for o in chosen if o is not s) for p in parts if s.terms & p)
+            ]
+            if len(chosen) == MAX_SENTENCES and spare:
+                del chosen[spare[-1]]
+            chosen.append(best)
         return resolve_references(chosen, pool, briefing)
 
     @staticmethod

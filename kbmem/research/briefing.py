@@ -88,7 +88,8 @@ def select_evidence(
 ) -> list[EvidenceItem]:
     """Evidence within ``budget`` tokens (as rendered) from the briefing's pages (the state's
     ``max_pages`` best, see ResearchState.briefing_pages):
-    each page's best interval, then the intervals that the key ``facts`` cite (a reader, and
+    each page's best interval, then the intervals that stand for words of the request (see
+    ResearchState.cover), then the intervals that the key ``facts`` cite (a reader, and
     the agent answering from the evidence, should find the whole turn a fact was cut from),
     then the rest by score."""
     ranked = state.ranked()
@@ -101,8 +102,15 @@ def select_evidence(
     for cand in ranked:
         if cand.hit.page_id in allowed and cand.hit.page_id not in firsts:
             firsts[cand.hit.page_id] = cand
-    # Each page's best interval, then the turns the key facts cite, in the facts' order.
+    # Each page's best interval, then those that stand for words of the request which only a
+    # follow-up search found (see ResearchState.cover), then the turns the key facts cite, in
+    # the facts' order.
     order = [firsts[p] for p in pages if p in firsts]
+    order += [
+        cand
+        for key in state.covering.values()
+        if (cand := state.candidates.get(key)) and cand.hit.page_id in allowed
+    ]
     by_citation = {c.hit.interval.citation(): c for c in reversed(ranked)}
     order += [
         cand

@@ -22,7 +22,7 @@ from ..memo import STOPWORDS
 from ..pages import TURN_HEADER, unescape_line
 from ..textutil import CAPITAL, CLAUSE_BREAK, PIECE_BREAK, count_tokens, truncate_tokens
 from .answer_types import answer_type, merit
-from .state import Candidate, ResearchState
+from .state import Candidate, ResearchState, holds_as_asked
 from .types import IntegrationState, PlanAction, ReflectionDecision
 
 if TYPE_CHECKING:
@@ -36,6 +36,8 @@ QUESTION_WORDS = frozenset(
 _NAME_WORD = CAPITAL + r"[\w'’&.-]*"
 _ENTITY = re.compile(rf"\b{_NAME_WORD}(?:\s+(?:of\s+|the\s+)?{_NAME_WORD})*")
 _WORD = re.compile(r"[\w'’-]+")
+# Where a request asks one thing and then another: "Who maintains X and when is Y?"
+_REQUEST_PARTS = re.compile(r"[,;?]|\b(?:and|or|but|then|also|plus)\b", re.I)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _LABEL = re.compile(r"^[^\s:;][^:;]{0,30}:\s+")  # "Actions: ", "Offsite: "
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
@@ -130,6 +132,7 @@ GENERIC = (
 )
 GENERIC_TERMS = frozenset(analyze(" ".join(GENERIC)))  # as the index spells them ("said": "sai")
 NAME_BRIDGES = 1  # names are noisier bridges than first-person relations
+MAX_COVER_SEARCHES = 3  # searches for words of the request the evidence lacks, per step
 COMMON_SHARE = 0.15  # a term in more than this share of intervals says little
 RARE_SHARE = 0.03
 
@@ -175,6 +178,35 @@ def spelled(terms: list[str], text: str) -> list[str]:
         for term in analyze(word):
             words.setdefault(term, word.strip("'’-"))
     return [words.get(t, t) for t in terms]
+
+
+def content_terms(text: str) -> list[str]:
+    """The text's terms as the index spells them, question words dropped before stemming
+    (so that "was" does not survive as "wa")."""
+    words = [w for w in _WORD.findall(text) if w.lower() not in QUESTION_WORDS]
+    return [t for t in analyze(" ".join(words)) if t not in QUESTION_WORDS]
+
+
+def asked_parts(request: str) -> list[set[str]]:
+    """The content terms of each thing a request asks (names aside: a search for a word
+    names them anyway, and a speaker's name heads each of their turns); one set for a
+    request that asks one thing. "Who maintains the tide-window scheduler and when is the
+    offsite?" asks who maintains the scheduler ("maintain", "tide", "window", "schedul") and
+    when the offsite is ("offsit")."""
+    named = set(analyze(" ".join(entities(request))))
+    parts = (set(content_terms(p)) - named - GENERIC_TERMS for p in _REQUEST_PARTS.split(request))
+    return [terms for terms in parts if terms]
+
+
+def asked_with(request: str, word: str) -> list[str]:
+    """The other terms of the part of ``request`` that asks ``word`` (of the whole request,
+    if it asks one thing): the evidence holds the word as asked where it holds one of them
+    too (see holds_as_asked)."""
+    terms = set(analyze(word))
+    for part in asked_parts(request):
+        if terms <= part:
+            return sorted(part - terms)
+    return []
 
 
 def request_actions(toolkit: Toolkit, request: str, k: int) -> list[PlanAction]:
@@ -365,10 +397,7 @@ class OfflineEngine:
     # -- helpers ----------------------------------------------------------------------------
 
     def content_terms(self, text: str) -> list[str]:
-        """The text's terms as the index spells them, question words dropped before stemming
-        (so that "was" does not survive as "wa")."""
-        words = [w for w in _WORD.findall(text) if w.lower() not in QUESTION_WORDS]
-        return [t for t in analyze(" ".join(words)) if t not in QUESTION_WORDS]
+        return content_terms(text)
 
     def said(self, hit: Hit) -> str:
         """What an interval says: a turn without its speaker; a note's paragraph as written,
@@ -562,26 +591,44 @@ class OfflineEngine:
             return ReflectionDecision(
                 True, "nothing in memory matches the request", reason="no evidence at all"
             )
-        evidence_terms = set()
-        for cand in top:
-            evidence_terms.update(analyze(cand.hit.excerpt))
+        covering = [state.candidates[k] for k in state.covering.values() if k in state.candidates]
+        texts = [cand.hit.excerpt for cand in top + covering]
         terms = self.content_terms(request)
         shares = self.term_shares(terms)
+        # In a request that asks several things, a term counts as covered where the evidence
+        # holds it as the request asks it (see holds_as_asked): "maintained by the office"
+        # does not cover "maintains" in "who maintains the tide-window scheduler and when is
+        # the offsite?". In a request that asks one thing, anywhere (the stricter test there
+        # searched for more words, and cost LoCoMo four questions' evidence turns).
+        several = len(asked_parts(request)) > 1
+
+        def covered(word: str) -> bool:
+            with_ = asked_with(request, word) if several else []
+            return any(holds_as_asked(text, word, with_) for text in texts)
+
         missing = [
-            t
-            for t in terms
-            if t not in evidence_terms
-            and t not in GENERIC_TERMS
-            and 0 < shares.get(t, 0) <= COMMON_SHARE
+            word
+            for t, word in zip(terms, spelled(terms, request), strict=True)
+            if t not in GENERIC_TERMS and 0 < shares.get(t, 0) <= COMMON_SHARE and not covered(word)
         ]
         follow: list[PlanAction] = []
         names = [n for n in entities(request)]
-        missing = spelled(missing, request)
-        if missing:  # (a search already made is dropped by the researcher)
-            query = " ".join(dict.fromkeys(names + missing))
+        # One search per missing word: together, the rarest word's hits would rank first and
+        # the others' would hardly count ("maintains offsite" found who maintains what, and
+        # none of the offsite). A search already made is dropped by the researcher.
+        # In a request that asks several things, what each search finds first that holds its
+        # word as asked stands for that part of the request (see ResearchState.cover).
+        missing = list(dict.fromkeys(missing))
+        for word in missing[:MAX_COVER_SEARCHES]:
+            query = " ".join(dict.fromkeys([*names, word]))
             follow.append(
                 PlanAction(
-                    "bm25", query, k=self.k, note=f"terms not covered yet: {', '.join(missing)}"
+                    "bm25",
+                    query,
+                    k=self.k,
+                    note=f"a term not covered yet: {word}",
+                    covers=word if several else "",
+                    covers_with=asked_with(request, word) if several else [],
                 )
             )
         for bridge, source in self.bridges(request, top[:4], state):
@@ -599,7 +646,7 @@ class OfflineEngine:
         else:
             missing_info = "what the names and relations in the evidence lead to"
             reason = "following entities the evidence introduced"
-        return ReflectionDecision(False, missing_info, follow, reason=reason)
+        return ReflectionDecision(False, missing_info, follow, reason=reason, missing_words=missing)
 
     def bridges(self, request: str, top: list, state: ResearchState) -> list[tuple[str, str]]:
         """Things the best evidence points to elsewhere, read from the sentences that share a

@@ -19,8 +19,8 @@ from ..store import KnowledgeBase
 from ..textutil import count_tokens, truncate_tokens
 from ..toolkit import Toolkit, rank_pages
 from .briefing import fit_list, select_evidence
-from .offline import OfflineEngine
-from .state import ResearchState
+from .offline import OfflineEngine, asked_with
+from .state import ResearchState, holds_as_asked
 from .types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
 
 EventSink = Callable[[TraceEvent], None]
@@ -154,8 +154,8 @@ class Researcher:
             decision = self._engine_call("reflect", emit, step, down, asked, state)
             actions = self._dedupe(list(decision.follow_up), state)
             if not decision.done and not actions:
-                decision = ReflectionDecision(
-                    True, decision.missing_info, reason="no new searches left to try"
+                decision = replace(
+                    decision, done=True, follow_up=[], reason="no new searches left to try"
                 )
             emit(
                 "reflect",
@@ -176,7 +176,7 @@ class Researcher:
             tokensUsed=briefing.tokens_used,
             pagesUsed=briefing.pages_used,
             evidence=len(briefing.evidence),
-            partial=partial,
+            partial=briefing.partial,
             ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return briefing
@@ -290,6 +290,8 @@ class Researcher:
             weight = ACTION_WEIGHT.get(action.tool, 1.0)
             if action.follows:
                 new = state.follow(action, hits, weight, BRIDGE_TOP, BRIDGE_SHARE)
+            elif action.covers:
+                new = state.cover(action, hits, weight)
             else:
                 new = state.add(action, hits, weight)
             state.actions_done.append(action)
@@ -315,30 +317,43 @@ class Researcher:
         steps: int,
     ) -> BriefingContext:
         integration = state.integration
-        open_questions = list(integration.open_questions)
-        if partial:
-            open_questions.append(
-                f"Budget reached (reflection depth {budgets.max_depth}) before the request "
-                f"was covered; missing: {decision.missing_info or 'unknown'}"
-            )
-        elif decision.missing_info:
-            # Searched for and not found among the evidence, which is not to say that memory
-            # holds none of it: it may say it in other words.
-            open_questions.append(f"Not found in the evidence: {decision.missing_info}")
         facts = fit_list(integration.key_facts, budgets.max_tokens // 5)
         summary_budget = max(20, budgets.max_tokens // 10)
         summary = _summary(state, integration.briefing_draft)
         summary = truncate_tokens(summary, summary_budget)
+        missing = _open_question(partial, budgets.max_depth, decision.missing_info)
         overhead = (
             count_tokens(summary)
             + sum(count_tokens(f) for f in facts)
-            + sum(count_tokens(q) for q in open_questions)
+            + sum(count_tokens(q) for q in integration.open_questions + missing)
         )
         evidence = select_evidence(
             self.toolkit, state, max(0, budgets.max_tokens - overhead), facts
         )
+        if decision.missing_words:
+            # Reflection judged the best intervals of its step; the evidence carries more of
+            # them. A word that the evidence holds after all, as the request asks it, is not
+            # missing, and a request whose every word it holds so is covered.
+            texts = [e.excerpt for e in evidence] + facts
+            lacking = [
+                word
+                for word in decision.missing_words
+                if not any(
+                    holds_as_asked(text, word, asked_with(state.request, word)) for text in texts
+                )
+            ]
+            if not lacking:
+                partial, missing = False, []
+            elif lacking != decision.missing_words:
+                words = "the words " + ", ".join(f"'{w}'" for w in lacking)
+                missing = _open_question(partial, budgets.max_depth, words)
+        open_questions = list(integration.open_questions) + missing
         pages_used = list(dict.fromkeys(e.page_id for e in evidence))
-        tokens = overhead + sum(count_tokens(e.excerpt) for e in evidence)
+        tokens = (
+            count_tokens(summary)
+            + sum(count_tokens(text) for text in facts + open_questions)
+            + sum(count_tokens(e.excerpt) for e in evidence)
+        )
         return BriefingContext(
             summary,
             facts,
@@ -352,6 +367,21 @@ class Researcher:
             engine=getattr(self.engine, "name", "offline"),
             partial=partial,
         )
+
+
+def _open_question(partial: bool, depth: int, missing_info: str | None) -> list[str]:
+    """What the briefing says is missing: that the budget ended first, or what reflection
+    looked for and the evidence does not hold."""
+    if partial:
+        return [
+            f"Budget reached (reflection depth {depth}) before the request was covered; "
+            f"missing: {missing_info or 'unknown'}"
+        ]
+    if missing_info:
+        # Searched for and not found among the evidence, which is not to say that memory
+        # holds none of it: it may say it in other words.
+        return [f"Not found in the evidence: {missing_info}"]
+    return []
 
 
 def distinct(hits: list[Hit], k: int) -> list[Hit]:

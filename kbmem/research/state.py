@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..index import Hit
+from ..index import Hit, analyze
 from ..sessions import ECHO_WEIGHT, is_echo
 from ..toolkit import RRF_K
 from .types import IntegrationState, PlanAction
@@ -31,9 +31,21 @@ from .types import IntegrationState, PlanAction
 CONTEXT_NEXT = (0.5, 0.3)
 CONTEXT_PREV = (0.2, 0.2)
 SPEAKER_BOOST = 1.5  # weight of a turn spoken by someone the request names
+# In a request that asks several things, a word that only a follow-up search found is
+# carried by that search's best hit holding it as asked, lifted to stand as high as the pool's
+# COVER_RANK-th best interval (counting from 0): in "Who maintains the tide-window scheduler
+# and when is the offsite?", the turns that match the first part outnumber the offsite's.
+COVER_RANK = 3
 _WORD = re.compile(r"[^\W_]+")
 
 Around = Callable[[Hit, int, int], tuple[list[Hit], list[Hit]]]
+
+
+def holds_as_asked(text: str, word: str, asked_with: list[str]) -> bool:
+    """Whether ``text`` holds ``word`` as a request asks it: with one of ``asked_with`` (the
+    other terms of the part of the request that asks it), where that part has others."""
+    terms = set(analyze(text))
+    return set(analyze(word)) <= terms and (not asked_with or bool(terms & set(asked_with)))
 
 
 @dataclass
@@ -63,6 +75,9 @@ class ResearchState:
     around: Around | None = None
     # How many pages the briefing draws its evidence from (see briefing_pages).
     max_pages: int = 8
+    # The request's words that follow-up searches looked for, each with the key of the
+    # interval that stands for it (see cover).
+    covering: dict[str, str] = field(default_factory=dict)
     _speaker_weights: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -98,14 +113,18 @@ class ResearchState:
         context credit for the turns around each; returns how many intervals were new."""
         new = 0
         for rank, hit in enumerate(hits, start=1):
-            credit = weight / (RRF_K + rank)
-            new += self._credit(hit, credit, hit.retriever)
-            if self.around is not None and hit.interval.kind == "turn":
-                before, after = self.around(hit, len(CONTEXT_PREV), len(CONTEXT_NEXT))
-                for others, shares in ((after, CONTEXT_NEXT), (before, CONTEXT_PREV)):
-                    # At a page's ends there are fewer turns than shares.
-                    for other, share in zip(others, shares, strict=False):
-                        self._credit(other, share * credit, "context")
+            new += self._credit_in_context(hit, weight / (RRF_K + rank), hit.retriever)
+        return new
+
+    def _credit_in_context(self, hit: Hit, credit: float, retriever: str) -> int:
+        """``_credit``, and shares of it to the turns around a turn (see CONTEXT_NEXT)."""
+        new = self._credit(hit, credit, retriever)
+        if self.around is not None and hit.interval.kind == "turn":
+            before, after = self.around(hit, len(CONTEXT_PREV), len(CONTEXT_NEXT))
+            for others, shares in ((after, CONTEXT_NEXT), (before, CONTEXT_PREV)):
+                # At a page's ends there are fewer turns than shares.
+                for other, share in zip(others, shares, strict=False):
+                    self._credit(other, share * credit, "context")
         return new
 
     def follow(
@@ -133,6 +152,39 @@ class ResearchState:
             cand = self.candidates[hit.interval.key]
             cand.score = min(cand.score, max(before.get(hit.interval.key, 0.0), share * limit))
         source.score = limit
+        return new
+
+    def cover(self, action: PlanAction, hits: list[Hit], weight: float = 1.0) -> int:
+        """Fold in the hits of a search for ``action.covers``, a word of the request that the
+        evidence lacked (as ``add``), and lift one of them to the standing of the pool's
+        COVER_RANK-th best interval: the best supported hit that holds the word in the sense
+        the request asks it (with one of ``action.covers_with``: "maintained by the office"
+        says nothing of who maintains the scheduler) and is no echo (kbmem's earlier answers
+        and the questions put to it repeat the request's words). The turns around it share
+        the lift as they share any credit: the turn that says "you had offsite news" is
+        followed by the one that gives it. Without the lift, a search for one word adds a
+        fraction of what the request's own searches gave the intervals matching its other
+        words, and the word stays uncovered."""
+        new = self.add(action, hits, weight)
+        if not analyze(action.covers):
+            return new
+        holding = [
+            (self.effective(cand), -rank, hit)
+            for rank, hit in enumerate(hits)
+            if not (cand := self.candidates[hit.interval.key]).echo
+            and holds_as_asked(hit.excerpt, action.covers, action.covers_with)
+        ]
+        if not holding:
+            return new
+        # Of the hits that hold the word, the one the request's other searches (and the turns
+        # around it) support most.
+        standing, _rank, hit = max(holding, key=lambda item: item[:2])
+        ranked = self.ranked()
+        bar = self.effective(ranked[min(COVER_RANK, len(ranked) - 1)])
+        if 0 < standing < bar:
+            lift = self.candidates[hit.interval.key].score * (bar / standing - 1)
+            self._credit_in_context(hit, lift, hit.retriever)
+        self.covering[action.covers] = hit.interval.key
         return new
 
     def _credit(self, hit: Hit, credit: float, retriever: str) -> int:

@@ -27,6 +27,11 @@ class PlanAction:
     # Search only the turns of this speaker (a request about one person, asked in their
     # voice: see perspective).
     speaker: str = ""
+    # For a follow-up that looks for a word of the request that the evidence lacks: the best
+    # hit that holds the word, and one of ``covers_with`` (the other terms of the part of the
+    # request that asks it, if any), stands for it in the evidence (see ResearchState.cover).
+    covers: str = ""
+    covers_with: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"tool": self.tool, "k": self.k}
@@ -40,6 +45,10 @@ class PlanAction:
             data["follows"] = self.follows
         if self.speaker:
             data["speaker"] = self.speaker
+        if self.covers:
+            data["covers"] = self.covers
+        if self.covers_with:
+            data["coversWith"] = list(self.covers_with)
         return data
 
 
@@ -91,6 +100,9 @@ class ReflectionDecision:
     missing_info: str | None = None
     follow_up: list[PlanAction] = field(default_factory=list)
     reason: str = ""
+    # The request's words that the evidence did not hold, when that is what is missing: the
+    # briefing names only those its evidence, as finally chosen, still lacks.
+    missing_words: list[str] = field(default_factory=list)
 
 
 @dataclass
