@@ -216,6 +216,19 @@ def test_a_question_that_asks_two_things_is_answered_for_both(kb: KnowledgeBase)
     assert all(any(c in x for c in cited) for x in lines), record.answer
 
 
+def test_each_part_of_a_question_asks_for_its_own_kind_of_answer(kb: KnowledgeBase) -> None:
+    # "how many people are coming to the offsite" asks for a number, though the question as a
+    # whole opens with "Who": its answer was "On-call for the offsite: the boats don't stop
+    # sailing because we're away."
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send(
+            "Who owns the sync service and how many people are coming to the offsite?"
+        )
+    quotes = [x.rsplit(" [", 1)[0] for x in record.answer.splitlines() if x.startswith("- ")]
+    assert any("seven people" in x for x in quotes), record.answer
+    assert any("Tobias Ferrante" in x and "sync service" in x for x in quotes), record.answer
+
+
 def test_a_part_of_a_question_is_not_answered_by_a_word_of_it_alone(kb: KnowledgeBase) -> None:
     # "where do the flights leave from": "I want to leave this room with a decision" holds
     # one of its words, and says nothing of the flights. (A part's answer covering only a

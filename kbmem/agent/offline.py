@@ -19,9 +19,9 @@ from ..research.answer_types import answer_type, gives, merit
 from ..research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
-    asked_parts,
     focused,
     is_name,
+    request_parts,
     statement,
     superseded_on,
 )
@@ -290,8 +290,20 @@ class OfflineAgent:
         # A question that asks several things ("Who maintains the tide-window scheduler and
         # when is the offsite?") is answered part by part: a sentence that covers enough of
         # one part is an answer, though the other part's words outweigh it.
-        parts = [] if stated else [p & set(terms) for p in asked_parts(asked)]
-        parts = [p for p in parts if p] if len(parts) > 1 else []
+        asks = [] if stated else request_parts(asked)
+        # Each part with the kind of answer it asks for ("when is the offsite?": a time).
+        part_kinds = [(p & set(terms), answer_type(text)) for text, p in asks]
+        part_kinds = [(p, kind) for p, kind in part_kinds if p] if len(part_kinds) > 1 else []
+        parts = [p for p, _kind in part_kinds]
+        kinds = {k for _p, k in part_kinds if k} if part_kinds else {expected} - {None}
+
+        def expected_of(found: frozenset[str]) -> str | None:
+            """The kind of answer asked by the part that ``found`` says most of."""
+            if not part_kinds:
+                return expected
+            said = [(sum(weight[t] for t in found & p), -n) for n, (p, _k) in enumerate(part_kinds)]
+            return part_kinds[-max(said)[1]][1]
+
         candidates: list[tuple[float, int, Sentence]] = []
         order = 0
         # Each evidence item's turns or paragraphs, each read once as a statement.
@@ -360,7 +372,7 @@ class OfflineAgent:
                 for text, found, at in read_out:
                     room = MAX_SENTENCE_TOKENS
                     covered = sum(weight[t] for t in found)
-                    typed = expected is not None and gives(expected, text)
+                    typed = any(gives(kind, text) for kind in kinds)
                     lead = _lead(read_out, found, at, weight) if typed else None
                     if lead:
                         # The answer a question asks for often leaves its subject to the
@@ -387,7 +399,7 @@ class OfflineAgent:
                         continue
                     score = factor * covered + 0.3 / (1 + rank)
                     if not stated:
-                        score *= merit(text, terms, expected)
+                        score *= merit(text, terms, expected_of(found))
                     superseded = superseded_on(text, stamp, corrections, st.agreed)
                     if superseded:
                         # Still an answer to "what was said at the kickoff?", never before

@@ -187,15 +187,24 @@ def content_terms(text: str) -> list[str]:
     return [t for t in analyze(" ".join(words)) if t not in QUESTION_WORDS]
 
 
-def asked_parts(request: str) -> list[set[str]]:
-    """The content terms of each thing a request asks (names aside: a search for a word
-    names them anyway, and a speaker's name heads each of their turns); one set for a
-    request that asks one thing. "Who maintains the tide-window scheduler and when is the
-    offsite?" asks who maintains the scheduler ("maintain", "tide", "window", "schedul") and
-    when the offsite is ("offsit")."""
+def request_parts(request: str) -> list[tuple[str, set[str]]]:
+    """Each thing a request asks, as it says it and by its content terms (names aside: a
+    search for a word names them anyway, and a speaker's name heads each of their turns);
+    one part for a request that asks one thing. "Who maintains the tide-window scheduler and
+    when is the offsite?" asks who maintains the scheduler ("maintain", "tide", "window",
+    "schedul") and when the offsite is ("offsit")."""
     named = set(analyze(" ".join(entities(request))))
-    parts = (set(content_terms(p)) - named - GENERIC_TERMS for p in _REQUEST_PARTS.split(request))
-    return [terms for terms in parts if terms]
+    parts = []
+    for text in _REQUEST_PARTS.split(request):
+        terms = set(content_terms(text)) - named - GENERIC_TERMS
+        if terms:
+            parts.append((text.strip(), terms))
+    return parts
+
+
+def asked_parts(request: str) -> list[set[str]]:
+    """The content terms of each part of the request (see request_parts)."""
+    return [terms for _text, terms in request_parts(request)]
 
 
 def asked_with(request: str, word: str) -> list[str]:
