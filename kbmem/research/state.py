@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..index import Hit, analyze
 from ..sessions import ECHO_WEIGHT, is_echo
@@ -41,11 +42,17 @@ _WORD = re.compile(r"[^\W_]+")
 Around = Callable[[Hit, int, int], tuple[list[Hit], list[Hit]]]
 
 
+@lru_cache(maxsize=4096)
+def _terms(text: str) -> frozenset[str]:
+    return frozenset(analyze(text))
+
+
 def holds_as_asked(text: str, word: str, asked_with: list[str]) -> bool:
     """Whether ``text`` holds ``word`` as a request asks it: with one of ``asked_with`` (the
-    other terms of the part of the request that asks it), where that part has others."""
-    terms = set(analyze(text))
-    return set(analyze(word)) <= terms and (not asked_with or bool(terms & set(asked_with)))
+    other terms of the part of the request that asks it), where that part has others.
+    (Reflection asks this of the same few excerpts for each of the request's words.)"""
+    terms = _terms(text)
+    return _terms(word) <= terms and (not asked_with or not terms.isdisjoint(asked_with))
 
 
 @dataclass
