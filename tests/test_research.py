@@ -22,6 +22,7 @@ from kbmem.research.llm_engine import (
 from kbmem.research.offline import (
     asked_with,
     entities,
+    request_parts,
     standing_sentences,
     stated_values,
     statement,
@@ -270,7 +271,7 @@ def test_a_word_named_as_missing_is_not_in_the_evidence_as_asked(researcher, req
         for word in re.findall(r"'([^']+)'", question.split("the words ", 1)[-1])
     ]
     for word in named:
-        with_ = asked_with(request_text, word)
+        with_ = asked_with(request_parts(request_text), word)
         holders = [e.excerpt for e in briefing.evidence if holds_as_asked(e.excerpt, word, with_)]
         assert not holders, (word, holders)
     if not named:

@@ -209,7 +209,7 @@ class OfflineAgent:
                     ],
                     call_id=result.call_id,
                     cited=True,
-                    shown=sentence.item.excerpt if sentence.item.partial else "",
+                    shown=sentence.item.shown,
                 )
             )
         for item in result.items:
@@ -301,8 +301,8 @@ class OfflineAgent:
             """The kind of answer asked by the part that ``found`` says most of."""
             if not part_kinds:
                 return expected
-            said = [(sum(weight[t] for t in found & p), -n) for n, (p, _k) in enumerate(part_kinds)]
-            return part_kinds[-max(said)[1]][1]
+            _part, kind = max(part_kinds, key=lambda pk: sum(weight[t] for t in found & pk[0]))
+            return kind
 
         candidates: list[tuple[float, int, Sentence]] = []
         order = 0

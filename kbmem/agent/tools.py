@@ -287,7 +287,7 @@ class AgentTools:
         items = [
             replace(
                 ContextItem.from_interval(e.interval, e.retriever_type, e.relevance_score, call_id),
-                shown=e.excerpt if e.partial else "",
+                shown=e.shown,
             )
             for e in briefing.evidence
         ]

@@ -202,17 +202,12 @@ def request_parts(request: str) -> list[tuple[str, set[str]]]:
     return parts
 
 
-def asked_parts(request: str) -> list[set[str]]:
-    """The content terms of each part of the request (see request_parts)."""
-    return [terms for _text, terms in request_parts(request)]
-
-
-def asked_with(request: str, word: str) -> list[str]:
-    """The other terms of the part of ``request`` that asks ``word`` (of the whole request,
-    if it asks one thing): the evidence holds the word as asked where it holds one of them
-    too (see holds_as_asked)."""
+def asked_with(parts: list[tuple[str, set[str]]], word: str) -> list[str]:
+    """The other terms of the part (of the request's ``parts``, see request_parts) that asks
+    ``word``: the evidence holds the word as asked where it holds one of them too (see
+    holds_as_asked)."""
     terms = set(analyze(word))
-    for part in asked_parts(request):
+    for _text, part in parts:
         if terms <= part:
             return sorted(part - terms)
     return []
@@ -405,9 +400,6 @@ class OfflineEngine:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def content_terms(self, text: str) -> list[str]:
-        return content_terms(text)
-
     def said(self, hit: Hit) -> str:
         """What an interval says: a turn without its speaker; a note's paragraph as written,
         without the title and section that the index puts before it, without heading lines
@@ -462,7 +454,7 @@ class OfflineEngine:
         self, request: str, memory: list[tuple[str, str, str]], state: ResearchState
     ) -> list[PlanAction]:
         actions = request_actions(self.toolkit, request, self.k)
-        terms = self.content_terms(request)
+        terms = content_terms(request)
         shares = self.term_shares(terms)
         # The request's rarest terms that memory holds at all (a relative choice: an absolute
         # threshold fails on small knowledge bases).
@@ -542,7 +534,7 @@ class OfflineEngine:
         as stated today: Tuesday 14 April") is marked as superseded: it stays, as the history
         of the fact. The draft says where the lead fact comes from, which facts were
         superseded and what dates the facts span, rather than repeating the fact."""
-        terms = self.content_terms(request)
+        terms = content_terms(request)
         expected = answer_type(request)
         shares = self.term_shares(terms)
         weight = {t: math.log(1.0 + 1.0 / max(shares.get(t, 0.0), 1e-4)) for t in terms}
@@ -602,23 +594,23 @@ class OfflineEngine:
             )
         covering = [state.candidates[k] for k in state.covering.values() if k in state.candidates]
         texts = [cand.hit.excerpt for cand in top + covering]
-        terms = self.content_terms(request)
+        terms = content_terms(request)
         shares = self.term_shares(terms)
         # In a request that asks several things, a term counts as covered where the evidence
         # holds it as the request asks it (see holds_as_asked): "maintained by the office"
         # does not cover "maintains" in "who maintains the tide-window scheduler and when is
         # the offsite?". In a request that asks one thing, anywhere (the stricter test there
         # searched for more words, and cost LoCoMo four questions' evidence turns).
-        several = len(asked_parts(request)) > 1
-
-        def covered(word: str) -> bool:
-            with_ = asked_with(request, word) if several else []
-            return any(holds_as_asked(text, word, with_) for text in texts)
-
+        parts = request_parts(request)
+        several = len(parts) > 1
+        words = spelled(terms, request)
+        with_ = {w: asked_with(parts, w) if several else [] for w in words}
         missing = [
             word
-            for t, word in zip(terms, spelled(terms, request), strict=True)
-            if t not in GENERIC_TERMS and 0 < shares.get(t, 0) <= COMMON_SHARE and not covered(word)
+            for t, word in zip(terms, words, strict=True)
+            if t not in GENERIC_TERMS
+            and 0 < shares.get(t, 0) <= COMMON_SHARE
+            and not any(holds_as_asked(text, word, with_[word]) for text in texts)
         ]
         follow: list[PlanAction] = []
         names = [n for n in entities(request)]
@@ -637,7 +629,7 @@ class OfflineEngine:
                     k=self.k,
                     note=f"a term not covered yet: {word}",
                     covers=word if several else "",
-                    covers_with=asked_with(request, word) if several else [],
+                    covers_with=with_[word],
                 )
             )
         for bridge, source in self.bridges(request, top[:4], state):
@@ -662,7 +654,7 @@ class OfflineEngine:
         term with the request (and the sentence after each): a name the request does not
         mention ("Niamh"), or a relation said in the first person ("my sister", said by
         Dara, becomes "Dara sister"); each with the key of the interval that said it."""
-        request_terms = set(self.content_terms(request))
+        request_terms = set(content_terms(request))
         request_lower = request.lower()
         relations: dict[str, str] = {}
         names: dict[str, str] = {}

@@ -19,7 +19,7 @@ from ..store import KnowledgeBase
 from ..textutil import count_tokens, truncate_tokens
 from ..toolkit import Toolkit, rank_pages
 from .briefing import fit_list, select_evidence
-from .offline import OfflineEngine, asked_with
+from .offline import OfflineEngine, asked_with, request_parts
 from .state import ResearchState, holds_as_asked
 from .types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
 
@@ -322,11 +322,8 @@ class Researcher:
         summary = _summary(state, integration.briefing_draft)
         summary = truncate_tokens(summary, summary_budget)
         missing = _open_question(partial, budgets.max_depth, decision.missing_info)
-        overhead = (
-            count_tokens(summary)
-            + sum(count_tokens(f) for f in facts)
-            + sum(count_tokens(q) for q in integration.open_questions + missing)
-        )
+        written = count_tokens(summary) + sum(count_tokens(f) for f in facts)
+        overhead = written + sum(count_tokens(q) for q in integration.open_questions + missing)
         evidence = select_evidence(
             self.toolkit, state, max(0, budgets.max_tokens - overhead), facts
         )
@@ -334,13 +331,14 @@ class Researcher:
             # Reflection judged the best intervals of its step; the evidence carries more of
             # them. A word that the evidence holds after all, as the request asks it, is not
             # missing, and a request whose every word it holds so is covered.
+            # (Here a request that asks one thing needs the word beside another of its words
+            # too: this names words, it does not search for them.)
             texts = [e.excerpt for e in evidence] + facts
+            parts = request_parts(state.request)
             lacking = [
                 word
                 for word in decision.missing_words
-                if not any(
-                    holds_as_asked(text, word, asked_with(state.request, word)) for text in texts
-                )
+                if not any(holds_as_asked(t, word, asked_with(parts, word)) for t in texts)
             ]
             if not lacking:
                 partial, missing = False, []
@@ -350,8 +348,8 @@ class Researcher:
         open_questions = list(integration.open_questions) + missing
         pages_used = list(dict.fromkeys(e.page_id for e in evidence))
         tokens = (
-            count_tokens(summary)
-            + sum(count_tokens(text) for text in facts + open_questions)
+            written
+            + sum(count_tokens(q) for q in open_questions)
             + sum(count_tokens(e.excerpt) for e in evidence)
         )
         return BriefingContext(

@@ -67,6 +67,12 @@ class EvidenceItem:
     # marking what it leaves out.
     partial: bool = False
 
+    @property
+    def shown(self) -> str:
+        """What a reader of the briefing is shown of the interval when that is only part of
+        it (the excerpt), else "" (all of it)."""
+        return self.excerpt if self.partial else ""
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "pageId": self.page_id,
