@@ -39,13 +39,14 @@ from kbmem.agent.offline import (
     focused,
     followed_references,
     paragraph_subject,
+    question_terms,
     split_sentences,
 )
 from kbmem.agent.provenance import SNAPSHOT_FILES, list_turns, turn_dir
 from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
 from kbmem.index import TenantIndex
-from kbmem.research.answer_types import answer_type, gives
+from kbmem.research.answer_types import answer_type, gives, merit
 from kbmem.research.types import BriefingContext, TraceEvent
 from kbmem.sessions import CHAT_AGENT, is_request, is_statement, without_cue
 from kbmem.store import KnowledgeBase
@@ -216,6 +217,24 @@ def test_a_question_that_asks_two_things_is_answered_for_both(kb: KnowledgeBase)
     assert all(any(c in x for c in cited) for x in lines), record.answer
 
 
+@pytest.mark.parametrize(
+    "question",
+    ["When is the offsite?", "Who maintains the tide-window scheduler and when is the offsite?"],
+)
+def test_when_is_answered_with_a_date_rather_than_a_weekday(
+    kb: KnowledgeBase, question: str
+) -> None:
+    # Dara's turn names the offsite beside "for the Wednesday" and gives its dates two
+    # sentences on: the answer quoted the Wednesday, which says no week.
+    with ChatSession(kb, TENANT) as chat:
+        record = chat.send(question)
+    quotes = [x.rsplit(" [", 1)[0] for x in record.answer.splitlines() if x.startswith("- ")]
+    offsite = [x for x in quotes if "offsite" in x.lower()]
+    assert offsite, record.answer
+    assert all("30 April" in x for x in offsite if "for the Wednesday" in x), record.answer
+    assert any("28 to Thursday 30 April" in x for x in quotes), record.answer
+
+
 def test_each_part_of_a_question_asks_for_its_own_kind_of_answer(kb: KnowledgeBase) -> None:
     # "how many people are coming to the offsite" asks for a number, though the question as a
     # whole opens with "Who": its answer was "On-call for the offsite: the boats don't stop
@@ -349,6 +368,17 @@ def test_what_kind_of_answer_a_question_asks_for(question: str, kind: str | None
 )
 def test_which_sentences_give_a_time(sentence: str, time: bool) -> None:
     assert gives("time", sentence) is time
+
+
+def test_a_date_answers_when_better_than_a_time_that_names_no_week() -> None:
+    terms = question_terms("When is the offsite?")
+    dated = merit("Dates as Priya proposed: Tuesday 28 to Thursday 30 April.", terms, "time")
+    vague = merit("The offsite is on the Wednesday, in the seminar room.", terms, "time")
+    untimed = merit("The offsite is in the seminar room.", terms, "time")
+    assert dated == 1.0
+    assert untimed < vague < dated
+    # Asked for no time, a weekday is as good as a date.
+    assert merit("The offsite is on the Wednesday, in the seminar room.", terms, None) == 1.0
 
 
 def test_a_name_alone_is_no_reference_to_resolve() -> None:

@@ -16,6 +16,13 @@ from ..index import analyze
 
 # Asked "when" or "how many", a sentence that gives no time or number counts this much.
 TYPE_MISS_WEIGHT = 0.5
+# Asked "when", a sentence whose only times name no month, year or date ("for the
+# Wednesday", "next week", "at 09:00") counts this much: "Dates as Priya proposed: Tuesday 28
+# to Thursday 30 April." answers "when is the offsite?" better than the sentence before it,
+# "The offsite will be … at the university for the Wednesday". Below the agent's share for a
+# sentence that takes the question's words from the one before it (CONTEXT_SHARE), so that
+# a dated sentence right after a vague one that names the subject is quoted with it instead.
+TYPE_VAGUE_WEIGHT = 0.75
 # A sentence that says nothing but the question's own words (and words that only keep a
 # conversation going) answers nothing: "Okay, the data store." It still counts this much,
 # for a question that asks whether something is so ("Is the launch on 28 April?").
@@ -47,6 +54,11 @@ _NUMBER = re.compile(
     r"\d"
     r"|(?i:\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty"
     r"|thirty|forty|fifty|hundred|thousand|million|dozen|half|double|twice|none)\b)"
+)
+_CALENDAR = re.compile(
+    rf"\b(?:{_MONTH}|(?:{_MONTH_ABBR})\.?(?=\s+\d))\b"
+    r"|\b\d{1,2}(?:st|nd|rd|th)?\s+May\b|\bMay\s+\d{1,2}\b"
+    r"|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b|\bQ[1-4]\b"
 )
 PATTERNS = {"time": _TIME, "number": _NUMBER}
 _OPENERS = r"^\s*(?:(?:and|so|but|ok(?:ay)?|also)\s*,?\s+)?"
@@ -83,6 +95,8 @@ def merit(sentence: str, terms: list[str], expected: str | None) -> float:
     factor = 1.0
     if expected and not gives(expected, sentence):
         factor *= TYPE_MISS_WEIGHT
+    elif expected == "time" and not _CALENDAR.search(sentence):
+        factor *= TYPE_VAGUE_WEIGHT
     if not set(analyze(sentence)) - set(terms) - FILLER:
         factor *= ECHO_ONLY_WEIGHT
     return factor
