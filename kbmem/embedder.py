@@ -11,8 +11,11 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,10 @@ DIM = 384
 # core: its batches keep the cores busy, so nothing spin-waits (see ``threads``). The example
 # knowledge base's 1,099 texts took 20 s with one thread and 11 s with two, on two cores.
 BULK_TEXTS = 256
+QUERY_CACHE = 256  # queries whose readings (see read_query) are kept
 _lock = threading.Lock()
+_queries: OrderedDict[str, Future[QueryReading]] = OrderedDict()
+_queries_lock = threading.Lock()
 _bulk_lock = threading.RLock()
 _bulk_depth = 0
 _model: Any = None
@@ -141,3 +147,73 @@ def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:
             show_progress_bar=False,
         )
     return np.asarray(vectors, dtype=np.float32)
+
+
+def embed_with_pieces(
+    texts: list[str], batch_size: int = 64
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``embed``'s vectors, and from the same pass of the model each text's word-piece
+    vectors (unit length, float32, one row per word piece of the first 256, the [CLS] and
+    [SEP] marks left out): what late interaction scores by (see kbmem.late). The model's
+    vector of a text is the mean of its piece vectors ([CLS] and [SEP] in), made unit length."""
+    if not texts:
+        return np.zeros((0, DIM), dtype=np.float32), []
+    texts = [SURROGATE.sub("\ufffd", t) if SURROGATE.search(t) else t for t in texts]
+    model = _load()
+    with bulk(len(texts)):
+        outputs = model.encode(
+            texts,
+            batch_size=batch_size,
+            output_value="token_embeddings",
+            show_progress_bar=False,
+        )
+    vectors = np.zeros((len(texts), DIM), dtype=np.float32)
+    pieces: list[np.ndarray] = []
+    for n, rows in enumerate(outputs):
+        rows = rows.float().numpy()
+        mean = rows.mean(axis=0)
+        vectors[n] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+        inner = rows[1:-1] if len(rows) > 2 else rows[:0]
+        norms = np.linalg.norm(inner, axis=1, keepdims=True)
+        pieces.append((inner / np.maximum(norms, 1e-12)).astype(np.float32))
+    return vectors, pieces
+
+
+@dataclass(frozen=True)
+class QueryReading:
+    """What the model makes of a query: its vector, its piece vectors (as
+    ``embed_with_pieces``) and the pieces themselves ("kick", "##box", "##ing")."""
+
+    vector: np.ndarray
+    pieces: np.ndarray
+    names: tuple[str, ...]
+
+
+def read_query(text: str) -> QueryReading:
+    """The model's reading of a query, computed once for a query that several searches of
+    one request ask about at the same time (by meaning, and word by word): the first asks
+    the model, the others wait for its answer. The last QUERY_CACHE queries are kept."""
+    with _queries_lock:
+        future = _queries.get(text)
+        owner = future is None
+        if future is None:
+            future = _queries[text] = Future()
+            while len(_queries) > QUERY_CACHE:
+                _queries.popitem(last=False)
+        else:
+            _queries.move_to_end(text)
+    if owner:
+        try:
+            vectors, pieces = embed_with_pieces([text])
+            # The model's own tokenizing, with the settings it encodes with (the tokenizer is
+            # shared by threads, and a call with other settings changes it under them).
+            ids = _load().preprocess([text])["input_ids"][0].tolist()
+            names = tuple(_load().tokenizer.convert_ids_to_tokens(ids)[1:-1])
+            future.set_result(QueryReading(vectors[0], pieces[0], names[: len(pieces[0])]))
+        except BaseException as exc:
+            with _queries_lock:
+                if _queries.get(text) is future:
+                    del _queries[text]
+            future.set_exception(exc)
+            raise
+    return future.result()

@@ -57,6 +57,7 @@ from . import embedder
 from .errors import Cancelled, StorageError, ValidationError
 from .ids import check_tenant
 from .intervals import Interval, IntervalText, cut_page
+from .late import LATE_FILE, PieceTable, query_pieces
 from .pages import parse_page
 from .pagestore import PageStore
 from .postings import (
@@ -74,8 +75,9 @@ from .vectors import (
     HNSW_M,
     VECTOR_STRIDE,
     GraphSearch,
-    embed_texts,
+    embed_texts_with_pieces,
     load_vectors,
+    read_query,
     save_base,
     save_delta,
     shared_base,
@@ -85,7 +87,9 @@ from .vectors import (
 
 log = logging.getLogger("kbmem")
 
-INDEX_FORMAT = 8  # 8: hyphenated words also as one word; 7: a vector per sentence
+# 9: word-piece vectors for late interaction; 8: hyphenated words also as one word; 7: a
+# vector per sentence
+INDEX_FORMAT = 9
 SEGMENT_DOCS = 2000  # intervals embedded per step of a build (and per progress report)
 DELTA_MAX = 4096  # vectors kept beside the base graph before they are folded into it
 DELTA_SHARE = 0.05  # ...or this share of the base graph, whichever is larger
@@ -270,6 +274,14 @@ class Generation:
             OrderedDict()
         )
         self._base_ids: np.ndarray | None = None  # every vector label of the base graph
+        self._pieces: PieceTable | None = None
+
+    def pieces(self) -> PieceTable:
+        """The word-piece vectors of the generation's intervals (kbmem.late), read once."""
+        with self._lock:
+            if self._pieces is None:
+                self._pieces = PieceTable.load(self.path / LATE_FILE, self.count)
+            return self._pieces
 
     @property
     def commit(self) -> str | None:
@@ -665,12 +677,15 @@ class TenantIndex:
         progress: Callable[[int, int], None] | None,
         done: int = 0,
         total: int = 0,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """The vectors of intervals whose ``vector_texts`` are ``texts``, in order, and how
-        many each has (progress is reported in intervals)."""
+    ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """The vectors of intervals whose ``vector_texts`` are ``texts``, in order, how many
+        each has, and the word-piece vectors of each one's whole text (its first; progress is
+        reported in intervals)."""
         counts = np.array([len(t) for t in texts], dtype=np.int64)
         flat = [t for ts in texts for t in ts]
+        firsts = set((np.cumsum(counts) - counts).tolist())
         chunks = []
+        pieces: list[np.ndarray] = []
         # The model sorts each call's texts by length and pads each batch to its longest:
         # calls of 1,024 texts mix short sentences with long turns less than calls of 256
         # (12% faster over LoCoMo's turns and sentences).
@@ -678,12 +693,14 @@ class TenantIndex:
         ends = np.cumsum(counts)
         with embedder.bulk(len(flat)):
             for i in range(0, len(flat), step):
-                chunks.append(embed_texts(flat[i : i + step]))
+                vectors, found = embed_texts_with_pieces(flat[i : i + step])
+                chunks.append(vectors)
+                pieces += [p for n, p in enumerate(found, start=i) if n in firsts]
                 if progress:
                     finished = int(np.searchsorted(ends, min(i + step, len(flat)), side="right"))
                     progress(done + finished, total or len(counts))
         vectors = np.vstack(chunks) if chunks else np.zeros((0, embedder.DIM), np.float32)
-        return vectors.astype(np.float32), counts
+        return vectors.astype(np.float32), counts, pieces
 
     def _build_full(
         self,
@@ -708,19 +725,21 @@ class TenantIndex:
         # (the model, one core) and indexing (the graph and Whoosh, on another thread) of
         # successive chunks overlap.
         writer = ix.writer(procs=1, limitmb=256, codec=make_codec())
-        pending: queue.Queue[tuple[int, list[IntervalText], np.ndarray, np.ndarray] | None] = (
-            queue.Queue(2)
-        )
+        pending: queue.Queue[
+            tuple[int, list[IntervalText], np.ndarray, np.ndarray, list[np.ndarray]] | None
+        ] = queue.Queue(2)
+        pieces: list[np.ndarray] = []
         failed: list[BaseException] = []
 
         def index_chunks() -> None:
             while (job := pending.get()) is not None:
-                start, chunk, emb, counts = job
+                start, chunk, emb, counts, found = job
                 if failed:
                     continue
                 try:
                     labels = vector_labels(np.arange(start, start + len(chunk)), counts)
                     vectors.add_items(emb, labels, num_threads=1)
+                    pieces.extend(found)
                     for n, item in enumerate(chunk):
                         writer.add_document(**self._doc(item, start + n, metas))
                 except BaseException as exc:
@@ -746,6 +765,7 @@ class TenantIndex:
             writer.cancel()
             raise
         ix.close()
+        PieceTable.of(list(range(len(items))), pieces).save(path / LATE_FILE)
         vec: dict[str, Any] = {"base_count": 0, "capacity": capacity, "delta": 0, "dead": 0}
         if items:
             vec.update(save_base(vectors, path / "vectors.hnsw"))
@@ -790,7 +810,7 @@ class TenantIndex:
         dropped_docs = [doc for p in sorted(removed_paths) for doc in searcher.documents(path=p)]
         dropped = [int(doc["label"]) for doc in dropped_docs]
         items, metas = self._intervals_at(head, sorted(added_paths))
-        emb, counts = self._embed_reusing(gen, dropped_docs, items, progress)
+        emb, counts, pieces = self._embed_reusing(gen, dropped_docs, items, progress)
         first = int(meta["next_label"])
         new_labels = vector_labels(np.arange(first, first + len(items)), counts)
 
@@ -822,6 +842,10 @@ class TenantIndex:
             raise
         count = ix.doc_count()
         ix.close()
+        kept, kept_pieces = gen.pieces().without(dropped_arr)
+        PieceTable.of(kept + list(range(first, first + len(items))), kept_pieces + pieces).save(
+            path / LATE_FILE
+        )
 
         base_count = int(vec["base_count"])
         if len(delta_labels) + len(dead) > max(DELTA_MAX, DELTA_SHARE * base_count):
@@ -850,12 +874,18 @@ class TenantIndex:
         dropped_docs: list[dict[str, Any]],
         items: list[IntervalText],
         progress: Callable[[int, int], None] | None,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
         """Vectors for ``items`` (as ``_embed``), embedding only texts that the dropped
         intervals did not already have: an edited page (a growing chat above all) keeps most
         of its turns, and re-embedding them made a one-turn change cost the whole page."""
         known: dict[str, np.ndarray] = {}
+        known_pieces: dict[str, np.ndarray] = {}
         if dropped_docs:
+            old = gen.pieces()
+            for doc in dropped_docs:
+                found = old.pieces_of(int(doc["label"]))
+                if found is not None:
+                    known_pieces[doc["content"]] = found
             delta_labels, delta_vectors, _dead = gen.delta()
             in_delta = {int(label): i for i, label in enumerate(delta_labels)}
             base = gen.base()
@@ -875,12 +905,19 @@ class TenantIndex:
         texts = [vector_texts(it.text, it.speaker) for it in items]
         counts = np.array([len(t) for t in texts], dtype=np.int64)
         flat = [t for ts in texts for t in ts]
-        fresh = list(dict.fromkeys(t for t in flat if t not in known))
-        vectors, _counts = self._embed([[t] for t in fresh], progress)
+        wholes = [ts[0] for ts in texts]
+        fresh = list(
+            dict.fromkeys(
+                [t for t in flat if t not in known] + [t for t in wholes if t not in known_pieces]
+            )
+        )
+        vectors, _counts, fresh_pieces = self._embed([[t] for t in fresh], progress)
         known.update(zip(fresh, vectors, strict=True))
+        known_pieces.update(zip(fresh, fresh_pieces, strict=True))
+        pieces = [known_pieces[t] for t in wholes]
         if not flat:
-            return np.zeros((0, embedder.DIM), np.float32), counts
-        return np.vstack([known[t] for t in flat]).astype(np.float32), counts
+            return np.zeros((0, embedder.DIM), np.float32), counts, pieces
+        return np.vstack([known[t] for t in flat]).astype(np.float32), counts, pieces
 
     def _fold_delta(
         self,
@@ -1116,7 +1153,7 @@ class TenantIndex:
         base = gen.base()
         delta_labels, delta_vectors, dead = gen.delta()
         vec = (
-            embed_texts([query])[0]
+            read_query(query).vector
             if vector is None
             else np.asarray(vector, dtype=np.float32).reshape(-1)
         )
@@ -1171,6 +1208,32 @@ class TenantIndex:
         docs, all_sims = docs[order], all_sims[order]
         _unique, first = np.unique(docs, return_index=True)
         return self._ranked(gen, docs[first], all_sims[first], k, "dense")
+
+    def late(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
+        """The ``k`` intervals that late interaction (kbmem.late) ranks best for ``query``:
+        exact, over every live interval that passes the filters."""
+        query, k = check_query(query, k)
+        flt = check_filters(filters)
+        if not analyze(query):
+            return []  # only stop words or punctuation: nothing to look for
+        return self._guarded(lambda gen: self._late(gen, query, k, flt))
+
+    def _late(self, gen: Generation, query: str, k: int, flt: dict[str, str]) -> list[Hit]:
+        if gen.count == 0:
+            return []
+        allowed = self._allowed_docs(gen, flt)
+        if allowed is not None and len(allowed) == 0:
+            return []
+        table = gen.pieces()
+        wanted = query_pieces(query)
+        if not len(wanted):
+            return []
+        view = gen.view()
+        labels = table.labels if allowed is None else np.sort(view.labels[allowed])
+        scores = table.scores(wanted, None if allowed is None else labels)
+        docs = view.docs_of(labels)
+        keep = (docs >= 0) & (scores > 0)
+        return self._ranked(gen, docs[keep], scores[keep].astype(np.float64), k, "late")
 
     def all_intervals(self) -> list[Hit]:
         """Every live interval of the index, sorted by key (score 0): what the index holds."""

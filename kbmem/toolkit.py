@@ -112,6 +112,11 @@ class Toolkit:
     def dense(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
         return self.index.dense(query, k, filters)
 
+    def late(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
+        """Intervals ranked by late interaction: each of the query's words matched to its
+        nearest word in the interval (kbmem.late)."""
+        return self.index.late(query, k, filters)
+
     def hybrid(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
         check_query(query, k)
         depth = min(max(2 * k, 20), 1000)

@@ -46,6 +46,16 @@ def embed_texts(texts: list[str]) -> np.ndarray:
     return embedder.embed([text[:MAX_EMBED_CHARS] for text in texts])
 
 
+def embed_texts_with_pieces(texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """``embed_texts``, and each text's word-piece vectors from the same pass (kbmem.late)."""
+    return embedder.embed_with_pieces([text[:MAX_EMBED_CHARS] for text in texts])
+
+
+def read_query(query: str) -> embedder.QueryReading:
+    """The model's reading of a query (its vector and piece vectors), cut as texts are."""
+    return embedder.read_query(query[:MAX_EMBED_CHARS])
+
+
 def vector_texts(text: str, speaker: str = "") -> list[str]:
     """What is embedded for one interval: its whole text, then, if it says more than one
     thing, each of its sentences (a turn's with its speaker, "John: I'm doing kickboxing.").

@@ -149,8 +149,8 @@ def query_vector(q: str) -> np.ndarray:
 
 
 def snapshot(index: TenantIndex) -> dict:
-    """What the index answers: every interval it holds, and the bm25 and dense rankings of a
-    few queries (top 5 and everything)."""
+    """What the index answers: every interval it holds, and the bm25, dense and late
+    rankings of a few queries (top 5 and everything)."""
     held = index.all_intervals()
     out: dict = {
         "intervals": [(h.interval.key, h.interval.blob, h.page_id, h.session_id) for h in held]
@@ -164,6 +164,9 @@ def snapshot(index: TenantIndex) -> dict:
             out[("dense", q, k)] = [
                 (h.interval.key, h.score, h.page_id, h.excerpt)
                 for h in index.dense(q, k, vector=query_vector(q))
+            ]
+            out[("late", q, k)] = [
+                (h.interval.key, h.score, h.page_id, h.excerpt) for h in index.late(q, k)
             ]
     return out
 
@@ -378,6 +381,10 @@ def test_searches_never_cross_tenants(two_tenants: KnowledgeBase) -> None:
                 for hit in hits:
                     assert hit.tenant_id == tenant
                     assert hit.interval.path.startswith(f"tenants/{tenant}/")
+            late = toolkit.index.late(q, 1000)
+            assert late, (tenant, q, "late")
+            assert {h.tenant_id for h in late} == {tenant}
+            assert all(h.interval.path.startswith(f"tenants/{tenant}/") for h in late)
     # Words only the other tenant has find nothing here.
     assert Toolkit(two_tenants, ACME).bm25("Gloria", 10) == []
     assert Toolkit(two_tenants, GLOBEX).bm25("Dana", 10) == []
@@ -633,6 +640,22 @@ def damage_delta(gen_path: Path) -> None:
     (gen_path / "delta.npz").write_bytes(b"PK\x03\x04 not a zip")
 
 
+def damage_late_truncate(gen_path: Path) -> None:
+    path = gen_path / "late.npz"
+    data = path.read_bytes()
+    path.unlink()  # a new file: the previous generation keeps its own copy
+    path.write_bytes(data[: len(data) // 2])
+
+
+def damage_late_other_intervals(gen_path: Path) -> None:
+    path = gen_path / "late.npz"
+    with np.load(path) as data:
+        labels, starts, vectors = data["labels"], data["starts"], data["vectors"]
+    path.unlink()
+    with open(path, "wb") as handle:  # a whole file, of one interval fewer
+        np.savez(handle, labels=labels[:-1], starts=starts[:-1], vectors=vectors[: starts[-2]])
+
+
 @pytest.mark.parametrize(
     "damage",
     [
@@ -643,6 +666,8 @@ def damage_delta(gen_path: Path) -> None:
         damage_meta,
         damage_current,
         damage_delta,
+        damage_late_truncate,
+        damage_late_other_intervals,
     ],
     ids=lambda f: f.__name__.removeprefix("damage_"),
 )
@@ -658,7 +683,8 @@ def test_damaged_index_is_rebuilt_with_a_warning(
     if damage is damage_delta:  # a generation with a vector delta
         ingest(kb, session(ACME, "s-gale", [("Ann", "A gale closed the crane for a day.")]))
         assert index.sync().mode == "incremental"
-    expected = {tool: keys(index_search(index, tool)) for tool in ("bm25", "dense")}
+    tools = ("late", "dense", "bm25")
+    expected = {tool: keys(index_search(index, tool)) for tool in tools}
     vector_module._BASES.clear()  # as in a new process: no vector graph loaded yet
     gen = index.current()
     assert gen is not None
@@ -666,7 +692,7 @@ def test_damaged_index_is_rebuilt_with_a_warning(
 
     caplog.set_level(logging.WARNING, logger="kbmem")
     fresh = TenantIndex(kb, ACME)  # another process, say: nothing cached but the model
-    for tool in ("dense", "bm25"):
+    for tool in tools:
         assert keys(index_search(fresh, tool)) == expected[tool], tool
     assert "rebuild" in caplog.text
     assert fresh.current().name != gen.name
@@ -832,7 +858,7 @@ def test_readers_see_a_consistent_index_while_syncs_run(
 # -- bad input --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("tool", ["bm25", "dense", "hybrid"])
+@pytest.mark.parametrize("tool", ["bm25", "dense", "hybrid", "late"])
 def test_bad_queries(two_tenants: KnowledgeBase, tool: str) -> None:
     toolkit = Toolkit(two_tenants, ACME)
     search = getattr(toolkit, tool)
@@ -911,7 +937,7 @@ def filtered(two_tenants: KnowledgeBase) -> Iterator[Toolkit]:
     yield Toolkit(two_tenants, ACME)
 
 
-@pytest.mark.parametrize("tool", ["bm25", "dense"])
+@pytest.mark.parametrize("tool", ["bm25", "dense", "late"])
 @pytest.mark.parametrize("exact_max", [4096, 0], ids=["exact", "graph"])
 def test_filters(
     filtered: Toolkit, tool: str, exact_max: int, monkeypatch: pytest.MonkeyPatch
@@ -927,7 +953,7 @@ def test_filters(
 
     hits = search(q, 1000, {"session": "s-crane"})
     assert hits and {h.session_id for h in hits} == {"s-crane"}
-    if tool == "dense":  # dense ranks every interval that passes the filter
+    if tool in ("dense", "late"):  # they rank every interval that passes the filter
         assert len(hits) == len(by_session["s-crane"])
     hits = search(q, 1000, {"classification": "secret"})
     assert hits and {h.session_id for h in hits} == {"s-budget"}
@@ -949,7 +975,7 @@ def test_filters(
     chen = [h for h in everything if h.speaker == "Chen"]
     hits = search(q, 1000, {"speaker": "Chen"})
     assert hits and {h.speaker for h in hits} == {"Chen"}
-    if tool == "dense":
+    if tool in ("dense", "late"):
         assert len(hits) == len(chen)
     assert keys(search(q, 1000, {"speaker": "Chen"})) == keys(hits)
     assert search(q, 5, {"speaker": "chen"}) == []  # names match exactly

@@ -322,8 +322,11 @@ def test_a_models_plan_adds_to_the_requests_own_searches(researcher):
     )
     actions = engine.grounded(request, planned)
     assert [(a.tool, a.query) for a in actions[:2]] == [("bm25", request), ("dense", request)]
-    assert actions[2].speaker == "Dara Whitcombe" and actions[2].tool == "dense"
-    assert actions[3:] == planned
+    assert [(a.tool, a.speaker) for a in actions[2:4]] == [
+        ("dense", "Dara Whitcombe"),
+        ("late", "Dara Whitcombe"),
+    ]
+    assert actions[4:] == planned
 
 
 def test_llm_engine_unreachable_falls_back_per_step(example_kb):
@@ -845,9 +848,10 @@ def test_a_search_among_one_speakers_turns_is_no_repeat_of_one_among_everyones(r
         ("bm25", request, ""),
         ("dense", request, ""),
         ("dense", voiced.text, "Dara Whitcombe"),
+        ("late", voiced.text, "Dara Whitcombe"),
         ("dense", voiced.text, ""),
     ]
-    own, everyones = (researcher._run_action(a)[0] for a in actions[2:])
+    own, everyones = (researcher._run_action(a)[0] for a in (actions[2], actions[4]))
     assert own and {h.speaker for h in own} == {"Dara Whitcombe"}
     assert {h.speaker for h in everyones} - {"Dara Whitcombe"}
     assert researcher._dedupe(actions, state) == []
@@ -988,3 +992,51 @@ def test_a_long_summary_sentence_is_carried_by_its_clauses(empty_kb):
     pieces = carried.split("; ")
     assert "ferry timetable on the website, Oskar, Monday 4 May" in pieces, part
     assert set(pieces) <= set(clauses), part  # whole clauses only
+
+
+def test_a_late_interaction_search_finds_what_was_said_in_other_words(researcher):
+    """Late interaction (kbmem.late) matches each word of the request to its nearest word in
+    a turn: "What did Femi build before joining?" finds Maya's "Femi spent the last four
+    years at Brackwater Freight ... where she built their AIS vessel-tracking pipeline"."""
+    top = researcher.toolkit.late("What did Femi build before joining?", 1)[0]
+    assert "vessel-tracking pipeline" in top.excerpt and top.retriever == "late"
+    # Among one speaker's turns only.
+    hits = researcher.toolkit.late("the sync service", 50, {"speaker": "Tobias Ferrante"})
+    assert hits and {h.speaker for h in hits} == {"Tobias Ferrante"}
+
+
+def test_a_request_about_a_person_is_searched_word_by_word_among_their_turns(researcher):
+    briefing = researcher.research("What does Femi think of saunas?")
+    calls = [e.data for e in briefing.trace if e.kind == "tool_call" and e.step == 0]
+    late = [c for c in calls if c["tool"] == "late"]
+    assert [c.get("speaker", "") for c in late] == ["Femi Adeyemi"], calls
+    results = [
+        e.data for e in briefing.trace if e.kind == "tool_result" and e.data["tool"] == "late"
+    ]
+    assert any("I grew up in Aberdeen" in h["excerpt"] for r in results for h in r["hits"])
+    # A request about no one in particular is not.
+    briefing = researcher.research("When is the offsite?")
+    assert not [e for e in briefing.trace if e.kind == "tool_call" and e.data["tool"] == "late"]
+
+
+def test_late_interaction_ranks_intervals_but_not_their_pages(researcher):
+    """Its hits stand in the pool as any search's do, but a page that only they found is
+    not chosen for it, and the pages the other searches chose keep their order (on LoCoMo,
+    letting them vote for pages cost page coverage)."""
+    from kbmem.research.types import PlanAction
+
+    toolkit = researcher.toolkit
+    pages = [p for p in toolkit.store.files() if toolkit.index.intervals_of(p)]
+    found = toolkit.index.intervals_of(pages[0])[0]
+    only_late = toolkit.index.intervals_of(pages[1])[0]
+    state = ResearchState("test")
+    state.add(PlanAction("bm25", "test"), [found])
+    before = state.page_scores()
+    state.add(PlanAction("late", "test"), [only_late, found], paged=False)
+    assert [c.hit.interval.key for c in state.ranked()][:2] == [
+        found.interval.key,
+        only_late.interval.key,
+    ]
+    assert state.candidates[only_late.interval.key].unpaged > 0
+    assert state.page_scores() == before
+    assert pages[1] not in dict(state.page_scores())

@@ -59,6 +59,9 @@ def holds_as_asked(text: str, word: str, asked_with: list[str]) -> bool:
 class Candidate:
     hit: Hit
     score: float = 0.0
+    # Credit from searches that rank intervals but not pages (late interaction): it counts
+    # for the interval's standing, not for its page's (see page_scores).
+    unpaged: float = 0.0
     retrievers: set[str] = field(default_factory=set)
     first_step: int = 0
     echo: bool = False  # see sessions.is_echo
@@ -105,8 +108,10 @@ class ResearchState:
         for rank, page_id in enumerate(page_ids, start=1):
             self.page_votes[page_id] = self.page_votes.get(page_id, 0.0) + weight / (RRF_K + rank)
 
-    def effective(self, cand: Candidate) -> float:
-        score = cand.score
+    def effective(self, cand: Candidate, paged: bool = False) -> float:
+        """The candidate's standing: its credit (only what counts for pages, if ``paged``),
+        weighed by who said it, whether it is an echo, and the sessions the request names."""
+        score = cand.score if paged else cand.score + cand.unpaged
         if cand.echo:
             score *= ECHO_WEIGHT
         elif cand.hit.speaker:
@@ -115,23 +120,28 @@ class ResearchState:
             score *= self.focus_boost
         return score
 
-    def add(self, action: PlanAction, hits: list[Hit], weight: float = 1.0) -> int:
+    def add(
+        self, action: PlanAction, hits: list[Hit], weight: float = 1.0, paged: bool = True
+    ) -> int:
         """Fold one action's ranked hits into the pool by weighted reciprocal rank, with
-        context credit for the turns around each; returns how many intervals were new."""
+        context credit for the turns around each; returns how many intervals were new.
+        ``paged``: the credit counts for the hits' pages too (see page_scores)."""
         new = 0
         for rank, hit in enumerate(hits, start=1):
-            new += self._credit_in_context(hit, weight / (RRF_K + rank), hit.retriever)
+            new += self._credit_in_context(hit, weight / (RRF_K + rank), hit.retriever, paged)
         return new
 
-    def _credit_in_context(self, hit: Hit, credit: float, retriever: str) -> int:
+    def _credit_in_context(
+        self, hit: Hit, credit: float, retriever: str, paged: bool = True
+    ) -> int:
         """``_credit``, and shares of it to the turns around a turn (see CONTEXT_NEXT)."""
-        new = self._credit(hit, credit, retriever)
+        new = self._credit(hit, credit, retriever, paged)
         if self.around is not None and hit.interval.kind == "turn":
             before, after = self.around(hit, len(CONTEXT_PREV), len(CONTEXT_NEXT))
             for others, shares in ((after, CONTEXT_NEXT), (before, CONTEXT_PREV)):
                 # At a page's ends there are fewer turns than shares.
                 for other, share in zip(others, shares, strict=False):
-                    self._credit(other, share * credit, "context")
+                    self._credit(other, share * credit, "context", paged)
         return new
 
     def follow(
@@ -189,20 +199,25 @@ class ResearchState:
         ranked = self.ranked()
         bar = self.effective(ranked[min(COVER_RANK, len(ranked) - 1)])
         if 0 < standing < bar:
-            lift = self.candidates[hit.interval.key].score * (bar / standing - 1)
+            cand = self.candidates[hit.interval.key]
+            lift = (cand.score + cand.unpaged) * (bar / standing - 1)
             self._credit_in_context(hit, lift, hit.retriever)
         self.covering[action.covers] = hit.interval.key
         return new
 
-    def _credit(self, hit: Hit, credit: float, retriever: str) -> int:
-        """Add ``credit`` to the hit's interval; 1 if the interval is new to the pool."""
+    def _credit(self, hit: Hit, credit: float, retriever: str, paged: bool = True) -> int:
+        """Add ``credit`` to the hit's interval (to what counts for its page too, if
+        ``paged``); 1 if the interval is new to the pool."""
         key = hit.interval.key
         cand = self.candidates.get(key)
         fresh = cand is None
         if cand is None:
             echo = is_echo(hit.session_id, hit.speaker, hit.excerpt)
             cand = self.candidates[key] = Candidate(hit=hit, first_step=self.step, echo=echo)
-        cand.score += credit
+        if paged:
+            cand.score += credit
+        else:
+            cand.unpaged += credit
         cand.retrievers.add(retriever)
         return int(fresh and retriever != "context")
 
@@ -210,11 +225,14 @@ class ResearchState:
         self, depth: int = 3, decay: float = 0.5, pool_weight: float = 0.5
     ) -> list[tuple[str, float]]:
         """Pages ranked by rank fusion of two views: whole-page BM25 votes, and the pages
-        of the best intervals found (decaying credit for a page's further intervals)."""
+        of the best intervals found (decaying credit for a page's further intervals; credit
+        that counts for intervals only, see Candidate.unpaged, left out)."""
         per_page: dict[str, list[float]] = {}
         best: dict[str, tuple[float, bool]] = {}  # each page's best score, and if an echo's
         for cand in self.candidates.values():
-            score = self.effective(cand)
+            if cand.score <= 0:
+                continue  # found only by searches that rank intervals
+            score = self.effective(cand, paged=True)
             per_page.setdefault(cand.hit.page_id, []).append(score)
             if score > best.get(cand.hit.page_id, (-1.0, False))[0]:
                 best[cand.hit.page_id] = (score, cand.echo)

@@ -9,13 +9,13 @@ from typing import Any, Literal
 
 from ..intervals import Interval
 
-PlanTool = Literal["bm25", "dense", "page_id"]
-PLAN_TOOLS = ("bm25", "dense", "page_id")
+PlanTool = Literal["bm25", "dense", "late", "page_id"]
+PLAN_TOOLS = ("bm25", "dense", "late", "page_id")
 
 
 @dataclass
 class PlanAction:
-    tool: str  # bm25 | dense | page_id
+    tool: str  # bm25 | dense | late (kbmem.late) | page_id
     query: str | None = None
     page_ids: list[str] = field(default_factory=list)
     k: int = 10
