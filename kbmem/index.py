@@ -57,7 +57,7 @@ from . import embedder
 from .errors import Cancelled, StorageError, ValidationError
 from .ids import check_tenant
 from .intervals import Interval, IntervalText, cut_page
-from .late import LATE_FILE, PieceTable, query_pieces
+from .late import LATE_DELTA_FILE, LATE_FILE, PieceTable, query_pieces
 from .pages import parse_page
 from .pagestore import PageStore
 from .postings import (
@@ -93,6 +93,10 @@ INDEX_FORMAT = 9
 SEGMENT_DOCS = 2000  # intervals embedded per step of a build (and per progress report)
 DELTA_MAX = 4096  # vectors kept beside the base graph before they are folded into it
 DELTA_SHARE = 0.05  # ...or this share of the base graph, whichever is larger
+# Intervals whose word pieces (kbmem.late) are kept beside the base table before they are
+# folded into a new one (or DELTA_SHARE of the base): a sync rewrites the delta, about 30 KB
+# an interval.
+LATE_DELTA_MAX = 512
 EXACT_MAX = 4096  # filtered dense searches over at most this many intervals are exact
 # ...and the vectors of this many recent filters are kept (6 MB per 4,096 vectors; on LoCoMo an
 # interval has 3.6 vectors on average, about 22 MB for a filter of EXACT_MAX intervals)
@@ -255,6 +259,10 @@ class Generation:
                 raise StorageError("the vector index's size differs from its meta")
             if int(vec["delta"]) and not (path / "delta.npz").is_file():
                 raise StorageError("the vector delta is missing")
+            late = self.meta["late"]
+            for name, count in ((LATE_FILE, late["base"]), (LATE_DELTA_FILE, late["delta"])):
+                if int(count) and not (path / name).is_file():
+                    raise StorageError(f"the word-piece vectors {name} are missing")
         except OtherFormat:
             raise
         except StorageError as exc:
@@ -274,14 +282,27 @@ class Generation:
             OrderedDict()
         )
         self._base_ids: np.ndarray | None = None  # every vector label of the base graph
-        self._pieces: PieceTable | None = None
+        self._pieces: tuple[PieceTable, PieceTable] | None = None
 
-    def pieces(self) -> PieceTable:
-        """The word-piece vectors of the generation's intervals (kbmem.late), read once."""
+    def pieces(self) -> tuple[PieceTable, PieceTable]:
+        """The word-piece vectors (kbmem.late) of the base table and of the delta, read once
+        and checked against the meta's counts."""
         with self._lock:
             if self._pieces is None:
-                self._pieces = PieceTable.load(self.path / LATE_FILE, self.count)
+                late = self.meta["late"]
+                self._pieces = (
+                    PieceTable.load(self.path / LATE_FILE, int(late["base"])),
+                    PieceTable.load(self.path / LATE_DELTA_FILE, int(late["delta"])),
+                )
             return self._pieces
+
+    def pieces_of(self, label: int) -> np.ndarray | None:
+        """The word-piece vectors of interval ``label``, wherever they are kept."""
+        for table in self.pieces():
+            found = table.pieces_of(label)
+            if found is not None:
+                return found
+        return None
 
     @property
     def commit(self) -> str | None:
@@ -695,7 +716,9 @@ class TenantIndex:
             for i in range(0, len(flat), step):
                 vectors, found = embed_texts_with_pieces(flat[i : i + step])
                 chunks.append(vectors)
-                pieces += [p for n, p in enumerate(found, start=i) if n in firsts]
+                pieces += [
+                    p.astype(np.float16) for n, p in enumerate(found, start=i) if n in firsts
+                ]
                 if progress:
                     finished = int(np.searchsorted(ends, min(i + step, len(flat)), side="right"))
                     progress(done + finished, total or len(counts))
@@ -766,6 +789,7 @@ class TenantIndex:
             raise
         ix.close()
         PieceTable.of(list(range(len(items))), pieces).save(path / LATE_FILE)
+        late = {"base": len(items), "delta": 0}
         vec: dict[str, Any] = {"base_count": 0, "capacity": capacity, "delta": 0, "dead": 0}
         if items:
             vec.update(save_base(vectors, path / "vectors.hnsw"))
@@ -780,6 +804,7 @@ class TenantIndex:
                 "count": len(items),
                 "next_label": len(items),
                 "vectors": vec,
+                "late": late,
             },
             cancel,
         )
@@ -842,10 +867,7 @@ class TenantIndex:
             raise
         count = ix.doc_count()
         ix.close()
-        kept, kept_pieces = gen.pieces().without(dropped_arr)
-        PieceTable.of(kept + list(range(first, first + len(items))), kept_pieces + pieces).save(
-            path / LATE_FILE
-        )
+        meta["late"] = self._next_pieces(gen, path, dropped_arr, first, pieces)
 
         base_count = int(vec["base_count"])
         if len(delta_labels) + len(dead) > max(DELTA_MAX, DELTA_SHARE * base_count):
@@ -868,6 +890,36 @@ class TenantIndex:
             len(dropped),
         )
 
+    def _next_pieces(
+        self,
+        gen: Generation,
+        path: Path,
+        dropped: np.ndarray,
+        first: int,
+        pieces: list[np.ndarray],
+    ) -> dict[str, int]:
+        """The word-piece tables of the generation after ``gen``, written to ``path``: the
+        base shared by hard link and the delta rewritten with the new intervals (labels from
+        ``first``), or, once the delta outgrows LATE_DELTA_MAX intervals or DELTA_SHARE of
+        the base, one new base of the live intervals. Returns the meta's counts."""
+        base, delta = gen.pieces()
+        kept, kept_pieces = delta.without(dropped)
+        labels = kept + list(range(first, first + len(pieces)))
+        if len(labels) > max(LATE_DELTA_MAX, DELTA_SHARE * len(base)):
+            live = gen.view().live_label_set() - set(dropped.tolist())
+            base_kept, base_pieces = base.without(
+                np.array([x for x in base.labels.tolist() if x not in live], dtype=np.int64)
+            )
+            PieceTable.of(base_kept + labels, base_pieces + kept_pieces + pieces).save(
+                path / LATE_FILE
+            )
+            return {"base": len(base_kept) + len(labels), "delta": 0}
+        if len(base):
+            _link(gen.path / LATE_FILE, path / LATE_FILE)
+        if labels:
+            PieceTable.of(labels, kept_pieces + pieces).save(path / LATE_DELTA_FILE)
+        return {"base": len(base), "delta": len(labels)}
+
     def _embed_reusing(
         self,
         gen: Generation,
@@ -881,9 +933,8 @@ class TenantIndex:
         known: dict[str, np.ndarray] = {}
         known_pieces: dict[str, np.ndarray] = {}
         if dropped_docs:
-            old = gen.pieces()
             for doc in dropped_docs:
-                found = old.pieces_of(int(doc["label"]))
+                found = gen.pieces_of(int(doc["label"]))
                 if found is not None:
                     known_pieces[doc["content"]] = found
             delta_labels, delta_vectors, _dead = gen.delta()
@@ -1224,14 +1275,18 @@ class TenantIndex:
         allowed = self._allowed_docs(gen, flt)
         if allowed is not None and len(allowed) == 0:
             return []
-        table = gen.pieces()
         wanted = query_pieces(query)
         if not len(wanted):
             return []
         view = gen.view()
-        labels = table.labels if allowed is None else np.sort(view.labels[allowed])
-        scores = table.scores(wanted, None if allowed is None else labels)
-        docs = view.docs_of(labels)
+        base, delta = gen.pieces()
+        if allowed is None:
+            labels = np.concatenate([base.labels, delta.labels])
+            scores = np.concatenate([base.scores(wanted), delta.scores(wanted)])
+        else:  # (a label is in one table or the other: the other scores it 0)
+            labels = np.sort(view.labels[allowed])
+            scores = base.scores(wanted, labels) + delta.scores(wanted, labels)
+        docs = view.docs_of(labels)  # -1 for an interval that died since the base was made
         keep = (docs >= 0) & (scores > 0)
         return self._ranked(gen, docs[keep], scores[keep].astype(np.float64), k, "late")
 

@@ -10,9 +10,13 @@ interaction for 0.51 (BM25: 0.28; open-domain questions 0.23 and 0.47). "What ma
 John done?" finds "kick ##box ##ing" near "martial" and "arts", where the pooled vector of a
 long turn about his week does not.
 
-A generation keeps its intervals' piece vectors in ``late.npz`` (float16; a label's rows from
-``starts[i]`` to ``starts[i + 1]``), and a search scores every live interval: on LoCoMo's
-longest conversation, 16,628 pieces of 419 turns, a search takes about 10 ms."""
+A generation keeps its intervals' piece vectors as the vectors are kept: a base table
+``late.npz`` (float16; a label's rows from ``starts[i]`` to ``starts[i + 1]``), shared by hard
+link with the generations after it, and a small ``late-delta.npz`` of the intervals added since;
+an incremental sync rewrites only the delta, and folds it into a new base once it grows. An
+interval that died stays in the base until then (a search keeps to live intervals). A search
+scores every interval: on LoCoMo's longest conversation, 16,628 pieces of 419 turns, about
+10 ms."""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from .errors import StorageError
 from .vectors import read_query
 
 LATE_FILE = "late.npz"
+LATE_DELTA_FILE = "late-delta.npz"
 # Words that carry no content of their own: a query's pieces of these are not scored (every
 # turn has a piece near "the" or "did").
 FUNCTION_WORDS = frozenset(
@@ -63,9 +68,7 @@ class PieceTable:
         sizes = np.array([len(pieces[i]) for i in order], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         rows = [pieces[i] for i in order if len(pieces[i])]
-        vectors = (
-            np.vstack(rows).astype(np.float32) if rows else np.zeros((0, embedder.DIM), np.float32)
-        )
+        vectors = np.vstack(rows) if rows else np.zeros((0, embedder.DIM), np.float16)
         return cls(np.asarray(labels, dtype=np.int64)[order], starts, vectors)
 
     def __len__(self) -> int:
@@ -95,13 +98,16 @@ class PieceTable:
 
     @classmethod
     def load(cls, path: Path, count: int) -> PieceTable:
-        """The table saved at ``path``, checked to hold ``count`` intervals and to be whole."""
+        """The table saved at ``path``, checked to hold ``count`` intervals and to be whole
+        (an empty table need not be saved)."""
+        if count == 0 and not path.exists():
+            return cls.empty()
         try:
             with np.load(path, allow_pickle=False) as data:
                 table = cls(
                     data["labels"].astype(np.int64),
                     data["starts"].astype(np.int64),
-                    data["vectors"].astype(np.float32),
+                    data["vectors"].astype(np.float32),  # float32 products are the fast ones
                 )
         except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
             raise StorageError(f"the word-piece vectors {path} are damaged: {exc}") from exc

@@ -264,10 +264,12 @@ def test_incremental_sync_equals_full_rebuild(
         folding = TenantIndex(follow(kb, tmp_path / "folding"), ACME)
         with monkeypatch.context() as m:
             m.setattr(index_module, "DELTA_MAX", 0)
+            m.setattr(index_module, "LATE_DELTA_MAX", 0)
             m.setattr(index_module, "DELTA_SHARE", 0.0)
             assert folding.sync().mode == mode, where
         vec = folding.current().meta["vectors"]
         assert vec["delta"] == 0 and vec["dead"] == 0, where
+        assert folding.current().meta["late"]["delta"] == 0, where
         full = TenantIndex(follow(kb, tmp_path / "full"), ACME)
         assert full.sync(full=True).mode == "full"
         expected = snapshot(full)
@@ -285,9 +287,14 @@ def test_incremental_sync_equals_full_rebuild(
     ingest(kb, session(GLOBEX, "g-crane", CRANE_TURNS))
     check("other tenant's commit", changed=0)
 
-    # 2. Add a session.
+    # 2. Add a session: its word pieces are kept beside the base table, which is not
+    #    rewritten (the new generation links it).
+    base = index.current().meta["late"]["base"]
     ingest(kb, session(ACME, "s-budget", BUDGET_TURNS, classification="secret"))
     check("add a session", changed=1)
+    late = index.current().meta["late"]
+    assert late["base"] == base and late["delta"] == len(BUDGET_TURNS), late
+    assert (index.current().path / "late.npz").stat().st_nlink > 1
 
     # 3. Edit: the session again with a reworded and an extra turn (its page is modified),
     #    and the crane note edited by hand, committed with plain git.
