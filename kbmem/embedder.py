@@ -204,10 +204,11 @@ def read_query(text: str) -> QueryReading:
             _queries.move_to_end(text)
     if owner:
         try:
-            vectors, pieces = embed_with_pieces([text])
+            clean = SURROGATE.sub("\ufffd", text)  # (see embed)
+            vectors, pieces = embed_with_pieces([clean])
             # The model's own tokenizing, with the settings it encodes with (the tokenizer is
             # shared by threads, and a call with other settings changes it under them).
-            ids = _load().preprocess([text])["input_ids"][0].tolist()
+            ids = _load().preprocess([clean])["input_ids"][0].tolist()
             names = tuple(_load().tokenizer.convert_ids_to_tokens(ids)[1:-1])
             future.set_result(QueryReading(vectors[0], pieces[0], names[: len(pieces[0])]))
         except BaseException as exc:

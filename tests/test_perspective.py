@@ -132,12 +132,13 @@ def test_the_researcher_plans_a_search_in_the_speakers_voice(researcher: Researc
     voiced_actions = [a for a in plan.data["actions"] if a.get("speaker")]
     assert voiced_actions == [
         {
-            "tool": "dense",
-            "k": voiced_actions[0]["k"],
+            "tool": tool,
+            "k": voiced_actions[n]["k"],
             "query": "martial arts I done",
-            "note": "what John would have said about it, among their own turns",
+            "note": "what John would have said about it, among their own turns" + suffix,
             "speaker": "John",
         }
+        for n, (tool, suffix) in enumerate((("dense", ""), ("late", ", word by word")))
     ]
     call = plan.data["actions"].index(voiced_actions[0])
     [result] = [
@@ -156,8 +157,9 @@ def test_a_request_naming_two_speakers_is_searched_in_the_first_ones_voice(
     briefing = researcher.research("What did Maria tell John about martial arts?")
     [plan] = [e for e in briefing.trace if e.kind == "plan" and e.step == 0]
     voiced_actions = [a for a in plan.data["actions"] if a.get("speaker")]
-    assert [(a["query"], a["speaker"]) for a in voiced_actions] == [
-        ("I tell you about martial arts", "Maria")
+    assert [(a["tool"], a["query"], a["speaker"]) for a in voiced_actions] == [
+        ("dense", "I tell you about martial arts", "Maria"),
+        ("late", "I tell you about martial arts", "Maria"),
     ]
     assert "documentary about martial arts" in " ".join(e.excerpt for e in briefing.evidence)
 
