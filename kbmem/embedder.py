@@ -129,23 +129,22 @@ def preload() -> None:
     _load()
 
 
-def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:
-    """Unit-length float32 vectors, one row per text (the model reads the first 256 word
-    pieces of each)."""
-    if not texts:
-        return np.zeros((0, DIM), dtype=np.float32)
+def _encode(texts: list[str], batch_size: int, **how: Any) -> Any:
+    """The model's ``encode`` of ``texts`` (on every core for bulk work, see ``bulk``)."""
     # A lone surrogate (bytes that were not UTF-8) is no character: the tokenizer raises on
     # it, and an index takes an error while it is read for damage, and rebuilds itself.
     texts = [SURROGATE.sub("\ufffd", t) if SURROGATE.search(t) else t for t in texts]
     model = _load()
     with bulk(len(texts)):
-        vectors = model.encode(
-            texts,
-            batch_size=batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        return model.encode(texts, batch_size=batch_size, show_progress_bar=False, **how)
+
+
+def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:
+    """Unit-length float32 vectors, one row per text (the model reads the first 256 word
+    pieces of each)."""
+    if not texts:
+        return np.zeros((0, DIM), dtype=np.float32)
+    vectors = _encode(texts, batch_size, normalize_embeddings=True, convert_to_numpy=True)
     return np.asarray(vectors, dtype=np.float32)
 
 
@@ -158,15 +157,7 @@ def embed_with_pieces(
     vector of a text is the mean of its piece vectors ([CLS] and [SEP] in), made unit length."""
     if not texts:
         return np.zeros((0, DIM), dtype=np.float32), []
-    texts = [SURROGATE.sub("\ufffd", t) if SURROGATE.search(t) else t for t in texts]
-    model = _load()
-    with bulk(len(texts)):
-        outputs = model.encode(
-            texts,
-            batch_size=batch_size,
-            output_value="token_embeddings",
-            show_progress_bar=False,
-        )
+    outputs = _encode(texts, batch_size, output_value="token_embeddings")
     vectors = np.zeros((len(texts), DIM), dtype=np.float32)
     pieces: list[np.ndarray] = []
     for n, rows in enumerate(outputs):
