@@ -52,6 +52,7 @@ import hnswlib
 import numpy as np
 from whoosh import index as whoosh_index
 from whoosh.reading import SegmentReader
+from whoosh.support.levenshtein import distance
 
 from . import embedder
 from .errors import Cancelled, StorageError, ValidationError
@@ -103,6 +104,13 @@ EXACT_MAX = 4096  # filtered dense searches over at most this many intervals are
 FILTERED_CACHE = 8
 BM25_B = 0.75
 BM25_K1 = 1.2
+# A keyword search reads a query term that no interval holds as the nearest term that some do
+# ("fesetival" as "festival", "reccomended" as "recommended"): one edit away for a term of
+# SPELL_ONE characters or more (as the index spells it, stemmed), two for SPELL_TWO or more,
+# the first letter kept. Shorter terms have too many neighbours to guess from ("Greene" is
+# one edit from "greet"), so they are left as asked.
+SPELL_ONE = 6
+SPELL_TWO = 9
 
 
 def page_idf(pages: int, having: int) -> float:
@@ -283,6 +291,7 @@ class Generation:
         )
         self._base_ids: np.ndarray | None = None  # every vector label of the base graph
         self._pieces: tuple[PieceTable, PieceTable] | None = None
+        self._spelled: dict[str, str] = {}
 
     def pieces(self) -> tuple[PieceTable, PieceTable]:
         """The word-piece vectors (kbmem.late) of the base table and of the delta, read once
@@ -404,6 +413,31 @@ class Generation:
             with self._lock:
                 self._speakers = found
         return list(found)
+
+    def spelled(self, term: str) -> str:
+        """``term`` (analyzed) if a live interval holds it, else the term within SPELL_ONE or
+        SPELL_TWO's edits (see there) that the most live intervals hold, nearest first, or
+        ``term`` itself if there is none."""
+        with self._lock:
+            found = self._spelled.get(term)
+        if found is not None:
+            return found
+        found = term
+        most = 2 if len(term) >= SPELL_TWO else 1 if len(term) >= SPELL_ONE else 0
+        if most and not any(ch.isdigit() for ch in term) and not self.doc_frequency(term):
+            reader = self.searcher().reader()
+            best: tuple[int, int, str] | None = None
+            for near in reader.terms_within("text", term, most, prefix=1):
+                near = near.decode("utf-8") if isinstance(near, bytes) else str(near)
+                if near == term or not (count := self.doc_frequency(near)):
+                    continue
+                rank = (distance(near, term, limit=most), -count, near)
+                best = rank if best is None else min(best, rank)
+            if best is not None:
+                found = best[2]
+        with self._lock:
+            self._spelled[term] = found
+        return found
 
     def doc_frequency(self, term: str, fieldname: str = "text") -> int:
         """How many live intervals hold ``term`` (an analyzed term)."""
@@ -1108,7 +1142,7 @@ class TenantIndex:
         terms = analyze(query)
         if not terms:
             return []
-        return self._guarded(lambda gen: self._bm25(gen, terms, k, flt))
+        return self._guarded(lambda gen: self._bm25(gen, [gen.spelled(t) for t in terms], k, flt))
 
     def _bm25(self, gen: Generation, terms: list[str], k: int, flt: dict[str, str]) -> list[Hit]:
         if gen.count == 0:
@@ -1143,7 +1177,9 @@ class TenantIndex:
         terms = analyze(query)
         if not terms:
             return []
-        return self._guarded(lambda gen: self._bm25_pages(gen, terms, k, flt))
+        return self._guarded(
+            lambda gen: self._bm25_pages(gen, [gen.spelled(t) for t in terms], k, flt)
+        )
 
     def _bm25_pages(
         self, gen: Generation, terms: list[str], k: int, flt: dict[str, str]

@@ -1055,6 +1055,37 @@ def test_a_compound_is_found_with_or_without_its_hyphen(
         assert [h.page_id for h in toolkit.bm25(query, 3)] == ["notes/rest.md"], query
 
 
+def test_a_misspelt_word_is_searched_as_the_nearest_word_memory_holds(
+    two_tenants: KnowledgeBase, tmp_path: Path
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    write(
+        kb,
+        f"tenants/{ACME}/notes/events.md",
+        "The harbour festival opens on Friday; we greet the pilots at the quay.\n\n"
+        "Recommended reading for new crew: the mooring handbook.\n",
+    )
+    git(kb, "add", f"tenants/{ACME}/notes/events.md")
+    git(kb, "commit", "-q", "-m", "events note")
+    toolkit = Toolkit(kb, ACME)
+    # One edit away ("fesetival"), two in a long word ("reccomended"): each finds its
+    # paragraph, by interval and by page.
+    for query, words in (("fesetival", "festival"), ("reccomended", "Recommended")):
+        hits = toolkit.bm25(query, 5)
+        assert hits and all(h.page_id == "notes/events.md" for h in hits), query
+        assert words in hits[0].excerpt, query
+        assert [p for p, _s in toolkit.bm25_pages(query, 5)] == ["notes/events.md"], query
+    # A short word is not guessed at: "Greene" is one edit from "greet".
+    assert toolkit.bm25("Greene", 5) == []
+    # A word memory holds is searched as it is, and a word with no near neighbour finds
+    # nothing.
+    assert toolkit.index.ensure_synced().spelled("greet") == "greet"
+    assert toolkit.bm25("zyzzyvaquokka", 5) == []
+    # The nearest word comes from the tenant's own memory only: the other tenant holds no
+    # festival, and its search finds nothing (nor learns that one exists elsewhere).
+    assert Toolkit(kb, GLOBEX).bm25("fesetival", 5) == []
+
+
 def test_a_huge_turn_comes_back_as_a_short_excerpt_and_whole_by_its_interval(
     two_tenants: KnowledgeBase, tmp_path: Path
 ) -> None:
