@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import itertools
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -14,6 +16,7 @@ from .pages import Page, parse_page
 from .store import CommitInfo, KnowledgeBase
 
 log = logging.getLogger("kbmem")
+LISTINGS_KEPT = 4  # commits whose page listing a store keeps (see PageStore.files)
 
 
 def tenant_prefix(tenant: str) -> str:
@@ -86,6 +89,8 @@ class PageStore:
         self.kb = kb
         self.tenant = check_tenant(tenant)
         self.prefix = tenant_prefix(tenant)
+        self._listings: OrderedDict[str, dict[str, tuple[str, str]]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def path_of(self, page_id: str) -> str:
         return self.prefix + page_relpath(page_id)
@@ -96,13 +101,28 @@ class PageStore:
         return page_id_for(path[len(self.prefix) :])
 
     def files(self, rev: str = "HEAD") -> dict[str, tuple[str, str]]:
-        """``{page_id: (path, blob id)}`` of every page of the tenant at ``rev``."""
+        """``{page_id: (path, blob id)}`` of every page of the tenant at ``rev``. A commit's
+        listing never changes, and walking its tree costs more than anything else a research
+        request reads from git (every plan looks up the pages of a few sessions): the last
+        few listings are kept, by commit id."""
+        if self.kb.head() is None:
+            return {}
+        commit = self.kb.resolve(rev)
+        with self._lock:
+            found = self._listings.get(commit)
+            if found is not None:
+                self._listings.move_to_end(commit)
+                return dict(found)
         out = {}
-        for path, blob in self.kb.list_files(self.prefix, rev).items():
+        for path, blob in self.kb.list_files(self.prefix, commit).items():
             page_id = self.page_id_of(path)
             if page_id:
                 out[page_id] = (path, blob)
-        return out
+        with self._lock:
+            self._listings[commit] = out
+            while len(self._listings) > LISTINGS_KEPT:
+                self._listings.popitem(last=False)
+        return dict(out)
 
     def record(self, page_id: str, path: str, blob: str, commit: str) -> PageRecord:
         """The page ``page_id``, stored at ``path`` as ``blob`` in ``commit`` (as

@@ -459,3 +459,21 @@ def test_names_that_look_like_patterns_touch_only_themselves(empty_kb: Knowledge
     assert git(root, "show", "HEAD:notes/*.md") == "star\n"
     assert git(root, "show", "HEAD::(glob)x.md") == "magic\n"
     assert "notes/*.md" not in status(root) and "glob" not in status(root)
+
+
+def test_a_page_listing_is_the_commits_own_and_the_callers_copy(empty_kb: KnowledgeBase) -> None:
+    from kbmem.pagestore import PageStore
+
+    store = PageStore(empty_kb, "default")
+    assert store.files() == {}
+    first = empty_kb.commit_files({NOTE: b"# A\n"}, "Add a")
+    listed = store.files()
+    assert set(listed) == {"notes/a.md"}
+    listed.clear()  # what a caller does with its listing is its own affair
+    assert set(store.files()) == {"notes/a.md"}
+    empty_kb.commit_files({"tenants/default/notes/b.md": b"# B\n"}, "Add b")
+    # A new commit is listed anew; an older one still lists what it held.
+    assert set(store.files()) == {"notes/a.md", "notes/b.md"}
+    assert set(store.files(first)) == {"notes/a.md"}
+    with pytest.raises(NotFound):
+        store.files("no-such-revision")

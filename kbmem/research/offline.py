@@ -22,7 +22,7 @@ from ..memo import STOPWORDS
 from ..pages import TURN_HEADER, unescape_line
 from ..textutil import CAPITAL, CLAUSE_BREAK, PIECE_BREAK, count_tokens, truncate_tokens
 from .answer_types import answer_type, merit
-from .state import Candidate, ResearchState, holds_as_asked
+from .state import Candidate, ResearchState, holds_as_asked, term_set
 from .types import IntegrationState, PlanAction, ReflectionDecision
 
 if TYPE_CHECKING:
@@ -517,7 +517,7 @@ class OfflineEngine:
             return []
         scored = []
         for _date, sid, memo in memory:
-            hits = wanted & set(analyze(memo))
+            hits = wanted & term_set(memo)
             if len(hits) >= 2 or (len(wanted) == 1 and hits):
                 scored.append((len(hits), sid))
         scored.sort(reverse=True)

@@ -43,7 +43,9 @@ Around = Callable[[Hit, int, int], tuple[list[Hit], list[Hit]]]
 
 
 @lru_cache(maxsize=4096)
-def _terms(text: str) -> frozenset[str]:
+def term_set(text: str) -> frozenset[str]:
+    """The text's terms as the index spells them, read once for texts that every request
+    reads again (excerpts, memos)."""
     return frozenset(analyze(text))
 
 
@@ -51,8 +53,8 @@ def holds_as_asked(text: str, word: str, asked_with: list[str]) -> bool:
     """Whether ``text`` holds ``word`` as a request asks it: with one of ``asked_with`` (the
     other terms of the part of the request that asks it), where that part has others.
     (Reflection asks this of the same few excerpts for each of the request's words.)"""
-    terms = _terms(text)
-    return _terms(word) <= terms and (not asked_with or not terms.isdisjoint(asked_with))
+    terms = term_set(text)
+    return term_set(word) <= terms and (not asked_with or not terms.isdisjoint(asked_with))
 
 
 @dataclass
