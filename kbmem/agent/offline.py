@@ -250,7 +250,9 @@ class OfflineAgent:
 
     @staticmethod
     def unknown_words(ctx: TurnContext) -> list[str]:
-        """The question's content words that no interval of memory contains."""
+        """The question's content words that no interval of memory contains; one that the
+        keyword search read as a near word memory does hold (a misspelling, see
+        kbmem.index.SPELL_ONE) says so, or the reader would take the answer for a miss."""
         asked = without_cue(ctx.message)
         words = [w for w in re.findall(r"[\w'’-]+", asked) if w.lower() not in MODIFIERS]
         words = [w for w in words if w.lower() not in QUESTION_WORDS]
@@ -258,8 +260,16 @@ class OfflineAgent:
         flat = sorted({t for ts in terms.values() for t in ts})
         if not flat:
             return []
-        stats = ctx.tools.toolkit.term_stats(flat)
-        return [w for w, ts in terms.items() if ts and all(stats.get(t, 0) == 0 for t in ts)]
+        toolkit = ctx.tools.toolkit
+        stats = toolkit.term_stats(flat)
+        unknown = [w for w, ts in terms.items() if ts and all(stats.get(t, 0) == 0 for t in ts)]
+        gen = toolkit.index.serving()
+        return [
+            f"{w} (searched as the nearest word it holds)"
+            if any(gen.spelled(t) != t for t in terms[w])
+            else w
+            for w in unknown
+        ]
 
     def select(
         self, ctx: TurnContext, briefing: BriefingContext, stated: bool = False
