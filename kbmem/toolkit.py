@@ -299,6 +299,14 @@ class Toolkit:
         stats["__total__"] = gen.count
         return stats
 
+    def spellings(self, terms: list[str]) -> dict[str, str]:
+        """Each of ``terms`` (analyzed) that no interval holds, mapped to the near term that
+        the keyword search reads it as (see kbmem.index.Generation.spelled); terms memory
+        holds, and those it holds nothing near, are left out."""
+        gen = self.index.ensure_synced()
+        found = {t: gen.spelled(t) for t in terms}
+        return {t: near for t, near in found.items() if near != t}
+
     # -- intervals --------------------------------------------------------------------------
 
     def file_text(self, path: str, commit: str) -> str:

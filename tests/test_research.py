@@ -278,6 +278,31 @@ def test_a_word_named_as_missing_is_not_in_the_evidence_as_asked(researcher, req
         assert not briefing.partial
 
 
+def test_a_word_memory_lacks_is_named_and_a_misspelt_one_judged_as_memory_spells_it(researcher):
+    """A briefing about something memory never mentions said nothing of it: eight pages of
+    the nearest evidence, no open question. And a misspelt word counted against the words
+    asked beside it: with "schedular", "tide-window" was named as not found above turns
+    about the tide-window scheduler, because no turn held it beside the word as typed."""
+    briefing = researcher.research("Who maintains the zorbulator and the tide-window schedular?")
+    questions = " | ".join(briefing.open_questions)
+    assert "Memory never mentions: 'zorbulator'" in questions
+    assert "'schedular' as 'scheduler'" in questions
+    assert "tide-window" not in questions and "'schedular'," not in questions
+    assert any("tide-window scheduler" in e.excerpt for e in briefing.evidence)
+    reflected = [e for e in briefing.trace if e.kind == "reflect"]
+    assert reflected and all("tide-window" not in (e.data["reason"] or "") for e in reflected)
+    assert briefing.tokens_used <= 1500
+
+    lacking = researcher.research(
+        "What did we decide about Kubernetes autoscaling?", max_tokens=120
+    )
+    assert lacking.open_questions[-1] == "Memory never mentions: 'Kubernetes', 'autoscaling'"
+    assert lacking.tokens_used <= 120
+    # Words memory holds, as typed, are neither named nor read as others.
+    held = researcher.research("Who maintains the tide-window scheduler?")
+    assert not any("never mentions" in q or "nearest" in q for q in held.open_questions)
+
+
 def test_llm_plan_schema_rejects_invented_pages(example_kb):
     engine = LLMEngine(
         Researcher(example_kb, "default").toolkit,

@@ -25,6 +25,7 @@ from ..research.offline import (
     statement,
     superseded_on,
 )
+from ..research.reading import read_request
 from ..research.types import BriefingContext, EvidenceItem
 from ..sessions import is_chat, is_own_answer, is_request, is_statement, without_cue
 from ..textutil import CAPITAL, truncate_tokens
@@ -250,26 +251,16 @@ class OfflineAgent:
 
     @staticmethod
     def unknown_words(ctx: TurnContext) -> list[str]:
-        """The question's content words that no interval of memory contains; one that the
-        keyword search read as a near word memory does hold (a misspelling, see
-        kbmem.index.SPELL_ONE) says so, or the reader would take the answer for a miss."""
+        """The question's content words that no interval of memory contains, in the order
+        asked; one that the keyword search read as a near word memory does hold (a
+        misspelling, see kbmem.research.reading) says so, or the reader would take the
+        answer for a miss."""
         asked = without_cue(ctx.message)
-        words = [w for w in re.findall(r"[\w'’-]+", asked) if w.lower() not in MODIFIERS]
-        words = [w for w in words if w.lower() not in QUESTION_WORDS]
-        terms = {w: analyze(w) for w in words}
-        flat = sorted({t for ts in terms.values() for t in ts})
-        if not flat:
-            return []
-        toolkit = ctx.tools.toolkit
-        stats = toolkit.term_stats(flat)
-        unknown = [w for w, ts in terms.items() if ts and all(stats.get(t, 0) == 0 for t in ts)]
-        gen = toolkit.index.serving()
-        return [
-            f"{w} (searched as the nearest word it holds)"
-            if any(gen.spelled(t) != t for t in terms[w])
-            else w
-            for w in unknown
+        reading = read_request(ctx.tools.toolkit, asked, QUESTION_WORDS | MODIFIERS)
+        words = reading.unknown + [
+            f"{w} (searched as the nearest word it holds)" for w in reading.near
         ]
+        return sorted(words, key=lambda w: asked.find(w.split(" (", 1)[0]))
 
     def select(
         self, ctx: TurnContext, briefing: BriefingContext, stated: bool = False

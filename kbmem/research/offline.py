@@ -22,6 +22,7 @@ from ..memo import STOPWORDS
 from ..pages import TURN_HEADER, unescape_line
 from ..textutil import CAPITAL, CLAUSE_BREAK, PIECE_BREAK, count_tokens, truncate_tokens
 from .answer_types import answer_type, merit
+from .reading import Reading
 from .state import Candidate, ResearchState, holds_as_asked, term_set
 from .types import IntegrationState, PlanAction, ReflectionDecision
 
@@ -601,16 +602,20 @@ class OfflineEngine:
             )
         covering = [state.candidates[k] for k in state.covering.values() if k in state.candidates]
         texts = [cand.hit.excerpt for cand in top + covering]
-        terms = content_terms(request)
+        # Judged by the words as memory holds them: "schedular" is covered where "scheduler"
+        # is (see kbmem.research.reading). Searches still name the request's own entities.
+        reading = state.reading or Reading(request)
+        judged = reading.text
+        terms = content_terms(judged)
         shares = self.term_shares(terms)
         # In a request that asks several things, a term counts as covered where the evidence
         # holds it as the request asks it (see holds_as_asked): "maintained by the office"
         # does not cover "maintains" in "who maintains the tide-window scheduler and when is
         # the offsite?". In a request that asks one thing, anywhere (the stricter test there
         # searched for more words, and cost LoCoMo four questions' evidence turns).
-        parts = request_parts(request)
+        parts = request_parts(judged)
         several = len(parts) > 1
-        words = spelled(terms, request)
+        words = spelled(terms, judged)
         with_ = {w: asked_with(parts, w) if several else [] for w in words}
         missing = [
             word
@@ -634,7 +639,7 @@ class OfflineEngine:
                     "bm25",
                     query,
                     k=self.k,
-                    note=f"a term not covered yet: {word}",
+                    note=f"a term not covered yet: {reading.typed(word)}",
                     covers=word if several else "",
                     covers_with=with_[word],
                 )
@@ -649,8 +654,9 @@ class OfflineEngine:
         # What is missing, as the briefing's open questions say it ("Not found in the
         # evidence: the words ..."): the words themselves, which memory may hold in others.
         if missing:
-            missing_info = "the words " + ", ".join(f"'{w}'" for w in missing)
-            reason = f"not yet covered: {', '.join(missing)}"
+            typed = [reading.typed(w) for w in missing]
+            missing_info = "the words " + ", ".join(f"'{w}'" for w in typed)
+            reason = f"not yet covered: {', '.join(typed)}"
         else:
             missing_info = "what the names and relations in the evidence lead to"
             reason = "following entities the evidence introduced"

@@ -19,7 +19,8 @@ from ..store import KnowledgeBase
 from ..textutil import count_tokens, truncate_tokens
 from ..toolkit import Toolkit, rank_pages
 from .briefing import fit_list, select_evidence
-from .offline import OfflineEngine, asked_with, request_parts
+from .offline import QUESTION_WORDS, OfflineEngine, asked_with, request_parts
+from .reading import Reading, read_request
 from .state import ResearchState, holds_as_asked
 from .types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
 
@@ -45,6 +46,7 @@ PAGE_VOTE_WEIGHT = {"bm25": 1.0, "dense": 0.6}
 # 0.34; nonsense queries reach about 0.23), and a briefing built on them would pretend memory
 # knew something.
 DENSE_FLOOR = 0.3
+READ_FROM = 20  # best intervals whose words show how memory writes a word read as a near one
 # ...unless none of the request's words occurs in memory at all: then a semantic match alone
 # must be clearly near. A sentence has a vector of its own (see kbmem.index), and the fewer
 # words a vector holds, the nearer chance brings it: "zyzzyva quokka xylophone" reaches 0.377
@@ -139,6 +141,7 @@ class Researcher:
         # for, the cue found "Quick one today" and was named as missing from the evidence.
         asked = without_cue(request)
         state = ResearchState(asked, around=self.toolkit.around, max_pages=budgets.max_pages)
+        state.reading = read_request(self.toolkit, asked, QUESTION_WORDS)
         floors = self._floors(asked)
         down: list[str] = []  # why the model was unreachable, once it was
         actions = self._engine_call("plan", emit, 0, down, asked, memory, state)
@@ -343,8 +346,13 @@ class Researcher:
         summary = _summary(state, integration.briefing_draft)
         summary = truncate_tokens(summary, summary_budget)
         missing = _open_question(partial, budgets.max_depth, decision.missing_info)
+        reading = state.reading or Reading(state.request)
+        # A word read under a near spelling is shown as the best intervals found write it.
+        read = reading.open_questions([c.hit.excerpt for c in state.ranked()[:READ_FROM]])
         written = count_tokens(summary) + sum(count_tokens(f) for f in facts)
-        overhead = written + sum(count_tokens(q) for q in integration.open_questions + missing)
+        overhead = written + sum(
+            count_tokens(q) for q in integration.open_questions + missing + read
+        )
         evidence = select_evidence(
             self.toolkit, state, max(0, budgets.max_tokens - overhead), facts
         )
@@ -355,7 +363,7 @@ class Researcher:
             # (Here a request that asks one thing needs the word beside another of its words
             # too: this names words, it does not search for them.)
             texts = [e.excerpt for e in evidence] + facts
-            parts = request_parts(state.request)
+            parts = request_parts(reading.text)
             lacking = [
                 word
                 for word in decision.missing_words
@@ -364,9 +372,9 @@ class Researcher:
             if not lacking:
                 partial, missing = False, []
             elif lacking != decision.missing_words:
-                words = "the words " + ", ".join(f"'{w}'" for w in lacking)
+                words = "the words " + ", ".join(f"'{reading.typed(w)}'" for w in lacking)
                 missing = _open_question(partial, budgets.max_depth, words)
-        open_questions = list(integration.open_questions) + missing
+        open_questions = list(integration.open_questions) + missing + read
         pages_used = list(dict.fromkeys(e.page_id for e in evidence))
         tokens = (
             written

@@ -20,11 +20,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from ..index import Hit, analyze
 from ..sessions import ECHO_WEIGHT, is_echo
 from ..toolkit import RRF_K
 from .types import IntegrationState, PlanAction
+
+if TYPE_CHECKING:
+    from .reading import Reading
 
 # Shares of a turn's score passed to the turns after it and before it (nearest first): an
 # answer often comes a turn or two after the question that names its subject (on LoCoMo,
@@ -90,6 +94,9 @@ class ResearchState:
     # The request's words that follow-up searches looked for, each with the key of the
     # interval that stands for it (see cover).
     covering: dict[str, str] = field(default_factory=dict)
+    # The request's words as memory holds them (see kbmem.research.reading), for judging
+    # what the evidence covers; None: as typed.
+    reading: Reading | None = None
     _speaker_weights: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
