@@ -181,31 +181,52 @@ class QueryReading:
 
 
 def read_query(text: str) -> QueryReading:
-    """The model's reading of a query, computed once for a query that several searches of
-    one request ask about at the same time (by meaning, and word by word): the first asks
-    the model, the others wait for its answer. The last QUERY_CACHE queries are kept."""
+    """The model's reading of a query (see read_queries)."""
+    return read_queries([text])[0]
+
+
+def read_queries(texts: list[str]) -> list[QueryReading]:
+    """The model's readings of queries, each computed once: the queries no caller has asked
+    about yet are read in one pass of the model, and a query that another search is reading
+    at the same time is waited for. The last QUERY_CACHE queries are kept.
+
+    One pass for the several queries of a research step (the request, and the request as
+    the person it is about would have said it) takes less than one pass each: on LoCoMo's
+    conv-41, two passes at once in two threads took 61 ms each beside the step's keyword
+    searches, one pass of both 53 ms (research p50 0.90 times the time before)."""
+    owned: list[str] = []
+    futures: dict[str, Future[QueryReading]] = {}
     with _queries_lock:
-        future = _queries.get(text)
-        owner = future is None
-        if future is None:
-            future = _queries[text] = Future()
-            while len(_queries) > QUERY_CACHE:
-                _queries.popitem(last=False)
-        else:
-            _queries.move_to_end(text)
-    if owner:
+        for text in dict.fromkeys(texts):
+            future = _queries.get(text)
+            if future is None:
+                future = _queries[text] = Future()
+                owned.append(text)
+            else:
+                _queries.move_to_end(text)
+            futures[text] = future
+        while len(_queries) > max(QUERY_CACHE, len(futures)):
+            _queries.popitem(last=False)
+    if owned:
         try:
-            clean = SURROGATE.sub("\ufffd", text)  # (see embed)
-            vectors, pieces = embed_with_pieces([clean])
-            # The model's own tokenizing, with the settings it encodes with (the tokenizer is
-            # shared by threads, and a call with other settings changes it under them).
-            ids = _load().preprocess([clean])["input_ids"][0].tolist()
-            names = tuple(_load().tokenizer.convert_ids_to_tokens(ids)[1:-1])
-            future.set_result(QueryReading(vectors[0], pieces[0], names[: len(pieces[0])]))
+            clean = [SURROGATE.sub("\ufffd", t) for t in owned]  # (see embed)
+            vectors, pieces = embed_with_pieces(clean)
+            for n, text in enumerate(owned):
+                # The model's own tokenizing, with the settings it encodes with (the
+                # tokenizer is shared by threads, and a call with other settings changes it
+                # under them).
+                ids = _load().preprocess([clean[n]])["input_ids"][0].tolist()
+                names = tuple(_load().tokenizer.convert_ids_to_tokens(ids)[1:-1])
+                futures[text].set_result(
+                    QueryReading(vectors[n], pieces[n], names[: len(pieces[n])])
+                )
         except BaseException as exc:
             with _queries_lock:
-                if _queries.get(text) is future:
-                    del _queries[text]
-            future.set_exception(exc)
+                for text in owned:
+                    if _queries.get(text) is futures[text]:
+                        del _queries[text]
+            for text in owned:
+                if not futures[text].done():
+                    futures[text].set_exception(exc)
             raise
-    return future.result()
+    return [futures[text].result() for text in texts]

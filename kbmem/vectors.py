@@ -56,6 +56,11 @@ def read_query(query: str) -> embedder.QueryReading:
     return embedder.read_query(query[:MAX_EMBED_CHARS])
 
 
+def read_queries(queries: list[str]) -> list[embedder.QueryReading]:
+    """``read_query`` of several queries, those not read yet in one pass of the model."""
+    return embedder.read_queries([query[:MAX_EMBED_CHARS] for query in queries])
+
+
 def vector_texts(text: str, speaker: str = "") -> list[str]:
     """What is embedded for one interval: its whole text, then, if it says more than one
     thing, each of its sentences (a turn's with its speaker, "John: I'm doing kickboxing.").

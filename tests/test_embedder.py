@@ -104,3 +104,22 @@ def test_bulk_work_uses_every_core_then_gives_queries_their_one_thread(monkeypat
         seen.append(torch.get_num_threads())
     assert seen == [2, 2, 2, 1, 1]
     np.testing.assert_allclose(both, one_thread, atol=1e-5)  # the same vectors, sooner
+
+
+def test_queries_read_in_one_pass_are_each_read_as_alone_and_kept() -> None:
+    """A research step reads its queries by meaning in one pass of the model; each reading is
+    the one the query gets alone (its vector, its word pieces and their vectors), a query
+    asked twice in the pass is read once, and a later search of the same query is answered
+    from what was read, not by the model again."""
+    short = "What martial arts has John done (one pass)?"
+    long = "Who maintains the tide-window scheduler, and when is the April offsite? (one pass)"
+    readings = embedder.read_queries([short, long, short])
+    assert readings[0] is readings[2]
+    for text, reading in zip([short, long], readings, strict=False):
+        vectors, pieces = embedder.embed_with_pieces([text])
+        assert np.allclose(reading.vector, vectors[0], atol=1e-5)
+        assert reading.pieces.shape == pieces[0].shape
+        assert np.allclose(reading.pieces, pieces[0], atol=1e-4)
+        assert len(reading.names) == len(reading.pieces) and "##" not in reading.names[0]
+    assert embedder.read_query(long) is readings[1]
+    assert "kick" in embedder.read_query("I'm doing kickboxing (one pass)").names

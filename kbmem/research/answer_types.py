@@ -13,6 +13,7 @@ import re
 
 from ..dates import MONTHS
 from ..index import analyze
+from .state import term_set
 
 # Asked "when" or "how many", a sentence that gives no time or number counts this much.
 TYPE_MISS_WEIGHT = 0.5
@@ -97,6 +98,6 @@ def merit(sentence: str, terms: list[str], expected: str | None) -> float:
         factor *= TYPE_MISS_WEIGHT
     elif expected == "time" and not _CALENDAR.search(sentence):
         factor *= TYPE_VAGUE_WEIGHT
-    if not set(analyze(sentence)) - set(terms) - FILLER:
+    if not term_set(sentence) - set(terms) - FILLER:
         factor *= ECHO_ONLY_WEIGHT
     return factor

@@ -354,7 +354,7 @@ def replaced_since(
         return "", frozenset()
     # "The launch is 21 April, not 14 April" does not state 14 April.
     values = stated_values(replaced_in(text)[0]) - agreed
-    terms = set(analyze(text))
+    terms = term_set(text)
     later = [c for c in corrections if c.when > when and values & c.values and terms & c.terms]
     if not later:
         return "", frozenset()
@@ -566,7 +566,7 @@ class OfflineEngine:
                 if sentence.endswith("?"):
                     continue  # a question states nothing
                 # Sorted: a float sum in set order would vary with the process's hash seed.
-                score = sum(weight[t] for t in sorted(set(analyze(sentence))) if t in weight)
+                score = sum(weight[t] for t in sorted(term_set(sentence)) if t in weight)
                 score *= merit(sentence, terms, expected)
                 if score > best_score:
                     best, best_score = sentence, score
@@ -678,7 +678,7 @@ class OfflineEngine:
             sentences = [x for x in PIECE_BREAK.split(text) if x.strip()]
             relevant: list[str] = []
             for i, sentence in enumerate(sentences):
-                if request_terms & set(analyze(sentence)):
+                if request_terms & term_set(sentence):
                     relevant += sentences[i : i + 2]
             for sentence in dict.fromkeys(relevant):
                 for m in _MY_NOUN.finditer(sentence):
@@ -707,7 +707,7 @@ def focused(text: str, terms: set[str], limit: int) -> str:
     if count_tokens(text) <= limit:
         return text
     clauses = CLAUSE_BREAK.split(text)
-    hits = [len(terms & set(analyze(c))) for c in clauses]
+    hits = [len(terms & term_set(c)) for c in clauses]
     best = max(range(len(clauses)), key=lambda i: (hits[i], -i))
     if len(clauses) < 2 or not hits[best] or best == 0:
         return truncate_tokens(text, limit)

@@ -7,6 +7,7 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,6 +19,7 @@ from ..sessions import is_echo, without_cue
 from ..store import KnowledgeBase
 from ..textutil import count_tokens, truncate_tokens
 from ..toolkit import Toolkit, rank_pages
+from ..vectors import read_queries
 from .briefing import fit_list, select_evidence
 from .offline import QUESTION_WORDS, OfflineEngine, asked_with, request_parts
 from .reading import Reading, read_request
@@ -46,6 +48,7 @@ PAGE_VOTE_WEIGHT = {"bm25": 1.0, "dense": 0.6}
 # 0.34; nonsense queries reach about 0.23), and a briefing built on them would pretend memory
 # knew something.
 DENSE_FLOOR = 0.3
+MEANING_TOOLS = ("dense", "late")  # searches that need the model's reading of their query
 READ_FROM = 20  # best intervals whose words show how memory writes a word read as a near one
 # ...unless none of the request's words occurs in memory at all: then a semantic match alone
 # must be clearly near. A sentence has a vector of its own (see kbmem.index), and the fewer
@@ -286,14 +289,22 @@ class Researcher:
         futures = []
         for n, action in enumerate(actions):
             emit("tool_call", step, call=n, **action.to_dict())
-            futures.append(
-                (
-                    n,
-                    action,
-                    time.perf_counter(),
-                    self._pool.submit(self._run_action, action, floors),
-                )
-            )
+        # The keyword searches start first; meanwhile the model reads the step's queries by
+        # meaning in one pass (see kbmem.embedder.read_queries), and their searches follow.
+        # A failed reading is met again, and reported, by each search that needs it.
+        by_meaning = {
+            n for n, a in enumerate(actions) if a.tool in MEANING_TOOLS and analyze(a.query or "")
+        }
+        started = time.perf_counter()
+        for later in (False, True):
+            if later and by_meaning:
+                with suppress(Exception):
+                    read_queries([actions[n].query or "" for n in sorted(by_meaning)])
+            for n, action in enumerate(actions):
+                if (n in by_meaning) == later:
+                    job = self._pool.submit(self._run_action, action, floors)
+                    futures.append((n, action, started, job))
+        futures.sort(key=lambda item: item[0])
         for n, action, t0, future in futures:
             try:
                 hits, pages = future.result()
