@@ -193,7 +193,8 @@ def read_queries(texts: list[str]) -> list[QueryReading]:
     One pass for the several queries of a research step (the request, and the request as
     the person it is about would have said it) takes less than one pass each: on LoCoMo's
     conv-41, two passes at once in two threads took 61 ms each beside the step's keyword
-    searches, one pass of both 53 ms (research p50 0.90 times the time before)."""
+    searches, one pass of both 53 ms there (research p50 0.90 times the time before), and
+    less again before the searches start (see Researcher._search)."""
     owned: list[str] = []
     futures: dict[str, Future[QueryReading]] = {}
     with _queries_lock:
