@@ -306,10 +306,16 @@ def _sessions_file(path: Path, prefix: str, count: int) -> Path:
     return path
 
 
+SESSIONS = 40  # each of the two writers'
+
+
 def test_two_processes_ingesting_at_once_both_land(empty_kb: KnowledgeBase, tmp_path: Path) -> None:
     root = empty_kb.root
     go = tmp_path / "go"
-    files = [_sessions_file(tmp_path / f"{p}.json", p, 15) for p in ("alpha", "beta")]
+    # Enough sessions that each writer wants the lock for longer than a scheduling hiccup of
+    # the other: with 15 each (0.2 s of writing), one ran all its commits before the other's
+    # first, once in three full runs on a busy machine.
+    files = [_sessions_file(tmp_path / f"{p}.json", p, SESSIONS) for p in ("alpha", "beta")]
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", textwrap.dedent(CONCURRENT_INGEST), str(go), str(root), str(f)],
@@ -333,7 +339,7 @@ def test_two_processes_ingesting_at_once_both_land(empty_kb: KnowledgeBase, tmp_
     # They really ran at the same time.
     assert max(r["started"] for r in runs) < min(r["ended"] for r in runs)
 
-    expected = {f"{p}-{n:03d}" for p in ("alpha", "beta") for n in range(15)}
+    expected = {f"{p}-{n:03d}" for p in ("alpha", "beta") for n in range(SESSIONS)}
     trailers = [t for t in session_trailers(root) if t]
     assert sorted(trailers) == sorted(expected)  # each session exactly one commit
     # The writers took turns at the lock rather than one waiting for the other to finish.
