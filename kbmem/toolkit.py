@@ -302,8 +302,9 @@ class Toolkit:
     def spellings(self, terms: list[str]) -> dict[str, str]:
         """Each of ``terms`` (analyzed) that no interval holds, mapped to the near term that
         the keyword search reads it as (see kbmem.index.Generation.spelled); terms memory
-        holds, and those it holds nothing near, are left out."""
-        gen = self.index.ensure_synced()
+        holds, and those it holds nothing near, are left out. (Asked right after term_stats,
+        which synced: read from the generation serving now.)"""
+        gen = self.index.serving()
         found = {t: gen.spelled(t) for t in terms}
         return {t: near for t, near in found.items() if near != t}
 

@@ -357,7 +357,9 @@ class Researcher:
         missing = _open_question(partial, budgets.max_depth, decision.missing_info)
         reading = state.reading or Reading(state.request)
         # A word read under a near spelling is shown as the best intervals found write it.
-        read = reading.open_questions([c.hit.excerpt for c in state.ranked()[:READ_FROM]])
+        # (The pool is sorted for that only when a word was so read.)
+        shown = [c.hit.excerpt for c in state.ranked()[:READ_FROM]] if reading.near else []
+        read = reading.open_questions(shown)
         written = count_tokens(summary) + sum(count_tokens(f) for f in facts)
         overhead = written + sum(
             count_tokens(q) for q in integration.open_questions + missing + read
