@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ValidationError
+from kbmem.errors import ValidationError
 
 # The longest request or chat message taken (the CLI, the API, MCP and the TUI refuse longer).
 MAX_REQUEST_CHARS = 20_000

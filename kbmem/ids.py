@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import ValidationError
+from kbmem.errors import ValidationError
 
 MAX_ID_LENGTH = 128
 _SEGMENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kbmem.index import TenantIndex
-from kbmem.local_llm import LocalLLMServer
-from kbmem.store import KnowledgeBase
-from kbmem.template import init_kb
+from kbmem.index.tenant import TenantIndex
+from kbmem.llm.local import LocalLLMServer
+from kbmem.memorize.template import init_kb
+from kbmem.store.repository import KnowledgeBase
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo"
@@ -50,3 +50,16 @@ def llm_server() -> Iterator[LocalLLMServer]:
     """A real llama.cpp server with SmolLM2-135M, shared by the whole run."""
     with LocalLLMServer() as server:
         yield server
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Markers that follow from what a test uses, so they cannot drift: ``llm`` for a test
+    that starts the real llama.cpp server, ``locomo`` for one that reads the shared LoCoMo
+    data. (``slow`` is set by hand on the modules that take minutes.)"""
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        if "llm_server" in names:
+            item.add_marker(pytest.mark.llm)
+        module = getattr(item, "module", None)
+        if module is not None and "LOCOMO" in vars(module):
+            item.add_marker(pytest.mark.locomo)

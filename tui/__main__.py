@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from kbmem.errors import KbmemError
-    from kbmem.store import KnowledgeBase
+    from kbmem.store.repository import KnowledgeBase
 
     try:
         kb = KnowledgeBase(args.kb)

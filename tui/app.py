@@ -26,7 +26,7 @@ from textual.notifications import SeverityLevel
 from textual.reactive import var
 from textual.worker import Worker, WorkerState
 
-from kbmem.store import KnowledgeBase
+from kbmem.store.repository import KnowledgeBase
 
 from .chat_service import ChatService
 from .commands import KbmemCommands
@@ -213,7 +213,7 @@ class KbmemApp(App[None]):
 
     @work(thread=True, exit_on_error=False, group="embedder")
     def preload_embedder(self) -> None:
-        from kbmem import embedder
+        from kbmem.index import embedder
 
         try:
             embedder.preload()
@@ -234,7 +234,7 @@ class KbmemApp(App[None]):
     def _sync_index(self, full: bool = False) -> None:
         """Bring the tenant's index to HEAD, showing "syncing" while it runs."""
         from kbmem.errors import Cancelled, KbmemError
-        from kbmem.index import TenantIndex
+        from kbmem.index.tenant import TenantIndex
 
         kb = self.workspace.kb
         index = TenantIndex(kb, self.workspace.tenant)

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kbmem.store import KnowledgeBase
+from kbmem.store.repository import KnowledgeBase
 
 ENV_FILE = "KBMEM_TUI_BENCH"
 ENV_QUESTION = "KBMEM_TUI_BENCH_QUESTION"

@@ -21,7 +21,7 @@ from typing import Any
 from textual.pilot import Pilot
 from textual.widgets.tree import TreeNode
 
-from kbmem.store import KnowledgeBase
+from kbmem.store.repository import KnowledgeBase
 
 from .app import KbmemApp
 
@@ -185,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="folder for chat.svg, history.svg, audit.svg")
     parser.add_argument("--only", choices=sorted(SCENARIOS), default=None)
     args = parser.parse_args(argv)
-    from kbmem.index import TenantIndex
-    from kbmem.template import init_kb
+    from kbmem.index.tenant import TenantIndex
+    from kbmem.memorize.template import init_kb
 
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="kbmem-example-") as tmp:

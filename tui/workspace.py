@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kbmem.errors import StorageError
-from kbmem.pagestore import PageStore
-from kbmem.store import KnowledgeBase
+from kbmem.store.pagestore import PageStore
+from kbmem.store.repository import KnowledgeBase
 
 if TYPE_CHECKING:
-    from kbmem.toolkit import Toolkit
+    from kbmem.research.toolkit import Toolkit
 
 
 @dataclass
@@ -60,7 +60,7 @@ class Workspace:
         """The tenant's retrieval toolkit (opened once; call from a worker: slow imports)."""
         with self._lock:
             if self._toolkit is None:
-                from kbmem.toolkit import Toolkit
+                from kbmem.research.toolkit import Toolkit
 
                 self._toolkit = Toolkit(self.kb, self.tenant)
             return self._toolkit

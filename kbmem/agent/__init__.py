@@ -6,7 +6,7 @@ its indexes) is imported on first use."""
 
 from typing import Any
 
-from .events import (
+from kbmem.agent.events import (
     AgentEvent,
     BatchCommitted,
     Notice,
@@ -17,7 +17,7 @@ from .events import (
     TurnFinished,
     TurnStarted,
 )
-from .records import ContextItem, ToolCallRecord, TurnRecord
+from kbmem.agent.records import ContextItem, ToolCallRecord, TurnRecord
 
 __all__ = [
     "AgentEvent",
@@ -38,7 +38,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "ChatSession":
-        from .session import ChatSession
+        from kbmem.agent.session import ChatSession
 
         return ChatSession
     raise AttributeError(name)

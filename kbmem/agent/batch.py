@@ -17,15 +17,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from ..errors import LockTimeout, NotFound, StorageError
-from ..memo import memo_engine
-from ..memorizer import MemoOutdated, SessionMemo, memorize_writes, write_memo
-from ..sessions import CHAT_AGENT, CHAT_PREFIX, Session, SessionTurn
-from ..store import KnowledgeBase, lock_timeout
-from .events import AgentEvent, BatchCommitted, Notice
-from .journal import ChatJournal
-from .provenance import EXCHANGE_FILES, committed_turn_numbers, read_turn, snapshot_files
-from .records import TurnRecord
+from kbmem.agent.events import AgentEvent, BatchCommitted, Notice
+from kbmem.agent.journal import ChatJournal
+from kbmem.agent.provenance import EXCHANGE_FILES, committed_turn_numbers, read_turn, snapshot_files
+from kbmem.agent.records import TurnRecord
+from kbmem.errors import LockTimeout, NotFound, StorageError
+from kbmem.memorize.memo import memo_engine
+from kbmem.memorize.memorizer import MemoOutdated, SessionMemo, memorize_writes, write_memo
+from kbmem.memorize.sessions import CHAT_AGENT, CHAT_PREFIX, Session, SessionTurn
+from kbmem.store.repository import KnowledgeBase, lock_timeout
 
 TRAILER = "Kbmem-Turns"
 TENANT_TRAILER = "Kbmem-Tenant"

@@ -9,11 +9,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .events import AgentEvent, Notice, ReplyDelta
-from .records import ContextItem, ToolCallRecord, TurnRecord
+from kbmem.agent.events import AgentEvent, Notice, ReplyDelta
+from kbmem.agent.records import ContextItem, ToolCallRecord, TurnRecord
 
 if TYPE_CHECKING:
-    from .tools import AgentTools
+    from kbmem.agent.tools import AgentTools
 
 
 class TurnCancelled(Exception):

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from ..research.types import TraceEvent
+from kbmem.research.types import TraceEvent
 
 
 @dataclass(kw_only=True)

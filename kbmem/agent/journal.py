@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InUse, KbmemError, StorageError, ValidationError
-from ..ids import check_segment, check_tenant
-from ..store import KnowledgeBase
-from .events import AgentEvent, Notice
-from .records import TurnRecord
+from kbmem.agent.events import AgentEvent, Notice
+from kbmem.agent.records import TurnRecord
+from kbmem.errors import InUse, KbmemError, StorageError, ValidationError
+from kbmem.ids import check_segment, check_tenant
+from kbmem.store.repository import KnowledgeBase
 
 if TYPE_CHECKING:
-    from .batch import BatchCommitter
+    from kbmem.agent.batch import BatchCommitter
 
 JOURNAL_DIR = "journal"
 CHATS_DIR = "chats"

@@ -20,12 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import LLMError, ModelUnreachable
-from ..llm import ChatStream, LLMConfig, stream_chat
-from ..textutil import count_tokens, truncate_tokens
-from .context import TurnContext
-from .offline import NOTHING, OfflineAgent
-from .tools import CITATION, TOOL_SCHEMAS, ToolResult, render_briefing
+from kbmem.agent.context import TurnContext
+from kbmem.agent.offline import NOTHING, OfflineAgent
+from kbmem.agent.tools import CITATION, TOOL_SCHEMAS, ToolResult, render_briefing
+from kbmem.errors import LLMError, ModelUnreachable
+from kbmem.llm.client import ChatStream, LLMConfig, stream_chat
+from kbmem.textutil import count_tokens, truncate_tokens
 
 MAX_ROUNDS = 4
 HISTORY_TURNS = 4

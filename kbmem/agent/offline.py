@@ -13,10 +13,12 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..index import analyze
-from ..pages import TURN_HEADER, unescape_line
-from ..research.answer_types import answer_type, gives, merit
-from ..research.offline import (
+from kbmem.agent.context import TurnContext
+from kbmem.agent.records import ContextItem
+from kbmem.index.tenant import analyze
+from kbmem.memorize.sessions import is_chat, is_own_answer, is_request, is_statement, without_cue
+from kbmem.research.answer_types import answer_type, gives, merit
+from kbmem.research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
     focused,
@@ -25,12 +27,10 @@ from ..research.offline import (
     statement,
     superseded_on,
 )
-from ..research.reading import read_request
-from ..research.types import BriefingContext, EvidenceItem
-from ..sessions import is_chat, is_own_answer, is_request, is_statement, without_cue
-from ..textutil import CAPITAL, truncate_tokens
-from .context import TurnContext
-from .records import ContextItem
+from kbmem.research.reading import read_request
+from kbmem.research.types import BriefingContext, EvidenceItem
+from kbmem.store.pages import TURN_HEADER, unescape_line
+from kbmem.textutil import CAPITAL, truncate_tokens
 
 MAX_SENTENCES = 3
 # "The offsite will be in the city where my sister lives": the answer is where the sister

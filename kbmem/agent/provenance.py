@@ -28,13 +28,13 @@ from typing import Any
 
 import yaml
 
-from ..errors import NotFound, TenantError, ValidationError
-from ..ids import check_segment, check_tenant, is_segment, page_id_for
-from ..pages import Loader, dump_yaml
-from ..pagestore import tenant_prefix
-from ..store import KnowledgeBase
-from ..textutil import markdown_text
-from .records import ContextItem, ToolCallRecord, TurnRecord
+from kbmem.agent.records import ContextItem, ToolCallRecord, TurnRecord
+from kbmem.errors import NotFound, TenantError, ValidationError
+from kbmem.ids import check_segment, check_tenant, is_segment, page_id_for
+from kbmem.store.pages import Loader, dump_yaml
+from kbmem.store.pagestore import tenant_prefix
+from kbmem.store.repository import KnowledgeBase
+from kbmem.textutil import markdown_text
 
 SNAPSHOT_FILES = ("reasoning.md", "tool_calls.jsonl", "context_pack.yaml", "answer.md")
 # What a turn is read back from (reasoning.md is for people; it is rendered again if need be).
@@ -491,7 +491,7 @@ def known_chat(kb: KnowledgeBase, tenant: str, chat_id: str) -> bool:
     """Whether the tenant has the chat ``chat_id``: with turns committed, with a journal or a
     lock (open now, or with turns not committed yet), or started by a client and closed
     before its first turn (see :func:`~kbmem.agent.journal.record_chat`)."""
-    from .journal import chat_record, journaled_chat
+    from kbmem.agent.journal import chat_record, journaled_chat
 
     return (
         kb.has_path(chat_dir(tenant, chat_id))
@@ -518,7 +518,7 @@ def _journaled_turns(
 ) -> dict[tuple[str, int], TurnSummary]:
     """The lines of the turns only the journals hold (not committed yet, or committed but not
     at HEAD): a journal's lines for the turns ``committed`` lists are not parsed."""
-    from .journal import journal_paths, read_journal
+    from kbmem.agent.journal import journal_paths, read_journal
 
     in_git = {(chat, turn) for chat, turns in committed.items() for turn in turns}
 
@@ -566,7 +566,7 @@ def parse_turn_id(text: str) -> tuple[str, int]:
 
 def load_turn(kb: KnowledgeBase, tenant: str, chat_id: str, turn: int) -> tuple[TurnRecord, bool]:
     """A turn from git, else from the journal; and whether it is committed."""
-    from .journal import journal_paths, read_journal
+    from kbmem.agent.journal import journal_paths, read_journal
 
     if kb.head() is not None:
         try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..intervals import Interval
+from kbmem.index.intervals import Interval
 
 TURN_STATUSES = ("complete", "partial", "interrupted", "failed")
 

@@ -26,18 +26,18 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from ..config import MAX_REQUEST_CHARS
-from ..errors import KbmemError, ValidationError
-from ..ids import check_segment, check_tenant
-from ..llm import LLMConfig
-from ..research.researcher import Researcher
-from ..store import KnowledgeBase
-from .batch import BatchCommitter, ChatLine, load_chat_lines
-from .context import TurnCancelled, TurnContext
-from .events import AgentEvent, Notice, TurnFinished, TurnStarted
-from .journal import ChatJournal, recover_journals
-from .records import TurnRecord
-from .tools import AgentTools
+from kbmem.agent.batch import BatchCommitter, ChatLine, load_chat_lines
+from kbmem.agent.context import TurnCancelled, TurnContext
+from kbmem.agent.events import AgentEvent, Notice, TurnFinished, TurnStarted
+from kbmem.agent.journal import ChatJournal, recover_journals
+from kbmem.agent.records import TurnRecord
+from kbmem.agent.tools import AgentTools
+from kbmem.config import MAX_REQUEST_CHARS
+from kbmem.errors import KbmemError, ValidationError
+from kbmem.ids import check_segment, check_tenant
+from kbmem.llm.client import LLMConfig
+from kbmem.research.researcher import Researcher
+from kbmem.store.repository import KnowledgeBase
 
 EventSink = Callable[[AgentEvent], None]
 MAX_CHAT_ID = 100
@@ -103,11 +103,11 @@ class ChatSession:
         last = max((line.turn for line in self._history), default=0)
         self._next_turn = last + 1
         if self.llm_config is None:
-            from .offline import OfflineAgent
+            from kbmem.agent.offline import OfflineAgent
 
             self.agent = OfflineAgent()
         else:
-            from .llm_agent import LLMAgent
+            from kbmem.agent.llm_agent import LLMAgent
 
             self.agent = LLMAgent(self.llm_config)
 

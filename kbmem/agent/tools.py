@@ -20,16 +20,16 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..errors import KbmemError, ValidationError
-from ..intervals import EXPAND_MODES, Interval
-from ..research.researcher import Researcher
-from ..research.types import BriefingContext, TraceEvent
-from ..store import KnowledgeBase
-from ..textutil import truncate_tokens
-from ..toolkit import MAX_PAD, TOOLS, Toolkit
-from .context import TurnCancelled, TurnContext
-from .events import ResearchTrace, ToolCallFinished, ToolCallStarted
-from .records import ContextItem, ToolCallRecord
+from kbmem.agent.context import TurnCancelled, TurnContext
+from kbmem.agent.events import ResearchTrace, ToolCallFinished, ToolCallStarted
+from kbmem.agent.records import ContextItem, ToolCallRecord
+from kbmem.errors import KbmemError, ValidationError
+from kbmem.index.intervals import EXPAND_MODES, Interval
+from kbmem.research.researcher import Researcher
+from kbmem.research.toolkit import MAX_PAD, TOOLS, Toolkit
+from kbmem.research.types import BriefingContext, TraceEvent
+from kbmem.store.repository import KnowledgeBase
+from kbmem.textutil import truncate_tokens
 
 MAX_K = 50
 MAX_RESULT_TOKENS = 1800

@@ -17,9 +17,9 @@ from collections import Counter
 
 from whoosh.lang.porter import stem
 
-from ..llm import LLMConfig, complete
-from ..research.types import BriefingContext
-from ..textutil import truncate_tokens
+from kbmem.llm.client import LLMConfig, complete
+from kbmem.research.types import BriefingContext
+from kbmem.textutil import truncate_tokens
 
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCT = str.maketrans("", "", string.punctuation + "‘’“”")

@@ -1,12 +1,12 @@
 """``kbmem bench api``: what the HTTP API adds to a request, against the same call in process.
 
-A fresh copy of the example knowledge base gets a ``kbmem serve`` server on a loopback port
-(a real :class:`~kbmem.api.MemoryServer` with a real token). Each of ``--requests`` rounds
-asks the template's next question four ways, taken in turn so that both sides see the same
-machine: ``Memory.research`` and ``POST /v1/research``, ``Memory.search`` and
-``POST /v1/search`` (hybrid, k 10; a search is fast, so the API's own cost shows most there).
-Reported: p50/p95 of each, and the HTTP p50 as a ratio of the in-process p50. The first call
-of each kind (model and index loading) is not timed."""
+A fresh copy of the example knowledge base gets a ``kbmem serve`` server on a loopback port (a
+real :class:`~kbmem.interfaces.http.MemoryServer` with a real token). Each of ``--requests``
+rounds asks the template's next question four ways, taken in turn so that both sides see the
+same machine: ``Memory.research`` and ``POST /v1/research``, ``Memory.search`` and ``POST
+/v1/search`` (hybrid, k 10; a search is fast, so the API's own cost shows most there). Reported:
+p50/p95 of each, and the HTTP p50 as a ratio of the in-process p50. The first call of each kind
+(model and index loading) is not timed."""
 
 from __future__ import annotations
 
@@ -21,14 +21,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..api import MemoryServer
-from ..errors import ValidationError
-from ..service import Memory
-from ..store import TEMPLATE_DIR
-from ..template import init_kb
-from ..tokens import TokenStore
-from .chat import questions
-from .stats import percentile
+from kbmem.bench.chat import questions
+from kbmem.bench.stats import percentile
+from kbmem.errors import ValidationError
+from kbmem.interfaces.http import MemoryServer
+from kbmem.interfaces.service import Memory
+from kbmem.interfaces.tokens import TokenStore
+from kbmem.memorize.template import init_kb
 
 KINDS = ("research", "search")
 
@@ -42,7 +41,7 @@ def run(requests: int = 40) -> dict[str, Any]:
         raise ValidationError("must be at least 1", "--requests")
     asked = questions()
     with tempfile.TemporaryDirectory(prefix="kbmem-bench-api-") as tmp:
-        kb = init_kb(Path(tmp) / "kb", TEMPLATE_DIR)
+        kb = init_kb(Path(tmp) / "kb")
         tenant = kb.settings.data["default_tenant"]
         token, _ = TokenStore(kb.state_dir).create(tenant, "bench")
         memory = Memory(kb, tenant)

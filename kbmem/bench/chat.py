@@ -1,6 +1,6 @@
 """``kbmem bench chat``: offline chat turns on the example knowledge base.
 
-A fresh copy of the example knowledge base (``kbmem.template.init_kb``) gets one chat of
+A fresh copy of the example knowledge base (``kbmem.memorize.template.init_kb``) gets one chat of
 ``--turns`` offline turns (default 50) cycling through the template's questions, with batch
 commits every ``chat.batch_turns`` turns as in real use. Reported: turn latency p50/p95
 (journal fsync included; the turns that ran a batch commit are timed without it), the batch
@@ -20,11 +20,10 @@ from typing import Any
 
 import yaml
 
-from ..agent.events import AgentEvent, BatchCommitted
-from ..agent.session import ChatSession
-from ..store import TEMPLATE_DIR
-from ..template import init_kb
-from .stats import percentile
+from kbmem.agent.events import AgentEvent, BatchCommitted
+from kbmem.agent.session import ChatSession
+from kbmem.bench.stats import percentile
+from kbmem.memorize.template import init_kb
 
 TARGET_P50_MS = 300.0
 QUESTIONS = Path(__file__).resolve().parents[2] / "tests" / "data" / "template_questions.yaml"
@@ -65,7 +64,7 @@ def run(turns: int = 50) -> dict[str, Any]:
     asked = questions()
     with tempfile.TemporaryDirectory(prefix="kbmem-bench-chat-") as tmp:
         t0 = time.perf_counter()
-        kb = init_kb(Path(tmp) / "kb", TEMPLATE_DIR)
+        kb = init_kb(Path(tmp) / "kb")
         init_s = time.perf_counter() - t0
         commits: list[float] = []
 

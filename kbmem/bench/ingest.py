@@ -10,9 +10,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import ValidationError
-from .locomo import ingest_locomo
-from .stats import add_dir_argument, percentile, tree_bytes
+from kbmem.bench.locomo import ingest_locomo
+from kbmem.bench.stats import add_dir_argument, percentile, tree_bytes
+from kbmem.errors import ValidationError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,13 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import memo, memorizer, pages, pagestore, sessions, template
-from ..errors import ValidationError
-from ..memorizer import IngestResult, ingest_session
-from ..sessions import Session, is_locomo, load_document, sessions_from_locomo
-from ..store import KnowledgeBase
-from ..template import init_kb
-from ..textutil import slug
+from kbmem.errors import ValidationError
+from kbmem.memorize import memo, memorizer, sessions, template
+from kbmem.memorize.memorizer import IngestResult, ingest_session
+from kbmem.memorize.sessions import Session, is_locomo, load_document, sessions_from_locomo
+from kbmem.memorize.template import init_kb
+from kbmem.store import pages, pagestore
+from kbmem.store.repository import KnowledgeBase
+from kbmem.textutil import slug
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _DIA = re.compile(r"^D(\d+):(\d+)$")

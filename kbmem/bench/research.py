@@ -21,18 +21,25 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..config import load_settings
-from ..errors import LLMError, ValidationError
-from ..llm import LLMConfig
-from ..research.llm_engine import LLMEngine
-from ..research.researcher import Researcher
-from ..research.types import BriefingContext
-from ..store import TEMPLATE_DIR, KnowledgeBase
-from ..toolkit import Toolkit, fuse
-from . import answers
-from .locomo import Question, add_keep_argument, conversation_files, load_questions, locomo_kb
-from .retrieval import covered_context, session_of
-from .stats import percentile
+from kbmem.bench import answers
+from kbmem.bench.locomo import (
+    Question,
+    add_keep_argument,
+    conversation_files,
+    load_questions,
+    locomo_kb,
+)
+from kbmem.bench.retrieval import covered_context, session_of
+from kbmem.bench.stats import percentile
+from kbmem.config import load_settings
+from kbmem.errors import LLMError, ValidationError
+from kbmem.llm.client import LLMConfig
+from kbmem.research.llm_engine import LLMEngine
+from kbmem.research.researcher import Researcher
+from kbmem.research.toolkit import Toolkit, fuse
+from kbmem.research.types import BriefingContext
+from kbmem.store.repository import KnowledgeBase
+from kbmem.store.template import template_dir
 
 BASELINE_TOP = 10
 BASELINE_PAD = 2
@@ -70,7 +77,7 @@ NO_MODEL = "--engine llm needs a model (--model, KBMEM_MODEL, or --local-llm)"
 def _model_chosen(model: str | None) -> bool:
     """Whether a model is named, by ``--model`` or by the settings the benchmark's knowledge
     base gets (the template's, with the environment's overrides)."""
-    return LLMConfig.from_settings(load_settings(TEMPLATE_DIR), model) is not None
+    return LLMConfig.from_settings(load_settings(template_dir()), model) is not None
 
 
 def _blank() -> dict[str, float]:
@@ -96,7 +103,7 @@ def run(
         kb = built.kb
         if not local_llm:
             return _run(kb, data_dir, engine, model, None, limit, details=details)
-        from ..local_llm import LocalLLMServer
+        from kbmem.llm.local import LocalLLMServer
 
         with LocalLLMServer() as server:
             # Prompts (and the answer) must fit the server's context window.

@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..index import Hit
-from ..store import KnowledgeBase
-from ..textutil import count_tokens
-from ..toolkit import Toolkit, fuse
-from .locomo import add_keep_argument, conversation_files, load_questions, locomo_kb
+from kbmem.bench.locomo import add_keep_argument, conversation_files, load_questions, locomo_kb
+from kbmem.index.tenant import Hit
+from kbmem.research.toolkit import Toolkit, fuse
+from kbmem.store.repository import KnowledgeBase
+from kbmem.textutil import count_tokens
 
 PAGE_KS = (1, 3, 5, 8)
 TOP_INTERVALS = 10

@@ -28,14 +28,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .. import embedder
-from ..errors import ValidationError
-from ..index import TenantIndex
-from ..pages import Page, Turn, render_page, render_turns
-from ..store import KnowledgeBase
-from ..template import init_kb
-from ..toolkit import TOOLS, Toolkit
-from .stats import add_dir_argument, peak_rss_mb, percentile, tree_bytes
+from kbmem.bench.stats import add_dir_argument, peak_rss_mb, percentile, tree_bytes
+from kbmem.errors import ValidationError
+from kbmem.index import embedder
+from kbmem.index.tenant import TenantIndex
+from kbmem.memorize.template import init_kb
+from kbmem.research.toolkit import TOOLS, Toolkit
+from kbmem.store.pages import Page, Turn, render_page, render_turns
+from kbmem.store.repository import KnowledgeBase
 
 TENANT = "bench"
 SMALL = 1000

@@ -22,7 +22,7 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from ..template import init_kb
+from kbmem.memorize.template import init_kb
 
 QUESTION = "Which company was the first pilot customer for Ferrylog?"
 EXPECTED = "Skerrick Island Ferries"

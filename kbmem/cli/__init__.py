@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
-from ..errors import KbmemError, ValidationError
-from ..store import KnowledgeBase
-from ..textutil import SURROGATE, printable
+from kbmem.errors import KbmemError, ValidationError
+from kbmem.store.repository import KnowledgeBase
+from kbmem.textutil import SURROGATE, printable
 
 AREAS = ("kb", "research_cmds", "chat_cmds", "bench_cmds", "serve_cmds", "mcp_cmds")
 
@@ -35,7 +35,7 @@ class Context:
 
     @property
     def tenant(self) -> str:
-        from ..ids import check_tenant
+        from kbmem.ids import check_tenant
 
         if self.tenant_arg is not None:  # --tenant "" is an error, not the default
             return check_tenant(self.tenant_arg)
@@ -51,7 +51,7 @@ class Context:
     def empty_tenant_note(self) -> str | None:
         """What to say when the tenant a command read holds nothing: a misspelt ``--tenant``
         reads as an empty memory ("no hits"), not as a mistake, unless kbmem says so."""
-        from ..pagestore import tenant_exists, tenant_names
+        from kbmem.store.pagestore import tenant_exists, tenant_names
 
         tenant = self._read_tenant
         if tenant is None or tenant_exists(self.kb, tenant):

@@ -7,8 +7,8 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from ..textutil import json_text, printable
-from . import Commands
+from kbmem.cli import Commands
+from kbmem.textutil import json_text, printable
 
 DEFAULT_DATA = Path("../shared/data/locomo")
 

@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import KbmemError, ValidationError
-from ..service import turn_reply_dict, turn_summary_dict
-from ..textutil import SURROGATE, MarkdownTextStream, PrintableStream, json_text, printable
-from . import Commands
+from kbmem.cli import Commands
+from kbmem.errors import KbmemError, ValidationError
+from kbmem.interfaces.service import turn_reply_dict, turn_summary_dict
+from kbmem.textutil import SURROGATE, MarkdownTextStream, PrintableStream, json_text, printable
 
 
 def register(sub: Commands) -> None:
@@ -62,7 +62,7 @@ def cmd_chat(ctx: Any, args: argparse.Namespace) -> int:
         if args.json:
             raise ValidationError("--json needs --no-tui", "--json")
         try:
-            from tui.app import run_app
+            from kbmem_tui.app import run_app
         except ModuleNotFoundError as exc:
             if exc.name and exc.name.split(".")[0] in ("tui", "textual"):
                 print(
@@ -90,9 +90,9 @@ def _log_to_file(path: Path) -> None:
 
 
 def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
-    from ..agent.batch import turn_span
-    from ..agent.events import AgentEvent, BatchCommitted, Notice, ReplyDelta
-    from ..agent.session import ChatSession
+    from kbmem.agent.batch import turn_span
+    from kbmem.agent.events import AgentEvent, BatchCommitted, Notice, ReplyDelta
+    from kbmem.agent.session import ChatSession
 
     streaming = not args.json
     # The answer streams in pieces, as Markdown: written as the plain text it reads as (no
@@ -152,7 +152,7 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_turns(ctx: Any, args: argparse.Namespace) -> int:
-    from ..agent.provenance import iso, list_turns
+    from kbmem.agent.provenance import iso, list_turns
 
     if args.limit is not None and args.limit < 1:
         raise ValidationError("must be a positive number", "--limit")
@@ -183,7 +183,7 @@ def cmd_turns(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_audit(ctx: Any, args: argparse.Namespace) -> int:
-    from ..agent.provenance import audit_turn, last_turn, parse_turn_id, render_audit
+    from kbmem.agent.provenance import audit_turn, last_turn, parse_turn_id, render_audit
 
     if args.last and args.turn:
         raise ValidationError("name a turn (<chat-id>/<n>) or give --last, not both", "TURN")
@@ -202,14 +202,14 @@ def cmd_audit(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_ask(ctx: Any, args: argparse.Namespace) -> int:
-    from ..research.researcher import Researcher
+    from kbmem.research.researcher import Researcher
 
     kb = ctx.kb
     researcher = Researcher(kb, ctx.reading_tenant)
     engine = args.engine or kb.settings.section("research")["engine"]
     if engine == "llm":
         try:
-            from ..research.llm_engine import make_llm_engine
+            from kbmem.research.llm_engine import make_llm_engine
         except ImportError as exc:
             raise KbmemError(f"the LLM research engine is not available ({exc})") from exc
         researcher.engine = make_llm_engine(kb.settings, args.model)(researcher)

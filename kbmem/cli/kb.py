@@ -9,16 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import ValidationError
-from ..memo import memo_engine
-from ..memorizer import check_session_size, ingest_session
-from ..pagestore import PageStore, tenant_names, tenant_prefix
-from ..service import commit_dict, ingest_result_dict
-from ..sessions import load_sessions
-from ..store import CommitInfo
-from ..template import init_kb
-from ..textutil import json_text, printable
-from . import Commands
+from kbmem.cli import Commands
+from kbmem.errors import ValidationError
+from kbmem.interfaces.service import commit_dict, ingest_result_dict
+from kbmem.memorize.memo import memo_engine
+from kbmem.memorize.memorizer import check_session_size, ingest_session
+from kbmem.memorize.sessions import load_sessions
+from kbmem.memorize.template import init_kb
+from kbmem.store.pagestore import PageStore, tenant_names, tenant_prefix
+from kbmem.store.repository import CommitInfo
+from kbmem.textutil import json_text, printable
 
 
 def register(sub: Commands) -> None:

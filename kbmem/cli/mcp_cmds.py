@@ -1,12 +1,12 @@
 """The MCP server's command: ``kbmem mcp`` serves one tenant's memory to another agent over
-stdio (see :mod:`kbmem.mcp_server`)."""
+stdio (see :mod:`kbmem.interfaces.mcp`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from . import Commands
+from kbmem.cli import Commands
 
 
 def register(sub: Commands) -> None:
@@ -23,8 +23,8 @@ def register(sub: Commands) -> None:
 
 
 def cmd_mcp(ctx: Any, args: argparse.Namespace) -> int:
-    from ..mcp_server import serve_stdio
-    from ..service import Memory
+    from kbmem.interfaces.mcp import serve_stdio
+    from kbmem.interfaces.service import Memory
 
     # Opened before serving, so that a missing knowledge base or a bad tenant is a plain
     # error on stderr and an exit code, which is what a client shows when a server fails.

@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from ..textutil import json_text, printable
-from . import Commands
+from kbmem.cli import Commands
+from kbmem.textutil import json_text, printable
 
 
 def register(sub: Commands) -> None:
@@ -25,8 +25,8 @@ def register(sub: Commands) -> None:
 
 
 def cmd_search(ctx: Any, args: argparse.Namespace) -> int:
-    from ..service import hit_dict
-    from ..toolkit import Toolkit
+    from kbmem.interfaces.service import hit_dict
+    from kbmem.research.toolkit import Toolkit
 
     hits = Toolkit(ctx.kb, ctx.reading_tenant).search(args.query, args.tool, args.k)
     if args.json:
@@ -50,8 +50,8 @@ def cmd_search(ctx: Any, args: argparse.Namespace) -> int:
 def cmd_reindex(ctx: Any, args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..index import TenantIndex
-    from ..pagestore import tenant_names
+    from kbmem.index.tenant import TenantIndex
+    from kbmem.store.pagestore import tenant_names
 
     tenants = [ctx.tenant if args.all_tenants else ctx.reading_tenant]
     if args.all_tenants:

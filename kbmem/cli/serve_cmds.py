@@ -12,9 +12,9 @@ import threading
 from errno import EADDRNOTAVAIL
 from typing import Any
 
-from ..errors import ValidationError
-from ..textutil import json_text, printable
-from . import Commands
+from kbmem.cli import Commands
+from kbmem.errors import ValidationError
+from kbmem.textutil import json_text, printable
 
 DEFAULT_PORT = 8765
 
@@ -42,13 +42,15 @@ def register(sub: Commands) -> None:
 
 
 def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
-    from ..api import MemoryServer
-    from ..tokens import TokenStore
+    from kbmem.interfaces.http import MemoryServer
+    from kbmem.interfaces.tokens import TokenStore
 
     if not 0 <= args.port <= 65535:
         raise ValidationError("must be between 0 and 65535", "--port")
     kb = ctx.kb
-    logging.getLogger("kbmem.api").setLevel(logging.WARNING if args.quiet else logging.INFO)
+    logging.getLogger("kbmem.interfaces.http").setLevel(
+        logging.WARNING if args.quiet else logging.INFO
+    )
     if not TokenStore(kb.state_dir).list():
         print(
             "kbmem: no API tokens yet, so every request will be refused; create one with "
@@ -98,8 +100,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def cmd_token_create(ctx: Any, args: argparse.Namespace) -> int:
-    from ..pagestore import tenant_exists, tenant_names
-    from ..tokens import TokenStore
+    from kbmem.interfaces.tokens import TokenStore
+    from kbmem.store.pagestore import tenant_exists, tenant_names
 
     kb, tenant = ctx.kb, ctx.tenant
     exists = tenant_exists(kb, tenant)
@@ -128,7 +130,7 @@ def cmd_token_create(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_token_list(ctx: Any, args: argparse.Namespace) -> int:
-    from ..tokens import TokenStore
+    from kbmem.interfaces.tokens import TokenStore
 
     tokens = TokenStore(ctx.kb.state_dir).list(ctx.tenant)
     if args.json:
@@ -142,13 +144,13 @@ def cmd_token_list(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_token_revoke(ctx: Any, args: argparse.Namespace) -> int:
-    from ..tokens import TokenStore
+    from kbmem.interfaces.tokens import TokenStore
 
     store = TokenStore(ctx.kb.state_dir)
     mine = {t.id for t in store.list(ctx.tenant)}
     if args.id not in mine:
         # Another tenant's token ids are not this tenant's to see or revoke.
-        from ..errors import NotFound
+        from kbmem.errors import NotFound
 
         raise NotFound(f"tenant {ctx.tenant!r} has no API token with id {args.id!r}")
     info = store.revoke(args.id)

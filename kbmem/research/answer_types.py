@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from ..dates import MONTHS
-from ..index import analyze
-from .state import term_set
+from kbmem.dates import MONTHS
+from kbmem.index.tenant import analyze
+from kbmem.research.state import term_set
 
 # Asked "when" or "how many", a sentence that gives no time or number counts this much.
 TYPE_MISS_WEIGHT = 0.5

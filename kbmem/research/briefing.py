@@ -23,13 +23,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from ..index import analyze
-from ..intervals import Interval
-from ..pages import TURN_HEADER, unescape_line
-from ..textutil import CLAUSE_BREAK, PIECE_BREAK, count_tokens, truncate_tokens
-from ..toolkit import Toolkit
-from .state import Candidate, ResearchState
-from .types import EvidenceItem
+from kbmem.index.intervals import Interval
+from kbmem.index.tenant import analyze
+from kbmem.research.state import Candidate, ResearchState
+from kbmem.research.toolkit import Toolkit
+from kbmem.research.types import EvidenceItem
+from kbmem.store.pages import TURN_HEADER, unescape_line
+from kbmem.textutil import CLAUSE_BREAK, PIECE_BREAK, count_tokens, truncate_tokens
 
 # Below this many tokens left, a turn too long for the budget is not carried in part.
 MIN_TRIM_TOKENS = 30

@@ -11,20 +11,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import Settings
-from ..errors import LLMError, ModelUnreachable, ValidationError
-from ..index import Hit
-from ..llm import LLMConfig, complete, extract_json
-from ..textutil import count_tokens, truncate_tokens
-from .offline import (
+from kbmem.config import Settings
+from kbmem.errors import LLMError, ModelUnreachable, ValidationError
+from kbmem.index.tenant import Hit
+from kbmem.llm.client import LLMConfig, complete, extract_json
+from kbmem.research.offline import (
     Correction,
     OfflineEngine,
     replaced_since,
     request_actions,
     superseded_on,
 )
-from .state import Candidate, ResearchState
-from .types import PLAN_TOOLS, IntegrationState, PlanAction, ReflectionDecision
+from kbmem.research.state import Candidate, ResearchState
+from kbmem.research.types import PLAN_TOOLS, IntegrationState, PlanAction, ReflectionDecision
+from kbmem.textutil import count_tokens, truncate_tokens
 
 PLAN_PROMPT = """You plan searches over a memory of past sessions to answer a request.
 Tools: "bm25" (keyword search; query = a few distinctive words), "dense" (semantic search;

@@ -15,19 +15,19 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..dates import MONTHS, date_windows, sessions_in
-from ..index import Hit, analyze
-from ..intervals import HEADING
-from ..memo import STOPWORDS
-from ..pages import TURN_HEADER, unescape_line
-from ..textutil import CAPITAL, CLAUSE_BREAK, PIECE_BREAK, count_tokens, truncate_tokens
-from .answer_types import answer_type, merit
-from .reading import Reading
-from .state import Candidate, ResearchState, holds_as_asked, term_set
-from .types import IntegrationState, PlanAction, ReflectionDecision
+from kbmem.dates import MONTHS, date_windows, sessions_in
+from kbmem.index.intervals import HEADING
+from kbmem.index.tenant import Hit, analyze
+from kbmem.memorize.memo import STOPWORDS
+from kbmem.research.answer_types import answer_type, merit
+from kbmem.research.reading import Reading
+from kbmem.research.state import Candidate, ResearchState, holds_as_asked, term_set
+from kbmem.research.types import IntegrationState, PlanAction, ReflectionDecision
+from kbmem.store.pages import TURN_HEADER, unescape_line
+from kbmem.textutil import CAPITAL, CLAUSE_BREAK, PIECE_BREAK, count_tokens, truncate_tokens
 
 if TYPE_CHECKING:
-    from ..toolkit import Toolkit
+    from kbmem.research.toolkit import Toolkit
 
 QUESTION_WORDS = frozenset(
     "what when where who whom whose which why how did does do is are was were will would "
@@ -38,7 +38,7 @@ _NAME_WORD = CAPITAL + r"[\w'’&.-]*"
 _ENTITY = re.compile(rf"\b{_NAME_WORD}(?:\s+(?:of\s+|the\s+)?{_NAME_WORD})*")
 _WORD = re.compile(r"[\w'’-]+")
 # Where a request asks one thing and then another: "Who maintains X and when is Y?"
-# Intervals that a late-interaction search (kbmem.late) of the request in the voice of the
+# Intervals that a late-interaction search (kbmem.index.late) of the request in the voice of the
 # person it is about ranks into the pool, among that person's turns. Deeper than the other
 # searches: it finds the turn that answers a list question in passing ("kickboxing" for "What
 # martial arts has John done?"), often below the turns that echo the question's words. On
@@ -417,7 +417,7 @@ class OfflineEngine:
         if hit.speaker:
             if not hit.excerpt.endswith(" …") or not iv.commit:
                 return hit.excerpt.split(": ", 1)[-1]
-            # A hit carries the start of a long turn only (see kbmem.index.EXCERPT_CHARS);
+            # A hit carries the start of a long turn only (see kbmem.index.tenant.EXCERPT_CHARS);
             # what the turn says further on is read from the page.
             lines = self._lines(hit)
             return "\n".join(unescape_line(x) for x in lines if not TURN_HEADER.match(x))

@@ -1,13 +1,13 @@
 """A request's words as the tenant's memory holds them, for judging what the evidence covers.
 
-The keyword search already reads a word that no interval holds as the nearest word memory
-does hold ("schedular" as "scheduler", see kbmem.index.Generation.spelled). Reflection and the
+The keyword search already reads a word that no interval holds as the nearest word memory does
+hold ("schedular" as "scheduler", see kbmem.index.tenant.Generation.spelled). Reflection and the
 briefing judge coverage by the request's words, so they read it the same way: otherwise the
 typed word is never covered, and in "Who maintains the zorbulator and the tide-window
 schedular?" the word "tide-window" counted as missing too, because the evidence never held it
-beside "schedular". A word memory holds nowhere, not even nearly ("zorbulator"), is named in
-the briefing's open questions rather than passed over in silence: the evidence found for the
-rest of the request says nothing of it."""
+beside "schedular". A word memory holds nowhere, not even nearly ("zorbulator"), is named in the
+briefing's open questions rather than passed over in silence: the evidence found for the rest of
+the request says nothing of it."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..index import analyze
-from .state import term_set
+from kbmem.index.tenant import analyze
+from kbmem.research.state import term_set
 
 if TYPE_CHECKING:
-    from ..toolkit import Toolkit
+    from kbmem.research.toolkit import Toolkit
 
 _WORD = re.compile(r"[^\W_]+")
 

@@ -11,20 +11,20 @@ from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..config import HARD_CAPS, MAX_REQUEST_CHARS
-from ..errors import KbmemError, ModelUnreachable, ValidationError
-from ..index import Hit, analyze
-from ..memorizer import read_memory
-from ..sessions import is_echo, without_cue
-from ..store import KnowledgeBase
-from ..textutil import count_tokens, truncate_tokens
-from ..toolkit import Toolkit, rank_pages
-from ..vectors import read_queries
-from .briefing import fit_list, select_evidence
-from .offline import QUESTION_WORDS, OfflineEngine, asked_with, request_parts
-from .reading import Reading, read_request
-from .state import ResearchState, holds_as_asked
-from .types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
+from kbmem.config import HARD_CAPS, MAX_REQUEST_CHARS
+from kbmem.errors import KbmemError, ModelUnreachable, ValidationError
+from kbmem.index.tenant import Hit, analyze
+from kbmem.index.vectors import read_queries
+from kbmem.memorize.memorizer import read_memory
+from kbmem.memorize.sessions import is_echo, without_cue
+from kbmem.research.briefing import fit_list, select_evidence
+from kbmem.research.offline import QUESTION_WORDS, OfflineEngine, asked_with, request_parts
+from kbmem.research.reading import Reading, read_request
+from kbmem.research.state import ResearchState, holds_as_asked
+from kbmem.research.toolkit import Toolkit, rank_pages
+from kbmem.research.types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
+from kbmem.store.repository import KnowledgeBase
+from kbmem.textutil import count_tokens, truncate_tokens
 
 EventSink = Callable[[TraceEvent], None]
 ACTION_WEIGHT = {"bm25": 1.0, "dense": 0.6, "late": 1.0, "page_id": 0.5}
@@ -51,11 +51,11 @@ DENSE_FLOOR = 0.3
 MEANING_TOOLS = ("dense", "late")  # searches that need the model's reading of their query
 READ_FROM = 20  # best intervals whose words show how memory writes a word read as a near one
 # ...unless none of the request's words occurs in memory at all: then a semantic match alone
-# must be clearly near. A sentence has a vector of its own (see kbmem.index), and the fewer
+# must be clearly near. A sentence has a vector of its own (see kbmem.index.tenant), and the fewer
 # words a vector holds, the nearer chance brings it: "zyzzyva quokka xylophone" reaches 0.377
 # on a one-line roster entry, while whole intervals stay below 0.25.
 DENSE_ALONE_FLOOR = 0.4
-# The same for late interaction (kbmem.late): on LoCoMo, 1% of evidence turns score below
+# The same for late interaction (kbmem.index.late): on LoCoMo, 1% of evidence turns score below
 # 0.29, and a request's best turn scores 0.47 or more for 99% of its questions; nonsense
 # ("zyzzyva quokka xylophone", "What is the capital of Peru?" in the example knowledge
 # base) reaches 0.25 to 0.35, matched piece by piece to whatever word pieces come nearest.
@@ -290,7 +290,7 @@ class Researcher:
         for n, action in enumerate(actions):
             emit("tool_call", step, call=n, **action.to_dict())
         # The model first reads the step's queries by meaning, in one pass and alone (see
-        # kbmem.embedder.read_queries); then every search runs. Beside the keyword searches'
+        # kbmem.index.embedder.read_queries); then every search runs. Beside the keyword searches'
         # threads, the same pass took longer than the searches it would have overlapped: on
         # LoCoMo's conv-41, research p50 144-145 ms this way, 150-161 ms overlapped.
         # A failed reading is met again, and reported, by each search that needs it.

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..index import Hit, analyze
-from ..sessions import ECHO_WEIGHT, is_echo
-from ..toolkit import RRF_K
-from .types import IntegrationState, PlanAction
+from kbmem.index.tenant import Hit, analyze
+from kbmem.memorize.sessions import ECHO_WEIGHT, is_echo
+from kbmem.research.toolkit import RRF_K
+from kbmem.research.types import IntegrationState, PlanAction
 
 if TYPE_CHECKING:
-    from .reading import Reading
+    from kbmem.research.reading import Reading
 
 # Shares of a turn's score passed to the turns after it and before it (nearest first): an
 # answer often comes a turn or two after the question that names its subject (on LoCoMo,

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..intervals import Interval
+from kbmem.index.intervals import Interval
 
 PlanTool = Literal["bm25", "dense", "late", "page_id"]
 PLAN_TOOLS = ("bm25", "dense", "late", "page_id")
@@ -15,7 +15,7 @@ PLAN_TOOLS = ("bm25", "dense", "late", "page_id")
 
 @dataclass
 class PlanAction:
-    tool: str  # bm25 | dense | late (kbmem.late) | page_id
+    tool: str  # bm25 | dense | late (kbmem.index.late) | page_id
     query: str | None = None
     page_ids: list[str] = field(default_factory=list)
     k: int = 10

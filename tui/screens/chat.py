@@ -105,7 +105,7 @@ class ChatScreen(KbmemScreen):
     def load_suggestions(self) -> None:
         import yaml
 
-        from kbmem.sessions import is_chat
+        from kbmem.memorize.sessions import is_chat
 
         ws = self.workspace
         kb = ws.kb
@@ -304,7 +304,7 @@ class ChatScreen(KbmemScreen):
     ) -> None:
         """Read each hit at its commit; its excerpt is the part that answers ``question``."""
         from kbmem.agent.offline import best_excerpt  # the index's analyzer: load it off-screen
-        from kbmem.pages import unescape_line
+        from kbmem.store.pages import unescape_line
 
         kb = self.workspace.kb
         files: dict[tuple[str, str], list[str]] = {}

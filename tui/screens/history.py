@@ -26,9 +26,9 @@ from textual.widgets import (
 from textual.worker import Worker, get_current_worker
 
 from kbmem.errors import KbmemError, NotFound
-from kbmem.pages import parse_page
-from kbmem.pagestore import path_at
-from kbmem.store import CommitInfo
+from kbmem.store.pages import parse_page
+from kbmem.store.pagestore import path_at
+from kbmem.store.repository import CommitInfo
 
 from ..render import DiffText, markdown_parser, plain, safe, short_date, short_sha, value_text
 from ..widgets.footer import KbmemFooter

@@ -1,0 +1,82 @@
+"""``kbmem bench ingest`` and ``kbmem bench scale`` end to end on small inputs: every figure
+the issues ask for is reported, the counts agree with what was built, and a temporary
+knowledge base is removed unless ``--dir`` asks to keep it."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+from helpers.kbgit import LOCOMO, commit_count, status
+
+from kbmem.bench import scale
+from kbmem.cli import main
+from kbmem.index.tenant import TenantIndex
+from kbmem.store.repository import KnowledgeBase
+
+
+def _locomo_slice(folder: Path, sessions: int) -> Path:
+    data = json.loads((LOCOMO / "conv-26.json").read_text())
+    part = {"speaker_a": data["speaker_a"], "speaker_b": data["speaker_b"], "qa": []}
+    for n in range(1, sessions + 1):
+        part[f"session_{n}"] = data[f"session_{n}"]
+        part[f"session_{n}_date_time"] = data[f"session_{n}_date_time"]
+    folder.mkdir()
+    (folder / "conv-26.json").write_text(json.dumps(part))
+    return folder
+
+
+def _temp_kbs() -> set[str]:
+    return {p.name for p in Path(tempfile.gettempdir()).glob("kbmem-bench-*")}
+
+
+def test_bench_ingest_reports_every_figure_and_cleans_up(tmp_path: Path, capsys) -> None:
+    data = _locomo_slice(tmp_path / "locomo", 3)
+    before = _temp_kbs()
+    assert main(["bench", "ingest", "--data", str(data), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert {"sessions", "turns", "pages", "seconds", "sessions_per_s"} <= set(result)
+    assert {"latency_ms_p50", "latency_ms_p95", "repo_bytes", "machine"} <= set(result)
+    source = json.loads((data / "conv-26.json").read_text())
+    assert result["sessions"] == 3
+    assert result["turns"] == sum(len(source[f"session_{n}"]) for n in (1, 2, 3))
+    assert result["pages"] >= 3 and result["repo_bytes"] > 0
+    assert result["latency_ms_p50"] <= result["latency_ms_p95"]
+    # Both are rounded (seconds to the millisecond): compare at that precision.
+    assert result["seconds"] == pytest.approx(3 / result["sessions_per_s"], abs=0.001)
+    assert "kb" not in result and _temp_kbs() <= before  # nothing left behind
+
+    kept = tmp_path / "kept"
+    assert main(["bench", "ingest", "--data", str(data), "--dir", str(kept)]) == 0
+    out = capsys.readouterr().out
+    assert "sessions_per_s: " in out and f"kb: {kept.resolve()}" in out
+    assert commit_count(kept) == 1 + 3  # the settings, then one commit per session
+    assert status(kept) == ""
+
+
+def test_bench_scale_reports_build_sync_queries_memory_and_size(tmp_path: Path, capsys) -> None:
+    kept = tmp_path / "scale-kb"
+    args = ["--pages", "40", "--queries", "100", "--dir", str(kept), "--json"]
+    assert main(["bench", "scale", *args]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["pages"] == 40
+    assert result["full_build_s_by_pages"].keys() == {"40"}
+    assert result["sync_one_page_s"].keys() == result["sync_one_page_max_s"].keys() == {"40"}
+    assert result["intervals"] == result["intervals_by_pages"]["40"] > 40
+    assert set(result["query_ms"]) == {"bm25", "dense", "hybrid"}
+    for row in result["query_ms"].values():
+        assert row["queries"] == 100 and 0 < row["p50"] <= row["p95"]
+        assert row["no_hits"] < 100
+    assert result["peak_rss_mb"] > 0 and result["index_bytes"] > 0
+    assert {"cpus", "load_avg_1m_start", "load_avg_1m_end"} <= set(result["machine"])
+    # The index it leaves reflects HEAD: the 40 pages, those added one at a time to time the
+    # syncs, and the one added before the first query.
+    kb = KnowledgeBase(kept)
+    index = TenantIndex(kb, scale.TENANT)
+    assert index.current().commit == kb.head()
+    indexed = {hit.page_id for hit in index.all_intervals()}
+    assert len(indexed) == 40 + scale.SYNC_REPEATS + 1
+    text = scale.render(result)
+    assert "one-page sync" in text and "hybrid" in text

@@ -1,0 +1,1 @@
+"""Helpers the tests share: git commands, response shapes, silent servers, chat drivers."""

