@@ -40,6 +40,13 @@ def example_kb(example_kb_master: Path, tmp_path: Path) -> KnowledgeBase:
 
 
 @pytest.fixture
+def kb(example_kb: KnowledgeBase) -> KnowledgeBase:
+    """A private, writable, indexed copy of the example knowledge base (a module may define
+    its own ``kb``)."""
+    return example_kb
+
+
+@pytest.fixture
 def empty_kb(tmp_path: Path) -> KnowledgeBase:
     """A new knowledge base with settings only."""
     return init_kb(tmp_path / "kb", with_history=False)

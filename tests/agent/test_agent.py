@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers.kbgit import ROOT, git, head
+from helpers.turns import TENANT
 
 from kbmem.agent.batch import committed_turns
 from kbmem.agent.context import TurnContext
@@ -45,7 +45,6 @@ from kbmem.agent.offline import (
 from kbmem.agent.provenance import SNAPSHOT_FILES, list_turns, turn_dir
 from kbmem.agent.session import ChatSession
 from kbmem.errors import ValidationError
-from kbmem.index.tenant import TenantIndex
 from kbmem.memorize.sessions import CHAT_AGENT, is_request, is_statement, without_cue
 from kbmem.research.answer_types import answer_type, gives, merit
 from kbmem.research.toolkit import Toolkit
@@ -53,7 +52,6 @@ from kbmem.research.types import BriefingContext, TraceEvent
 from kbmem.store.repository import KnowledgeBase
 from kbmem.textutil import count_tokens, truncate_tokens
 
-TENANT = "default"
 QUESTIONS = [
     "Who is Femi Adeyemi's onboarding buddy?",
     "Which recruitment agency did the team use for the backend engineer hire?",
@@ -62,26 +60,6 @@ QUESTIONS = [
     "What is the team's monthly AWS budget?",
     "In which city will the team's April offsite take place?",
 ]
-
-
-# -- fixtures shared with test_provenance.py and test_audit_cli.py ---------------------------
-
-
-@pytest.fixture(scope="session")
-def indexed_master(example_kb_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example knowledge base with its index built once (copy before writing)."""
-    target = tmp_path_factory.mktemp("indexed") / "kb"
-    shutil.copytree(example_kb_master, target, symlinks=True)
-    TenantIndex(KnowledgeBase(target), TENANT).sync()
-    return target
-
-
-@pytest.fixture
-def kb(indexed_master: Path, tmp_path: Path) -> KnowledgeBase:
-    """A private, writable, already indexed copy of the example knowledge base."""
-    target = tmp_path / "kb"
-    shutil.copytree(indexed_master, target, symlinks=True)
-    return KnowledgeBase(target)
 
 
 def trailers_of(root: Path, chat_id: str) -> list[str]:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from helpers.silent import silent_server
-from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
+from helpers.turns import TENANT
 
 from kbmem.agent.context import TurnCancelled, TurnContext
 from kbmem.agent.events import AgentEvent, Notice, ReplyDelta, ToolCallFinished
@@ -25,7 +25,7 @@ from kbmem.llm.local import LocalLLMServer
 from kbmem.store.repository import KnowledgeBase
 
 
-def llm_chat(kb: KnowledgeBase, server: LocalLLMServer, **kwargs: object) -> ChatSession:  # noqa: F811
+def llm_chat(kb: KnowledgeBase, server: LocalLLMServer, **kwargs: object) -> ChatSession:
     # Small prompts: the 135M model on two CPU cores reads about 100 tokens a second.
     kb.settings.data["llm"]["api_base"] = server.api_base
     kb.settings.data["llm"]["max_prompt_tokens"] = 700
@@ -36,7 +36,7 @@ def llm_chat(kb: KnowledgeBase, server: LocalLLMServer, **kwargs: object) -> Cha
 
 
 def test_the_model_calls_research_and_the_reply_streams(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     llm_server: LocalLLMServer,
 ) -> None:
     events: list[AgentEvent] = []
@@ -56,7 +56,7 @@ def test_the_model_calls_research_and_the_reply_streams(
 
 
 def test_invalid_tool_arguments_go_back_and_the_agent_degrades(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     llm_server: LocalLLMServer,
 ) -> None:
     events: list[AgentEvent] = []
@@ -74,7 +74,7 @@ def test_invalid_tool_arguments_go_back_and_the_agent_degrades(
     chat.close()
 
 
-def test_a_stream_that_dies_keeps_the_partial_answer(kb: KnowledgeBase) -> None:  # noqa: F811
+def test_a_stream_that_dies_keeps_the_partial_answer(kb: KnowledgeBase) -> None:
     server = LocalLLMServer().start()
     try:
         chat = llm_chat(kb, server)
@@ -105,7 +105,7 @@ def test_a_stream_that_dies_keeps_the_partial_answer(kb: KnowledgeBase) -> None:
 
 @pytest.mark.parametrize("model", ["openai/none"])
 def test_an_unreachable_model_degrades_to_an_offline_answer(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     model: str,
 ) -> None:
     from kbmem.llm.local import free_port
@@ -122,7 +122,7 @@ def test_an_unreachable_model_degrades_to_an_offline_answer(
 
 
 def test_a_model_that_never_answers_is_waited_for_once_per_turn(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
 ) -> None:
     """The turn asked the model to call research, and when that timed out, asked it again
     to answer from kbmem's own briefing: two timeouts before the offline answer."""
@@ -144,7 +144,7 @@ def test_a_model_that_never_answers_is_waited_for_once_per_turn(
 
 
 def test_cancel_stops_a_turn_while_the_model_reads_its_prompt(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     llm_server: LocalLLMServer,
 ) -> None:
     # A long prompt (the default budget: a briefing of up to 1,800 tokens) takes the model
@@ -289,7 +289,7 @@ def _first_delta_after(agent: LLMAgent, messages: list[dict[str, str]], since: f
 
 
 def test_an_answer_cut_at_the_token_limit_says_so(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     llm_server: LocalLLMServer,
 ) -> None:
     events: list[AgentEvent] = []

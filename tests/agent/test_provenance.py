@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 import yaml
 from helpers.kbgit import commit_edit, head, plant_intervals
-from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
+from helpers.turns import QUESTION, ROSTER, TENANT, commit_chat, commit_older_turn, commit_turn
 
 from kbmem.agent.journal import ChatJournal
 from kbmem.agent.provenance import (
@@ -22,70 +22,15 @@ from kbmem.agent.provenance import (
     parse_turn_id,
     read_turn,
     render_audit,
-    snapshot_files,
     turn_dir,
 )
-from kbmem.agent.records import ContextItem, ToolCallRecord, TurnRecord
+from kbmem.agent.records import TurnRecord
 from kbmem.agent.session import ChatSession, check_chat_id
 from kbmem.errors import NotFound, ValidationError
-from kbmem.index.intervals import Interval
 from kbmem.store.repository import KnowledgeBase
 
-QUESTION = "Who is Femi Adeyemi's onboarding buddy?"
 
-
-def commit_turn(
-    kb: KnowledgeBase,  # noqa: F811
-    chat_id: str,
-    turn: int,
-    question: str = QUESTION,
-    tenant: str = TENANT,
-) -> str:
-    """Commit a turn's snapshot (one research call, no interval) as a batch would, without
-    running an agent; its folder."""
-    call = ToolCallRecord("c1", "research", {"request": question}, 10.0, 11.0, result_chars=9)
-    record = TurnRecord(
-        chat_id,
-        turn,
-        tenant,
-        question,
-        "An answer.",
-        "complete",
-        "offline",
-        10.0 + turn,
-        11.0 + turn,
-        tool_calls=[call],
-    )
-    kb.commit_files(snapshot_files(record), f"Record chat {chat_id} turn {turn}")
-    return turn_dir(tenant, chat_id, turn)
-
-
-def commit_chat(
-    kb: KnowledgeBase,  # noqa: F811
-    chat_id: str,
-    turns: int,
-    started: float = 10.0,
-) -> None:
-    """Commit turns 1 to ``turns`` of a chat in one commit (turn n started at ``started``
-    + n), as its batches would have."""
-    files: dict[str, bytes] = {}
-    for n in range(1, turns + 1):
-        record = TurnRecord(
-            chat_id,
-            n,
-            TENANT,
-            f"Question {n}?",
-            "An answer.",
-            "complete",
-            "offline",
-            started + n,
-            started + n + 0.5,
-        )
-        files.update(snapshot_files(record))
-    kb.commit_files(files, f"Record chat {chat_id} turns 1-{turns}")
-
-
-def test_snapshot_files_hold_the_turn(kb: KnowledgeBase) -> None:  # noqa: F811
+def test_snapshot_files_hold_the_turn(kb: KnowledgeBase) -> None:
     with ChatSession(kb, TENANT, chat_id="snap") as chat:
         record = chat.send(QUESTION)
     folder = turn_dir(TENANT, "snap", 1)
@@ -127,51 +72,8 @@ def test_snapshot_files_hold_the_turn(kb: KnowledgeBase) -> None:  # noqa: F811
     assert [c.name for c in again.tool_calls] == ["research"]
 
 
-ROSTER = f"tenants/{TENANT}/notes/team-roster.md"
-
-
-def commit_older_turn(
-    kb: KnowledgeBase,  # noqa: F811
-    chat_id: str,
-) -> tuple[str, list[tuple[int, int]]]:
-    """Commit a turn as the offline agent recorded it before it kept all that it read: a
-    research call that gave three intervals of the roster, a context of the one the answer
-    cites. The commit they were read at, and their line ranges, the cited one first."""
-    commit, blob = kb.head(), kb.blob_id(ROSTER)
-    assert commit and blob
-    ranges = [(21, 23), (1, 3), (5, 8)]
-    given = [
-        {
-            **Interval("notes/team-roster.md", ROSTER, a, b, commit, blob, "paragraph").to_dict(),
-            "retriever": "bm25",
-            "score": 0.5 - n / 10,
-        }
-        for n, (a, b) in enumerate(ranges)
-    ]
-    call = ToolCallRecord("call-1-1", "research", {"request": QUESTION}, 10.0, 11.0, 99, given)
-    cited = ContextItem(
-        "notes/team-roster.md", ROSTER, 21, 23, commit, "bm25", 0.5, blob, [], "call-1-1", True
-    )
-    answer = "From memory:\n- Tobias Ferrante. [notes/team-roster.md:L21-L23]"
-    record = TurnRecord(
-        chat_id,
-        1,
-        TENANT,
-        QUESTION,
-        answer,
-        "complete",
-        "offline",
-        10.0,
-        11.0,
-        tool_calls=[call],
-        context=[cited],
-    )
-    kb.commit_files(snapshot_files(record), f"Record chat {chat_id} turn 1")
-    return commit, ranges
-
-
 def test_an_audit_shows_what_an_older_turn_read_not_only_what_it_cited(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
 ) -> None:
     """A turn committed when the offline agent recorded only the intervals it cited still
     has all that its research gave it in its tool calls: the audit reads them from there,
@@ -210,7 +112,7 @@ def test_turn_ids_and_chat_ids_are_safe_path_segments() -> None:
 
 
 def test_audit_resolves_intervals_at_their_commit_after_the_page_changed(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
 ) -> None:
     with ChatSession(kb, TENANT, chat_id="audited") as chat:
         record = chat.send(QUESTION)
@@ -244,7 +146,7 @@ def test_audit_resolves_intervals_at_their_commit_after_the_page_changed(
     assert {r.item.citation(): r.text for r in gone.intervals}[target.citation()] == original
 
 
-def test_turns_are_listed_from_git_and_from_the_journal(kb: KnowledgeBase) -> None:  # noqa: F811
+def test_turns_are_listed_from_git_and_from_the_journal(kb: KnowledgeBase) -> None:
     chat = ChatSession(kb, TENANT, chat_id="listed", batch_turns=2)
     for question in (QUESTION, "What is the team's monthly AWS budget?", "Who owns FL-212?"):
         chat.send(question)
@@ -260,7 +162,7 @@ def test_turns_are_listed_from_git_and_from_the_journal(kb: KnowledgeBase) -> No
 
 
 def test_a_listing_of_every_turn_reads_each_turn_once(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """An open chat's journal holds every turn since it opened, committed or not: listing
@@ -310,7 +212,7 @@ def test_the_last_turn_is_found_reading_each_chats_last_turn_only(
         last_turn(empty_kb, "other")
 
 
-def test_audit_refuses_intervals_outside_the_tenants_pages(kb: KnowledgeBase) -> None:  # noqa: F811
+def test_audit_refuses_intervals_outside_the_tenants_pages(kb: KnowledgeBase) -> None:
     """A snapshot edited by hand to cite another tenant's page, or a file of the tenant that
     is no page, is audited without reading that file: the interval says why."""
     with ChatSession(kb, "other", chat_id="spy") as chat:

@@ -10,8 +10,7 @@ from dataclasses import replace
 
 import pytest
 from helpers.kbgit import commit_edit, git
-from test_agent import TENANT, indexed_master, kb  # noqa: F401  (fixtures)
-from test_provenance import QUESTION, commit_chat, commit_turn
+from helpers.turns import QUESTION, TENANT, commit_chat, commit_turn
 
 from kbmem.agent.context import TurnContext
 from kbmem.agent.provenance import read_turn, turn_dir
@@ -24,7 +23,7 @@ from kbmem.textutil import markdown_text
 
 
 def run(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     *argv: str,
@@ -37,7 +36,7 @@ def run(
 
 
 def test_scripted_chat_then_turns_and_audit(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -91,7 +90,7 @@ def test_scripted_chat_then_turns_and_audit(
 
 
 def test_the_text_audit_shows_every_interval_the_turn_read(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -127,7 +126,7 @@ def test_the_text_audit_shows_every_interval_the_turn_read(
 
 
 def test_the_audit_shows_a_long_turn_as_the_agent_was_shown_it_in_part(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -183,7 +182,7 @@ FACT = f"Remember this: the spare key is kept in {SAID}"
 
 
 def test_plain_text_shows_an_answer_without_its_markdown_escapes(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -213,7 +212,7 @@ def test_plain_text_shows_an_answer_without_its_markdown_escapes(
 
 
 def test_audit_errors_name_the_problem(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -309,7 +308,7 @@ def test_turns_knows_a_chat_a_client_started_and_closed_before_its_first_turn(
 
 
 def test_a_batch_of_one_turn_is_committed_as_turn_n(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -322,7 +321,7 @@ def test_a_batch_of_one_turn_is_committed_as_turn_n(
 
 
 def test_ask_prints_a_cited_briefing(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -341,7 +340,7 @@ def test_ask_prints_a_cited_briefing(
 
 
 def test_kbmem_model_makes_the_scripted_chat_use_the_llm_agent(
-    kb: KnowledgeBase,  # noqa: F811
+    kb: KnowledgeBase,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     llm_server: LocalLLMServer,

@@ -16,6 +16,9 @@ from typing import Any
 
 import yaml
 
+from kbmem.config import load_settings
+from kbmem.store.repository import KnowledgeBase
+
 ROOT = Path(__file__).resolve().parents[2]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo"
 
@@ -162,3 +165,10 @@ def run_on_terminal(command: list[str], timeout: float) -> tuple[int, str, bytes
             os.close(follower)
         os.close(leader)
     return proc.returncode, out, shown
+
+
+def kb_with_page_tokens(kb: KnowledgeBase, tokens: int) -> KnowledgeBase:
+    """The same knowledge base, its memorizer cutting pages at ``tokens`` tokens."""
+    settings = load_settings(kb.root)
+    settings.data["memorizer"]["page_tokens"] = tokens
+    return KnowledgeBase(kb.root, settings)

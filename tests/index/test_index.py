@@ -33,10 +33,10 @@ import pytest
 from helpers.talk import talk
 from tokenizers import Tokenizer
 
-from kbmem import index as index_module
-from kbmem import vectors as vector_module
 from kbmem.errors import Cancelled, NotFound, StorageError, ValidationError
 from kbmem.index import embedder
+from kbmem.index import tenant as index_module
+from kbmem.index import vectors as vector_module
 from kbmem.index.intervals import Interval
 from kbmem.index.tenant import INDEX_FORMAT, Generation, Hit, TenantIndex, analyze
 from kbmem.memorize.memorizer import ingest_session

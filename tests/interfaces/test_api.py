@@ -22,7 +22,7 @@ from urllib.parse import quote
 import pytest
 from helpers.kbgit import commit_edit, git, kbmem, summit_session
 from helpers.shapes import CAMEL_CASE, keys_of
-from test_provenance import commit_chat, commit_turn
+from helpers.turns import commit_chat, commit_turn
 
 from kbmem.agent import journal
 from kbmem.agent.records import TurnRecord

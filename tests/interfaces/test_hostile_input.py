@@ -15,8 +15,7 @@ from contextlib import suppress
 from pathlib import Path
 
 import pytest
-from helpers.kbgit import commit_edit, git, head, status, summit_session
-from test_memorizer import _kb_with_page_tokens
+from helpers.kbgit import commit_edit, git, head, kb_with_page_tokens, status, summit_session
 
 from kbmem.cli import main
 from kbmem.errors import ValidationError
@@ -140,7 +139,7 @@ def test_a_session_whose_record_was_broken_by_hand_is_memorized_whole_again(
     """With its record unreadable, a session memorized again was taken for a new one: the
     pages an older, longer version had were left behind, searchable, and the result said
     "created"."""
-    kb = _kb_with_page_tokens(empty_kb, 60)
+    kb = kb_with_page_tokens(empty_kb, 60)
     texts = [f"Sentence number {n} about the ferry timetable and its owners." for n in range(20)]
     long = ingest_session(kb, session_from_mapping(summit_session("shrinks", texts)))
     assert len(long.page_ids) >= 3

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from helpers.kbgit import ROOT, commit_edit, git, head, kbmem, status
 from helpers.shapes import CAMEL_CASE, keys_of
-from test_provenance import commit_turn
+from helpers.turns import commit_turn
 
 from kbmem.interfaces.service import Memory
 from kbmem.store.repository import KnowledgeBase

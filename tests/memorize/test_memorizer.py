@@ -22,6 +22,7 @@ from helpers.kbgit import (
     fsck,
     git,
     head,
+    kb_with_page_tokens,
     session_trailers,
     status,
     summit_session,
@@ -49,12 +50,6 @@ KICKOFF = [
     "Noted. The pilot goes live on Monday 26 January 2026 at 300 pounds a month.",
     "### t9 | not | a header\nTobias writes the DynamoDB schema by 19 January.",
 ]
-
-
-def _kb_with_page_tokens(kb: KnowledgeBase, tokens: int) -> KnowledgeBase:
-    settings = load_settings(kb.root)
-    settings.data["memorizer"]["page_tokens"] = tokens
-    return KnowledgeBase(kb.root, settings)
 
 
 def test_ingest_writes_pages_memory_and_record_in_one_commit(empty_kb: KnowledgeBase) -> None:
@@ -178,7 +173,7 @@ def test_history_follows_a_page_renamed_by_hand(empty_kb: KnowledgeBase) -> None
 
 
 def test_long_session_splits_at_turn_boundaries(empty_kb: KnowledgeBase) -> None:
-    kb = _kb_with_page_tokens(empty_kb, 120)
+    kb = kb_with_page_tokens(empty_kb, 120)
     texts = [
         f"Turn {n}: " + " ".join(f"word{n}x{i}" for i in range(n * 7 % 40 + 5)) for n in range(30)
     ]
@@ -204,7 +199,7 @@ def test_long_session_splits_at_turn_boundaries(empty_kb: KnowledgeBase) -> None
 
 
 def test_a_shorter_session_deletes_the_pages_it_no_longer_needs(empty_kb: KnowledgeBase) -> None:
-    kb = _kb_with_page_tokens(empty_kb, 60)
+    kb = kb_with_page_tokens(empty_kb, 60)
     texts = [f"Sentence number {n} about the ferry timetable and its owners." for n in range(20)]
     long = ingest_session(kb, _session("shrinks", texts))
     assert len(long.page_ids) >= 3
