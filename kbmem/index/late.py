@@ -4,19 +4,17 @@ similarity, "MaxSim" as ColBERT scores), over the word-piece vectors that the em
 computes on its way to the one vector of a text.
 
 One vector of a turn averages everything said in it, and a question rarely says it the way
-the answer did: on LoCoMo, ranking a conversation's turns by that one vector puts an evidence
-turn of a multi-hop question in the top 10 for 0.27 of its evidence sessions, and by late
-interaction for 0.51 (BM25: 0.28; open-domain questions 0.23 and 0.47). "What martial arts has
-John done?" finds "kick ##box ##ing" near "martial" and "arts", where the pooled vector of a
-long turn about his week does not.
+the answer did. Scored piece by piece, "What martial arts has John done?" finds "kick ##box
+##ing" near "martial" and "arts", where the pooled vector of a long turn about his week does
+not (docs/benchmarks.md has what this gains on LoCoMo).
 
 A generation keeps its intervals' piece vectors as the vectors are kept: a base table
 ``late.npz`` (float16; a label's rows from ``starts[i]`` to ``starts[i + 1]``), shared by hard
 link with the generations after it, and a small ``late-delta.npz`` of the intervals added since;
 an incremental sync rewrites only the delta, and folds it into a new base once it grows. An
 interval that died stays in the base until then (a search keeps to live intervals). A search
-scores every interval: on LoCoMo's longest conversation, 16,628 pieces of 419 turns, about
-10 ms."""
+scores every interval of the tenant exactly, with no approximate index: one matrix product
+of the query's pieces with the table's."""
 
 from __future__ import annotations
 

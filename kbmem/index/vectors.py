@@ -37,7 +37,8 @@ VECTORS_PER_HIT = 3
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 200
 # The model reads 256 word pieces (a thousand characters or so of prose), but its tokenizer
-# reads the whole text first: a 10 MB turn took 10-30 s. Texts are cut to this many characters.
+# reads the whole text first (tens of seconds for a 10 MB turn). Texts are cut to this many
+# characters.
 MAX_EMBED_CHARS = 4096
 
 
@@ -67,8 +68,7 @@ def vector_texts(text: str, speaker: str = "") -> list[str]:
     One vector of a long turn is the average of everything said in it, and the model reads
     only its first 256 word pieces: "We even played some Chess afterward", the fourth
     sentence of a turn about a party, is far from "What board games has Nate played?" until
-    it has a vector of its own (on LoCoMo, ranking sessions by their nearest turn put every
-    evidence session in the top 8 for 0.753 of the questions, by their nearest sentence 0.789).
+    it has a vector of its own.
     A note's paragraph is cut at sentence ends only, so that the line naming its section stays
     with the first sentence rather than becoming a piece shared by every paragraph."""
     prefix = f"{speaker}: " if speaker else ""
