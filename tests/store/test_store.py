@@ -11,6 +11,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers.kbgit import ROOT, commit_count, fsck, git, head, status
@@ -392,10 +393,11 @@ def test_head_moved_by_someone_else_fails_the_swap_and_keeps_their_commit(
     empty_kb.commit_files({NOTE: b"old\n"}, "Old")
 
     class RacedKnowledgeBase(KnowledgeBase):
-        def _write_object(self, kind: bytes, data: bytes, keep: bool = False) -> bytes:
-            if kind == b"commit":  # a user commits by hand between our read and our swap
-                git(root, "commit", "-q", "--allow-empty", "-m", "A commit by hand")
-            return super()._write_object(kind, data, keep)
+        def _build_commit(self, *args: Any, **kwargs: Any) -> tuple[str, str | None] | None:
+            built = super()._build_commit(*args, **kwargs)
+            # A user commits by hand between our read of HEAD and our swap.
+            git(root, "commit", "-q", "--allow-empty", "-m", "A commit by hand")
+            return built
 
     raced = RacedKnowledgeBase(root)
     with pytest.raises(StorageError, match="git failed while committing"):
