@@ -147,6 +147,20 @@ class StagedFiles:
                 path.unlink()
 
 
+def symlink_in(root: Path, relpath: str) -> str | None:
+    """The first part of ``relpath`` (a folder, or the file itself) that is a symbolic link
+    in the work tree at ``root``, or None: kbmem reads and writes nothing through one."""
+    parts = relpath.split("/")
+    for depth in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:depth])
+        try:
+            if stat.S_ISLNK(os.lstat(root / prefix).st_mode):
+                return prefix
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+    return None
+
+
 def exclude_temp_files(git_dir: Path) -> None:
     """Make git ignore kbmem's temp files (``info/exclude`` of ``git_dir``, the repository's
     own list, never shared by a push): a writer killed mid-write leaves them until the next

@@ -25,8 +25,15 @@ TREE_MODE = b"40000"
 FILE_MODES = (b"100644", b"100755")
 # Trees kept in memory before the caches are dropped: bounds a long-running process.
 TREE_CACHE_LIMIT = 100_000
-# zlib level of loose objects: the fastest; git repacks them anyway.
+# zlib level of loose objects: the fastest; they are packed soon (see LOOSE_OBJECT_LIMIT).
 LOOSE_COMPRESSION = 1
+# Loose objects (estimated as git does, from one of its 256 folders) above which kbmem packs
+# them: well below git's own auto-gc threshold (gc.auto, 6700), so a user's commit rarely
+# starts a gc because of kbmem's objects.
+LOOSE_OBJECT_LIMIT = 2000
+# The folder git samples to estimate its loose objects.
+_SAMPLE_FOLDER = "17"
+SYMLINK_MODE = b"120000"
 
 TreeEntries = dict[bytes, tuple[bytes, bytes]]  # {name: (mode, binary id)}
 UNKNOWN = object()  # "the kept trees do not cover this path" (see ObjectStore.known_object_at)
@@ -43,7 +50,6 @@ class ObjectStore:
         self._commit_trees: dict[str, bytes] = {}
         # The blobs of the last commit built: what the memorizer reads back next.
         self._blobs: dict[str, bytes] = {}
-        self._object_dirs: set[str] = set()
 
     def kept_blob(self, blob_id: str) -> bytes | None:
         return self._blobs.get(blob_id)
@@ -60,12 +66,9 @@ class ObjectStore:
         target = os.path.join(folder, hexsha[2:])
         if os.path.exists(target):
             return binsha
-        if folder not in self._object_dirs:
-            os.makedirs(folder, exist_ok=True)
-            self._object_dirs.add(folder)
         # git's own name for object temp files: fsck and gc know to ignore and clean them.
         tmp = os.path.join(folder, f"tmp_obj_{os.getpid()}_{secrets.token_hex(4)}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        fd = _create_in(folder, tmp)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(zlib.compress(raw, LOOSE_COMPRESSION))
@@ -75,6 +78,16 @@ class ObjectStore:
                 os.unlink(tmp)
             raise
         return binsha
+
+    def needs_packing(self) -> bool:
+        """Whether the loose objects (estimated as ``git gc --auto`` does) pass
+        :data:`LOOSE_OBJECT_LIMIT`."""
+        try:
+            sample = os.listdir(os.path.join(self.objects_dir, _SAMPLE_FOLDER))
+        except FileNotFoundError:
+            return False
+        loose = sum(1 for name in sample if len(name) == 38)
+        return loose * 256 > LOOSE_OBJECT_LIMIT
 
     def tree_entries(self, binsha: bytes | None) -> TreeEntries:
         """``{name: (mode, binsha)}`` of a tree object (empty for None)."""
@@ -161,6 +174,22 @@ class ObjectStore:
                 return None
         return None
 
+    def symlink_in(self, commit: str, relpath: str) -> str | None:
+        """The first part of ``relpath`` (``tenants/c``, or the whole path) that ``commit``
+        holds as a symbolic link, or None."""
+        tree: bytes | None = self.commit_tree(commit)
+        parts = relpath.encode().split(b"/")
+        for depth, part in enumerate(parts):
+            entry = self.tree_entries(tree).get(part)
+            if entry is None:
+                return None
+            if entry[0] == SYMLINK_MODE:
+                return b"/".join(parts[: depth + 1]).decode()
+            if entry[0] != TREE_MODE:
+                return None
+            tree = entry[1]
+        return None
+
     def build_commit(
         self,
         parent: str | None,
@@ -196,6 +225,18 @@ class ObjectStore:
         sha = self.write(b"commit", "\n".join(lines).encode("utf-8")).hex()
         self._commit_trees[sha] = tree
         return sha
+
+
+def _create_in(folder: str, path: str) -> int:
+    """Create the new read-only file ``path`` in the object folder ``folder``, making the
+    folder when it is missing: ``git gc`` and ``prune`` remove the folders they empty, also
+    under a process that wrote into them before."""
+    for _attempt in range(3):
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
+        except FileNotFoundError:
+            os.makedirs(folder, exist_ok=True)
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o444)
 
 
 def blob_id_of(data: bytes) -> str:

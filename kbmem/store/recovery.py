@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from kbmem.errors import ValidationError
-from kbmem.store.files import atomic_write, remove_temp_files
+from kbmem.store.files import atomic_write, remove_temp_files, symlink_in
 
 log = logging.getLogger("kbmem")
 
@@ -58,6 +58,8 @@ class WriteJournal:
         for relpath in list(paths):
             try:
                 kb._check_relpath(relpath)
+                if symlink_in(kb.root, relpath):  # never write outside the knowledge base
+                    raise ValidationError("a path through a symbolic link", "path")
             except ValidationError:
                 log.warning("ignoring %r in %s", relpath, self.path)
                 paths.remove(relpath)
