@@ -47,9 +47,8 @@ JOURNAL_DIR = "journal"
 CHATS_DIR = "chats"
 # Whose turn a journal line holds, read from its head as ChatJournal.append writes it
 # (TurnRecord.to_dict's first keys, in their order, compactly), without parsing the line: a
-# line holds the whole record, tool calls and research traces included (23 kB a turn of the
-# offline agent), and json.loads of it costs about a thousand times this match (and 14 times
-# TurnRecord.from_dict of what it gives). A line of any other form is parsed in full.
+# line holds the whole record, tool calls and research traces included, and parsing it costs
+# far more than this match. A line of any other form is parsed in full.
 _TURN_HEAD = re.compile(
     rb'\{"type":"turn","record":\{"chat_id":"([A-Za-z0-9._-]+)","turn":([0-9]+),'
     rb'"tenant":"([A-Za-z0-9._-]+)",'

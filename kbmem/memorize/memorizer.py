@@ -31,8 +31,10 @@ from kbmem.textutil import count_tokens
 log = logging.getLogger("kbmem")
 
 MEMORY_LINE = re.compile(r"^- \[(?P<date>[^\]]*)\] (?P<sid>\S+) — (?P<memo>.*)$")
+# Tuning: earlier sessions of the tenant a page header is written in view of, and memos written
+# for one commit while other sessions keep changing the memory (see memorize_writes).
 HEADER_CONTEXT_SESSIONS = 2
-MEMO_ATTEMPTS = 3  # memos written for one commit while other sessions keep changing memory
+MEMO_ATTEMPTS = 3
 
 
 @dataclass
