@@ -71,6 +71,13 @@ class LockTimeout(StorageError):
     http_status = 409
 
 
+class ConflictError(StorageError):
+    """Someone else's commits kept moving HEAD while kbmem committed (or changed a file kbmem
+    was about to write): nothing of theirs is overwritten, and trying again may work."""
+
+    http_status = 409
+
+
 class UncommittedChanges(KbmemError):
     """A file kbmem is about to write holds changes the user has not committed: kbmem refuses
     rather than overwrite them (not a StorageError: trying again cannot help)."""

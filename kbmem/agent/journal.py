@@ -24,8 +24,6 @@ git for the ``Kbmem-Turns`` trailer first, so that a crash after the commit but 
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
 import os
 import re
@@ -39,6 +37,7 @@ from kbmem.agent.events import AgentEvent, Notice
 from kbmem.agent.records import TurnRecord
 from kbmem.errors import InUse, KbmemError, StorageError, ValidationError
 from kbmem.ids import check_segment, check_tenant
+from kbmem.store.locks import HeldLock, acquire
 from kbmem.store.repository import KnowledgeBase
 
 if TYPE_CHECKING:
@@ -48,9 +47,8 @@ JOURNAL_DIR = "journal"
 CHATS_DIR = "chats"
 # Whose turn a journal line holds, read from its head as ChatJournal.append writes it
 # (TurnRecord.to_dict's first keys, in their order, compactly), without parsing the line: a
-# line holds the whole record, tool calls and research traces included (23 kB a turn of the
-# offline agent), and json.loads of it costs about a thousand times this match (and 14 times
-# TurnRecord.from_dict of what it gives). A line of any other form is parsed in full.
+# line holds the whole record, tool calls and research traces included, and parsing it costs
+# far more than this match. A line of any other form is parsed in full.
 _TURN_HEAD = re.compile(
     rb'\{"type":"turn","record":\{"chat_id":"([A-Za-z0-9._-]+)","turn":([0-9]+),'
     rb'"tenant":"([A-Za-z0-9._-]+)",'
@@ -163,60 +161,30 @@ def _turn_head(line: bytes) -> tuple[str, str, int] | None:
     return (head[3].decode(), head[1].decode(), int(head[2])) if head else None
 
 
-def _try_lock(path: Path) -> int | None:
-    """An exclusive flock on ``path``, or None when another process holds it.
-
-    Lock files are deleted (by their holder) when a chat's journal is done with, so a lock
-    won on a file that was unlinked meanwhile is worthless: then the path is opened again."""
-    for _attempt in range(100):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            if exc.errno in (errno.EAGAIN, errno.EACCES):
-                return None
-            raise
-        try:
-            same = os.stat(path).st_ino == os.fstat(fd).st_ino
-        except FileNotFoundError:
-            same = False
-        if same:
-            return fd
-        _unlock(fd)
-    raise StorageError(f"cannot lock {path}: it keeps being replaced")
-
-
-def _remove_lock(lock: Path) -> None:
-    """Delete a lock file this process holds (before unlocking it; see :func:`_try_lock`)."""
-    with suppress(FileNotFoundError):
-        lock.unlink()
-
-
-def _unlock(fd: int) -> None:
-    with suppress(OSError):
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    os.close(fd)
+def _lock_chat(path: Path) -> HeldLock | None:
+    """The lock of a chat, or None when another process holds it (the chat is open there).
+    Lock files are deleted by their holder when the chat's journal is done with."""
+    return acquire(path, removable=True)
 
 
 class ChatJournal:
     """The journal of one open chat (this process holds its lock)."""
 
-    def __init__(self, path: Path, lock_fd: int, chat_id: str, tenant: str):
+    def __init__(self, path: Path, lock: HeldLock, chat_id: str, tenant: str):
         self.path = path
-        self.lock_path = path.with_suffix(".lock")
+        self.lock_path = lock.path
         self.chat_id = chat_id
         self.tenant = tenant
-        self._lock_fd: int | None = lock_fd
+        self._lock = lock
 
     @classmethod
     def open(cls, kb: KnowledgeBase, chat_id: str, tenant: str) -> ChatJournal:
         check_segment(chat_id, "chat_id")
         folder = tenant_journal_dir(kb, tenant)
-        fd = _try_lock(folder / f"{chat_id}.lock")
-        if fd is None:
+        lock = _lock_chat(folder / f"{chat_id}.lock")
+        if lock is None:
             raise InUse(f"chat {chat_id!r} is open in another process", "chat_id")
-        return cls(folder / f"{chat_id}.jsonl", fd, chat_id, tenant)
+        return cls(folder / f"{chat_id}.jsonl", lock, chat_id, tenant)
 
     def _append(self, entry: dict[str, Any]) -> None:
         line = json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n"
@@ -243,11 +211,7 @@ class ChatJournal:
         if remove:
             with suppress(FileNotFoundError):
                 self.path.unlink()
-        if self._lock_fd is not None:
-            if remove:
-                _remove_lock(self.lock_path)
-            _unlock(self._lock_fd)
-            self._lock_fd = None
+        self._lock.release(remove=remove)
 
 
 def recover_journals(
@@ -274,14 +238,14 @@ def _recover_folder(
             check_segment(chat_id, "chat_id")
         except ValidationError:
             continue
-        fd = _try_lock(folder / f"{chat_id}.lock")
-        if fd is None:
+        lock = _lock_chat(folder / f"{chat_id}.lock")
+        if lock is None:
             continue  # that chat is open in a live process
         try:
             state = read_journal(path)
             pending = state.pending
             if pending:
-                journal = ChatJournal(path, fd, chat_id, pending[0].tenant)
+                journal = ChatJournal(path, lock, chat_id, pending[0].tenant)
                 try:
                     sha = committer.recover(chat_id, pending, journal, on_event)
                 except KbmemError as exc:
@@ -298,17 +262,13 @@ def _recover_folder(
                     commits.append(sha)
             with suppress(FileNotFoundError):
                 path.unlink()
-            _remove_lock(folder / f"{chat_id}.lock")
+            lock.release(remove=True)
         finally:
-            _unlock(fd)
-    for lock in sorted(folder.glob("*.lock")):
+            lock.release()
+    for lock_path in sorted(folder.glob("*.lock")):
         # The lock of a chat that ended before journaling a turn (or of an older kbmem).
-        fd = _try_lock(lock)
-        if fd is None:
+        held = _lock_chat(lock_path)
+        if held is None:
             continue  # an open chat that has not finished a turn yet
-        try:
-            if not lock.with_suffix(".jsonl").exists():
-                _remove_lock(lock)
-        finally:
-            _unlock(fd)
+        held.release(remove=not lock_path.with_suffix(".jsonl").exists())
     return commits

@@ -31,8 +31,10 @@ from kbmem.textutil import count_tokens
 log = logging.getLogger("kbmem")
 
 MEMORY_LINE = re.compile(r"^- \[(?P<date>[^\]]*)\] (?P<sid>\S+) — (?P<memo>.*)$")
+# Tuning: earlier sessions of the tenant a page header is written in view of, and memos written
+# for one commit while other sessions keep changing the memory (see memorize_writes).
 HEADER_CONTEXT_SESSIONS = 2
-MEMO_ATTEMPTS = 3  # memos written for one commit while other sessions keep changing memory
+MEMO_ATTEMPTS = 3
 
 
 @dataclass
@@ -255,45 +257,12 @@ def memorize_writes(
                 previous.get("memo", ""),
                 seconds=memo.seconds + time.perf_counter() - started,
             )
-        lines = _memo_memory(memory)
-        written = memo.memo
-        if written is None or lines != memo.memory:
-            if not memo.engine.slow:
-                written = memo.engine.write(session, lines)
-            elif written is None or memo.attempt < MEMO_ATTEMPTS:
-                raise MemoOutdated(sid)
+        written = _current_memo(session, memo, _memo_memory(memory))
         text = written.text
         when = session.created_at[:10]
         before = [e for e in memory if e[0] <= when][-HEADER_CONTEXT_SESSIONS:]
-        turns = [Turn(t.id, t.speaker, t.timestamp, t.text) for t in session.turns]
-        groups = split_turns(turns, kb.settings.page_tokens)
         version = _memo_version(previous) + 1
-        writes: dict[str, bytes | None] = {}
-        page_ids, turn_pages = [], {}
-        for seq, group in enumerate(groups, start=1):
-            page_id = session_page_id(sid, seq)
-            page_ids.append(page_id)
-            turn_pages.update({t.id: page_id for t in group})
-            meta = {
-                "id": page_id,
-                "session_id": sid,
-                "tenant_id": tenant,
-                "agent_id": session.agent_id,
-                "sequence": seq,
-                "title": session.title,
-                "created_at": session.created_at,
-                "memo": text,
-                "memo_version": version,
-                "tags": session.tags,
-                "classification": session.classification,
-                "policy_tags": session.policy_tags,
-                "origin_run_id": session.origin_run_id,
-                "request_intent": session.request_intent,
-                "turns": [group[0].id, group[-1].id],
-                "header": header_text(session, seq, len(groups), group, before),
-            }
-            page = Page(meta=meta, body=_page_body(session, seq, group))
-            writes[f"{prefix}pages/{sid}/{seq}.md"] = render_page(page).encode("utf-8")
+        writes, page_ids, turn_pages = _page_writes(kb, session, text, version, before)
         old_paths = _old_page_paths(kb, prefix, sid, previous)
         for old_path in sorted(old_paths - writes.keys()):
             writes[old_path] = None
@@ -312,6 +281,62 @@ def memorize_writes(
         written.fallback_reason,
         memo.seconds + time.perf_counter() - started,
     )
+
+
+def _current_memo(session: Session, memo: SessionMemo, lines: list[str]) -> Memo:
+    """``memo``'s memo when it was written in view of the memory ``lines`` are now; else one
+    written again by a quick engine, or MemoOutdated for a slow one (unless it has had its
+    ``MEMO_ATTEMPTS``: then the last one is kept, see :func:`memorize_writes`)."""
+    written = memo.memo
+    if written is None or lines != memo.memory:
+        if not memo.engine.slow:
+            written = memo.engine.write(session, lines)
+        elif written is None or memo.attempt < MEMO_ATTEMPTS:
+            raise MemoOutdated(session.session_id)
+    return written
+
+
+def _page_writes(
+    kb: KnowledgeBase,
+    session: Session,
+    memo_text: str,
+    version: int,
+    before: list[tuple[str, str, str]],
+) -> tuple[dict[str, bytes | None], list[str], dict[str, str]]:
+    """The pages of ``session`` (its turns split to the page size): ``(writes, page ids,
+    {turn id: page id})``; ``before`` is the memory its pages' headers are written in view of."""
+    sid = session.session_id
+    prefix = tenant_prefix(session.tenant_id)
+    turns = [Turn(t.id, t.speaker, t.timestamp, t.text) for t in session.turns]
+    groups = split_turns(turns, kb.settings.page_tokens)
+    writes: dict[str, bytes | None] = {}
+    page_ids: list[str] = []
+    turn_pages: dict[str, str] = {}
+    for seq, group in enumerate(groups, start=1):
+        page_id = session_page_id(sid, seq)
+        page_ids.append(page_id)
+        turn_pages.update({t.id: page_id for t in group})
+        meta = {
+            "id": page_id,
+            "session_id": sid,
+            "tenant_id": session.tenant_id,
+            "agent_id": session.agent_id,
+            "sequence": seq,
+            "title": session.title,
+            "created_at": session.created_at,
+            "memo": memo_text,
+            "memo_version": version,
+            "tags": session.tags,
+            "classification": session.classification,
+            "policy_tags": session.policy_tags,
+            "origin_run_id": session.origin_run_id,
+            "request_intent": session.request_intent,
+            "turns": [group[0].id, group[-1].id],
+            "header": header_text(session, seq, len(groups), group, before),
+        }
+        page = Page(meta=meta, body=_page_body(session, seq, group))
+        writes[f"{prefix}pages/{sid}/{seq}.md"] = render_page(page).encode("utf-8")
+    return writes, page_ids, turn_pages
 
 
 def _committed_state(

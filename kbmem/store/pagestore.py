@@ -7,7 +7,7 @@ import itertools
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 from kbmem.errors import NotFound, PageFormatError, ValidationError
@@ -181,7 +181,7 @@ class PageStore:
 
     def check(self, rev: str = "HEAD") -> list[tuple[str, str]]:
         """``(path, problem)`` for every page whose header cannot be read."""
-        problems = []
+        problems: list[tuple[str, str]] = []
         if self.kb.head() is None:
             return problems
         commit = self.kb.resolve(rev)
@@ -192,7 +192,9 @@ class PageStore:
                 problems.append((path, exc.problem))
         return problems
 
-    def iter_versions(self, path: str, start: str | None = None) -> Iterator[CommitInfo]:
+    def iter_versions(
+        self, path: str, start: str | None = None
+    ) -> Generator[CommitInfo, None, None]:
         """Commits of the tenant's file ``path``, newest first (from the full commit id
         ``start`` and older when given), following its renames within the tenant: a file
         moved here from another tenant's folder begins its history with the move (what it
@@ -255,7 +257,7 @@ class PageStore:
         return self.kb.diff(old_sha, new_sha, *paths)
 
 
-def _take(commits: Iterator[CommitInfo], count: int | None) -> list[CommitInfo]:
+def _take(commits: Generator[CommitInfo, None, None], count: int | None) -> list[CommitInfo]:
     """The first ``count`` of ``commits`` (all with None), and git stopped after them."""
     with contextlib.closing(commits):
         return list(itertools.islice(commits, count))
