@@ -57,7 +57,7 @@ def test_similar_meaning_is_near() -> None:
 def test_the_model_loads_offline_through_sentence_transformers() -> None:
     probe = (
         "import json, os, sys\n"
-        "from kbmem import embedder\n"
+        "from kbmem.index import embedder\n"
         "vector = embedder.embed(['the offsite city'])\n"
         "print(json.dumps({'shape': list(vector.shape),"
         " 'st': 'sentence_transformers' in sys.modules,"
