@@ -86,6 +86,7 @@ class TenantIndex:
     # -- generations ------------------------------------------------------------------------
 
     def _current_name(self) -> str | None:
+        """The name of the live generation (kbmem.index.layout), or None before the first."""
         return self.layout.current_name()
 
     def current(self) -> Generation | None:
@@ -235,6 +236,7 @@ class TenantIndex:
         progress: Callable[[int, int], None] | None,
         cancel: threading.Event | None = None,
     ) -> SyncReport:
+        """Build and publish a generation of ``head`` from scratch."""
         return self.builder.full(head, progress, cancel)
 
     def _build_incremental(
@@ -244,6 +246,7 @@ class TenantIndex:
         progress: Callable[[int, int], None] | None,
         cancel: threading.Event | None = None,
     ) -> SyncReport:
+        """Build and publish the generation of ``head`` from ``gen`` and what changed."""
         return self.builder.incremental(gen, head, progress, cancel)
 
     # -- searching --------------------------------------------------------------------------
@@ -277,6 +280,8 @@ class TenantIndex:
         self._guarded(read, cancel)
 
     def bm25(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
+        """The ``k`` intervals that BM25 ranks best for ``query``'s terms, each read as the
+        index spells it (kbmem.index.spelling), among those that pass ``filters``."""
         query, k = check_query(query, k)
         flt = check_filters(filters)
         terms = analyze(query)
@@ -304,6 +309,8 @@ class TenantIndex:
         filters: dict[str, Any] | None = None,
         vector: np.ndarray | None = None,
     ) -> list[Hit]:
+        """The ``k`` intervals nearest to ``query`` (or to its precomputed ``vector``) among
+        those that pass ``filters``."""
         query, k = check_query(query, k)
         flt = check_filters(filters)
         if vector is None and not analyze(query):
