@@ -25,7 +25,8 @@ from kbmem.errors import LockTimeout, NotFound, StorageError
 from kbmem.memorize.memo import memo_engine
 from kbmem.memorize.memorizer import MemoOutdated, SessionMemo, memorize_writes, write_memo
 from kbmem.memorize.sessions import CHAT_AGENT, CHAT_PREFIX, Session, SessionTurn
-from kbmem.store.repository import KnowledgeBase, lock_timeout
+from kbmem.store.locks import lock_timeout
+from kbmem.store.repository import KnowledgeBase
 
 TRAILER = "Kbmem-Turns"
 TENANT_TRAILER = "Kbmem-Tenant"

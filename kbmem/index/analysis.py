@@ -50,7 +50,7 @@ MAX_JOINED = 3
 _WORD_PATTERN = r"[\w\*]+(?:\.?[\w\*]+)*(?:-[\w\*]+(?:\.?[\w\*]+)*)*"
 
 
-class _PlainFilter(Filter):
+class _PlainFilter(Filter):  # type: ignore[misc]  # Whoosh is untyped: Filter is Any
     """A filter without settings: two are equal when they are of the same class (Whoosh
     compares analyzers to tell whether a schema changed)."""
 

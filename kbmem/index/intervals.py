@@ -144,68 +144,85 @@ def _paragraphs(
 def expand_lines(
     lines: list[str], start: int, end: int, mode: str, pad: int, body_start: int
 ) -> tuple[int, int]:
-    """Grow the 1-based line range ``start..end`` of a file to a natural boundary, then by
-    ``pad`` units on either side. ``lines`` are the file's lines; ``body_start`` is the first
-    body line (front matter is never part of an expansion)."""
+    """Grow the 1-based line range ``start..end`` of a file to a natural boundary (a ``line``,
+    ``turn``, ``paragraph`` or ``section``), then by ``pad`` units on either side. ``lines``
+    are the file's lines; ``body_start`` is the first body line (front matter is never part of
+    an expansion). A file without turns grows by paragraphs."""
     lo_limit, hi_limit = body_start, len(lines)
     if hi_limit < lo_limit:
         return start, end
-
-    def is_turn(n: int) -> bool:
-        return bool(TURN_HEADER.match(lines[n - 1]))
-
-    def is_heading(n: int) -> bool:
-        return bool(HEADING.match(lines[n - 1]))
-
     start, end = max(lo_limit, start), min(hi_limit, max(end, start))
     if mode == "line":
         return max(lo_limit, start - pad), min(hi_limit, end + pad)
     if mode == "turn":
-        starts = [n for n in range(lo_limit, hi_limit + 1) if is_turn(n)]
-        if not starts:
-            mode = "paragraph"
-        else:
-            before = [n for n in starts if n <= start] or [starts[0]]
-            first_idx = starts.index(before[-1])
-            after = [i for i, n in enumerate(starts) if n <= end]
-            last_idx = after[-1] if after else first_idx
-            first_idx = max(0, first_idx - pad)
-            last_idx = min(len(starts) - 1, last_idx + pad)
-            lo = starts[first_idx]
-            hi = (starts[last_idx + 1] - 1) if last_idx + 1 < len(starts) else hi_limit
-            while hi > lo and not lines[hi - 1].strip():
-                hi -= 1
-            return lo, hi
+        starts = [n for n in range(lo_limit, hi_limit + 1) if TURN_HEADER.match(lines[n - 1])]
+        if starts:
+            return _expand_turns(lines, start, end, pad, starts, hi_limit)
+        mode = "paragraph"
     if mode == "paragraph":
-        lo, hi = start, end
-        for _ in range(pad + 1):
-            while lo > lo_limit and lines[lo - 2].strip():
-                lo -= 1
-            while hi < hi_limit and lines[hi].strip():
-                hi += 1
-            if _ < pad:
-                lo = max(lo_limit, lo - 1)
-                while lo > lo_limit and not lines[lo - 1].strip():
-                    lo -= 1
-                hi = min(hi_limit, hi + 1)
-                while hi < hi_limit and not lines[hi - 1].strip():
-                    hi += 1
-        return lo, hi
+        return _expand_paragraphs(lines, start, end, pad, lo_limit, hi_limit)
     if mode == "section":
-        heads = [n for n in range(lo_limit, hi_limit + 1) if is_heading(n)]
-        owners = [n for n in heads if n <= start]
-        lo = owners[-1] if owners else lo_limit
-        idx = heads.index(lo) if lo in heads else -1
-        later = [n for n in heads if n > end]
-        hi = later[0] - 1 if later else hi_limit
-        for _ in range(pad):
-            if idx > 0:
-                idx -= 1
-                lo = heads[idx]
-            if later:
-                later = later[1:]
-                hi = later[0] - 1 if later else hi_limit
-        while hi > lo and not lines[hi - 1].strip():
-            hi -= 1
-        return lo, hi
+        return _expand_section(lines, start, end, pad, lo_limit, hi_limit)
     raise ValueError(mode)
+
+
+def _expand_turns(
+    lines: list[str], start: int, end: int, pad: int, starts: list[int], hi_limit: int
+) -> tuple[int, int]:
+    """``start..end`` grown to the turns (beginning at lines ``starts``) it touches, and
+    ``pad`` turns more on either side, without trailing blank lines."""
+    before = [n for n in starts if n <= start] or [starts[0]]
+    first_idx = starts.index(before[-1])
+    after = [i for i, n in enumerate(starts) if n <= end]
+    last_idx = after[-1] if after else first_idx
+    first_idx = max(0, first_idx - pad)
+    last_idx = min(len(starts) - 1, last_idx + pad)
+    lo = starts[first_idx]
+    hi = (starts[last_idx + 1] - 1) if last_idx + 1 < len(starts) else hi_limit
+    while hi > lo and not lines[hi - 1].strip():
+        hi -= 1
+    return lo, hi
+
+
+def _expand_paragraphs(
+    lines: list[str], start: int, end: int, pad: int, lo_limit: int, hi_limit: int
+) -> tuple[int, int]:
+    """``start..end`` grown to the paragraphs (runs of non-blank lines) it touches, and
+    ``pad`` paragraphs more on either side."""
+    lo, hi = start, end
+    for step in range(pad + 1):
+        while lo > lo_limit and lines[lo - 2].strip():
+            lo -= 1
+        while hi < hi_limit and lines[hi].strip():
+            hi += 1
+        if step < pad:
+            lo = max(lo_limit, lo - 1)
+            while lo > lo_limit and not lines[lo - 1].strip():
+                lo -= 1
+            hi = min(hi_limit, hi + 1)
+            while hi < hi_limit and not lines[hi - 1].strip():
+                hi += 1
+    return lo, hi
+
+
+def _expand_section(
+    lines: list[str], start: int, end: int, pad: int, lo_limit: int, hi_limit: int
+) -> tuple[int, int]:
+    """``start..end`` grown to the Markdown sections it touches, and ``pad`` sections more
+    on either side, without trailing blank lines."""
+    heads = [n for n in range(lo_limit, hi_limit + 1) if HEADING.match(lines[n - 1])]
+    owners = [n for n in heads if n <= start]
+    lo = owners[-1] if owners else lo_limit
+    idx = heads.index(lo) if lo in heads else -1
+    later = [n for n in heads if n > end]
+    hi = later[0] - 1 if later else hi_limit
+    for _ in range(pad):
+        if idx > 0:
+            idx -= 1
+            lo = heads[idx]
+        if later:
+            later = later[1:]
+            hi = later[0] - 1 if later else hi_limit
+    while hi > lo and not lines[hi - 1].strip():
+        hi -= 1
+    return lo, hi

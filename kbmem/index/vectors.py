@@ -91,7 +91,8 @@ def vector_labels(labels: np.ndarray, counts: np.ndarray) -> np.ndarray:
         return np.zeros(0, np.int64)
     starts = np.repeat(labels * VECTOR_STRIDE, counts)
     offsets = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    return starts + offsets
+    out: np.ndarray = starts + offsets
+    return out
 
 
 _BASES: OrderedDict[str, hnswlib.Index] = OrderedDict()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kbmem.errors import NotFound, StorageError, ValidationError
 from kbmem.ids import check_tenant
-from kbmem.store.repository import atomic_write
+from kbmem.store.files import atomic_write
 
 TOKENS_FILE = "api-tokens.json"
 PREFIX = "kbm_"

@@ -27,20 +27,11 @@ from git.refs.symbolic import SymbolicReference
 
 from kbmem.config import Settings, load_settings
 from kbmem.errors import NotFound, StorageError, ValidationError
-from kbmem.store.files import atomic_write, exclude_temp_files
-from kbmem.store.locks import flock_until, lock_timeout
+from kbmem.store.files import exclude_temp_files
 from kbmem.store.objects import UNKNOWN, ObjectStore
 from kbmem.store.transaction import GIT, STATE_DIR, WriteTransactions
 
-# Imported from here by other packages (the index's sync lock, the batch committer, tokens).
-__all__ = [
-    "STATE_DIR",
-    "CommitInfo",
-    "KnowledgeBase",
-    "atomic_write",
-    "flock_until",
-    "lock_timeout",
-]
+__all__ = ["STATE_DIR", "CommitInfo", "KnowledgeBase"]
 
 _SHA_FULL = re.compile(r"[0-9a-f]{40}")
 # One commit of git log: a record separator, then its fields (the message may hold newlines).

@@ -34,8 +34,10 @@ from helpers.talk import talk
 from tokenizers import Tokenizer
 
 from kbmem.errors import Cancelled, NotFound, StorageError, ValidationError
+from kbmem.index import deltas as deltas_module
 from kbmem.index import embedder
-from kbmem.index import tenant as index_module
+from kbmem.index import hits as hits_module
+from kbmem.index import search_dense as dense_module
 from kbmem.index import vectors as vector_module
 from kbmem.index.intervals import Interval
 from kbmem.index.tenant import INDEX_FORMAT, Generation, Hit, TenantIndex, analyze
@@ -263,9 +265,9 @@ def test_incremental_sync_equals_full_rebuild(
             assert report.pages_changed == changed, (where, report)
         folding = TenantIndex(follow(kb, tmp_path / "folding"), ACME)
         with monkeypatch.context() as m:
-            m.setattr(index_module, "DELTA_MAX", 0)
-            m.setattr(index_module, "LATE_DELTA_MAX", 0)
-            m.setattr(index_module, "DELTA_SHARE", 0.0)
+            m.setattr(deltas_module, "DELTA_MAX", 0)
+            m.setattr(deltas_module, "LATE_DELTA_MAX", 0)
+            m.setattr(deltas_module, "DELTA_SHARE", 0.0)
             assert folding.sync().mode == mode, where
         vec = folding.current().meta["vectors"]
         assert vec["delta"] == 0 and vec["dead"] == 0, where
@@ -950,7 +952,7 @@ def test_filters(
     filtered: Toolkit, tool: str, exact_max: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # exact_max=0 sends filtered dense searches through the graph's own filter.
-    monkeypatch.setattr(index_module, "EXACT_MAX", exact_max)
+    monkeypatch.setattr(dense_module, "EXACT_MAX", exact_max)
     search = getattr(filtered, tool)
     everything = filtered.index.all_intervals()
     by_session = {}
@@ -1097,7 +1099,7 @@ def test_a_huge_turn_comes_back_as_a_short_excerpt_and_whole_by_its_interval(
     toolkit = Toolkit(kb, ACME)
     hit = toolkit.bm25("zeppelin mooring", 1)[0]
     assert hit.page_id == "notes/huge.md" and len(body) > 10_000_000
-    assert len(hit.excerpt) <= index_module.EXCERPT_CHARS + 2 and hit.excerpt.endswith("…")
+    assert len(hit.excerpt) <= hits_module.EXCERPT_CHARS + 2 and hit.excerpt.endswith("…")
     assert toolkit.resolve(hit.interval).text == body
 
 

@@ -1,0 +1,338 @@
+"""Building a generation of a tenant's index from a commit: in full, or incrementally from the
+live generation.
+
+An incremental build costs what changed, not the size of the index: it starts from hard links
+of the live generation's files (Whoosh never rewrites a file in place, and the vector graph is
+never written in place either), applies only the pages that ``git diff`` names to Whoosh, and
+keeps the new intervals' vectors in a delta beside the base graph (kbmem.index.deltas)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import hnswlib
+import numpy as np
+from whoosh import index as whoosh_index
+
+from kbmem.errors import ValidationError
+from kbmem.index import embedder
+from kbmem.index.build_vectors import embed, embed_reusing
+from kbmem.index.deltas import fold_delta, next_delta, next_pieces, should_fold
+from kbmem.index.generation import INDEX_FORMAT, Generation
+from kbmem.index.intervals import IntervalText, cut_page
+from kbmem.index.late import LATE_FILE, PieceTable
+from kbmem.index.layout import Layout, link, stop_if_cancelled
+from kbmem.index.postings import make_codec, make_schema, merge_policy
+from kbmem.index.vectors import (
+    HNSW_EF_CONSTRUCTION,
+    HNSW_M,
+    save_base,
+    save_delta,
+    vector_labels,
+    vector_texts,
+)
+from kbmem.store.pages import parse_page
+from kbmem.store.pagestore import PageStore
+from kbmem.store.repository import KnowledgeBase
+
+log = logging.getLogger("kbmem")
+
+# -- a full build -------------------------------------------------------------------------------
+SEGMENT_DOCS = 2000  # intervals embedded per step of a build (and per progress report)
+CAPACITY_GROWTH = 1.25  # room in a new vector graph for later folds, over the vectors it holds
+MIN_CAPACITY = 16
+FULL_WRITER_MB = 256  # Whoosh's indexing memory for a full build (one segment, one writer)
+INCREMENTAL_WRITER_MB = 128  # ...and for an incremental one (a few pages)
+
+Progress = Callable[[int, int], None]
+Chunk = tuple[int, list[IntervalText], np.ndarray, np.ndarray, list[np.ndarray]]
+
+
+@dataclass
+class SyncReport:
+    """What one sync did: nothing, a full build or an incremental one, and how much changed."""
+
+    tenant: str
+    commit: str | None
+    mode: str  # none | full | incremental
+    pages_changed: int = 0
+    intervals_added: int = 0
+    intervals_removed: int = 0
+    seconds: float = 0.0
+    reason: str = ""
+
+
+def reporting(
+    progress: Progress | None,
+    cancel: threading.Event | None,
+    failed: list[BaseException],
+    tenant: str,
+) -> Progress:
+    """``progress`` (if any), first raising Cancelled when ``cancel`` is set, and noting in
+    ``failed`` an exception either raises (which still propagates): a build checks both
+    after every step."""
+
+    def report(done: int, total: int) -> None:
+        try:
+            stop_if_cancelled(cancel, tenant)
+            if progress is not None:
+                progress(done, total)
+        except BaseException as exc:
+            failed.append(exc)
+            raise
+
+    return report
+
+
+class Builder:
+    """Builds and publishes the generations of one tenant's index."""
+
+    def __init__(self, kb: KnowledgeBase, store: PageStore, layout: Layout):
+        self.kb = kb
+        self.store = store
+        self.layout = layout
+        self.tenant = layout.tenant
+
+    def intervals_at(
+        self, commit: str, paths: Iterable[str] | None = None
+    ) -> tuple[list[IntervalText], dict[str, dict[str, Any]]]:
+        """Intervals of every page (or of ``paths``) at ``commit`` and each page's header;
+        broken pages are skipped with a warning."""
+        out: list[IntervalText] = []
+        metas: dict[str, dict[str, Any]] = {}
+        if paths is None:
+            for record in self.store.iter_pages(commit):
+                metas[record.page_id] = record.page.meta
+                out += cut_page(record.page, record.page_id, record.path, commit, record.blob)
+            return out, metas
+        for path in paths:
+            page_id = self.store.page_id_of(path)
+            if page_id is None:
+                continue
+            blob = self.kb.blob_id(path, commit)
+            if blob is None:
+                continue
+            text = self.kb.read_blob(blob).decode("utf-8", "replace")
+            try:
+                page = parse_page(text, path)
+            except ValidationError as exc:
+                log.warning("skipping %s: %s", path, exc)
+                continue
+            metas[page_id] = page.meta
+            out += cut_page(page, page_id, path, commit, blob)
+        return out, metas
+
+    def doc(
+        self, item: IntervalText, label: int, meta_of: dict[str, dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The Whoosh document of interval ``item`` under vector label ``label``."""
+        iv = item.interval
+        page_meta = meta_of.get(iv.page_id, {})
+        tags = page_meta.get("tags") or []
+        return {
+            "key": iv.key,
+            "tenant": self.tenant,
+            "label": label,
+            "label_col": label,
+            "session": str(page_meta.get("session_id") or ""),
+            "page": iv.page_id,
+            "path": iv.path,
+            "kind": iv.kind,
+            "tags": ",".join(str(t) for t in tags) if isinstance(tags, list) else "",
+            "classification": str(page_meta.get("classification") or ""),
+            "start": iv.start,
+            "end": iv.end,
+            "commit": iv.commit,
+            "blob": iv.blob,
+            "turns": list(iv.turn_ids),
+            "speaker": item.speaker,
+            "timestamp": item.timestamp,
+            "content": item.text,
+            "text": item.text,
+        }
+
+    # -- full ---------------------------------------------------------------------------------
+
+    def full(
+        self, head: str | None, progress: Progress | None, cancel: threading.Event | None = None
+    ) -> SyncReport:
+        """Build a generation of ``head`` from scratch and publish it."""
+        path = self.layout.new_dir(head)
+        (path / "whoosh").mkdir()
+        items, metas = self.intervals_at(head) if head else ([], {})
+        texts = [vector_texts(it.text, it.speaker) for it in items]
+        capacity = max(MIN_CAPACITY, int(sum(map(len, texts)) * CAPACITY_GROWTH))
+        vectors = hnswlib.Index(space="cosine", dim=embedder.DIM)
+        vectors.init_index(
+            max_elements=capacity,
+            ef_construction=HNSW_EF_CONSTRUCTION,
+            M=HNSW_M,
+            allow_replace_deleted=True,
+        )
+        pieces = self._index_all(path, items, texts, metas, vectors, progress)
+        PieceTable.of(list(range(len(items))), pieces).save(path / LATE_FILE)
+        vec: dict[str, Any] = {"base_count": 0, "capacity": capacity, "delta": 0, "dead": 0}
+        if items:
+            vec.update(save_base(vectors, path / "vectors.hnsw"))
+        vec.update({"delta": 0, "dead": 0, "marked_deleted": 0})
+        meta = {
+            "format": INDEX_FORMAT,
+            "tenant": self.tenant,
+            "commit": head,
+            "embedder": embedder.embedder_id(),
+            "count": len(items),
+            "next_label": len(items),
+            "vectors": vec,
+            "late": {"base": len(items), "delta": 0},
+        }
+        self.layout.publish(path, meta, cancel)
+        return SyncReport(self.tenant, head, "full", len(metas), len(items), 0)
+
+    def _index_all(
+        self,
+        path: Path,
+        items: list[IntervalText],
+        texts: list[list[str]],
+        metas: dict[str, dict[str, Any]],
+        vectors: hnswlib.Index,
+        progress: Progress | None,
+    ) -> list[np.ndarray]:
+        """Embed ``items`` chunk by chunk and add them to ``vectors`` and to a new Whoosh
+        index at ``path``; returns their word pieces. One writer, one segment: the fewest
+        postings lists for a query to read. Embedding (the model, one core) and indexing (the
+        graph and Whoosh, on another thread) of successive chunks overlap."""
+        ix = whoosh_index.create_in(str(path / "whoosh"), make_schema())
+        writer = ix.writer(procs=1, limitmb=FULL_WRITER_MB, codec=make_codec())
+        pending: queue.Queue[Chunk | None] = queue.Queue(2)
+        pieces: list[np.ndarray] = []
+        failed: list[BaseException] = []
+
+        def index_chunks() -> None:
+            while (job := pending.get()) is not None:
+                start, chunk, emb, counts, found = job
+                if failed:
+                    continue
+                try:
+                    labels = vector_labels(np.arange(start, start + len(chunk)), counts)
+                    vectors.add_items(emb, labels, num_threads=1)
+                    pieces.extend(found)
+                    for n, item in enumerate(chunk):
+                        writer.add_document(**self.doc(item, start + n, metas))
+                except BaseException as exc:
+                    failed.append(exc)
+
+        worker = threading.Thread(target=index_chunks, name="kbmem-index-build", daemon=True)
+        worker.start()
+        try:
+            try:
+                for i in range(0, len(items), SEGMENT_DOCS):
+                    if failed:
+                        break
+                    chunk = items[i : i + SEGMENT_DOCS]
+                    found = embed(texts[i : i + SEGMENT_DOCS], progress, i, len(items))
+                    pending.put((i, chunk, *found))
+            finally:
+                pending.put(None)
+                worker.join()
+            if failed:
+                raise failed[0]
+            writer.commit()
+        except BaseException:
+            writer.cancel()
+            raise
+        ix.close()
+        return pieces
+
+    # -- incremental --------------------------------------------------------------------------
+
+    def _changed(self, gen: Generation, head: str) -> tuple[set[str], set[str]]:
+        """The page paths whose intervals leave the index, and those whose intervals join it,
+        between ``gen``'s commit and ``head``."""
+        changes = self.kb.changed_paths(gen.commit or "", head, self.store.prefix.rstrip("/"))
+        removed_paths, added_paths = set(), set()
+        for status, old, new in changes:
+            if status in ("M", "D", "T"):
+                removed_paths.add(old)
+            if status in ("A", "M", "T", "C"):
+                added_paths.add(new or old)
+            if status == "R":
+                removed_paths.add(old)
+                added_paths.add(new or old)
+        removed_paths = {p for p in removed_paths if self.store.page_id_of(p)}
+        added_paths = {p for p in added_paths if self.store.page_id_of(p)}
+        return removed_paths, added_paths
+
+    def incremental(
+        self,
+        gen: Generation,
+        head: str,
+        progress: Progress | None,
+        cancel: threading.Event | None = None,
+    ) -> SyncReport:
+        """Build the generation of ``head`` from ``gen`` and the pages changed since, and
+        publish it."""
+        removed_paths, added_paths = self._changed(gen, head)
+        meta = json.loads(json.dumps(gen.meta))
+        vec = meta["vectors"]
+        searcher = gen.searcher()
+        dropped_docs = [doc for p in sorted(removed_paths) for doc in searcher.documents(path=p)]
+        dropped = np.asarray([int(doc["label"]) for doc in dropped_docs], dtype=np.int64)
+        items, metas = self.intervals_at(head, sorted(added_paths))
+        emb, counts, pieces = embed_reusing(gen, dropped_docs, items, progress)
+        first = int(meta["next_label"])
+        new_labels = vector_labels(np.arange(first, first + len(items)), counts)
+        delta = next_delta(gen, dropped, new_labels, emb)
+
+        path = self.layout.new_dir(head)
+        count = self._update_whoosh(gen, path, sorted(removed_paths), items, first, metas)
+        meta["late"] = next_pieces(gen, path, dropped, first, pieces)
+        base_count = int(vec["base_count"])
+        if should_fold(delta, base_count):
+            vec.update(fold_delta(gen, path, delta))
+            delta = (np.zeros(0, np.int64), delta[1], np.zeros(0, np.int64))
+        elif base_count:
+            link(gen.path / "vectors.hnsw", path / "vectors.hnsw")
+        if len(delta[0]) or len(delta[2]):
+            save_delta(path / "delta.npz", *delta)
+        vec.update({"delta": len(delta[0]), "dead": len(delta[2])})
+        meta.update({"commit": head, "count": count, "next_label": first + len(items)})
+        self.layout.publish(path, meta, cancel)
+        changed = len(removed_paths | added_paths)
+        return SyncReport(self.tenant, head, "incremental", changed, len(items), len(dropped))
+
+    def _update_whoosh(
+        self,
+        gen: Generation,
+        path: Path,
+        removed_paths: list[str],
+        items: list[IntervalText],
+        first: int,
+        metas: dict[str, dict[str, Any]],
+    ) -> int:
+        """``gen``'s Whoosh index, linked into ``path``, without the intervals of
+        ``removed_paths`` and with ``items`` (labels from ``first``); returns its count."""
+        (path / "whoosh").mkdir()
+        for f in (gen.path / "whoosh").iterdir():
+            if not f.name.endswith("LOCK"):
+                link(f, path / "whoosh" / f.name)
+        ix = whoosh_index.open_dir(str(path / "whoosh"))
+        writer = ix.writer(procs=1, limitmb=INCREMENTAL_WRITER_MB, codec=make_codec())
+        try:
+            for p in removed_paths:
+                writer.delete_by_term("path", p)
+            for n, item in enumerate(items):
+                writer.add_document(**self.doc(item, first + n, metas))
+            writer.commit(mergetype=merge_policy)
+        except BaseException:
+            writer.cancel()
+            raise
+        count = int(ix.doc_count())
+        ix.close()
+        return count

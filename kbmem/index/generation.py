@@ -1,0 +1,234 @@
+"""One index generation of a tenant, opened for reading: its meta, its Whoosh reader, its vector
+graph and delta, its word-piece tables, and the per-generation caches searches share (filtered
+vectors, speakers, spellings). A generation never changes once published, so what is read from
+it can be kept as long as it is open.
+
+On disk a generation is a folder ``gen-<id>/`` holding meta.json; whoosh/ (BM25 postings and the
+interval table); vectors.hnsw (the base vector graph); delta.npz (vectors added since, and the
+labels of base intervals that died); late.npz and late-delta.npz (word-piece vectors)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import hnswlib
+import numpy as np
+from whoosh import index as whoosh_index
+
+from kbmem.errors import StorageError
+from kbmem.index import embedder
+from kbmem.index.hits import term_postings
+from kbmem.index.late import LATE_DELTA_FILE, LATE_FILE, PieceTable
+from kbmem.index.postings import IndexView, segment_leaves
+from kbmem.index.spelling import nearest_spelling
+from kbmem.index.vectors import VECTOR_STRIDE, shared_base
+
+# 9: word-piece vectors for late interaction; 8: hyphenated words also as one word; 7: a
+# vector per sentence
+INDEX_FORMAT = 9
+# The vectors of this many recent filters are kept (6 MB per 4,096 vectors): the same filter (a
+# speaker, a session) comes back query after query.
+FILTERED_CACHE = 8
+
+FilterKey = tuple[tuple[str, str], ...]
+
+
+class OtherFormat(StorageError):
+    """An index written by a kbmem that stored it in another format."""
+
+
+class Generation:
+    """One immutable, openable index generation."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.name = path.name
+        try:
+            self.meta = json.loads((path / "meta.json").read_text())
+            if not isinstance(self.meta, dict):
+                raise StorageError("meta.json is not a mapping")
+            if self.meta.get("format") != INDEX_FORMAT:
+                raise OtherFormat(
+                    f"index {path} has format {self.meta.get('format')!r}; this kbmem reads "
+                    f"format {INDEX_FORMAT}"
+                )
+            self.ix = whoosh_index.open_dir(str(path / "whoosh"), readonly=True)
+            doc_count = self.ix.doc_count()
+            vec = self.meta["vectors"]
+            if int(vec["base_count"]) and (path / "vectors.hnsw").stat().st_size != int(
+                vec["base_bytes"]
+            ):
+                raise StorageError("the vector index's size differs from its meta")
+            if int(vec["delta"]) and not (path / "delta.npz").is_file():
+                raise StorageError("the vector delta is missing")
+            late = self.meta["late"]
+            for name, count in ((LATE_FILE, late["base"]), (LATE_DELTA_FILE, late["delta"])):
+                if int(count) and not (path / name).is_file():
+                    raise StorageError(f"the word-piece vectors {name} are missing")
+        except OtherFormat:
+            raise
+        except StorageError as exc:
+            raise StorageError(f"index {path} cannot be opened: {exc}") from exc
+        except Exception as exc:
+            raise StorageError(f"index {path} cannot be opened: {exc}") from exc
+        if doc_count != self.meta.get("count"):
+            raise StorageError(
+                f"index {path} holds {doc_count} intervals, meta says {self.meta.get('count')}"
+            )
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._view: IndexView | None = None
+        self._delta: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._speakers: list[str] | None = None
+        self._filtered: OrderedDict[FilterKey, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._base_ids: np.ndarray | None = None  # every vector label of the base graph
+        self._pieces: tuple[PieceTable, PieceTable] | None = None
+        self._spelled: dict[str, str] = {}
+
+    def pieces(self) -> tuple[PieceTable, PieceTable]:
+        """The word-piece vectors (kbmem.index.late) of the base table and of the delta, read once
+        and checked against the meta's counts."""
+        with self._lock:
+            if self._pieces is None:
+                late = self.meta["late"]
+                self._pieces = (
+                    PieceTable.load(self.path / LATE_FILE, int(late["base"])),
+                    PieceTable.load(self.path / LATE_DELTA_FILE, int(late["delta"])),
+                )
+            return self._pieces
+
+    def pieces_of(self, label: int) -> np.ndarray | None:
+        """The word-piece vectors of interval ``label``, wherever they are kept."""
+        for table in self.pieces():
+            found = table.pieces_of(label)
+            if found is not None:
+                return found
+        return None
+
+    @property
+    def commit(self) -> str | None:
+        commit: str | None = self.meta.get("commit")
+        return commit
+
+    @property
+    def count(self) -> int:
+        return int(self.meta.get("count", 0))
+
+    def searcher(self) -> Any:
+        """A Whoosh searcher for this thread (searchers are not shared across threads)."""
+        s = getattr(self._local, "searcher", None)
+        if s is None:
+            s = self.ix.searcher()
+            self._local.searcher = s
+        return s
+
+    def view(self) -> IndexView:
+        with self._lock:
+            if self._view is None:
+                self._view = IndexView(self.searcher().reader())
+            return self._view
+
+    def base(self) -> hnswlib.Index | None:
+        if not int(self.meta["vectors"]["base_count"]):
+            return None
+        return shared_base(self.path / "vectors.hnsw", self.meta)
+
+    def delta(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(vector labels, vectors) added since the base graph, and the labels of base
+        intervals that died since."""
+        with self._lock:
+            if self._delta is None:
+                vec = self.meta["vectors"]
+                if not (int(vec["delta"]) or int(vec["dead"])):
+                    self._delta = (
+                        np.zeros(0, np.int64),
+                        np.zeros((0, embedder.DIM), np.float32),
+                        np.zeros(0, np.int64),
+                    )
+                else:
+                    try:
+                        with np.load(self.path / "delta.npz", allow_pickle=False) as data:
+                            labels, vectors = data["labels"], data["vectors"]
+                            dead = data["dead"]
+                    except Exception as exc:
+                        raise StorageError(
+                            f"vector delta of {self.path} is damaged: {exc}"
+                        ) from exc
+                    if (
+                        len(labels) != int(vec["delta"])
+                        or vectors.shape != (len(labels), embedder.DIM)
+                        or len(dead) != int(vec["dead"])
+                    ):
+                        raise StorageError(f"vector delta of {self.path} does not match meta")
+                    self._delta = (
+                        labels.astype(np.int64),
+                        vectors.astype(np.float32),
+                        dead.astype(np.int64),
+                    )
+            return self._delta
+
+    def vectors_of(
+        self, key: FilterKey, labels: np.ndarray, base: hnswlib.Index
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The base graph's vector labels and vectors of the intervals ``labels``, those that
+        pass the filter ``key``. Reading them from hnswlib costs about 35 µs each (50 ms for
+        a speaker's turns in a long conversation), and the same filter comes back query
+        after query (a speaker, a session): the last few filters' vectors are kept, of at
+        most ``kbmem.index.search_dense.EXACT_MAX`` intervals each."""
+        with self._lock:
+            found = self._filtered.get(key)
+            if found is not None:
+                self._filtered.move_to_end(key)
+                return found
+            if self._base_ids is None:
+                self._base_ids = np.asarray(base.get_ids_list(), dtype=np.int64)
+            ids = self._base_ids
+        wanted = ids[np.isin(ids // VECTOR_STRIDE, labels)]
+        found = (wanted, np.asarray(base.get_items(wanted), dtype=np.float32))
+        with self._lock:
+            self._filtered[key] = found
+            while len(self._filtered) > FILTERED_CACHE:
+                self._filtered.popitem(last=False)
+        return found
+
+    def speakers(self) -> list[str]:
+        """Everyone who speaks in a live interval of this generation, sorted."""
+        with self._lock:
+            found = self._speakers
+        if found is None:
+            reader = self.searcher().reader()
+            names = [
+                t.decode("utf-8") if isinstance(t, bytes) else str(t)
+                for t in reader.lexicon("speaker")
+            ]
+            # The lexicon keeps the names of deleted intervals until their segment merges.
+            found = [n for n in names if n and self.doc_frequency(n, "speaker")]
+            with self._lock:
+                self._speakers = found
+        return list(found)
+
+    def spelled(self, term: str) -> str:
+        """``term`` as this generation spells it (kbmem.index.spelling), remembered per term."""
+        with self._lock:
+            found = self._spelled.get(term)
+        if found is None:
+            found = nearest_spelling(self, term)
+            with self._lock:
+                self._spelled[term] = found
+        return found
+
+    def doc_frequency(self, term: str, fieldname: str = "text") -> int:
+        """How many live intervals hold ``term`` (an analyzed term)."""
+        view = self.view()
+        leaves = segment_leaves(self.searcher().reader())
+        ids = term_postings(leaves, fieldname, term)[0]
+        return int(view.live[ids].sum())
+
+    def close(self) -> None:
+        s = getattr(self._local, "searcher", None)
+        if s is not None:
+            s.close()
