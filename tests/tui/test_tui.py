@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers.kbgit import commit_edit, plant_intervals
 from helpers.talk import talk
+from helpers.turns import commit_older_turn
 from kbmem_tui.app import KbmemApp
 from kbmem_tui.scenarios import (
     GLOSSARY,
@@ -39,7 +40,6 @@ from kbmem_tui.widgets.trace import BriefingView, ResearchCallView, ToolCallView
 from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
-from test_provenance import commit_older_turn
 from textual import events
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
@@ -64,12 +64,6 @@ from kbmem.memorize.sessions import session_from_mapping
 from kbmem.store.repository import KnowledgeBase
 
 ANSWER = "Skerrick Island Ferries"
-
-
-@pytest.fixture
-def kb(example_kb: KnowledgeBase) -> KnowledgeBase:
-    """A private copy of the example knowledge base, indexed (see conftest)."""
-    return example_kb
 
 
 def rendered(widget: Static) -> str:

@@ -29,7 +29,6 @@ from kbmem_tui.scenarios import (
     make_app,
 )
 from pytest_textual_snapshot import node_to_report_path
-from test_tui import kb  # noqa: F401  (a fixture)
 
 from kbmem.store.repository import KnowledgeBase
 
@@ -87,18 +86,18 @@ def compare(snap_compare: Any, request: pytest.FixtureRequest) -> Callable[..., 
     return check
 
 
-def test_chat_screen(compare: Callable[..., None], kb: KnowledgeBase) -> None:  # noqa: F811
+def test_chat_screen(compare: Callable[..., None], kb: KnowledgeBase) -> None:
     compare(make_app(kb), terminal_size=SIZE, run_before=chat_scenario)
 
 
-def test_history_screen(compare: Callable[..., None], kb: KnowledgeBase) -> None:  # noqa: F811
+def test_history_screen(compare: Callable[..., None], kb: KnowledgeBase) -> None:
     edit_glossary(kb)
     compare(make_app(kb), terminal_size=SIZE, run_before=history_scenario)
 
 
-def test_audit_screen(compare: Callable[..., None], kb: KnowledgeBase) -> None:  # noqa: F811
+def test_audit_screen(compare: Callable[..., None], kb: KnowledgeBase) -> None:
     compare(make_app(kb), terminal_size=SIZE, run_before=audit_scenario)
 
 
-def test_chat_screen_narrow(compare: Callable[..., None], kb: KnowledgeBase) -> None:  # noqa: F811
+def test_chat_screen_narrow(compare: Callable[..., None], kb: KnowledgeBase) -> None:
     compare(make_app(kb), terminal_size=NARROW, run_before=chat_scenario)
