@@ -10,7 +10,7 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from textual import on, work
 from textual.app import App
@@ -24,7 +24,7 @@ from textual.worker import Worker, WorkerState
 from kbmem.errors import Cancelled, KbmemError
 from kbmem.store.repository import KnowledgeBase
 
-from .chat_events import FAILURE_TITLES, RepeatFilter, show_chat_event
+from .chat_events import FAILURE_TITLES, RepeatFilter, screens_of, show_chat_event
 from .chat_service import ChatService
 from .commands import KbmemCommands
 from .engine_choice import choose_engine
@@ -42,7 +42,6 @@ from .workspace import Workspace
 log = logging.getLogger(__name__)
 
 Marker = Callable[[str], None]
-ScreenT = TypeVar("ScreenT", bound=Screen[Any])
 
 
 class KbmemApp(App[None]):
@@ -180,21 +179,9 @@ class KbmemApp(App[None]):
             self.call_after_refresh(self.start_background)
 
     def start_background(self) -> None:
-        self.preload_embedder()
+        self.index_sync.preload_embedder()
         self.sync_index()
         self.open_chat()
-
-    @work(thread=True, exit_on_error=False, group="embedder")
-    def preload_embedder(self) -> None:
-        from kbmem.index import embedder
-
-        try:
-            embedder.preload()
-        except BaseException:
-            self.call_from_thread(self.set_status, embedder="failed")
-            raise
-        self.call_from_thread(self.set_status, embedder="ready")
-        self.mark("embedder_ready")
 
     @work(thread=True, exit_on_error=False, group="chat-open", exclusive=True)
     def open_chat(self, new: bool = False, model: str | None = None) -> None:
@@ -221,7 +208,7 @@ class KbmemApp(App[None]):
 
     def _chat_restarted(self, chat_id: str) -> None:
         self.notify(f"New chat {chat_id}", markup=False, timeout=3)
-        for screen in self.screens_of(ChatScreen):
+        for screen in screens_of(self, ChatScreen):
             screen.reset()
 
     # -- the index --------------------------------------------------------------------------
@@ -266,15 +253,6 @@ class KbmemApp(App[None]):
     def chat_event(self, event: Any) -> None:
         """Status and notifications for events of any turn (called on the UI thread)."""
         show_chat_event(self, event)
-
-    def screens_of(self, kind: type[ScreenT]) -> list[ScreenT]:
-        """The app's screens of ``kind``, in every mode."""
-        return [
-            screen
-            for stack in self._screen_stacks.values()
-            for screen in stack
-            if isinstance(screen, kind)
-        ]
 
     # -- navigation -------------------------------------------------------------------------
 

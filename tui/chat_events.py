@@ -4,9 +4,11 @@ chat, or of turns recovered from a crashed run), a notice; and the toasts of fai
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from textual.app import App
 from textual.notifications import SeverityLevel
+from textual.screen import Screen
 
 from .render import short_sha
 from .screens.audit import AuditScreen
@@ -23,6 +25,19 @@ FAILURE_TITLES = {
 }
 REPEAT_S = 3.0  # the same toast again within this time shows once
 SEVERITIES: dict[str, SeverityLevel] = {"warning": "warning", "error": "error"}
+
+ScreenT = TypeVar("ScreenT", bound=Screen[Any])
+
+
+def screens_of(app: App[Any], kind: type[ScreenT]) -> list[ScreenT]:
+    """The app's screens of ``kind``, in every mode (a mode's screen lives on while another
+    mode is shown)."""
+    return [
+        screen
+        for stack in app._screen_stacks.values()  # no public API lists every mode's screens
+        for screen in stack
+        if isinstance(screen, kind)
+    ]
 
 
 class RepeatFilter:
@@ -58,7 +73,7 @@ def show_chat_event(app: KbmemApp, event: Any) -> None:
             timeout=4,
         )
         app.sync_index()
-        for screen in app.screens_of(AuditScreen):
+        for screen in screens_of(app, AuditScreen):
             screen.load_turns()
     elif kind == "notice":
         severity = SEVERITIES.get(event.level, "information")

@@ -1,6 +1,7 @@
-"""Bringing the tenant's index to HEAD from the app's worker threads, reporting to the UI: the
-app's own sync, the chat's warm-up and a turn about to research all go through
-:class:`IndexSync`, so whichever of them builds the index shows its progress."""
+"""Getting the tenant's index ready from the app's worker threads, reporting to the UI: the
+embedding model loaded ahead of the first search, and the index brought to HEAD. The app's own
+sync, the chat's warm-up and a turn about to research all go through :class:`IndexSync`, so
+whichever of them builds the index shows its progress."""
 
 from __future__ import annotations
 
@@ -37,7 +38,8 @@ class IndexSync:
     """Brings the tenant's index to HEAD for ``app``: in a worker of the app's (:meth:`start`)
     or in the caller's worker thread (:meth:`bring_to_head`). One sync at a time within the
     app: a second caller waits for the first, then finds the index current. What happens is
-    posted to the app as the messages below (thread-safe)."""
+    posted to the app as the messages below (thread-safe). Also preloads the embedding
+    model (:meth:`preload_embedder`)."""
 
     class Looked(Message):
         """The index was looked at: it reflects ``commit`` (None: not built)."""
@@ -87,6 +89,23 @@ class IndexSync:
                 thread=True,
                 exit_on_error=False,
             )
+
+    def preload_embedder(self) -> None:
+        """Load the embedding model in a worker of the app's (group "embedder"), showing
+        whether it is ready in the status bar: the first search then need not wait for it."""
+        self.app.run_worker(self._preload, group="embedder", thread=True, exit_on_error=False)
+
+    def _preload(self) -> None:
+        from kbmem.index import embedder
+
+        app = self.app
+        try:
+            embedder.preload()
+        except BaseException:
+            app.call_from_thread(app.set_status, embedder="failed")
+            raise
+        app.call_from_thread(app.set_status, embedder="ready")
+        app.mark("embedder_ready")
 
     def _in_worker(self, full: bool) -> None:
         app = self.app

@@ -14,7 +14,7 @@ from kbmem_tui.scenarios import QUESTION, SIZE, wait_until
 from kbmem_tui.screens.chat import ChatScreen
 from kbmem_tui.widgets.index_progress import IndexProgress
 from kbmem_tui.widgets.status_bar import StatusBar
-from textual.widgets import ProgressBar
+from textual.widgets import ProgressBar, Static
 
 from kbmem.index.tenant import TenantIndex
 from kbmem.memorize.template import init_kb
@@ -86,3 +86,32 @@ def test_the_progress_says_how_far_and_how_long_yet() -> None:
         "1 h",
         "2 h 6 min",
     ]
+
+
+def test_stopping_the_first_question_while_the_index_builds(tmp_path: Path) -> None:
+    """Escape during the build stops it: the reply says so, the progress goes, nothing half
+    built is published, and the next sync builds it whole."""
+    kb = init_kb(tmp_path / "kb")
+    asyncio.run(_stop_during_build(kb))
+    index = TenantIndex(kb, "default")
+    assert index.current() is None
+    assert index.sync().mode == "full"
+
+
+async def _stop_during_build(kb: KnowledgeBase) -> None:
+    app = KbmemApp(kb, "default", cursor_blink=False, show_times=False, background=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        assert isinstance(screen, ChatScreen)
+        progress = screen.query_one(IndexProgress)
+        await pilot.press(*QUESTION, "enter")
+        await wait_until(pilot, lambda: progress.display, "the progress display", timeout=120)
+        await pilot.press("escape")
+        await wait_until(
+            pilot, lambda: screen.reply is not None and screen.reply.finished, "the reply"
+        )
+        assert not progress.display and not screen.running
+        assert app.status.busy == "" and not app.status.syncing
+        who = screen.reply.query_one(".who", Static)
+        assert "interrupted" in str(who.content)
+        assert app.turn_records() == []  # no turn ran

@@ -28,7 +28,8 @@ class IndexProgress(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Static("Building the index", classes="what", markup=False)
-        yield ProgressBar(show_eta=False)
+        # Determinate while hidden: an indeterminate bar redraws itself 15 times a second.
+        yield ProgressBar(total=1, show_eta=False)
         yield Static("", classes="counts", markup=False)
 
     def on_mount(self) -> None:
@@ -37,10 +38,14 @@ class IndexProgress(Horizontal):
     def _show(self, progress: BuildProgress | None) -> None:
         self.shown = progress
         self.display = progress is not None
+        bar = self.query_one(ProgressBar)
         if progress is None:
+            bar.update(total=1, progress=0)
             return
         if progress.total:
-            self.query_one(ProgressBar).update(total=progress.total, progress=progress.done)
+            bar.update(total=progress.total, progress=progress.done)
+        else:  # the count is not known until the build's first step
+            bar.update(total=None)
         elapsed = time.monotonic() - progress.started
         self.query_one(".counts", Static).update(
             progress_text(progress.done, progress.total, elapsed)
