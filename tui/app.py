@@ -5,16 +5,10 @@ command palette, help; slow work (embedding model, index, chat, git) in workers.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import os
-import select
-import signal
 import sys
 import threading
-import time
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -24,18 +18,23 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.notifications import SeverityLevel
 from textual.reactive import var
+from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
+from kbmem.errors import Cancelled, KbmemError
 from kbmem.store.repository import KnowledgeBase
 
+from .chat_events import FAILURE_TITLES, RepeatFilter, screens_of, show_chat_event
 from .chat_service import ChatService
 from .commands import KbmemCommands
-from .render import error_text, short_sha
+from .engine_choice import choose_engine
+from .indexing import BuildProgress, IndexSync
+from .render import error_text
 from .screens.audit import AuditScreen
 from .screens.chat import ChatScreen
 from .screens.help import HelpScreen
 from .screens.history import HistoryScreen
-from .screens.prompt import ChoiceScreen, PromptScreen
+from .shutdown import Shutdown
 from .widgets.footer import NARROW
 from .widgets.status_bar import Status
 from .workspace import Workspace
@@ -43,24 +42,6 @@ from .workspace import Workspace
 log = logging.getLogger(__name__)
 
 Marker = Callable[[str], None]
-# Sent SIGHUP by hand, the app quits as ctrl+q does; should that not end it in this time, it
-# ends at once (its turns are journaled: the next start commits them).
-HANGUP_GRACE_S = 60.0
-EXIT_HUNG_UP = 129  # 128 + SIGHUP, as a shell reports a process that a hang-up ended
-HANGUP_POLL_MS = 500  # how often the terminal's watcher also looks for a SIGHUP
-TURN_STOP_S = 30.0  # how long quitting waits for a running turn to stop
-
-
-def terminal_gone(fd: int, timeout_ms: int = 0) -> bool:
-    """Whether the terminal on ``fd`` has hung up (its window closed, its ssh connection
-    dropped), waiting up to ``timeout_ms`` for it: a poll reports the hang-up, or the
-    descriptor is no longer open. Input waiting to be read is no hang-up."""
-    poller = select.poll()
-    poller.register(fd, select.POLLHUP)  # errors and an invalid fd are reported as well
-    return any(
-        mask & (select.POLLHUP | select.POLLERR | select.POLLNVAL)
-        for _fd, mask in poller.poll(timeout_ms)
-    )
 
 
 class KbmemApp(App[None]):
@@ -76,7 +57,11 @@ class KbmemApp(App[None]):
     }
     DEFAULT_MODE = "chat"
     # A screen under NARROW columns is "-narrow": the screens' CSS gives it other layouts.
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (NARROW, "-wide")]
+    # (Not a ClassVar: Textual declares it an attribute that an instance may set.)
+    HORIZONTAL_BREAKPOINTS: list[tuple[int, str]] | None = [  # noqa: RUF012
+        (0, "-narrow"),
+        (NARROW, "-wide"),
+    ]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help"),
         Binding("f2", "show('chat')", "Chat"),
@@ -87,6 +72,8 @@ class KbmemApp(App[None]):
     ]
 
     status: var[Status] = var(Status)
+    # The running index sync's progress (None: no sync runs), for the progress display.
+    index_progress: var[BuildProgress | None] = var(None)
 
     class ChatEventReceived(Message):
         """A chat-wide event (turns recovered at start, the batch commit at close) arrived."""
@@ -113,8 +100,9 @@ class KbmemApp(App[None]):
         ``chat_id`` continues or names the first chat. For reproducible screenshots:
         ``cursor_blink=False``, ``show_times=False`` (no wall-clock times or durations) and
         ``background=False`` (no model preload or index sync at start: they happen on the
-        first turn). ``marker`` receives timing marks for ``kbmem bench tui``
-        ("first_paint", "embedder_ready", "index_ready", "answer")."""
+        first turn, the index build with its progress shown). ``marker`` receives timing
+        marks for ``kbmem bench tui`` ("first_paint", "embedder_ready", "index_ready",
+        "answer")."""
         super().__init__()
         self.workspace = Workspace(kb, tenant, model, kb_label)
         self.cursor_blink = cursor_blink
@@ -123,24 +111,16 @@ class KbmemApp(App[None]):
         self.marker = marker
         self.background = background
         self.chat = ChatService(self.workspace, self._chat_event_from_thread, chat_id)
-        self._records: dict[str, Any] = {}
         self._marks: set[str] = set()
-        self._last_toast: tuple[tuple[str, str], float] = (("", ""), 0.0)
+        self._toasts = RepeatFilter()
         # Set when quitting: no new index sync starts, and a running one (the app's own or the
         # chat's warm-up) stops after its current step or while it waits for the other (its
         # partial build is discarded; the live index is untouched).
-        self._quitting = threading.Event()
-        self.set_reactive(
-            KbmemApp.status,
-            Status(
-                kb=self.workspace.kb_label,
-                tenant=tenant,
-                engine=self.workspace.engine,
-                model=self.workspace.model,
-                batch_turns=self.workspace.batch_turns,
-                embedder="loading" if background else "not loaded",
-            ),
-        )
+        self.quitting = threading.Event()
+        self.index_sync = IndexSync(self)
+        self.shutdown = Shutdown(self)
+        embedder = "loading" if background else "not loaded"
+        self.set_reactive(KbmemApp.status, Status.of(self.workspace, embedder))
 
     # -- status, marks, failures -------------------------------------------------------------
 
@@ -164,13 +144,8 @@ class KbmemApp(App[None]):
             self.marker(name)
 
     def report_failure(self, error: BaseException, what: str = "") -> None:
-        """A failure as a toast; never markup, never a crash."""
-        title = {
-            "chat-send": "The turn failed",
-            "chat-open": "The chat could not open",
-            "index": "Indexing failed",
-            "embedder": "The embedding model failed to load",
-        }.get(what, "Something failed")
+        """A failure of ``what`` (a worker group) as a toast; never markup, never a crash."""
+        title = FAILURE_TITLES.get(what, "Something failed")
         self.notify(error_text(error), title=title, severity="error", timeout=10, markup=False)
 
     def notify(
@@ -184,11 +159,8 @@ class KbmemApp(App[None]):
     ) -> None:
         """A toast; the same toast twice within a few seconds shows once (one failure can
         reach the UI both as a failed turn and as a failed worker)."""
-        now = time.monotonic()
-        key = (title, message)
-        if key == self._last_toast[0] and now - self._last_toast[1] < 3:
+        if self._toasts.repeated(title, message):
             return
-        self._last_toast = (key, now)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     @on(Worker.StateChanged)
@@ -201,77 +173,15 @@ class KbmemApp(App[None]):
     def on_mount(self) -> None:
         stdin = sys.__stdin__
         if not self.is_headless and stdin is not None and stdin.isatty():
-            self._watch_terminal(stdin.fileno())
+            self.shutdown.watch_terminal(stdin.fileno())
         if self.background:
             # After the first paint: heavy imports in threads still compete for the GIL.
             self.call_after_refresh(self.start_background)
 
     def start_background(self) -> None:
-        self.preload_embedder()
+        self.index_sync.preload_embedder()
         self.sync_index()
         self.open_chat()
-
-    @work(thread=True, exit_on_error=False, group="embedder")
-    def preload_embedder(self) -> None:
-        from kbmem.index import embedder
-
-        try:
-            embedder.preload()
-        except BaseException:
-            self.call_from_thread(self.set_status, embedder="failed")
-            raise
-        self.call_from_thread(self.set_status, embedder="ready")
-        self.mark("embedder_ready")
-
-    def sync_index(self, full: bool = False) -> None:
-        """Bring the tenant's index to HEAD in a worker, unless a sync is already running."""
-        if self._quitting.is_set():
-            return  # the next start syncs; quitting must not wait for an index build
-        if not any(w.group == "index" and not w.is_finished for w in self.workers):
-            self._sync_index(full)
-
-    @work(thread=True, exit_on_error=False, group="index")
-    def _sync_index(self, full: bool = False) -> None:
-        """Bring the tenant's index to HEAD, showing "syncing" while it runs."""
-        from kbmem.errors import Cancelled, KbmemError
-        from kbmem.index.tenant import TenantIndex
-
-        kb = self.workspace.kb
-        index = TenantIndex(kb, self.workspace.tenant)
-        try:
-            gen = index.current()
-        except KbmemError:
-            gen = None
-        current = gen.commit if gen is not None else None
-        self.call_from_thread(self.set_status, index_commit=current, index_known=True)
-        if current is not None and current == kb.head() and not full:
-            self.mark("index_ready")
-            return
-        self.call_from_thread(self.set_status, syncing=True, sync_progress="")
-        shown = [-1]
-
-        def progress(done: int, total: int) -> None:
-            percent = 100 * done // max(total, 1)
-            if percent >= shown[0] + 5 or done == total:  # a few updates, not thousands
-                shown[0] = percent
-                self.call_from_thread(self.set_status, sync_progress=f"{done}/{total}")
-
-        try:
-            report = index.sync(full=full, progress=progress, cancel=self._quitting)
-        except Cancelled:
-            return
-        finally:
-            self.call_from_thread(self.set_status, syncing=False, sync_progress="")
-        gen = index.current()
-        self.call_from_thread(self.set_status, index_commit=gen.commit if gen else None)
-        self.mark("index_ready")
-        if full or report.mode == "full":
-            self.call_from_thread(
-                self.notify,
-                f"Index rebuilt at {short_sha(report.commit)}: {report.intervals_added} "
-                f"intervals in {report.seconds:.1f} s",
-                markup=False,
-            )
 
     @work(thread=True, exit_on_error=False, group="chat-open", exclusive=True)
     def open_chat(self, new: bool = False, model: str | None = None) -> None:
@@ -284,32 +194,54 @@ class KbmemApp(App[None]):
         )
         if new:
             self.call_from_thread(self._chat_restarted, session.chat_id)
-        else:
-            # While the embedding model loads: the first question then only waits for it.
-            # A failure here is the first search's to report, not the warm-up's.
-            from kbmem.errors import Cancelled, KbmemError
-
-            try:
-                session.warm(self._quitting)
-            except Cancelled:
-                pass  # quitting
-            except KbmemError as exc:
-                log.info("warming the research tools failed: %s", exc)
+            return
+        # While the embedding model loads: the first question then only waits for it. The
+        # index is built here (with its progress shown) unless the app's own sync does it.
+        # A failure here is the first search's to report, not the warm-up's.
+        try:
+            self.index_sync.bring_to_head(self.quitting)
+            session.warm(self.quitting)
+        except Cancelled:
+            pass  # quitting
+        except KbmemError as exc:
+            log.info("warming the research tools failed: %s", exc)
 
     def _chat_restarted(self, chat_id: str) -> None:
         self.notify(f"New chat {chat_id}", markup=False, timeout=3)
-        for screen in self._screens_of(ChatScreen):
+        for screen in screens_of(self, ChatScreen):
             screen.reset()
+
+    # -- the index --------------------------------------------------------------------------
+
+    def sync_index(self, full: bool = False) -> None:
+        """Bring the tenant's index to HEAD in a worker, unless a sync is already running."""
+        self.index_sync.start(full)
+
+    @on(IndexSync.Looked)
+    def _index_looked(self, message: IndexSync.Looked) -> None:
+        self.set_status(index_commit=message.commit, index_known=True)
+
+    @on(IndexSync.Started)
+    def _index_sync_started(self, message: IndexSync.Started) -> None:
+        self.set_status(syncing=True, sync_progress="")
+        self.index_progress = message.progress
+
+    @on(IndexSync.Progressed)
+    def _index_sync_progressed(self, message: IndexSync.Progressed) -> None:
+        progress = message.progress
+        self.set_status(sync_progress=f"{progress.done}/{progress.total}")
+        self.index_progress = progress
+
+    @on(IndexSync.Finished)
+    def _index_sync_finished(self, message: IndexSync.Finished) -> None:
+        self.set_status(syncing=False, sync_progress="", index_commit=message.commit)
+        self.index_progress = None
 
     # -- chat-wide events -------------------------------------------------------------------
 
-    def remember_turn(self, record: Any) -> None:
-        """Keep this session's turn records: the Audit screen shows them before they are
-        committed."""
-        self._records[record.turn_id] = record
-
     def turn_records(self) -> list[Any]:
-        return list(self._records.values())
+        """This session's turn records, committed or not (see ChatService.remember)."""
+        return self.chat.records()
 
     def _chat_event_from_thread(self, event: Any) -> None:
         self.post_message(self.ChatEventReceived(event))
@@ -320,34 +252,7 @@ class KbmemApp(App[None]):
 
     def chat_event(self, event: Any) -> None:
         """Status and notifications for events of any turn (called on the UI thread)."""
-        kind = event.kind
-        if kind == "turn_finished":
-            self.set_status(pending_turns=event.pending_turns)
-            self.mark("answer")
-            self.sync_index()  # the turn's research synced the index; show where it is
-        elif kind == "batch_committed":
-            self.set_status(pending_turns=0)
-            what = "recovered turns" if event.recovered else "turns"
-            self.notify(
-                f"Committed {what} {event.first}–{event.last} of chat {event.chat_id} "
-                f"as {short_sha(event.commit)}",
-                markup=False,
-                timeout=4,
-            )
-            self.sync_index()
-            for screen in self._screens_of(AuditScreen):
-                screen.load_turns()
-        elif kind == "notice":
-            severity = {"warning": "warning", "error": "error"}.get(event.level, "information")
-            self.notify(event.message, severity=severity, markup=False)  # type: ignore[arg-type]
-
-    def _screens_of(self, kind: type) -> list[Any]:
-        return [
-            screen
-            for stack in self._screen_stacks.values()
-            for screen in stack
-            if isinstance(screen, kind)
-        ]
+        show_chat_event(self, event)
 
     # -- navigation -------------------------------------------------------------------------
 
@@ -370,19 +275,18 @@ class KbmemApp(App[None]):
         tenant: str | None = None,
     ) -> None:
         """Switch to History showing ``page_id`` at ``rev`` (cited ``lines`` highlighted)."""
-        if self.current_mode != "history":
-            await self.switch_mode("history")
-        screen = self.screen
-        if isinstance(screen, HistoryScreen):
+        if isinstance(screen := await self._switched("history"), HistoryScreen):
             screen.show_page(page_id, rev, lines, tenant)
 
     async def open_audit(self, turn_id: str | None = None) -> None:
         """Switch to Audit, with ``turn_id`` (``<chat-id>/<n>``) selected."""
-        if self.current_mode != "audit":
-            await self.switch_mode("audit")
-        screen = self.screen
-        if isinstance(screen, AuditScreen):
+        if isinstance(screen := await self._switched("audit"), AuditScreen):
             screen.select_turn(turn_id)
+
+    async def _switched(self, mode: str) -> Screen[Any]:
+        if self.current_mode != mode:
+            await self.switch_mode(mode)
+        return self.screen
 
     # -- commands ---------------------------------------------------------------------------
 
@@ -411,31 +315,9 @@ class KbmemApp(App[None]):
             self.call_from_thread(self.set_status, busy="")
 
     def choose_model(self) -> None:
-        configured = self.workspace.kb.settings.model
-        current = self.status.model or ""  # the latest choice, even before its chat opens
-        choices = [("", "offline — the offline agent, no network")]
-        for model in dict.fromkeys(m for m in (configured, current) if m):
-            choices.append((model, f"{model} — litellm"))
-        choices.append(("?", "another litellm model…"))
+        choose_engine(self)
 
-        def chosen(value: str | None) -> None:
-            if value == "?":
-                self.push_screen(
-                    PromptScreen(
-                        "litellm model (e.g. ollama/llama3, openai/gpt-4o-mini):",
-                        value=current,
-                        placeholder="provider/model",
-                    ),
-                    lambda typed: (
-                        self._use_model(typed.strip()) if typed and typed.strip() else None
-                    ),
-                )
-            elif value is not None:
-                self._use_model(value)
-
-        self.push_screen(ChoiceScreen("Which engine should answer?", choices, current), chosen)
-
-    def _use_model(self, model: str) -> None:
+    def use_model(self, model: str) -> None:
         """Answer with ``model`` ("": the offline agent) from a new chat; the engine in use
         already keeps the chat going."""
         if model == (self.status.model or ""):  # the status follows the latest choice at once
@@ -447,91 +329,15 @@ class KbmemApp(App[None]):
 
     # -- shutdown ---------------------------------------------------------------------------
 
-    def _watch_terminal(self, fd: int) -> None:
-        """Commit the chat and end, once the terminal on ``fd`` hangs up; quit as ctrl+q does
-        on a SIGHUP sent by hand.
-
-        Left alone, a hung-up app kept one core at 100% for good, its turns uncommitted
-        (Textual's input thread reads the end of input over and over), wherever no SIGHUP
-        reached it; where one did, it was killed, its turns uncommitted. A thread waits for
-        the hang-up (a poll, no CPU to speak of); SIGHUP only tells that thread."""
-        sighup = threading.Event()
-
-        def watch() -> None:
-            while not terminal_gone(fd, HANGUP_POLL_MS):
-                if sighup.is_set() and not terminal_gone(fd, HANGUP_POLL_MS):
-                    # Sent by hand: the terminal is there, and is given back as ctrl+q does.
-                    log.warning("SIGHUP: committing the chat and quitting")
-                    timer = threading.Timer(HANGUP_GRACE_S, os._exit, (EXIT_HUNG_UP,))
-                    timer.daemon = True
-                    timer.start()
-                    self.call_later(self.action_quit)  # thread-safe: it posts a message
-                    return
-            self._terminal_hung_up()
-
-        threading.Thread(target=watch, name="kbmem-terminal", daemon=True).start()
-        signal.signal(signal.SIGHUP, lambda _signum, _frame: sighup.set())
-
-    def _terminal_hung_up(self) -> None:
-        """(the watching thread) The terminal is gone: stop a running turn, commit the chat
-        and end the process from here. Not through Textual's shutdown: a write to the hung-up
-        terminal can have killed Textual's writer thread already, and the app's next writes
-        then wait on its full queue for good (its event loop with them)."""
-        log.warning("the terminal hung up: committing the chat and ending")
-        devnull = os.open(os.devnull, os.O_RDWR)  # what is still written goes nowhere
-        for std in (0, 1, 2):
-            os.dup2(devnull, std)
-        os.close(devnull)
-        self._quitting.set()
-        self.chat.cancel()
-        deadline = time.monotonic() + TURN_STOP_S
-        while self._running_turns() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        code = 0
-        try:
-            self.chat.close()
-        except Exception:  # the turns stay journaled; the next start commits them
-            log.exception("the chat could not be committed")
-            code = 1
-        os._exit(code)
-
-    def _running_turns(self) -> list[Worker[Any]]:
+    def running_turns(self) -> list[Worker[Any]]:
         """(any thread) The chat turns still running."""
-        while True:
-            try:
-                workers = list(self.workers)
-            except RuntimeError:  # they changed while they were read (another thread)
-                continue
-            return [w for w in workers if w.group == "chat-send" and not w.is_finished]
+        return self.shutdown.running_turns()
 
     async def action_quit(self) -> None:
-        self._quitting.set()
-        if self._running_turns():
-            self.set_status(busy="stopping the turn, then committing…")
-            self.notify(
-                "Stopping the running turn (it is kept, marked interrupted), then committing.",
-                markup=False,
-            )
-        elif self.chat.session is not None and self.chat.session.pending_turns:
-            self.set_status(busy="committing…")
-            self.notify("Committing pending turns…", markup=False, timeout=2)
-        await self._close_chat()
-        self.exit()
-
-    async def _close_chat(self) -> None:
-        """Stop a running turn (it is journaled as interrupted), then commit what is pending."""
-        self.chat.cancel()
-        for worker in self._running_turns():
-            with suppress(Exception):
-                await asyncio.wait_for(worker.wait(), timeout=TURN_STOP_S)
-        try:
-            await asyncio.to_thread(self.chat.close)
-        except Exception as exc:  # the turns stay journaled; the next start commits them
-            self.report_failure(exc, "commit")
+        await self.shutdown.quit()
 
     async def on_unmount(self) -> None:
-        self._quitting.set()
-        await self._close_chat()
+        await self.shutdown.close_chat()
 
 
 def run_app(kb: KnowledgeBase, tenant: str, model: str | None = None) -> None:

@@ -60,7 +60,7 @@ def run_bench(kb: KnowledgeBase, tenant: str, model: str | None, out: Path) -> N
             return False
         return True
 
-    async def drive(pilot: Pilot) -> None:
+    async def drive(pilot: Pilot[object]) -> None:
         signals.update({name: asyncio.Event() for name in waited})
         loop.append(asyncio.get_running_loop())
         for name in waited:

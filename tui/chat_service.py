@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .workspace import Workspace
 
 if TYPE_CHECKING:
     from kbmem.agent.events import AgentEvent
+    from kbmem.agent.records import TurnRecord
     from kbmem.agent.session import ChatSession
 
 EventSink = Callable[["AgentEvent"], None]
@@ -26,6 +27,9 @@ class ChatService:
         self.first_chat_id = chat_id
         self._session: ChatSession | None = None
         self._lock = threading.RLock()
+        self._records: dict[str, TurnRecord] = {}
+        # Set to stop the turn being prepared (its index sync) as well as the one running.
+        self._stop_turn = threading.Event()
 
     @property
     def session(self) -> ChatSession | None:
@@ -62,6 +66,8 @@ class ChatService:
         return session.commit_now() if session is not None else None
 
     def cancel(self) -> None:
+        """Stop the turn that runs (journaled as interrupted) or is being prepared."""
+        self._stop_turn.set()
         session = self._session
         if session is not None:
             session.cancel()
@@ -71,5 +77,25 @@ class ChatService:
             session, self._session = self._session, None
         return session.close() if session is not None else None
 
-    def send(self, message: str, on_event: EventSink) -> Any:
-        return self.get().send(message, on_event=on_event)
+    def send(
+        self,
+        message: str,
+        on_event: EventSink,
+        prepare: Callable[[threading.Event], object] | None = None,
+    ) -> TurnRecord:
+        """Run one turn of the open chat. ``prepare`` runs first (the index brought to HEAD,
+        its progress shown), given the event that :meth:`cancel` sets; it stops the turn
+        before it starts by raising (Cancelled)."""
+        self._stop_turn.clear()
+        session = self.get()
+        if prepare is not None:
+            prepare(self._stop_turn)
+        return session.send(message, on_event=on_event)
+
+    def remember(self, record: TurnRecord) -> None:
+        """Keep a turn's record: the Audit screen shows this session's turns before they are
+        committed (and before the journal has them all)."""
+        self._records[record.turn_id] = record
+
+    def records(self) -> list[TurnRecord]:
+        return list(self._records.values())

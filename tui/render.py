@@ -103,6 +103,14 @@ def _diff_style(line: str) -> str:
     return ""
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of ``text`` (a final newline ends the last line; it starts no other)."""
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines = lines[:-1]
+    return lines
+
+
 def numbered(lines: list[str], first: int, width: int) -> Table:
     """``lines`` with right-aligned line numbers starting at ``first``; a long line wraps
     inside its column, under its own text rather than under the numbers."""
@@ -124,3 +132,29 @@ def value_text(value: Any) -> str:
     if value is None:
         return ""
     return str(value)
+
+
+def progress_text(done: int, total: int, elapsed: float) -> str:
+    """An index build's progress: ``done/total`` intervals and, once some are done, the time
+    left at the rate so far (the rate includes loading the embedding model, so the first
+    estimate errs long)."""
+    if not total:
+        return "reading the pages, loading the embedding model…"
+    text = f"{done:,}/{total:,} intervals"
+    if 0 < done < total:
+        text += f" · about {duration_text(elapsed * (total - done) / done)} left"
+    elif done >= total:
+        text += " · saving"
+    return text
+
+
+def duration_text(seconds: float) -> str:
+    """``seconds`` as a person reads a wait: "7 s", "3 min", "2 h 5 min" (rounded up)."""
+    whole = max(1, int(seconds + 0.999))
+    if whole < 60:
+        return f"{whole} s"
+    minutes = (whole + 59) // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"

@@ -65,7 +65,7 @@ def edit_glossary(kb: KnowledgeBase, tenant: str = "default") -> str:
 
 
 async def wait_until(
-    pilot: Pilot, condition: Callable[[], bool], what: str, timeout: float = 180.0
+    pilot: Pilot[object], condition: Callable[[], bool], what: str, timeout: float = 180.0
 ) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -74,7 +74,7 @@ async def wait_until(
         await pilot.pause(0.05)
 
 
-async def settle(pilot: Pilot) -> None:
+async def settle(pilot: Pilot[object]) -> None:
     """Every worker finished, no toast left, nothing still animating."""
     app = pilot.app
     await wait_until(pilot, lambda: all(w.is_finished for w in app.workers), "the workers")
@@ -84,7 +84,7 @@ async def settle(pilot: Pilot) -> None:
     await pilot.pause()
 
 
-async def ask(pilot: Pilot, question: str = QUESTION) -> None:
+async def ask(pilot: Pilot[object], question: str = QUESTION) -> None:
     """Type a question on the Chat screen, send it, and wait for the whole turn."""
     from .screens.chat import ChatScreen
 
@@ -99,13 +99,13 @@ async def ask(pilot: Pilot, question: str = QUESTION) -> None:
     )
 
 
-async def chat_scenario(pilot: Pilot) -> None:
+async def chat_scenario(pilot: Pilot[object]) -> None:
     """Ask the example question: the answer, its sources and the trace panel, filled."""
     await ask(pilot)
     await settle(pilot)
 
 
-async def history_scenario(pilot: Pilot) -> None:
+async def history_scenario(pilot: Pilot[object]) -> None:
     """Open the glossary on the History screen and diff its two versions."""
     from textual.widgets import Tree
 
@@ -132,7 +132,7 @@ async def history_scenario(pilot: Pilot) -> None:
     await settle(pilot)
 
 
-async def audit_scenario(pilot: Pilot) -> None:
+async def audit_scenario(pilot: Pilot[object]) -> None:
     """Ask, then audit the turn: the intervals the answer rested on, at their commit."""
     from .screens.audit import AuditScreen
 
@@ -152,7 +152,7 @@ def _walk(node: TreeNode[Any]) -> Iterator[TreeNode[Any]]:
         yield from _walk(child)
 
 
-SCENARIOS: dict[str, Callable[[Pilot], Awaitable[None]]] = {
+SCENARIOS: dict[str, Callable[[Pilot[object]], Awaitable[None]]] = {
     "chat": chat_scenario,
     "history": history_scenario,
     "audit": audit_scenario,
@@ -169,7 +169,7 @@ def screenshot(kb_root: Path, name: str, out: Path) -> None:
             edit_glossary(kb)
         app = make_app(kb)
 
-        async def drive(pilot: Pilot) -> None:
+        async def drive(pilot: Pilot[object]) -> None:
             await SCENARIOS[name](pilot)
             app.save_screenshot(out.name, str(out.parent))
             app.exit()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kbmem.errors import StorageError
 from kbmem.store.pagestore import PageStore
@@ -25,7 +25,7 @@ class Workspace:
     tenant: str
     model: str | None = None
     kb_label: str = ""
-    _toolkit: Any = field(default=None, repr=False)
+    _toolkit: Toolkit | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:

@@ -153,7 +153,7 @@ def test_a_closed_terminal_commits_the_chat_and_ends_the_app(
 
 
 def test_a_terminal_is_gone_only_once_its_other_end_has_closed() -> None:
-    from kbmem_tui.app import terminal_gone
+    from kbmem_tui.shutdown import terminal_gone
 
     leader, follower = pty.openpty()
     try:

@@ -6,10 +6,6 @@ highlighted (enter jumps to the page at that commit), the tool calls, and the re
 
 from __future__ import annotations
 
-import re
-from contextlib import suppress
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -17,6 +13,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.widgets import (
     DataTable,
     ListItem,
@@ -27,69 +24,27 @@ from textual.widgets import (
     TabPane,
 )
 
-from kbmem.errors import KbmemError
-
-from ..render import at_commit, error_text, markdown_parser, one_line, plain, safe
+from ..audit_data import (
+    UNREADABLE,
+    AuditedTurn,
+    ResolvedInterval,
+    TurnDetails,
+    list_audited,
+    newest_first,
+    read_details,
+)
+from ..render import at_commit, markdown_parser, plain, safe
+from ..widgets.call_list import CallList
 from ..widgets.footer import KbmemFooter
 from ..widgets.interval_view import NumberedLines
 from ..widgets.status_bar import StatusBar
-from ..widgets.trace import ToolCallView, hit_line
+from ..widgets.turn_table import TurnTable
 from .base import KbmemScreen
 
 if TYPE_CHECKING:
-    from kbmem.agent.provenance import TurnSummary
     from kbmem.agent.records import ContextItem, TurnRecord
 
 CONTEXT_LINES = 1
-QUESTION_CHARS = 30  # of the question in the list of turns
-UNREADABLE = "This turn is damaged: its {what} cannot be read (the problem is above)."
-
-
-def short_chat_id(chat_id: str) -> str:
-    """A chat id narrow enough for the list: kbmem's own ids (``20261122-205853-73260f``)
-    by their random tail, which tells chats of the same minute apart; a name someone chose
-    (``--chat``) as it is, cut at 10 characters. The full id heads the turn's detail."""
-    date, _, rest = chat_id.partition("-")
-    if len(date) == 8 and date.isdigit() and rest.count("-") == 1:
-        return "…" + rest.rsplit("-", 1)[1]
-    return one_line(chat_id, 10)
-
-
-@dataclass
-class AuditedTurn:
-    """A turn of the list: its summary (from :func:`~kbmem.agent.provenance.list_turns`), and
-    its record once read (None until then, and for a damaged turn)."""
-
-    summary: TurnSummary
-    record: TurnRecord | None = None
-    problem: str = ""  # why the turn cannot be read (a damaged turn's, or found on reading)
-
-    def __post_init__(self) -> None:
-        if self.summary.problem and not self.problem:
-            self.problem = self.summary.problem
-
-    @property
-    def turn_id(self) -> str:
-        return self.summary.turn_id
-
-    @property
-    def committed(self) -> bool:
-        return self.summary.committed
-
-    @property
-    def damaged(self) -> bool:
-        return bool(self.problem)
-
-
-@dataclass
-class ResolvedInterval:
-    """A context item with the file's text at the item's commit (or why it is unreadable),
-    and whether the page at HEAD differs from that version."""
-
-    item: ContextItem
-    text: str
-    problem: str = ""
-    changed_since: bool = False
 
 
 class IntervalCard(ListItem):
@@ -147,6 +102,21 @@ class AuditScreen(KbmemScreen):
         Binding("f5", "reload", "Reload", show=False),
     ]
 
+    class TurnsListed(Message):
+        """Every turn, listed by a worker."""
+
+        def __init__(self, found: dict[str, AuditedTurn]) -> None:
+            super().__init__()
+            self.found = found
+
+    class DetailsRead(Message):
+        """What a worker read of ``audited``."""
+
+        def __init__(self, audited: AuditedTurn, details: TurnDetails) -> None:
+            super().__init__()
+            self.audited = audited
+            self.details = details
+
     def __init__(self) -> None:
         super().__init__()
         self.turns: dict[str, AuditedTurn] = {}
@@ -159,9 +129,7 @@ class AuditScreen(KbmemScreen):
         yield StatusBar()
         with Horizontal(id="audit-body"):
             with Vertical(id="turn-pane"):
-                table: DataTable[Text] = DataTable(id="turn-table", cursor_type="row")
-                table.border_title = "Turns"
-                yield table
+                yield TurnTable(self.kbmem.show_times, id="turn-table", cursor_type="row")
             with Vertical(id="turn-detail"):
                 yield Static("Choose a turn in the list.", id="turn-title", markup=False)
                 with TabbedContent(id="audit-tabs", initial="answer"):
@@ -173,7 +141,7 @@ class AuditScreen(KbmemScreen):
                     with TabPane("Intervals", id="intervals"):
                         yield ListView(id="interval-list")
                     with TabPane("Tool calls", id="calls"):
-                        yield VerticalScroll(id="call-list")
+                        yield CallList(id="call-list")
                     with TabPane("Reasoning", id="reasoning"), VerticalScroll():
                         yield Markdown(
                             id="reasoning-text", open_links=False, parser_factory=markdown_parser
@@ -181,13 +149,6 @@ class AuditScreen(KbmemScreen):
         yield KbmemFooter()
 
     def on_mount(self) -> None:
-        table = self.query_one("#turn-table", DataTable)
-        table.add_column(" ", key="where")
-        table.add_column("chat", key="chat")
-        table.add_column("#", key="number")
-        if self.kbmem.show_times:
-            table.add_column("time (UTC)", key="time")
-        table.add_column("question", key="question")
         self.load_turns()
 
     def on_screen_resume(self) -> None:
@@ -197,66 +158,16 @@ class AuditScreen(KbmemScreen):
 
     @work(thread=True, exit_on_error=False, group="audit-turns", exclusive=True)
     def load_turns(self) -> None:
-        """The turns as ``kbmem turns`` lists them (a damaged one included, with its
-        problem), each read once (an open chat's journal lines of turns git has are passed
-        over), and this session's own records, which the journal may not show yet."""
-        from kbmem.agent.provenance import TurnSummary, list_turns
+        """The turns as ``kbmem turns`` lists them, and this session's own records."""
+        self.post_message(self.TurnsListed(list_audited(self.workspace, self.kbmem.turn_records())))
 
-        ws = self.workspace
-        ws.check_available()
-        found = {s.turn_id: AuditedTurn(s) for s in list_turns(ws.kb, ws.tenant).turns}
-        for record in self.kbmem.turn_records():
-            if record.tenant != ws.tenant:
-                continue
-            audited = found.get(record.turn_id)
-            if audited is None:
-                summary = TurnSummary(
-                    record.chat_id,
-                    record.turn,
-                    record.question,
-                    record.status,
-                    record.started_at,
-                    False,
-                )
-                found[record.turn_id] = AuditedTurn(summary, record)
-            elif not audited.committed:
-                audited.record = record  # shown as it is, without reading the journal back
-        self.app.call_from_thread(self._fill_turns, found)
-
-    def _fill_turns(self, found: dict[str, AuditedTurn]) -> None:
-        self.turns = found
-        self.order = sorted(
-            found,
-            key=lambda t: (
-                found[t].summary.started_at,
-                found[t].summary.chat_id,
-                found[t].summary.turn,
-            ),
-            reverse=True,
-        )
-        table = self.query_one("#turn-table", DataTable)
+    @on(TurnsListed)
+    def _fill_turns(self, message: TurnsListed) -> None:
+        found = self.turns = message.found
+        self.order = newest_first(found)
+        table = self.query_one(TurnTable)
         keep = self.wanted or (self.current.turn_id if self.current else None)
-        table.clear()
-        for turn_id in self.order:
-            audited = found[turn_id]
-            s = audited.summary
-            if audited.damaged:
-                where = plain("✗", "bold red")
-            elif audited.committed:
-                where = plain("✓", "green")
-            else:
-                where = plain("●", "yellow")
-            cells = [where, plain(short_chat_id(s.chat_id), "dim"), plain(str(s.turn))]
-            if self.kbmem.show_times:
-                cells.append(plain(self._time(s.started_at)))
-            # A status other than complete goes first; the column stays as wide.
-            status = "" if s.status == "complete" else f"{s.status} "
-            question = Text.assemble(
-                (status, "bold red" if audited.damaged else "bold yellow"),
-                plain(one_line(s.question, QUESTION_CHARS - len(status))),
-            )
-            cells.append(question)
-            table.add_row(*cells, key=turn_id)
+        table.fill(found, self.order)
         if not self.order:
             self.query_one("#turn-title", Static).update(
                 Text("No turns yet: ask something on the Chat screen (F2).", style="dim")
@@ -268,11 +179,6 @@ class AuditScreen(KbmemScreen):
         previous = self.current
         if previous is None or previous.summary != found[target].summary:
             self.show_turn(found[target])
-
-    def _time(self, epoch: float) -> str:
-        if not epoch:
-            return ""
-        return datetime.fromtimestamp(epoch, UTC).strftime("%m-%d %H:%M")
 
     def select_turn(self, turn_id: str | None) -> None:
         """Show ``turn_id`` (``<chat-id>/<n>``), or the newest turn."""
@@ -325,7 +231,7 @@ class AuditScreen(KbmemScreen):
         if record.error:
             answer += f"\n\n*{record.status}: {record.error}*"
         self.query_one("#answer-text", Markdown).update(safe(answer))
-        self._fill_calls(record)
+        self.query_one(CallList).show(record, self.kbmem.show_times)
 
     def _show_unread(self, audited: AuditedTurn) -> None:
         """The question from the list; no answer, calls or intervals: not read yet, or
@@ -336,124 +242,44 @@ class AuditScreen(KbmemScreen):
         )
         note = f"*{UNREADABLE.format(what='answer')}*" if audited.damaged else ""
         self.query_one("#answer-text", Markdown).update(note)
-        calls = self.query_one("#call-list", VerticalScroll)
-        calls.remove_children()
-        if audited.damaged:
-            calls.mount(Static(Text(UNREADABLE.format(what="tool calls"), style="dim")))
-
-    def _fill_calls(self, record: TurnRecord) -> None:
-        calls = self.query_one("#call-list", VerticalScroll)
-        calls.remove_children()
-        if not record.tool_calls:
-            calls.mount(Static(Text("No tool calls.", style="dim")))
-            return
-        for call in record.tool_calls:
-            view = ToolCallView(call.name, call.arguments)
-            hits = []
-            for iv in call.intervals:
-                start, end = int(iv.get("start", 0)), int(iv.get("end", 0))
-                hit = hit_line(str(iv.get("page_id")), start, end)
-                hit.append(f" {safe(at_commit(str(iv.get('commit') or '')))}", style="dim")
-                hits.append(hit)
-            view.finish(
-                hits,
-                call.duration_ms if self.kbmem.show_times else None,
-                call.error,
-            )
-            calls.mount(view)
+        calls = UNREADABLE.format(what="tool calls") if audited.damaged else ""
+        self.query_one(CallList).show_note(calls)
 
     @work(thread=True, exit_on_error=False, group="audit-turn", exclusive=True)
     def load_details(self, audited: AuditedTurn) -> None:
-        """Read the turn (from git if committed, else from the journal) unless it is known;
-        resolve every interval at its commit (only the tenant's own pages are read); read
-        the committed reasoning (a damaged turn's too, when that file is readable)."""
-        from kbmem.agent.provenance import (
-            load_turn,
-            read_cited_file,
-            render_reasoning,
-            resolve_item,
-            turn_dir,
-            turn_intervals,
-        )
+        details = read_details(self.workspace, audited, self.kbmem.show_times)
+        self.post_message(self.DetailsRead(audited, details))
 
-        kb = self.workspace.kb
-        tenant = self.workspace.tenant
-        s = audited.summary
-        record, problem = audited.record, audited.problem
-        if record is None and not problem:
-            try:
-                record, _committed = load_turn(kb, tenant, s.chat_id, s.turn)
-            except (KbmemError, ValueError) as exc:  # damaged, or gone, since it was listed
-                problem = error_text(exc)
-        files: dict[tuple[str, str], str] = {}
-        resolved = []
-        # Every interval the turn read (as `kbmem audit` lists them), cited or not.
-        for item in turn_intervals(record) if record is not None else []:
-            # As `kbmem audit` resolves it: lines outside the file are a problem, and a page
-            # that changed after the answer read it is said to have.
-            checked = resolve_item(kb, tenant, item)
-            if checked.error:
-                resolved.append(ResolvedInterval(item, "", checked.error))
-                continue
-            key = (item.path, item.commit or "HEAD")
-            try:
-                if key not in files:
-                    files[key] = read_cited_file(kb, tenant, item)
-                resolved.append(ResolvedInterval(item, files[key], "", checked.changed_since))
-            except KbmemError as exc:
-                resolved.append(ResolvedInterval(item, "", error_text(exc)))
-        reasoning, recorded = "", None
-        if audited.committed:
-            folder = turn_dir(tenant, s.chat_id, s.turn)
-            # The commit that added the snapshot (a later hand edit does not move it).
-            with suppress(KbmemError):
-                history = kb.log(folder + "answer.md")
-                recorded = history[-1].sha if history else None
-            path = folder + "reasoning.md"
-            try:
-                reasoning = kb.read_bytes(path).decode("utf-8", "replace")
-            except KbmemError:
-                reasoning = ""
-        if not reasoning and record is not None:
-            reasoning = render_reasoning(record)
-        if not self.kbmem.show_times:
-            reasoning = _without_times(reasoning)
-        self.app.call_from_thread(
-            self._show_details, audited, record, problem, resolved, reasoning, recorded
-        )
-
-    async def _show_details(
-        self,
-        audited: AuditedTurn,
-        record: TurnRecord | None,
-        problem: str,
-        resolved: list[ResolvedInterval],
-        reasoning: str,
-        recorded: str | None,
-    ) -> None:
-        if recorded:
-            self.recorded_in[audited.turn_id] = recorded
+    @on(DetailsRead)
+    async def _show_details(self, message: DetailsRead) -> None:
+        audited, details = message.audited, message.details
+        record = details.record
+        if details.recorded:
+            self.recorded_in[audited.turn_id] = details.recorded
         if self.current is not audited:
             return
         newly_read = audited.record is None and record is not None
-        audited.record, audited.problem = record, problem
+        audited.record, audited.problem = record, details.problem
         self._show_head(audited)  # with the commit that recorded the turn, known now
         if newly_read and record is not None:
             self._show_record(record)
         elif record is None:
             self._show_unread(audited)
         self.refresh_bindings()
+        await self._show_intervals(details.resolved, record is not None)
+        await self.query_one("#reasoning-text", Markdown).update(safe(details.reasoning))
+
+    async def _show_intervals(self, resolved: list[ResolvedInterval], readable: bool) -> None:
+        """The Intervals tab: the cited intervals first, then the others the agent was shown."""
         items = self.query_one("#interval-list", ListView)
         await items.clear()
-        # The cited intervals first, then the others the agent was shown.
         ordered = sorted(resolved, key=lambda r: (not r.item.cited, -r.item.score))
         await items.extend([IntervalCard(r) for r in ordered])
-        if record is None:
+        if not readable:
             note = UNREADABLE.format(what="intervals")
             await items.append(ListItem(Static(Text(note, style="dim"))))
         elif not ordered:
             await items.append(ListItem(Static(Text("The turn read no interval.", style="dim"))))
-        await self.query_one("#reasoning-text", Markdown).update(safe(reasoning))
         items.index = 0 if ordered else None
 
     @on(ListView.Selected, "#interval-list")
@@ -498,17 +324,3 @@ class AuditScreen(KbmemScreen):
 
     def action_reload(self) -> None:
         self.load_turns()
-
-
-def _without_times(reasoning: str) -> str:
-    """reasoning.md without its wall-clock lines (for reproducible screenshots)."""
-    out = []
-    for line in reasoning.splitlines():
-        if line.startswith("- Started:"):
-            continue
-        out.append(_strip_ms(line))
-    return "\n".join(out) + "\n"
-
-
-def _strip_ms(line: str) -> str:
-    return re.sub(r", \d+ ms\)", ")", line)

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..workspace import Workspace
 
 
-class KbmemScreen(Screen):
+class KbmemScreen(Screen[None]):
     """Base of the Chat, History and Audit screens."""
 
     @property

@@ -3,8 +3,7 @@ message box with history, and a side panel that fills live with the turn's resea
 
 from __future__ import annotations
 
-from pathlib import PurePosixPath
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -15,7 +14,9 @@ from textual.widgets import OptionList
 from textual.worker import Worker, WorkerState
 
 from kbmem.config import MAX_REQUEST_CHARS
+from kbmem.errors import Cancelled
 
+from ..reading import hit_excerpts, suggestion_sources
 from ..widgets.chat_log import (
     AgentReply,
     Citation,
@@ -23,17 +24,19 @@ from ..widgets.chat_log import (
     Suggestions,
     UserMessage,
     suggested_questions,
-    turn_foot,
 )
 from ..widgets.follow import FollowScroll
 from ..widgets.footer import KbmemFooter
+from ..widgets.index_progress import IndexProgress
 from ..widgets.status_bar import StatusBar
 from ..widgets.trace import TracePanel
 from .base import KbmemScreen
+from .chat_turn import TurnEvents
 from .interval import IntervalScreen
 from .prompt import ChoiceScreen
 
-EXCERPT_CHARS = 90
+if TYPE_CHECKING:
+    from kbmem.agent.records import TurnRecord
 
 
 class ChatScreen(KbmemScreen):
@@ -68,12 +71,14 @@ class ChatScreen(KbmemScreen):
         self.running = False
         self.turns = 0
         self.last_turn_id: str | None = None
+        self.turn_events = TurnEvents(self)
 
     def compose(self) -> ComposeResult:
         yield StatusBar()
         with Horizontal(id="chat-body"):
             with Vertical(id="conversation"):
                 yield FollowScroll(id="chat-log")
+                yield IndexProgress(id="index-progress")
                 yield PromptInput(
                     id="prompt",
                     placeholder="Ask the memory…  (enter: send · ctrl+j: new line · ↑: history)",
@@ -103,36 +108,7 @@ class ChatScreen(KbmemScreen):
 
     @work(thread=True, exit_on_error=False, group="suggestions")
     def load_suggestions(self) -> None:
-        import yaml
-
-        from kbmem.memorize.sessions import is_chat
-
-        ws = self.workspace
-        kb = ws.kb
-        readme = ""
-        if kb.head() is not None and kb.blob_id("README.md") is not None:
-            readme = kb.read_bytes("README.md").decode("utf-8", "replace")
-        store = ws.store()
-        titles: list[tuple[str, str]] = []
-        for path in kb.list_files(f"{store.prefix}sessions/"):
-            try:
-                data = yaml.safe_load(kb.read_bytes(path))
-            except yaml.YAMLError:
-                continue
-            if not isinstance(data, dict) or not data.get("title"):
-                continue
-            if is_chat(PurePosixPath(path).stem):
-                continue  # the chats themselves, memorized
-            titles.append((str(data.get("created_at") or ""), str(data["title"])))
-        titles.sort(reverse=True)
-        notes = []
-        for page_id in sorted(store.files()):
-            if page_id.endswith(".md"):
-                try:
-                    notes.append(str(store.read(page_id).page.meta.get("title") or page_id))
-                except Exception:  # a malformed note is skipped, as the index does
-                    continue
-        questions = suggested_questions(readme, [t for _d, t in titles], notes)
+        questions = suggested_questions(*suggestion_sources(self.workspace))
         if questions:
             self.app.call_from_thread(self._show_suggestions, questions)
 
@@ -201,8 +177,14 @@ class ChatScreen(KbmemScreen):
         self.run_turn(text)
 
     @work(thread=True, exit_on_error=False, group="chat-send")
-    def run_turn(self, text: str) -> Any:
-        return self.kbmem.chat.send(text, on_event=self._event_from_thread)
+    def run_turn(self, text: str) -> TurnRecord | None:
+        """The turn, after the index is brought to HEAD (the first one's build shows its
+        progress); None when it was stopped before it started."""
+        chat = self.kbmem.chat
+        try:
+            return chat.send(text, self._event_from_thread, self.kbmem.index_sync.bring_to_head)
+        except Cancelled:
+            return None
 
     def _event_from_thread(self, event: Any) -> None:
         self.post_message(self.AgentEventReceived(event))
@@ -221,106 +203,29 @@ class ChatScreen(KbmemScreen):
         elif event.state == WorkerState.SUCCESS:
             record = event.worker.result
             if record is not None:
-                self.kbmem.remember_turn(record)
+                self.kbmem.chat.remember(record)
                 if self.reply is not None:
                     self.reply.remember_intervals([c.to_dict() for c in record.context])
+            else:  # stopped while the index was brought up to date: no turn started
+                self.running = False
+                self.kbmem.set_status(busy="")
+                if self.reply is not None and not self.reply.finished:
+                    await self.reply.finish("interrupted", "")
 
     # -- the turn's events ------------------------------------------------------------------
 
     @on(AgentEventReceived)
     async def _agent_event(self, message: AgentEventReceived) -> None:
-        # Dispatch on ``kind``: importing kbmem.agent here would load the researcher (and
-        # its indexes) before the first paint.
-        event = message.event
-        kind = event.kind
-        panel = self.query_one(TracePanel)
-        reply = self.reply
-        if kind == "turn_started":
-            self.last_turn_id = f"{event.chat_id}/{event.turn}"
-            if reply is not None:
-                who = f"kbmem · turn {event.turn} · {event.agent}"
-                reply.name_turn(who + (f" · {event.model}" if event.model else ""))
-            await panel.start_turn(event.turn, event.message, event.agent, event.model)
-        elif kind == "tool_call_started":
-            panel.tool_call_started(event.call_id, event.name, event.arguments)
-            if event.name == "research" and self.kbmem.status.syncing:
-                panel.note(event.call_id, "waiting for the index to reach the latest commit…")
-            self.kbmem.set_status(busy=f"{event.name}…")
-        elif kind == "research_trace":
-            trace = event.trace
-            panel.research_step(event.call_id, trace.kind, trace.step, trace.data)
-        elif kind == "tool_call_finished":
-            panel.tool_call_finished(
-                event.call_id,
-                event.name,
-                event.arguments,
-                event.duration_ms if self.kbmem.show_times else None,
-                event.intervals,
-                event.error,
-            )
-            if reply is not None:
-                reply.remember_intervals(event.intervals)
-            if event.error:
-                self.notify(
-                    event.error, title=f"{event.name} failed", severity="warning", markup=False
-                )
-            elif event.intervals:
-                question = event.arguments.get("request") or event.arguments.get("query")
-                self.read_excerpts(event.call_id, event.intervals, str(question or ""))
-            self.kbmem.set_status(busy="answering…")
-        elif kind == "reply_delta":
-            if reply is not None:
-                await reply.write(event.text)
-                self.query_one("#chat-log", FollowScroll).follow()
-        elif kind == "turn_finished":
-            self.running = False
-            panel.turn_finished()
-            self.kbmem.set_status(busy="")
-            if reply is not None:
-                status = self.kbmem.status
-                foot = turn_foot(
-                    status.engine,
-                    status.model,
-                    event.status,
-                    event.duration_ms,
-                    self.kbmem.show_times,
-                )
-                await reply.finish(event.status, event.answer, error=event.error, foot=foot)
-            if event.status == "failed":
-                self.notify(
-                    event.error or "unknown error",
-                    title="The turn failed",
-                    severity="error",
-                    markup=False,
-                )
-                self.query_one("#chat-log", FollowScroll).follow()
-            self.kbmem.chat_event(event)
-        elif kind in ("batch_committed", "notice"):
-            self.kbmem.chat_event(event)
+        await self.turn_events.show(message.event)
 
     @work(thread=True, exit_on_error=False, group="excerpts")
     def read_excerpts(
         self, call_id: str, intervals: list[dict[str, Any]], question: str = ""
     ) -> None:
         """Read each hit at its commit; its excerpt is the part that answers ``question``."""
-        from kbmem.agent.offline import best_excerpt  # the index's analyzer: load it off-screen
-        from kbmem.store.pages import unescape_line
-
-        kb = self.workspace.kb
-        files: dict[tuple[str, str], list[str]] = {}
-        excerpts: dict[str, str] = {}
-        for iv in intervals:
-            path, commit = str(iv.get("path") or ""), str(iv.get("commit") or "HEAD")
-            key = (path, commit)
-            if key not in files:
-                files[key] = kb.read_bytes(path, commit).decode("utf-8", "replace").split("\n")
-            lines = files[key][int(iv["start"]) - 1 : int(iv["end"])]
-            body = [line for line in lines if not line.startswith("### ")] or lines
-            text = "\n".join(unescape_line(line) for line in body)
-            excerpts[f"{path}#{iv['start']}-{iv['end']}"] = best_excerpt(
-                text, question, EXCERPT_CHARS
-            )
-        self.post_message(self.ExcerptsRead(call_id, excerpts))
+        self.post_message(
+            self.ExcerptsRead(call_id, hit_excerpts(self.workspace, intervals, question))
+        )
 
     @on(ExcerptsRead)
     def _excerpts(self, message: ExcerptsRead) -> None:

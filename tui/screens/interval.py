@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Static
 from textual.worker import Worker, WorkerState
@@ -33,6 +34,14 @@ class IntervalScreen(ModalScreen[None]):
         Binding("escape", "dismiss", "Close"),
         Binding("h", "open_page", "Open page at this commit"),
     ]
+
+    class IntervalRead(Message):
+        """The cited file's text at ``commit``, read by a worker."""
+
+        def __init__(self, commit: str, text: str) -> None:
+            super().__init__()
+            self.commit = commit
+            self.text = text
 
     def __init__(self, citation: Citation, tenant: str):
         super().__init__()
@@ -60,9 +69,11 @@ class IntervalScreen(ModalScreen[None]):
         path = self.citation.path or store.path_of(self.citation.page_id)
         commit = kb.resolve(self.citation.commit or "HEAD")
         text = kb.read_bytes(path, commit).decode("utf-8", "replace")
-        self.app.call_from_thread(self._show, commit, text)
+        self.post_message(self.IntervalRead(commit, text))
 
-    async def _show(self, commit: str, text: str) -> None:
+    @on(IntervalRead)
+    async def _show(self, message: IntervalRead) -> None:
+        commit, text = message.commit, message.text
         self.commit = commit
         self.query_one("#interval-title", Static).update(self._title())
         body = self.query_one("#interval-body", VerticalScroll)

@@ -9,14 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from ..render import numbered
-
-
-def split_lines(text: str) -> list[str]:
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines = lines[:-1]
-    return lines
+from ..render import numbered, split_lines
 
 
 class NumberedLines(Vertical):

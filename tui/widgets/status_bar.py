@@ -4,9 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from ..workspace import Workspace
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,18 @@ class Status:
     pending_turns: int = 0
     batch_turns: int = 5
     busy: str = ""  # what a long-running job is doing, e.g. "researching…"
+
+    @classmethod
+    def of(cls, workspace: Workspace, embedder: str) -> Status:
+        """The status of an app just opened on ``workspace``."""
+        return cls(
+            kb=workspace.kb_label,
+            tenant=workspace.tenant,
+            engine=workspace.engine,
+            model=workspace.model,
+            batch_turns=workspace.batch_turns,
+            embedder=embedder,
+        )
 
 
 # How a status line too wide for its bar shortens: one level at a time, each shortening or

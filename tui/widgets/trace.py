@@ -188,20 +188,12 @@ class ResearchCallView(Vertical):
             self.calls[(step, int(data.get("call", 0)))] = view
             self.add(view)
         elif kind == "tool_result":
-            view = self.calls.get((step, int(data.get("call", 0))))
-            if view is None:
-                view = ToolCallView(str(data.get("tool")), {})
-                self.add(view)
-            hits = [
-                hit_line(
-                    str(h.get("pageId")),
-                    *(h.get("lines") or [0, 0])[:2],
-                    str(h.get("excerpt") or ""),
-                    h.get("score"),
-                )
-                for h in data.get("hits") or []
-            ]
-            view.finish(hits, data.get("ms") if self.show_times else None, data.get("error"))
+            found = self.calls.get((step, int(data.get("call", 0))))
+            if found is None:
+                found = ToolCallView(str(data.get("tool")), {})
+                self.add(found)
+            hits = [_hit(h) for h in data.get("hits") or []]
+            found.finish(hits, data.get("ms") if self.show_times else None, data.get("error"))
         elif kind == "integrate":
             self.key_facts = [str(f) for f in data.get("keyFacts") or []]
             pages = data.get("pages") or []
@@ -237,6 +229,18 @@ class ResearchCallView(Vertical):
         if error:
             self.set_class(True, "-failed")
             self.head.update(self._head(FAILED, one_line(error, 120)))
+
+
+def _hit(hit: dict[str, Any]) -> Text:
+    """A researcher's hit (``pageId``, ``lines``, ``excerpt``, ``score``) as a trace line."""
+    start, end = [*(hit.get("lines") or []), 0, 0][:2]
+    return hit_line(
+        str(hit.get("pageId")),
+        int(start),
+        int(end),
+        str(hit.get("excerpt") or ""),
+        hit.get("score"),
+    )
 
 
 def _action_args(data: dict[str, Any]) -> dict[str, Any]:
