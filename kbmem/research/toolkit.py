@@ -221,7 +221,7 @@ class Toolkit:
         a question would otherwise find its five earlier askings before any source."""
         check_tool(tool)
         check_query(query, k)
-        hits = getattr(self, tool)(query, k, filters)
+        hits: list[Hit] = getattr(self, tool)(query, k, filters)
         if not any(is_echo(h.session_id, h.speaker, h.excerpt) for h in hits):
             return hits  # (the common case costs no deeper search)
         hits = getattr(self, tool)(query, min(MAX_K, k + ECHO_SLACK), filters)
@@ -236,7 +236,7 @@ class Toolkit:
 
     # -- pages ------------------------------------------------------------------------------
 
-    def page(self, ids: list[str], rev: str = "HEAD") -> list[PageRecord]:
+    def page(self, ids: list[str] | str, rev: str = "HEAD") -> list[PageRecord]:
         """The pages with these ids; an id this tenant does not have is refused."""
         if isinstance(ids, str):
             ids = [ids]
