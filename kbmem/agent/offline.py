@@ -35,12 +35,12 @@ from kbmem.research.types import BriefingContext, EvidenceItem
 from kbmem.store.pages import TURN_HEADER, unescape_line
 from kbmem.textutil import split_sentences, truncate_tokens
 
-MAX_SENTENCES = 3
+MAX_SENTENCES = 3  # an answer quotes the few best sentences, not the briefing
 # "The offsite will be in the city where my sister lives": the answer is where the sister
 # lives, said elsewhere. A sentence that resolves such a reference must name at least this
 # many of its terms (the person whose relation it is, the relation, a name given for them).
 BRIDGE_TERMS = 2
-MAX_SENTENCE_TOKENS = 60
+MAX_SENTENCE_TOKENS = 60  # a quoted sentence is cut here, around the question's words
 MIN_SAME_CHARS = 20  # a shorter sentence is not taken for the start of another
 NOTHING = "Memory holds nothing on this question."
 ANSWER_HEAD = "From memory:"

@@ -465,8 +465,8 @@ class OfflineEngine:
         shares = self.term_shares(terms)
         # The request's rarest terms that memory holds at all (a relative choice: an absolute
         # threshold fails on small knowledge bases).
-        # Plain words stay (GENERIC_TERMS left out of this search cost LoCoMo 0.009 of
-        # interval coverage: "first" and "last" matter in "when did she first ...").
+        # Plain words stay (GENERIC_TERMS are not left out of this search): "first" and
+        # "last" matter in "when did she first ...".
         present = sorted((shares[t], t) for t in terms if shares.get(t, 0) > 0)
         rare = [t for share, t in present[:3] if share <= COMMON_SHARE]
         names = entities(request)

@@ -4,9 +4,7 @@ Conversational memory is first-person speech: John said "I'm doing kickboxing", 
 kickboxing". A request asks about him in the third person ("What martial arts has John
 done?"), and a small sentence-embedding model places that question far from the statement that
 answers it. Rewritten in John's voice ("martial arts I done") and compared with John's own
-turns only, the nearest turns are the ones where he talks about it. Measured on LoCoMo (`kbmem
-bench retrieval`): dense page recall@8 went from 0.751 to 0.828 with the rewrite, and the
-hybrid page ranking, which fuses this list with BM25, from 0.854 to 0.876.
+turns only, the nearest turns are the ones where he talks about it.
 
 Only the semantic search hears the request this way; keyword search drops these words anyway.
 """
@@ -115,8 +113,7 @@ def voiced(request: str, speakers: Iterable[str], ignore: Iterable[str] = ()) ->
     A request that names one speaker is about them. One that names two is about the first
     it names, and the other is who that speaker talked to: in a conversation of two, they
     call each other "you" ("What things has Nate recommended to Joanna?" is Nate's "things I
-    recommended to you"). On LoCoMo this put every evidence session of four more questions
-    among the researcher's eight pages, and lost none. A request naming more is no one's."""
+    recommended to you"). A request naming more is no one's."""
     who = named(request, speakers, ignore)
     if not who or len(who) > 2:
         return None
