@@ -4,19 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import IO, Protocol
+from itertools import pairwise
+from typing import IO, Literal, Protocol
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
-# Where text is cut into the pieces that are embedded, memoed and quoted as facts: after a
-# sentence's closing ., ! or ?, and (PIECE_BREAK) at line breaks too, so that an image's
-# caption line or a list item is a piece of its own. The offline agent reads sentences more
-# carefully (kbmem.agent.offline.split_sentences: wrapped lines joined, "e.g. this" kept
-# whole); these cuts are cheaper and are what the indexes were built with.
-SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
-PIECE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
-# Between the clauses of a long summary sentence ("Actions: facts page, Priya; offsite details,
-# Dara; …").
-CLAUSE_BREAK = re.compile(r"(?<=;)\s+")
 # Capital letters of every alphabet (Latin, Greek, Cyrillic, Armenian, Georgian, Coptic,
 # Glagolitic, fullwidth…), as a regex character class: names are "Tromsø", "Åsa" and "Ōsaka"
 # too, and an ASCII class cut "Tromsø" to "Troms". (The ranges hold every upper- and
@@ -31,6 +22,56 @@ CAPITAL = "[{}]".format(
         if c.isupper() or c.istitle()
     )
 )
+
+# -- sentences ------------------------------------------------------------------------------
+# The one sentence splitter (split_sentences, sentence_spans) cuts in one of three ways, named
+# by SentenceCut; each caller's cut is the one its results were built and measured with.
+# "sentences": after a sentence's closing ., ! or ? and the space after it. What a note's
+# paragraph is cut at for its vectors, so that the line naming its section stays with the
+# first sentence.
+SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
+# "pieces": at line breaks too, so that an image's caption line or a list item is a piece of
+# its own. What turns are embedded, memoed and quoted as key facts by.
+PIECE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+# "prose": what a reader takes for sentences, for the offline agent's quotes: wrapped lines
+# joined, each list item a sentence of its own, and a cut only where the next sentence starts
+# with a capital, a digit or an opening quote or bracket ("e.g. this" is kept whole).
+_PROSE_BREAK = re.compile(rf"(?<=[.!?])\s+(?=[\"“(\[]?(?:{CAPITAL}|[0-9]))")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+# Between the clauses of a long summary sentence ("Actions: facts page, Priya; offsite details,
+# Dara; …").
+CLAUSE_BREAK = re.compile(r"(?<=;)\s+")
+
+SentenceCut = Literal["sentences", "pieces", "prose"]
+_BREAKS = {"sentences": SENTENCE_BREAK, "pieces": PIECE_BREAK}
+
+
+def sentence_spans(text: str, *, cut: Literal["sentences", "pieces"]) -> list[tuple[int, int]]:
+    """Where the sentences of ``text`` are, as ``(start, end)`` offsets, cut as ``cut`` says
+    (see SentenceCut); the text between two breaks exactly, blank ones left out. (Prose
+    joins lines, so its sentences are not spans of the text.)"""
+    breaks = [(0, 0), *((m.start(), m.end()) for m in _BREAKS[cut].finditer(text))]
+    breaks.append((len(text), len(text)))
+    return [(a, b) for (_, a), (b, _) in pairwise(breaks) if text[a:b].strip()]
+
+
+def split_sentences(text: str, *, cut: SentenceCut) -> list[str]:
+    """The sentences of ``text``, stripped, blank ones left out, cut as ``cut`` says (see
+    SentenceCut)."""
+    if cut != "prose":
+        return [text[a:b].strip() for a, b in sentence_spans(text, cut=cut)]
+    chunks: list[str] = []
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        if chunks and not _LIST_MARK.match(line):
+            chunks[-1] += " " + line.strip()
+        else:
+            chunks.append(_LIST_MARK.sub("", line).strip())
+    return [s.strip() for chunk in chunks for s in _PROSE_BREAK.split(chunk) if s.strip()]
+
+
+# -- terminals ------------------------------------------------------------------------------
 # What a terminal acts on rather than shows: C0 controls but newline and tab (and a CR that
 # ends a line, as in a file with Windows line ends: a lone CR lets text overwrite its line),
 # DEL, C1 controls (U+009B is CSI to some terminals), and the bidi embeddings, overrides and

@@ -153,6 +153,34 @@ class BatchCommitter:
             return None
         started = time.perf_counter()
         session = chat_session(records[0].tenant, chat_id, history)
+        sha = self._commit_waiting(chat_id, records, session, on_event)
+        first, last = records[0].turn, records[-1].turn
+        journal.mark_committed(first, last, sha)
+        self.last_commit_ms = (time.perf_counter() - started) * 1000
+        if sha:
+            on_event(
+                BatchCommitted(
+                    chat_id=chat_id,
+                    turn=0,
+                    first=first,
+                    last=last,
+                    commit=sha,
+                    duration_ms=round(self.last_commit_ms, 1),
+                    recovered=recovered,
+                )
+            )
+        return sha
+
+    def _commit_waiting(
+        self,
+        chat_id: str,
+        records: list[TurnRecord],
+        session: Session,
+        on_event: Callable[[AgentEvent], None],
+    ) -> str | None:
+        """The batch's commit, made under the write lock once it is free (up to the lock
+        timeout, telling ``on_event`` once that it waits), the session's memo written first
+        and again whenever another session of the tenant was memorized meanwhile."""
         engine = memo_engine(self.kb.settings)
         # The memo first, without the lock: an llm memo engine takes seconds to minutes, and
         # every other writer would wait for it.
@@ -162,8 +190,7 @@ class BatchCommitter:
         while True:
             try:
                 with self.kb.write_lock(timeout=LOCK_POLL_S):
-                    sha = self._commit_locked(chat_id, records, session, memo)
-                break
+                    return self._commit_locked(chat_id, records, session, memo)
             except LockTimeout as exc:
                 if time.monotonic() >= deadline:
                     # Each try waited LOCK_POLL_S; the writer was kept out for the whole wait.
@@ -190,22 +217,6 @@ class BatchCommitter:
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(LOCK_POLL_S)
-        first, last = records[0].turn, records[-1].turn
-        journal.mark_committed(first, last, sha)
-        self.last_commit_ms = (time.perf_counter() - started) * 1000
-        if sha:
-            on_event(
-                BatchCommitted(
-                    chat_id=chat_id,
-                    turn=0,
-                    first=first,
-                    last=last,
-                    commit=sha,
-                    duration_ms=round(self.last_commit_ms, 1),
-                    recovered=recovered,
-                )
-            )
-        return sha
 
     def recover(
         self,

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kbmem.agent.context import TurnContext
@@ -21,6 +22,8 @@ from kbmem.research.answer_types import answer_type, gives, merit
 from kbmem.research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
+    Correction,
+    Statement,
     focused,
     is_name,
     request_parts,
@@ -30,14 +33,14 @@ from kbmem.research.offline import (
 from kbmem.research.reading import read_request
 from kbmem.research.types import BriefingContext, EvidenceItem
 from kbmem.store.pages import TURN_HEADER, unescape_line
-from kbmem.textutil import CAPITAL, truncate_tokens
+from kbmem.textutil import split_sentences, truncate_tokens
 
-MAX_SENTENCES = 3
+MAX_SENTENCES = 3  # an answer quotes the few best sentences, not the briefing
 # "The offsite will be in the city where my sister lives": the answer is where the sister
 # lives, said elsewhere. A sentence that resolves such a reference must name at least this
 # many of its terms (the person whose relation it is, the relation, a name given for them).
 BRIDGE_TERMS = 2
-MAX_SENTENCE_TOKENS = 60
+MAX_SENTENCE_TOKENS = 60  # a quoted sentence is cut here, around the question's words
 MIN_SAME_CHARS = 20  # a shorter sentence is not taken for the start of another
 NOTHING = "Memory holds nothing on this question."
 ANSWER_HEAD = "From memory:"
@@ -63,9 +66,7 @@ CONTEXT_SHARE = 0.8
 CONTEXT_TOKENS = 30
 PLACE_CREDIT = 0.5  # share of a term's weight when only the session or page name has it
 _CITED = re.compile(r"\s*\[[A-Za-z0-9][A-Za-z0-9._/-]*:L\d+-L\d+\]")
-_SENTENCE_END = re.compile(rf"(?<=[.!?])\s+(?=[\"“(\[]?(?:{CAPITAL}|[0-9]))")
 _HEADING = re.compile(r"^#{1,6}\s")
-_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # Characters that Markdown would read as markup in a quoted sentence (emphasis, code, links,
 # HTML, tables, headings): the answer is Markdown, and a quote must show as it was said.
 _MARKDOWN = re.compile(r"([\\`*_\[\]<>|#~])")
@@ -145,20 +146,6 @@ def paragraph_subject(body: list[str]) -> str:
         return ""
     found = _BOLD_LEAD.match(body[0])
     return found.group(1).strip(" :,.") if found else ""
-
-
-def split_sentences(text: str) -> list[str]:
-    """Sentences of a turn or paragraph; wrapped lines are joined, and each list item starts
-    a sentence of its own (an item need not end with a full stop)."""
-    chunks: list[str] = []
-    for line in text.split("\n"):
-        if not line.strip():
-            continue
-        if chunks and not _LIST_MARK.match(line):
-            chunks[-1] += " " + line.strip()
-        else:
-            chunks.append(_LIST_MARK.sub("", line).strip())
-    return [s.strip() for chunk in chunks for s in _SENTENCE_END.split(chunk) if s.strip()]
 
 
 def question_terms(question: str) -> list[str]:
@@ -269,192 +256,20 @@ class OfflineAgent:
         counting more; at most one sentence per turn, in order of merit. A question that asks
         several things gets, for each part no sentence answers yet, the best sentence that
         covers PART_COVERAGE of that part, in place of one whose part another answers too.
-        Questions are never
-        answers, and kbmem's own earlier answers count less than the sources they quoted.
-        Empty when no sentence covers enough of the question (memory holds nothing on it).
-        ``stated``: the message is a statement, and a sentence says something on it when it
-        covers more of it, and two of its words at least ("What a day!" is on nothing)."""
-        min_coverage, min_terms = (STATEMENT_COVERAGE, 2) if stated else (MIN_COVERAGE, 1)
-        asked = without_cue(ctx.message)
-        terms = question_terms(asked)
-        expected = None if stated else answer_type(asked)
-        if not terms or not briefing.evidence:
+        Questions are never answers, and kbmem's own earlier answers count less than the
+        sources they quoted. Empty when no sentence covers enough of the question (memory
+        holds nothing on it). ``stated``: the message is a statement, and a sentence says
+        something on it when it covers more of it, and two of its words at least ("What a
+        day!" is on nothing)."""
+        question = _Question.weigh(ctx, briefing, stated)
+        if question is None:
             return []
-        stats = ctx.tools.toolkit.term_stats(terms)
-        total = max(1, stats.pop("__total__", 1))
-        # Words memory never uses cannot be covered: they are reported, not weighed.
-        terms = [t for t in terms if stats.get(t, 0) > 0]
-        if not terms:
-            return []
-        weight = {t: math.log(1 + total / (1 + stats[t])) for t in terms}
-        whole = sum(weight.values())
-        # A question that asks several things ("Who maintains the tide-window scheduler and
-        # when is the offsite?") is answered part by part: a sentence that covers enough of
-        # one part is an answer, though the other part's words outweigh it.
-        asks = [] if stated else request_parts(asked)
-        # Each part with the kind of answer it asks for ("when is the offsite?": a time).
-        part_kinds = [(p & set(terms), answer_type(text)) for text, p in asks]
-        part_kinds = [(p, kind) for p, kind in part_kinds if p] if len(part_kinds) > 1 else []
-        parts = [p for p, _kind in part_kinds]
-        kinds = {k for _p, k in part_kinds if k} if part_kinds else {expected} - {None}
-
-        def expected_of(found: frozenset[str]) -> str | None:
-            """The kind of answer asked by the part that ``found`` says most of."""
-            if not part_kinds:
-                return expected
-            _part, kind = max(part_kinds, key=lambda pk: sum(weight[t] for t in found & pk[0]))
-            return kind
-
-        candidates: list[tuple[float, int, Sentence]] = []
-        order = 0
-        # Each evidence item's turns or paragraphs, each read once as a statement.
-        units = [
-            [
-                (unit, statement(split_sentences("\n".join(unit.body)), unit.stamp))
-                for unit in _units(item)
-            ]
-            for item in briefing.evidence
-        ]
-        corrections = [  # (kbmem's own answers only repeat corrections)
-            st.correction
-            for item, read in zip(briefing.evidence, units, strict=True)
-            for unit, st in read
-            if st.correction and not is_own_answer(item.session_id, unit.speaker)
-        ]
-        wanted = set(terms)
-        pool: list[tuple[frozenset[str], int, Sentence]] = []  # every sentence, and its terms
-        for rank, (item, read) in enumerate(zip(briefing.evidence, units, strict=True)):
-            place = _place_terms(item) & wanted
-            for (speaker, start, end, body, stamp), st in read:
-                own = is_own_answer(item.session_id, speaker)
-                if not own and is_chat(item.session_id) and is_request("\n".join(body)):
-                    continue  # a request put to kbmem in a chat states nothing
-                factor = 0.5 if own else 1.0
-                subject = "" if speaker else paragraph_subject(body)
-                said_by = frozenset(analyze(speaker or "")) & wanted
-                said = st.sentences
-                if st.corrects:
-                    # What memory holds now, before the statement it corrects; and not the
-                    # sentences that the correction withdraws ("... 14 April. That's wrong.").
-                    factor *= CORRECTION_WEIGHT
-                    said = st.standing
-                # The unit's sentences, each with the question's terms it says.
-                read_out: list[tuple[str, frozenset[str], int]] = []
-                for n, text in enumerate(said):
-                    order += 1
-                    text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
-                    if own:
-                        text = _ESCAPED.sub(r"\1", text)  # quoted as said, not as marked up
-                    if text.endswith("?") or not text or (own and _NOTHING_SAID.match(text)):
-                        continue
-                    if n and subject and subject.lower() not in text.lower():
-                        # "Owns the sync service…" says whose only in the paragraph's lead.
-                        text = f"{subject} — {text}"
-                    said_terms = frozenset(analyze(text)) | frozenset(analyze(speaker))
-                    pool.append(
-                        (
-                            said_terms,
-                            order,
-                            Sentence(
-                                truncate_tokens(text, MAX_SENTENCE_TOKENS),
-                                speaker,
-                                item,
-                                start,
-                                end,
-                                said_terms & wanted,
-                                order,
-                                stamp,
-                            ),
-                        )
-                    )
-                    # Who said it is part of what it tells: asked what Priya corrected,
-                    # Priya's own words cover "Priya" as much as a sentence naming her.
-                    read_out.append((text, frozenset(analyze(text)) & wanted | said_by, order))
-                for text, found, at in read_out:
-                    room = MAX_SENTENCE_TOKENS
-                    covered = sum(weight[t] for t in found)
-                    typed = any(gives(kind, text) for kind in kinds)
-                    lead = _lead(read_out, found, at, weight) if typed else None
-                    if lead:
-                        # The answer a question asks for often leaves its subject to the
-                        # sentence before it: "I want to book a team offsite for the week
-                        # after it. Three days, Tuesday 28 to Thursday 30 April, …"
-                        other, other_found, other_at = lead
-                        share = CONTEXT_SHARE ** (at - other_at)
-                        covered += share * sum(weight[t] for t in other_found - found)
-                        found = found | other_found
-                        gap = " " if at - other_at == 1 else " … "
-                        text = (
-                            truncate_tokens(other, CONTEXT_TOKENS)
-                            + gap
-                            + focused(text, wanted, MAX_SENTENCE_TOKENS)
-                        )
-                        room += CONTEXT_TOKENS + 1
-                    covered += PLACE_CREDIT * sum(weight[t] for t in place - found)
-                    enough = covered >= min_coverage * whole or any(
-                        sum(weight[t] for t in found & part)
-                        >= PART_COVERAGE * sum(weight[t] for t in part)
-                        for part in parts
-                    )
-                    if not enough or len(found) < min_terms:
-                        continue
-                    score = factor * covered + 0.3 / (1 + rank)
-                    if not stated:
-                        score *= merit(text, terms, expected_of(found))
-                    superseded = superseded_on(text, stamp, corrections, st.agreed)
-                    if superseded:
-                        # Still an answer to "what was said at the kickoff?", never before
-                        # the correction that replaced it.
-                        score *= SUPERSEDED_WEIGHT
-                    sentence = Sentence(
-                        focused(text, wanted, room)
-                        + (f" (superseded on {superseded})" if superseded else ""),
-                        speaker,
-                        item,
-                        start,
-                        end,
-                        found,
-                        at,
-                        stamp,
-                    )
-                    candidates.append((score, at, sentence))
-        candidates.sort(key=lambda c: (-c[0], c[1]))
-        chosen: list[Sentence] = []
-        seen_units: set[tuple[str, int]] = set()
-        for _score, _order, sentence in candidates:
-            unit = (sentence.item.interval.path, sentence.start)
-            if unit in seen_units or any(_same_quote(s, sentence) for s in chosen):
-                continue
-            seen_units.add(unit)
-            chosen.append(sentence)
-            if len(chosen) == MAX_SENTENCES:
-                break
-        for part in parts:
-            if any(s.terms & part for s in chosen):
-                continue
-            best = next(
-                (
-                    sentence
-                    for _score, _order, sentence in candidates
-                    if sentence.terms & part
-                    and (sentence.item.interval.path, sentence.start) not in seen_units
-                    and not any(_same_quote(s, sentence) for s in chosen)
-                ),
-                None,
-            )
-            if best is None:
-                continue
-            seen_units.add((best.item.interval.path, best.start))
-            # In place of the weakest sentence whose parts another chosen one answers too.
-            spare = [
-                n
-                for n, s in enumerate(chosen)
-                if all(any(o.terms & p for o in chosen if o is not s) for p in parts if s.terms & p)
-            ]
-            if len(chosen) == MAX_SENTENCES and spare:
-                del chosen[spare[-1]]
-            chosen.append(best)
-        return resolve_references(chosen, pool, briefing)
+        selection = _Selection(question, briefing)
+        selection.read()
+        candidates = sorted(selection.candidates, key=lambda c: (-c[0], c[1]))
+        ranked = [sentence for _score, _order, sentence in candidates]
+        chosen = _answer_parts(_best_sentences(ranked), ranked, question.parts)
+        return resolve_references(chosen, selection.pool, briefing)
 
     @staticmethod
     def _stream(ctx: TurnContext, text: str, words: int = 6) -> None:
@@ -466,6 +281,292 @@ class OfflineAgent:
 
 
 _QUOTED_SPEAKER = re.compile(r"^[^:\n]{1,80}: ")
+
+
+@dataclass
+class _Question:
+    """What the evidence sentences are weighed against (see OfflineAgent.select): the
+    question's terms that memory uses, each weighing more the rarer it is, and the parts of
+    a question that asks several things, each with the kind of answer it asks for."""
+
+    terms: list[str]
+    weight: dict[str, float]
+    stated: bool
+    expected: str | None  # the kind of answer asked for ("when …?": a time)
+    part_kinds: list[tuple[set[str], str | None]]
+
+    @property
+    def wanted(self) -> set[str]:
+        return set(self.terms)
+
+    @property
+    def whole(self) -> float:
+        return sum(self.weight.values())
+
+    @property
+    def parts(self) -> list[set[str]]:
+        return [p for p, _kind in self.part_kinds]
+
+    @property
+    def kinds(self) -> set[str]:
+        """The kinds of answer asked for, by any part."""
+        if self.part_kinds:
+            return {k for _p, k in self.part_kinds if k}
+        return {self.expected} if self.expected else set()
+
+    @classmethod
+    def weigh(cls, ctx: TurnContext, briefing: BriefingContext, stated: bool) -> _Question | None:
+        """The question of ``ctx``'s message; None when nothing in the evidence can cover it."""
+        asked = without_cue(ctx.message)
+        terms = question_terms(asked)
+        expected = None if stated else answer_type(asked)
+        if not terms or not briefing.evidence:
+            return None
+        stats = ctx.tools.toolkit.term_stats(terms)
+        total = max(1, stats.pop("__total__", 1))
+        # Words memory never uses cannot be covered: they are reported, not weighed.
+        terms = [t for t in terms if stats.get(t, 0) > 0]
+        if not terms:
+            return None
+        weight = {t: math.log(1 + total / (1 + stats[t])) for t in terms}
+        # A question that asks several things ("Who maintains the tide-window scheduler and
+        # when is the offsite?") is answered part by part: a sentence that covers enough of
+        # one part is an answer, though the other part's words outweigh it.
+        asks = [] if stated else request_parts(asked)
+        part_kinds = [(p & set(terms), answer_type(text)) for text, p in asks]
+        part_kinds = [(p, kind) for p, kind in part_kinds if p] if len(part_kinds) > 1 else []
+        return cls(terms, weight, stated, expected, part_kinds)
+
+    def weight_of(self, terms: frozenset[str] | set[str]) -> float:
+        return sum(self.weight[t] for t in terms)
+
+    def expected_of(self, found: frozenset[str]) -> str | None:
+        """The kind of answer asked by the part that ``found`` says most of."""
+        if not self.part_kinds:
+            return self.expected
+        _part, kind = max(self.part_kinds, key=lambda pk: self.weight_of(found & pk[0]))
+        return kind
+
+    def covers(self, covered: float, found: frozenset[str]) -> bool:
+        """Whether a sentence that says ``found`` for ``covered`` weight says enough: of the
+        whole question, or of one of its parts; and (on a statement) two of its words."""
+        min_coverage, min_terms = (STATEMENT_COVERAGE, 2) if self.stated else (MIN_COVERAGE, 1)
+        enough = covered >= min_coverage * self.whole or any(
+            self.weight_of(found & part) >= PART_COVERAGE * self.weight_of(part)
+            for part in self.parts
+        )
+        return enough and len(found) >= min_terms
+
+
+# A sentence of a turn as _Selection reads it: its text, the question's terms it says (who
+# said it counts), and its place among all the sentences read.
+_Said = tuple[str, frozenset[str], int]
+
+
+@dataclass
+class _Selection:
+    """The evidence read for a question, sentence by sentence: ``pool`` holds every sentence
+    with its terms (for resolving references), ``candidates`` those that cover enough of the
+    question, scored."""
+
+    question: _Question
+    briefing: BriefingContext
+    pool: list[tuple[frozenset[str], int, Sentence]] = field(default_factory=list)
+    candidates: list[tuple[float, int, Sentence]] = field(default_factory=list)
+    order: int = 0  # sentences read so far, candidates or not
+
+    def read(self) -> None:
+        """Read every turn or paragraph of the evidence, each once as a statement."""
+        units = [
+            [
+                (unit, statement(split_sentences("\n".join(unit.body), cut="prose"), unit.stamp))
+                for unit in _units(item)
+            ]
+            for item in self.briefing.evidence
+        ]
+        corrections = [  # (kbmem's own answers only repeat corrections)
+            st.correction
+            for item, read in zip(self.briefing.evidence, units, strict=True)
+            for unit, st in read
+            if st.correction and not is_own_answer(item.session_id, unit.speaker)
+        ]
+        for rank, (item, read) in enumerate(zip(self.briefing.evidence, units, strict=True)):
+            place = _place_terms(item) & self.question.wanted
+            for unit, st in read:
+                self._read_unit(rank, item, unit, st, place, corrections)
+
+    def _read_unit(
+        self,
+        rank: int,
+        item: EvidenceItem,
+        unit: Unit,
+        st: Statement,
+        place: set[str],
+        corrections: list[Correction],
+    ) -> None:
+        """One turn or paragraph: its sentences into the pool, those that answer into the
+        candidates."""
+        own = is_own_answer(item.session_id, unit.speaker)
+        if not own and is_chat(item.session_id) and is_request("\n".join(unit.body)):
+            return  # a request put to kbmem in a chat states nothing
+        factor = 0.5 if own else 1.0
+        said = st.sentences
+        if st.corrects:
+            # What memory holds now, before the statement it corrects; and not the
+            # sentences that the correction withdraws ("... 14 April. That's wrong.").
+            factor *= CORRECTION_WEIGHT
+            said = st.standing
+        read_out = self._sentences(item, unit, said, own)
+        for text, found, at in read_out:
+            scored = self._scored(text, found, at, read_out, rank, place, factor)
+            if scored is None:
+                continue
+            text, found, score, room = scored
+            superseded = superseded_on(text, unit.stamp, corrections, st.agreed)
+            if superseded:
+                # Still an answer to "what was said at the kickoff?", never before
+                # the correction that replaced it.
+                score *= SUPERSEDED_WEIGHT
+            sentence = Sentence(
+                focused(text, self.question.wanted, room)
+                + (f" (superseded on {superseded})" if superseded else ""),
+                unit.speaker,
+                item,
+                unit.start,
+                unit.end,
+                found,
+                at,
+                unit.stamp,
+            )
+            self.candidates.append((score, at, sentence))
+
+    def _sentences(
+        self, item: EvidenceItem, unit: Unit, said: Sequence[str], own: bool
+    ) -> list[_Said]:
+        """The unit's sentences that state something, each with the question's terms it says;
+        every one goes into the pool."""
+        wanted = self.question.wanted
+        subject = "" if unit.speaker else paragraph_subject(unit.body)
+        said_by = frozenset(analyze(unit.speaker or "")) & wanted
+        read_out: list[_Said] = []
+        for n, text in enumerate(said):
+            self.order += 1
+            text = _CITED.sub("", text).removeprefix(ANSWER_HEAD).strip()
+            if own:
+                text = _ESCAPED.sub(r"\1", text)  # quoted as said, not as marked up
+            if text.endswith("?") or not text or (own and _NOTHING_SAID.match(text)):
+                continue
+            if n and subject and subject.lower() not in text.lower():
+                # "Owns the sync service…" says whose only in the paragraph's lead.
+                text = f"{subject} — {text}"
+            said_terms = frozenset(analyze(text)) | frozenset(analyze(unit.speaker))
+            sentence = Sentence(
+                truncate_tokens(text, MAX_SENTENCE_TOKENS),
+                unit.speaker,
+                item,
+                unit.start,
+                unit.end,
+                said_terms & wanted,
+                self.order,
+                unit.stamp,
+            )
+            self.pool.append((said_terms, self.order, sentence))
+            # Who said it is part of what it tells: asked what Priya corrected,
+            # Priya's own words cover "Priya" as much as a sentence naming her.
+            read_out.append((text, frozenset(analyze(text)) & wanted | said_by, self.order))
+        return read_out
+
+    def _scored(
+        self,
+        text: str,
+        found: frozenset[str],
+        at: int,
+        read_out: list[_Said],
+        rank: int,
+        place: set[str],
+        factor: float,
+    ) -> tuple[str, frozenset[str], float, int] | None:
+        """A sentence of a unit as a candidate answer: its text (led by the sentence before
+        it that gives its subject, if it needs one), its terms, its score and the tokens it
+        may take; None when it does not cover enough of the question."""
+        question = self.question
+        room = MAX_SENTENCE_TOKENS
+        covered = question.weight_of(found)
+        typed = any(gives(kind, text) for kind in question.kinds)
+        lead = _lead(read_out, found, at, question.weight) if typed else None
+        if lead:
+            # The answer a question asks for often leaves its subject to the
+            # sentence before it: "I want to book a team offsite for the week
+            # after it. Three days, Tuesday 28 to Thursday 30 April, …"
+            other, other_found, other_at = lead
+            share = CONTEXT_SHARE ** (at - other_at)
+            covered += share * question.weight_of(other_found - found)
+            found = found | other_found
+            gap = " " if at - other_at == 1 else " … "
+            text = (
+                truncate_tokens(other, CONTEXT_TOKENS)
+                + gap
+                + focused(text, question.wanted, MAX_SENTENCE_TOKENS)
+            )
+            room += CONTEXT_TOKENS + 1
+        covered += PLACE_CREDIT * question.weight_of(place - found)
+        if not question.covers(covered, found):
+            return None
+        score = factor * covered + 0.3 / (1 + rank)
+        if not question.stated:
+            score *= merit(text, question.terms, question.expected_of(found))
+        return text, found, score, room
+
+
+def _unit_of(sentence: Sentence) -> tuple[str, int]:
+    return (sentence.item.interval.path, sentence.start)
+
+
+def _best_sentences(ranked: list[Sentence]) -> list[Sentence]:
+    """The first MAX_SENTENCES of ``ranked``, one per turn or paragraph, none repeating
+    another's quote."""
+    chosen: list[Sentence] = []
+    for sentence in ranked:
+        if any(_unit_of(s) == _unit_of(sentence) or _same_quote(s, sentence) for s in chosen):
+            continue
+        chosen.append(sentence)
+        if len(chosen) == MAX_SENTENCES:
+            break
+    return chosen
+
+
+def _answer_parts(
+    chosen: list[Sentence], ranked: list[Sentence], parts: list[set[str]]
+) -> list[Sentence]:
+    """``chosen``, with for each part of the question that none of them answers the best
+    sentence of ``ranked`` that does, in place of the weakest sentence whose parts another
+    chosen one answers too."""
+    seen_units = {_unit_of(s) for s in chosen}
+    for part in parts:
+        if any(s.terms & part for s in chosen):
+            continue
+        best = next(
+            (
+                sentence
+                for sentence in ranked
+                if sentence.terms & part
+                and _unit_of(sentence) not in seen_units
+                and not any(_same_quote(s, sentence) for s in chosen)
+            ),
+            None,
+        )
+        if best is None:
+            continue
+        seen_units.add(_unit_of(best))
+        spare = [
+            n
+            for n, s in enumerate(chosen)
+            if all(any(o.terms & p for o in chosen if o is not s) for p in parts if s.terms & p)
+        ]
+        if len(chosen) == MAX_SENTENCES and spare:
+            del chosen[spare[-1]]
+        chosen.append(best)
+    return chosen
 
 
 def _quote_forms(sentence: Sentence) -> set[str]:
@@ -578,7 +679,7 @@ def best_excerpt(text: str, question: str, limit: int) -> str:
     """One line of ``text`` for a reader who asked ``question``: the sentence sharing the most
     of the question's terms (the first sentence when none does), with the words around it,
     cut to ``limit`` characters. An ellipsis marks text left out on either side."""
-    sentences = split_sentences(text)
+    sentences = split_sentences(text, cut="prose")
     if not sentences:
         return ""
     wanted = set(question_terms(question))

@@ -714,21 +714,10 @@ def last_turn(kb: KnowledgeBase, tenant: str) -> tuple[str, int]:
 
 
 def render_audit(audit: TurnAudit) -> str:
+    """A turn's audit as plain text: where it is recorded, the question, the tools called,
+    the intervals it read (each as it was at its commit) and the answer."""
     r = audit.record
-    where = (
-        f"recorded in commit {audit.recorded_in[:10]}"
-        if audit.recorded_in
-        else "committed"
-        if audit.committed
-        else "journaled, not committed yet"
-    )
-    model = f" ({r.model})" if r.model else ""
-    out = [
-        f"Turn {r.turn_id} — tenant {r.tenant}, {r.agent} agent{model}, {r.status}, "
-        f"{iso(r.started_at)}, {r.duration_ms:.0f} ms; {where}",
-    ]
-    if r.error:
-        out.append(f"Error: {r.error}")
+    out = _audit_head(audit)
     out += ["", "Question:", _indent(r.question), "", "Tools called:"]
     if not r.tool_calls:
         out.append("  none")
@@ -750,34 +739,61 @@ def render_audit(audit: TurnAudit) -> str:
     if not shown:
         out.append("  none")
     for res in shown:
-        item = res.item
-        flags = ["cited" if item.cited else "shown to the agent"]
-        within = [
-            f"L{c.start}-L{c.end}"
-            for c in quoted
-            if (c.path, c.commit) == (item.path, item.commit)
-            and item.start <= c.start <= c.end <= item.end
-        ]
-        if within and not item.cited:
-            flags.append(f"the answer cites {', '.join(within)} of it")
-        if res.changed_since:
-            flags.append("page changed since")
-        out.append(
-            f"  {item.citation()} {item.path} @ {item.commit[:10] or 'HEAD'} "
-            f"({item.retriever}, score {item.score:.4f}; {', '.join(flags)})"
-        )
-        if item.shown:
-            # An audit must not claim the agent read all of a turn it was shown in part: that
-            # part, then (as the Audit screen shows them) the lines at their commit.
-            out.append("    carried in part; the agent was shown only:")
-            out += [f"    > {line}" for line in item.shown.split("\n")]
-        if res.error:
-            out.append(f"    ! {res.error}")
-        else:
-            out += [f"    | {line}" for line in res.text.split("\n")]
+        out += _audit_interval(res, quoted)
     # Plain text: the answer without the backslashes that keep its quotes literal Markdown.
     out += ["", "Answer:", _indent(markdown_text(r.answer))]
     return "\n".join(out) + "\n"
+
+
+def _audit_head(audit: TurnAudit) -> list[str]:
+    """The audit's first lines: which turn, by which agent, and where it is recorded."""
+    r = audit.record
+    where = (
+        f"recorded in commit {audit.recorded_in[:10]}"
+        if audit.recorded_in
+        else "committed"
+        if audit.committed
+        else "journaled, not committed yet"
+    )
+    model = f" ({r.model})" if r.model else ""
+    out = [
+        f"Turn {r.turn_id} — tenant {r.tenant}, {r.agent} agent{model}, {r.status}, "
+        f"{iso(r.started_at)}, {r.duration_ms:.0f} ms; {where}",
+    ]
+    if r.error:
+        out.append(f"Error: {r.error}")
+    return out
+
+
+def _audit_interval(res: ResolvedInterval, quoted: list[ContextItem]) -> list[str]:
+    """One interval a turn read, as the audit shows it: its citation and what it was to the
+    answer, then its lines at its commit (``quoted``: the intervals the answer cites)."""
+    item = res.item
+    flags = ["cited" if item.cited else "shown to the agent"]
+    within = [
+        f"L{c.start}-L{c.end}"
+        for c in quoted
+        if (c.path, c.commit) == (item.path, item.commit)
+        and item.start <= c.start <= c.end <= item.end
+    ]
+    if within and not item.cited:
+        flags.append(f"the answer cites {', '.join(within)} of it")
+    if res.changed_since:
+        flags.append("page changed since")
+    out = [
+        f"  {item.citation()} {item.path} @ {item.commit[:10] or 'HEAD'} "
+        f"({item.retriever}, score {item.score:.4f}; {', '.join(flags)})"
+    ]
+    if item.shown:
+        # An audit must not claim the agent read all of a turn it was shown in part: that
+        # part, then (as the Audit screen shows them) the lines at their commit.
+        out.append("    carried in part; the agent was shown only:")
+        out += [f"    > {line}" for line in item.shown.split("\n")]
+    if res.error:
+        out.append(f"    ! {res.error}")
+    else:
+        out += [f"    | {line}" for line in res.text.split("\n")]
+    return out
 
 
 def _indent(text: str) -> str:

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from kbmem.agent.batch import BatchCommitter, ChatLine, load_chat_lines
 from kbmem.agent.context import TurnCancelled, TurnContext
@@ -38,6 +39,10 @@ from kbmem.ids import check_segment, check_tenant
 from kbmem.llm.client import LLMConfig
 from kbmem.research.researcher import Researcher
 from kbmem.store.repository import KnowledgeBase
+
+if TYPE_CHECKING:  # imported where a session picks its agent, so only that one loads
+    from kbmem.agent.llm_agent import LLMAgent
+    from kbmem.agent.offline import OfflineAgent
 
 EventSink = Callable[[AgentEvent], None]
 MAX_CHAT_ID = 100
@@ -102,6 +107,7 @@ class ChatSession:
         self._pending: list[TurnRecord] = []
         last = max((line.turn for line in self._history), default=0)
         self._next_turn = last + 1
+        self.agent: OfflineAgent | LLMAgent
         if self.llm_config is None:
             from kbmem.agent.offline import OfflineAgent
 

@@ -29,7 +29,7 @@ from kbmem.research.state import Candidate, ResearchState
 from kbmem.research.toolkit import Toolkit
 from kbmem.research.types import EvidenceItem
 from kbmem.store.pages import TURN_HEADER, unescape_line
-from kbmem.textutil import CLAUSE_BREAK, PIECE_BREAK, count_tokens, truncate_tokens
+from kbmem.textutil import CLAUSE_BREAK, count_tokens, sentence_spans, truncate_tokens
 
 # Below this many tokens left, a turn too long for the budget is not carried in part.
 MIN_TRIM_TOKENS = 30
@@ -95,31 +95,42 @@ def select_evidence(
     ranked = state.ranked()
     if not ranked:
         return []
+    order, head = _evidence_order(state, ranked, facts)
+    packing = _Packing(toolkit, state, budget, head, frozenset(analyze(state.request)))
+    for n, cand in enumerate(order):
+        packing.take(n, cand)
+    windows = sorted(packing.windows, key=lambda w: (-w.score, w.order))
+    return [_evidence_item(toolkit, w) for w in windows]
+
+
+def _evidence_order(
+    state: ResearchState, ranked: list[Candidate], facts: Sequence[str]
+) -> tuple[list[Candidate], int]:
+    """The briefing pages' intervals in the order the budget goes to them, and how many of
+    them lead: each page's best interval, then those that stand for words of the request
+    which only a follow-up search found (see ResearchState.cover), then the turns the key
+    facts cite, in the facts' order; then the rest."""
     pages = state.briefing_pages()
     allowed = set(pages)
-    best = state.effective(ranked[0])
     firsts: dict[str, Candidate] = {}
     for cand in ranked:
         if cand.hit.page_id in allowed and cand.hit.page_id not in firsts:
             firsts[cand.hit.page_id] = cand
-    # Each page's best interval, then those that stand for words of the request which only a
-    # follow-up search found (see ResearchState.cover), then the turns the key facts cite, in
-    # the facts' order.
     order = [firsts[p] for p in pages if p in firsts]
     order += [
-        cand
+        covering
         for key in state.covering.values()
-        if (cand := state.candidates.get(key)) and cand.hit.page_id in allowed
+        if (covering := state.candidates.get(key)) and covering.hit.page_id in allowed
     ]
     by_citation = {c.hit.interval.citation(): c for c in reversed(ranked)}
     order += [
-        cand
+        cited
         for fact in facts
-        if (cand := by_citation.get(fact.rsplit(" ", 1)[-1])) and cand.hit.page_id in allowed
+        if (cited := by_citation.get(fact.rsplit(" ", 1)[-1])) and cited.hit.page_id in allowed
     ]
     order = list({id(c): c for c in order}.values())
     head = len(order)
-    terms = frozenset(analyze(state.request))
+    best = state.effective(ranked[0])
     chosen = {id(c) for c in order}
     rest = [
         c
@@ -130,108 +141,130 @@ def select_evidence(
     ]
     # Past each page's best interval, the budget goes to an interval by its score and by where
     # its page stands: the second-best turn of the best page before the second-best of the
-    # eighth (on LoCoMo, interval coverage 0.804 -> 0.810 at the same tokens).
+    # eighth.
     page_rank = {p: n for n, p in enumerate(pages)}
     rest.sort(key=lambda c: -state.effective(c) / (1 + PAGE_RANK_DECAY * page_rank[c.hit.page_id]))
-    order += rest
-    windows: list[Window] = []
-    used = 0
-    for n, cand in enumerate(order):
+    return order + rest, head
+
+
+@dataclass
+class _Packing:
+    """The windows chosen so far within ``budget`` tokens, ``used`` of them spent. The first
+    ``head`` intervals taken lead (see _evidence_order): they may be carried in part."""
+
+    toolkit: Toolkit
+    state: ResearchState
+    budget: int
+    head: int
+    terms: frozenset[str]  # the request's, which a turn carried in part keeps
+    windows: list[Window] = field(default_factory=list)
+    used: int = 0
+
+    def take(self, n: int, cand: Candidate) -> None:
+        """Take the ``n``-th interval of the order, if it fits: into a window it touches, or
+        a window of its own."""
         iv = cand.hit.interval
         if iv.kind != "turn":
-            iv = toolkit.expand(iv, "paragraph", 0).interval
-        near = [w for w in windows if w.touches(iv.path, iv.commit, iv.start, iv.end)]
+            iv = self.toolkit.expand(iv, "paragraph", 0).interval
+        near = [w for w in self.windows if w.touches(iv.path, iv.commit, iv.start, iv.end)]
         if any(w.start <= iv.start and iv.end <= w.end for w in near):
-            continue  # already inside a chosen window
+            return  # already inside a chosen window
         # A turn carried in part stays a window of its own (the turns beside it may join
         # each other, not it).
         touching = [w for w in near if not w.trimmed]
         lo = min([iv.start] + [w.start for w in touching])
         hi = max([iv.end] + [w.end for w in touching])
-        before = sum(_cost(toolkit, w.path, w.commit, w.start, w.end) for w in touching)
-        extra = _cost(toolkit, iv.path, iv.commit, lo, hi) - before
-        score = state.effective(cand)
-        fits = used + extra <= budget
-        long_turn = n < head and not touching and extra > max(budget // LONG_SHARE, LONG_TOKENS)
-        if not fits or long_turn:
-            # A smaller interval further down may still fit. A page's best interval, or one
-            # a key fact cites, that is a single turn too long for what is left, or long (see
-            # LONG_SHARE), is carried in part: the sentences that hold the request's words. A
-            # long interval that is no turn (a note's paragraph) is carried whole if it fits.
-            room = min(budget - used, max(budget // TRIM_SHARE, TRIM_TOKENS))
-            trimmed = None
-            if n < head and iv.kind == "turn" and room >= MIN_TRIM_TOKENS:
-                text = _text(toolkit, iv.path, iv.commit, iv.start, iv.end)
-                trimmed = _trimmed(text, terms, room)
-            if trimmed is not None:
-                window = Window(
-                    iv.path, iv.commit, iv.page_id, cand.hit.session_id, iv.start, iv.end,
-                    iv.blob, score, set(cand.retrievers), n, trimmed,
-                )  # fmt: skip
-                windows.append(window)
-                used += count_tokens(trimmed[1])
-                continue
-            if not fits:
-                continue
+        before = sum(_cost(self.toolkit, w.path, w.commit, w.start, w.end) for w in touching)
+        extra = _cost(self.toolkit, iv.path, iv.commit, lo, hi) - before
+        score = self.state.effective(cand)
+        fits = self.used + extra <= self.budget
+        long_turn = (
+            n < self.head and not touching and extra > max(self.budget // LONG_SHARE, LONG_TOKENS)
+        )
+        # A smaller interval further down may still fit. A page's best interval, or one a key
+        # fact cites, that is a single turn too long for what is left, or long (see
+        # LONG_SHARE), is carried in part: the sentences that hold the request's words. A long
+        # interval that is no turn (a note's paragraph) is carried whole if it fits.
+        if (not fits or long_turn) and (self._carry_in_part(n, cand, iv, score) or not fits):
+            return
         if touching:
-            keep = touching[0]
-            for other in touching[1:]:
-                keep.retrievers |= other.retrievers
-                keep.score = max(keep.score, other.score)
-                keep.order = min(keep.order, other.order)
-                windows.remove(other)
-            keep.start, keep.end = lo, hi
-            keep.score = max(keep.score, score)
-            keep.retrievers |= cand.retrievers
+            _merge(touching, self.windows, lo, hi, score, cand.retrievers)
         else:
-            windows.append(
-                Window(
-                    iv.path,
-                    iv.commit,
-                    iv.page_id,
-                    cand.hit.session_id,
-                    lo,
-                    hi,
-                    iv.blob,
-                    score,
-                    set(cand.retrievers),
-                    n,
-                )
-            )
-        used += extra
-    items = []
-    for w in sorted(windows, key=lambda w: (-w.score, w.order)):
-        source = _text(toolkit, w.path, w.commit, w.start, w.end)
-        turn_ids = tuple(
-            m.group(1) for line in source.split("\n") if (m := TURN_HEADER.match(line))
-        )
-        excerpt = render_excerpt(source)
-        if w.trimmed:
-            source, excerpt = w.trimmed
-        interval = Interval(
-            w.page_id,
-            w.path,
-            w.start,
-            w.end,
-            w.commit,
-            w.blob,
-            "turn" if turn_ids else "paragraph",
-            turn_ids,
-        )
-        retriever = "+".join(sorted(w.retrievers)) or "bm25"
-        items.append(
-            EvidenceItem(
-                w.page_id,
-                excerpt,
-                w.score,
-                retriever,
-                interval,
-                w.session_id,
-                source_text=source,
-                partial=w.trimmed is not None,
-            )
-        )
-    return items
+            window = Window(
+                iv.path, iv.commit, iv.page_id, cand.hit.session_id, lo, hi, iv.blob,
+                score, set(cand.retrievers), n,
+            )  # fmt: skip
+            self.windows.append(window)
+        self.used += extra
+
+    def _carry_in_part(self, n: int, cand: Candidate, iv: Interval, score: float) -> bool:
+        """Take a leading turn that does not fit (or is long) in part (see _trimmed), if
+        enough of the budget is left; whether it was taken."""
+        room = min(self.budget - self.used, max(self.budget // TRIM_SHARE, TRIM_TOKENS))
+        if not (n < self.head and iv.kind == "turn" and room >= MIN_TRIM_TOKENS):
+            return False
+        text = _text(self.toolkit, iv.path, iv.commit, iv.start, iv.end)
+        trimmed = _trimmed(text, self.terms, room)
+        if trimmed is None:
+            return False
+        window = Window(
+            iv.path, iv.commit, iv.page_id, cand.hit.session_id, iv.start, iv.end,
+            iv.blob, score, set(cand.retrievers), n, trimmed,
+        )  # fmt: skip
+        self.windows.append(window)
+        self.used += count_tokens(trimmed[1])
+        return True
+
+
+def _merge(
+    touching: list[Window],
+    windows: list[Window],
+    lo: int,
+    hi: int,
+    score: float,
+    retrievers: set[str],
+) -> None:
+    """Join the ``touching`` windows into the first of them, which then spans ``lo..hi``
+    and holds the new interval (``score``, found by ``retrievers``) too."""
+    keep = touching[0]
+    for other in touching[1:]:
+        keep.retrievers |= other.retrievers
+        keep.score = max(keep.score, other.score)
+        keep.order = min(keep.order, other.order)
+        windows.remove(other)
+    keep.start, keep.end = lo, hi
+    keep.score = max(keep.score, score)
+    keep.retrievers |= retrievers
+
+
+def _evidence_item(toolkit: Toolkit, w: Window) -> EvidenceItem:
+    """A chosen window as the briefing's evidence item, its interval citing its exact lines."""
+    source = _text(toolkit, w.path, w.commit, w.start, w.end)
+    turn_ids = tuple(m.group(1) for line in source.split("\n") if (m := TURN_HEADER.match(line)))
+    excerpt = render_excerpt(source)
+    if w.trimmed:
+        source, excerpt = w.trimmed
+    interval = Interval(
+        w.page_id,
+        w.path,
+        w.start,
+        w.end,
+        w.commit,
+        w.blob,
+        "turn" if turn_ids else "paragraph",
+        turn_ids,
+    )
+    retriever = "+".join(sorted(w.retrievers)) or "bm25"
+    return EvidenceItem(
+        w.page_id,
+        excerpt,
+        w.score,
+        retriever,
+        interval,
+        w.session_id,
+        source_text=source,
+        partial=w.trimmed is not None,
+    )
 
 
 def render_excerpt(source: str) -> str:
@@ -290,60 +323,90 @@ def _trimmed(source: str, terms: frozenset[str], room: int) -> tuple[str, str] |
     if header is None:
         return None
     body = "\n".join(unescape_line(line) for line in lines[1:])
-    # The pieces that key facts are cut from (PIECE_BREAK), as spans of ``body``.
-    breaks = [(0, 0), *((m.start(), m.end()) for m in PIECE_BREAK.finditer(body)), (len(body),) * 2]
-    spans = [(a, b) for (_, a), (b, _) in pairwise(breaks) if body[a:b].strip()]
+    spans = sentence_spans(body, cut="pieces")  # the pieces that key facts are cut from
     if not spans:
         return None
-    head = _head(header) + ": "
-
-    def render(lo: int, hi: int) -> str:
-        a, b = spans[lo][0], spans[hi][1]
-        text = " ".join(body[a:b].split())
-        return head + ("… " if a > 0 else "") + text + (" …" if body[b:].strip() else "")
-
-    def best_span() -> int:
-        hits = [len(terms & set(analyze(body[a:b]))) for a, b in spans]
-        return max(range(len(spans)), key=lambda i: (hits[i], -i))
-
-    best = best_span()
-    if count_tokens(render(best, best)) > room:
+    part = _TurnPart(body, spans, _head(header) + ": ", terms)
+    best = part.best_span()
+    if part.tokens(best, best) > room:
         # A sentence too long on its own, a summary's "Actions: …; …; …": its clauses
         # instead, so that the part carried is the clause that speaks of the request and
         # those around it, not the sentence's start cut mid-phrase ("…; data …").
-        a, b = spans[best]
+        best = part.by_clauses(best)
+    if part.tokens(best, best) > room and not part.cut_start(best, room):
+        return None
+    lo, hi = part.grown(best, room)
+    return _blanked(lines, spans[lo][0], spans[hi][1]), part.render(lo, hi)
+
+
+@dataclass
+class _TurnPart:
+    """A turn's text (``body``) as the ``spans`` of its sentences (or clauses), and the
+    part of it an excerpt carries: spans ``lo..hi`` rendered after ``head``."""
+
+    body: str
+    spans: list[tuple[int, int]]
+    head: str
+    terms: frozenset[str]
+
+    def render(self, lo: int, hi: int) -> str:
+        a, b = self.spans[lo][0], self.spans[hi][1]
+        text = " ".join(self.body[a:b].split())
+        return self.head + ("… " if a > 0 else "") + text + (" …" if self.body[b:].strip() else "")
+
+    def tokens(self, lo: int, hi: int) -> int:
+        return count_tokens(self.render(lo, hi))
+
+    def best_span(self) -> int:
+        """The span holding most of the request's terms, the first on a tie."""
+        hits = [len(self.terms & set(analyze(self.body[a:b]))) for a, b in self.spans]
+        return max(range(len(self.spans)), key=lambda i: (hits[i], -i))
+
+    def by_clauses(self, best: int) -> int:
+        """Span ``best`` replaced by its clauses, if it has several; the best span then."""
+        a, b = self.spans[best]
+        body = self.body
         cuts = [(a, a), *((a + m.start(), a + m.end()) for m in CLAUSE_BREAK.finditer(body[a:b]))]
         clauses = [(x, y) for (_, x), (y, _) in pairwise([*cuts, (b, b)]) if body[x:y].strip()]
-        if len(clauses) > 1:
-            spans[best : best + 1] = clauses
-            best = best_span()
-    lo = hi = best
-    if count_tokens(render(lo, hi)) > room:
-        # The sentence alone is too long: its start, cut at a token.
-        a, b = spans[best]
-        limit = room - count_tokens(render(lo, hi)) + count_tokens(body[a:b])
+        if len(clauses) < 2:
+            return best
+        self.spans[best : best + 1] = clauses
+        return self.best_span()
+
+    def cut_start(self, best: int, room: int) -> bool:
+        """Span ``best``, too long alone, cut to its start (at a token) so that it fits in
+        ``room``; whether it could be."""
+        a, b = self.spans[best]
+        limit = room - self.tokens(best, best) + count_tokens(self.body[a:b])
         while limit > 0:
-            cut = truncate_tokens(body[a:b], limit)
+            cut = truncate_tokens(self.body[a:b], limit)
             if cut.endswith(" …"):
-                spans[best] = (a, a + len(cut) - len(" …"))
-                if count_tokens(render(lo, hi)) <= room:
-                    break
+                self.spans[best] = (a, a + len(cut) - len(" …"))
+                if self.tokens(best, best) <= room:
+                    return True
             limit -= 1
-        else:
-            return None
-    while True:
-        # The side that has grown less first, so that the best sentence stays in the middle.
-        sides = [(lo, hi + 1), (lo - 1, hi)]
-        if hi - best > best - lo:
-            sides.reverse()
-        grown = [(x, y) for x, y in sides if x >= 0 and y < len(spans)]
-        fits = [(x, y) for x, y in grown if count_tokens(render(x, y)) <= room]
-        if not fits:
-            break
-        lo, hi = fits[0]
-    a, b = spans[lo][0], spans[hi][1]
+        return False
+
+    def grown(self, best: int, room: int) -> tuple[int, int]:
+        """The spans around ``best`` that fit in ``room``, grown one at a time: the side
+        that has grown less first, so that the best span stays in the middle."""
+        lo = hi = best
+        while True:
+            sides = [(lo, hi + 1), (lo - 1, hi)]
+            if hi - best > best - lo:
+                sides.reverse()
+            grown = [(x, y) for x, y in sides if x >= 0 and y < len(self.spans)]
+            fits = [(x, y) for x, y in grown if self.tokens(x, y) <= room]
+            if not fits:
+                return lo, hi
+            lo, hi = fits[0]
+
+
+def _blanked(lines: list[str], a: int, b: int) -> str:
+    """A turn's ``lines`` (a header, then its text) with all of the text but offsets
+    ``a..b`` of it blanked, each line kept at its place in the file."""
     kept = [lines[0]]
-    offset = 0  # where each line starts in ``body``
+    offset = 0  # where each line starts in the text
     for line in lines[1:]:
         text = unescape_line(line)
         start, end = offset, offset + len(text)
@@ -354,7 +417,7 @@ def _trimmed(source: str, terms: frozenset[str], room: int) -> tuple[str, str] |
             kept.append(text[max(a, start) - start : min(b, end) - start].strip())
         else:
             kept.append("")
-    return "\n".join(kept), render(lo, hi)
+    return "\n".join(kept)
 
 
 def short_time(stamp: str) -> str:

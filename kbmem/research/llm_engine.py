@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kbmem.config import Settings
 from kbmem.errors import LLMError, ModelUnreachable, ValidationError
@@ -25,6 +25,8 @@ from kbmem.research.offline import (
 from kbmem.research.state import Candidate, ResearchState
 from kbmem.research.types import PLAN_TOOLS, IntegrationState, PlanAction, ReflectionDecision
 from kbmem.textutil import count_tokens, truncate_tokens
+
+T = TypeVar("T")  # what a step's check makes of the model's answer
 
 PLAN_PROMPT = """You plan searches over a memory of past sessions to answer a request.
 Tools: "bm25" (keyword search; query = a few distinctive words), "dense" (semantic search;
@@ -59,7 +61,7 @@ class LLMEngine:
 
     # -- calls ------------------------------------------------------------------------------
 
-    def _ask(self, system: str, user: str, check: Callable[[Any], Any], max_tokens: int) -> Any:
+    def _ask(self, system: str, user: str, check: Callable[[Any], T], max_tokens: int) -> T:
         budget = self.config.max_prompt_tokens - count_tokens(system) - max_tokens
         user = truncate_tokens(user, max(200, budget))
         problems = []

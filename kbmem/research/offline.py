@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from kbmem.dates import MONTHS, date_windows, sessions_in
 from kbmem.index.intervals import HEADING
@@ -24,7 +24,14 @@ from kbmem.research.reading import Reading
 from kbmem.research.state import Candidate, ResearchState, holds_as_asked, term_set
 from kbmem.research.types import IntegrationState, PlanAction, ReflectionDecision
 from kbmem.store.pages import TURN_HEADER, unescape_line
-from kbmem.textutil import CAPITAL, CLAUSE_BREAK, PIECE_BREAK, count_tokens, truncate_tokens
+from kbmem.textutil import (
+    CAPITAL,
+    CLAUSE_BREAK,
+    count_tokens,
+    sentence_spans,
+    split_sentences,
+    truncate_tokens,
+)
 
 if TYPE_CHECKING:
     from kbmem.research.toolkit import Toolkit
@@ -38,14 +45,6 @@ _NAME_WORD = CAPITAL + r"[\w'’&.-]*"
 _ENTITY = re.compile(rf"\b{_NAME_WORD}(?:\s+(?:of\s+|the\s+)?{_NAME_WORD})*")
 _WORD = re.compile(r"[\w'’-]+")
 # Where a request asks one thing and then another: "Who maintains X and when is Y?"
-# Intervals that a late-interaction search (kbmem.index.late) of the request in the voice of the
-# person it is about ranks into the pool, among that person's turns. Deeper than the other
-# searches: it finds the turn that answers a list question in passing ("kickboxing" for "What
-# martial arts has John done?"), often below the turns that echo the question's words. On
-# LoCoMo, interval coverage went from 0.8368 to 0.8500, 0.8526 and 0.8513 at 20, 30 and 40.
-# Searching the request as asked that way too added one question more there, and in the
-# example knowledge base its hits crowded out turns that answer the request's other parts.
-LATE_K = 30
 _REQUEST_PARTS = re.compile(r"[,;?]|\b(?:and|or|but|then|also|plus)\b", re.I)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _LABEL = re.compile(r"^[^\s:;][^:;]{0,30}:\s+")  # "Actions: ", "Offsite: "
@@ -79,7 +78,6 @@ _RETRACTS = re.compile(
     r"(?:wrong|a mistake|not right|incorrect)\b|scratch that\b|strike that\b)",
     re.I,
 )
-CORRECTION_WEIGHT = 2.0  # a correcting statement's fact weighs this much more
 # In a correcting statement, what it replaces: the value after "not", "instead of" or
 # "rather than" ("not Tuesday 14 April 2026 as stated at the kickoff on 5 January": the span
 # ends before "as stated", so the kickoff's own date is not replaced), and what "I said" gave.
@@ -140,19 +138,21 @@ GENERIC = (
     )
 )
 GENERIC_TERMS = frozenset(analyze(" ".join(GENERIC)))  # as the index spells them ("said": "sai")
+
+# -- tuning ----------------------------------------------------------------------------------
+# Intervals that a late-interaction search (kbmem.index.late) of the request in the voice of the
+# person it is about ranks into the pool, among that person's turns. Deeper than the other
+# searches: it finds the turn that answers a list question in passing ("kickboxing" for "What
+# martial arts has John done?"), often below the turns that echo the question's words. On
+# the example knowledge base, also searching the request as asked that way crowded out turns
+# that answer the request's other parts.
+LATE_K = 30
+CORRECTION_WEIGHT = 2.0  # a correcting statement's fact weighs this much more
 NAME_BRIDGES = 1  # names are noisier bridges than first-person relations
 MAX_COVER_SEARCHES = 3  # searches for words of the request the evidence lacks, per step
 COMMON_SHARE = 0.15  # a term in more than this share of intervals says little
-RARE_SHARE = 0.03
-
-
-@dataclass
-class Weights:
-    bm25: float = 1.0
-    dense: float = 0.6
-    focused: float = 0.8
-    page: float = 0.5
-    follow: float = 0.7
+MAX_KEY_FACTS = 5  # key facts a briefing lists: the few that lead, each quoted short
+FACT_TOKENS = 40  # a key fact's quote: one sentence, or its clauses on the request
 
 
 def is_name(text: str) -> bool:
@@ -401,10 +401,9 @@ def lead_draft(sources: list[Source]) -> str:
 class OfflineEngine:
     name = "offline"
 
-    def __init__(self, toolkit, k: int = 10, weights: Weights | None = None):
+    def __init__(self, toolkit: Toolkit, k: int = 10):
         self.toolkit = toolkit
         self.k = k
-        self.w = weights or Weights()
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -446,7 +445,7 @@ class OfflineEngine:
         make (echoes repeat corrections without making them)."""
         read = []
         for cand in ranked:
-            sentences = [x.strip() for x in PIECE_BREAK.split(self.said(cand.hit)) if x.strip()]
+            sentences = split_sentences(self.said(cand.hit), cut="pieces")
             read.append((cand, statement(sentences, cand.hit.timestamp)))
         corrections = [st.correction for cand, st in read if not cand.echo and st.correction]
         return read, corrections
@@ -466,8 +465,8 @@ class OfflineEngine:
         shares = self.term_shares(terms)
         # The request's rarest terms that memory holds at all (a relative choice: an absolute
         # threshold fails on small knowledge bases).
-        # Plain words stay (GENERIC_TERMS left out of this search cost LoCoMo 0.009 of
-        # interval coverage: "first" and "last" matter in "when did she first ...").
+        # Plain words stay (GENERIC_TERMS are not left out of this search): "first" and
+        # "last" matter in "when did she first ...".
         present = sorted((shares[t], t) for t in terms if shares.get(t, 0) > 0)
         rare = [t for share, t in present[:3] if share <= COMMON_SHARE]
         names = entities(request)
@@ -532,8 +531,7 @@ class OfflineEngine:
         by that weight times their interval's standing (its score over the best one's), so
         that a sentence sharing many words with the request but sitting in a weak interval
         does not lead (asked which vessels Skerrick operates, a remark on Calloway's vessels
-        and the operator config did). On LoCoMo the first fact quotes an evidence turn for
-        0.453 of the questions (0.429 ordered by weight alone).
+        and the operator config did).
 
         A statement that corrects an earlier one weighs CORRECTION_WEIGHT times more, and of
         its sentences, those it withdraws are not facts: asked when the public launch is,
@@ -543,7 +541,6 @@ class OfflineEngine:
         of the fact. The draft says where the lead fact comes from, which facts were
         superseded and what dates the facts span, rather than repeating the fact."""
         terms = content_terms(request)
-        expected = answer_type(request)
         shares = self.term_shares(terms)
         weight = {t: math.log(1.0 + 1.0 / max(shares.get(t, 0.0), 1e-4)) for t in terms}
         ranked = state.ranked()
@@ -555,39 +552,24 @@ class OfflineEngine:
         best_interval = max((state.effective(c) for c in ranked), default=0.0) or 1.0
         read, corrections = self.read(ranked)  # (a correction counts wherever it was made)
         citable = {id(c) for c in state.citable(ranked)}
+        asked = _Asked(terms, weight, answer_type(request))
         scored: list[tuple[float, int, str, Source]] = []
         for rank, (cand, said) in enumerate(read):
             if id(cand) not in citable:
                 continue
-            hit = cand.hit
-            corrects = not cand.echo and said.corrects
-            best, best_score = "", 0.0
-            for sentence in said.standing:
-                if sentence.endswith("?"):
-                    continue  # a question states nothing
-                # Sorted: a float sum in set order would vary with the process's hash seed.
-                score = sum(weight[t] for t in sorted(term_set(sentence)) if t in weight)
-                score *= merit(sentence, terms, expected)
-                if score > best_score:
-                    best, best_score = sentence, score
-            if not best:
+            fact = _key_fact(cand, said, asked, corrections)
+            if fact is None:
                 continue
-            superseded = superseded_on(best, hit.timestamp, corrections, said.agreed)
-            when = ", ".join(
-                x for x in (hit.timestamp[:10], superseded and f"superseded on {superseded}") if x
-            )
-            who = f"{hit.speaker}: " if hit.speaker else ""
-            text = focused(_LIST_ITEM.sub("", best), set(terms), 40)  # "- " of a list item
-            fact = f"{who}{text}{f' ({when})' if when else ''} {hit.interval.citation()}"
+            text, source, best_score = fact
             standing = state.effective(cand) / best_interval
-            if corrects:
+            if source.corrects:
                 standing *= CORRECTION_WEIGHT
-            scored.append((-best_score * standing, rank, fact, Source(hit, corrects, superseded)))
+            scored.append((-best_score * standing, rank, text, source))
         facts: list[str] = []
         sources: list[Source] = []
-        for _score, _rank, fact, source in sorted(scored, key=lambda x: x[:2]):
-            if fact not in facts and len(facts) < 5:
-                facts.append(fact)
+        for _score, _rank, fact_text, source in sorted(scored, key=lambda x: x[:2]):
+            if fact_text not in facts and len(facts) < MAX_KEY_FACTS:
+                facts.append(fact_text)
                 sources.append(source)
         draft = lead_draft(sources)
         return IntegrationState(draft, facts, list(state.integration.open_questions), pages)
@@ -595,6 +577,9 @@ class OfflineEngine:
     # -- reflect ----------------------------------------------------------------------------
 
     def reflect(self, request: str, state: ResearchState) -> ReflectionDecision:
+        """Done when the best evidence holds the request's telling words and points nowhere
+        new; otherwise the follow-up searches: one per word not covered yet, and one per
+        name or relation the evidence introduced (see bridges)."""
         top = state.ranked()[:8]
         if not top:
             return ReflectionDecision(
@@ -605,25 +590,8 @@ class OfflineEngine:
         # Judged by the words as memory holds them: "schedular" is covered where "scheduler"
         # is (see kbmem.research.reading). Searches still name the request's own entities.
         reading = state.reading or Reading(request)
-        judged = reading.text
-        terms = content_terms(judged)
-        shares = self.term_shares(terms)
-        # In a request that asks several things, a term counts as covered where the evidence
-        # holds it as the request asks it (see holds_as_asked): "maintained by the office"
-        # does not cover "maintains" in "who maintains the tide-window scheduler and when is
-        # the offsite?". In a request that asks one thing, anywhere (the stricter test there
-        # searched for more words, and cost LoCoMo four questions' evidence turns).
-        parts = request_parts(judged)
-        several = len(parts) > 1
-        words = spelled(terms, judged)
-        with_ = {w: asked_with(parts, w) if several else [] for w in words}
-        missing = [
-            word
-            for t, word in zip(terms, words, strict=True)
-            if t not in GENERIC_TERMS
-            and 0 < shares.get(t, 0) <= COMMON_SHARE
-            and not any(holds_as_asked(text, word, with_[word]) for text in texts)
-        ]
+        missing, with_ = self._uncovered(reading.text, texts)
+        several = len(request_parts(reading.text)) > 1
         follow: list[PlanAction] = []
         names = [n for n in entities(request)]
         # One search per missing word: together, the rarest word's hits would rank first and
@@ -631,7 +599,6 @@ class OfflineEngine:
         # none of the offsite). A search already made is dropped by the researcher.
         # In a request that asks several things, what each search finds first that holds its
         # word as asked stands for that part of the request (see ResearchState.cover).
-        missing = list(dict.fromkeys(missing))
         for word in missing[:MAX_COVER_SEARCHES]:
             query = " ".join(dict.fromkeys([*names, word]))
             follow.append(
@@ -651,18 +618,34 @@ class OfflineEngine:
             state.followed.add(bridge.lower())
         if not follow:
             return ReflectionDecision(True, reason="the evidence covers the request's terms")
-        # What is missing, as the briefing's open questions say it ("Not found in the
-        # evidence: the words ..."): the words themselves, which memory may hold in others.
-        if missing:
-            typed = [reading.typed(w) for w in missing]
-            missing_info = "the words " + ", ".join(f"'{w}'" for w in typed)
-            reason = f"not yet covered: {', '.join(typed)}"
-        else:
-            missing_info = "what the names and relations in the evidence lead to"
-            reason = "following entities the evidence introduced"
-        return ReflectionDecision(False, missing_info, follow, reason=reason, missing_words=missing)
+        return _follow_up(follow, missing, reading)
 
-    def bridges(self, request: str, top: list, state: ResearchState) -> list[tuple[str, str]]:
+    def _uncovered(self, judged: str, texts: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+        """The words of request ``judged`` that tell something (rare in memory, not generic)
+        that none of ``texts`` holds as asked, each once; and for each word, the words it is
+        asked with. In a request that asks several things, a term counts as covered where
+        the evidence holds it as the request asks it (see holds_as_asked): "maintained by the
+        office" does not cover "maintains" in "who maintains the tide-window scheduler and
+        when is the offsite?". In a request that asks one thing, anywhere (the stricter test
+        there searched for more words, and cost evidence turns)."""
+        terms = content_terms(judged)
+        shares = self.term_shares(terms)
+        parts = request_parts(judged)
+        several = len(parts) > 1
+        words = spelled(terms, judged)
+        with_ = {w: asked_with(parts, w) if several else [] for w in words}
+        missing = [
+            word
+            for t, word in zip(terms, words, strict=True)
+            if t not in GENERIC_TERMS
+            and 0 < shares.get(t, 0) <= COMMON_SHARE
+            and not any(holds_as_asked(text, word, with_[word]) for text in texts)
+        ]
+        return list(dict.fromkeys(missing)), with_
+
+    def bridges(
+        self, request: str, top: list[Candidate], state: ResearchState
+    ) -> list[tuple[str, str]]:
         """Things the best evidence points to elsewhere, read from the sentences that share a
         term with the request (and the sentence after each): a name the request does not
         mention ("Niamh"), or a relation said in the first person ("my sister", said by
@@ -675,7 +658,8 @@ class OfflineEngine:
             hit = cand.hit
             text = self.said(hit)
             first = hit.speaker.split()[0] if hit.speaker else ""
-            sentences = [x for x in PIECE_BREAK.split(text) if x.strip()]
+            # As cut, unstripped: a name is read from a sentence without its first character.
+            sentences = [text[a:b] for a, b in sentence_spans(text, cut="pieces")]
             relevant: list[str] = []
             for i, sentence in enumerate(sentences):
                 if request_terms & term_set(sentence):
@@ -697,6 +681,60 @@ class OfflineEngine:
         candidates = {**relations, **dict(list(names.items())[:NAME_BRIDGES])}
         fresh = [(b, key) for b, key in candidates.items() if b.lower() not in state.followed]
         return fresh[:2]
+
+
+class _Asked(NamedTuple):
+    """What key facts are weighed against: the request's content terms, each one's weight
+    (rarer weighs more), and the kind of answer it asks for."""
+
+    terms: list[str]
+    weight: dict[str, float]
+    expected: str | None
+
+
+def _key_fact(
+    cand: Candidate, said: Statement, asked: _Asked, corrections: list[Correction]
+) -> tuple[str, Source, float] | None:
+    """The key fact of one interval: its standing sentence that carries the most of the
+    request's weight, quoted with who said it, when, whether a later correction superseded
+    it, and its citation; with its source and that weight. None when no sentence counts."""
+    hit = cand.hit
+    best, best_score = "", 0.0
+    for sentence in said.standing:
+        if sentence.endswith("?"):
+            continue  # a question states nothing
+        # Sorted: a float sum in set order would vary with the process's hash seed.
+        score = sum(asked.weight[t] for t in sorted(term_set(sentence)) if t in asked.weight)
+        score *= merit(sentence, asked.terms, asked.expected)
+        if score > best_score:
+            best, best_score = sentence, score
+    if not best:
+        return None
+    superseded = superseded_on(best, hit.timestamp, corrections, said.agreed)
+    when = ", ".join(
+        x for x in (hit.timestamp[:10], superseded and f"superseded on {superseded}") if x
+    )
+    who = f"{hit.speaker}: " if hit.speaker else ""
+    text = focused(_LIST_ITEM.sub("", best), set(asked.terms), FACT_TOKENS)  # "- " of an item
+    fact = f"{who}{text}{f' ({when})' if when else ''} {hit.interval.citation()}"
+    corrects = not cand.echo and said.corrects
+    return fact, Source(hit, corrects, superseded), best_score
+
+
+def _follow_up(
+    follow: list[PlanAction], missing: list[str], reading: Reading
+) -> ReflectionDecision:
+    """Reflection's decision to search on: ``follow``, and what is missing as the
+    briefing's open questions say it ("Not found in the evidence: the words ..."): the
+    words themselves, which memory may hold in others."""
+    if missing:
+        typed = [reading.typed(w) for w in missing]
+        missing_info = "the words " + ", ".join(f"'{w}'" for w in typed)
+        reason = f"not yet covered: {', '.join(typed)}"
+    else:
+        missing_info = "what the names and relations in the evidence lead to"
+        reason = "following entities the evidence introduced"
+    return ReflectionDecision(False, missing_info, follow, reason=reason, missing_words=missing)
 
 
 def focused(text: str, terms: set[str], limit: int) -> str:

@@ -95,5 +95,5 @@ def _written(term: str, texts: list[str]) -> str:
             continue
         for word in _WORD.findall(text):
             if analyze(word) == [term]:
-                return word.lower()
+                return str(word).lower()
     return ""

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kbmem.config import HARD_CAPS, MAX_REQUEST_CHARS
@@ -27,40 +27,39 @@ from kbmem.store.repository import KnowledgeBase
 from kbmem.textutil import count_tokens, truncate_tokens
 
 EventSink = Callable[[TraceEvent], None]
+
+# -- tuning ----------------------------------------------------------------------------------
+# How much a search's hits count, by tool: keyword and late-interaction hits fully, dense
+# hits less (any query has nearest neighbours), a page's own intervals least.
 ACTION_WEIGHT = {"bm25": 1.0, "dense": 0.6, "late": 1.0, "page_id": 0.5}
+# Weights of the page votes: whole-page BM25 leads; the pages of the nearest intervals add
+# what shares no words with the request (as Toolkit.pages weighs them).
+PAGE_VOTE_WEIGHT = {"bm25": 1.0, "dense": 0.6}
 # A follow-up search counts as any search for the intervals it finds, but does not vote on
-# pages as a whole (measured on LoCoMo: page votes and extra weight for follow-ups pushed the
-# request's own best pages out). A follow-up that resolves a reference made by an interval
-# passes part of that interval's score to its best hits instead.
+# pages as a whole (page votes and extra weight for follow-ups pushed the request's own best
+# pages out). A follow-up that resolves a reference made by an interval passes BRIDGE_SHARE
+# of that interval's score to its BRIDGE_TOP best hits instead.
 BRIDGE_TOP = 1  # besides the source itself, which holds the name it gave
 BRIDGE_SHARE = 0.8
 MAX_ACTIONS_PER_STEP = 8  # the request's own searches (up to 3) and up to 5 planned ones
 PAGE_VOTES = 30  # pages a keyword search ranks as whole documents
 DENSE_VOTE_DEPTH = 100  # nearest intervals whose pages a semantic search votes for
 REPEAT_SLACK = 20  # extra hits fetched so that repeats dropped (see distinct) leave k others
-_WORDS = re.compile(r"[^\W_]+")
-# Weights of the page votes: whole-page BM25 leads; the pages of the nearest intervals add
-# what shares no words with the request (as Toolkit.pages weighs them; on LoCoMo the dense
-# votes took page coverage from 0.871 to 0.878, most of it on multi-hop questions).
-PAGE_VOTE_WEIGHT = {"bm25": 1.0, "dense": 0.6}
-# Nearest neighbours exist for any query; below this cosine similarity (all-MiniLM-L6-v2)
-# they are unrelated text (on LoCoMo, 99% of evidence turns found by dense search score above
-# 0.34; nonsense queries reach about 0.23), and a briefing built on them would pretend memory
-# knew something.
-DENSE_FLOOR = 0.3
-MEANING_TOOLS = ("dense", "late")  # searches that need the model's reading of their query
 READ_FROM = 20  # best intervals whose words show how memory writes a word read as a near one
+# Nearest neighbours exist for any query; below this cosine similarity (all-MiniLM-L6-v2)
+# they are unrelated text, and a briefing built on them would pretend memory knew something.
+DENSE_FLOOR = 0.3
 # ...unless none of the request's words occurs in memory at all: then a semantic match alone
-# must be clearly near. A sentence has a vector of its own (see kbmem.index.tenant), and the fewer
-# words a vector holds, the nearer chance brings it: "zyzzyva quokka xylophone" reaches 0.377
-# on a one-line roster entry, while whole intervals stay below 0.25.
+# must be clearly near. A sentence has a vector of its own (see kbmem.index.vectors), and the
+# fewer words a vector holds, the nearer chance brings it.
 DENSE_ALONE_FLOOR = 0.4
-# The same for late interaction (kbmem.index.late): on LoCoMo, 1% of evidence turns score below
-# 0.29, and a request's best turn scores 0.47 or more for 99% of its questions; nonsense
-# ("zyzzyva quokka xylophone", "What is the capital of Peru?" in the example knowledge
-# base) reaches 0.25 to 0.35, matched piece by piece to whatever word pieces come nearest.
+# The same for late interaction (kbmem.index.late): nonsense is matched piece by piece to
+# whatever word pieces come nearest, and reaches a fair score.
 LATE_FLOOR = 0.3
 LATE_ALONE_FLOOR = 0.5
+
+MEANING_TOOLS = ("dense", "late")  # searches that need the model's reading of their query
+_WORDS = re.compile(r"[^\W_]+")
 
 
 @dataclass
@@ -124,34 +123,50 @@ class Researcher:
         max_tokens: int | None = None,
         on_event: EventSink | None = None,
     ) -> BriefingContext:
-        if not isinstance(request, str) or not request.strip():
-            raise ValidationError("must be non-empty text", "request")
-        if len(request) > MAX_REQUEST_CHARS:
-            raise ValidationError(f"longer than {MAX_REQUEST_CHARS} characters", "request")
+        """A cited briefing for ``request``: plan, then search, integrate and reflect until
+        reflection is done or ``max_depth`` follow-up steps are spent. ``on_event`` gets
+        each trace event as it happens."""
+        _check_request(request)
         budgets = Budgets.from_settings(self.kb.settings, max_pages, max_depth, max_tokens)
-        trace: list[TraceEvent] = []
-
-        def emit(kind: str, step: int, **data: Any) -> None:
-            event = TraceEvent(kind, step, data)
-            trace.append(event)
-            if on_event is not None:
-                on_event(event)
-
+        trace = _Trace(on_event)
         started = time.perf_counter()
         self.toolkit.index.ensure_synced()
-        memory = read_memory(self.kb, self.tenant)
         # "Quick question: where do the flights leave from?" is about the flights: searched
         # for, the cue found "Quick one today" and was named as missing from the evidence.
         asked = without_cue(request)
         state = ResearchState(asked, around=self.toolkit.around, max_pages=budgets.max_pages)
         state.reading = read_request(self.toolkit, asked, QUESTION_WORDS)
+        decision, steps = self._investigate(asked, state, budgets.max_depth, trace)
+        briefing = self._brief(request, state, budgets, decision, not decision.done, steps)
+        briefing.trace = trace.events
+        trace.emit(
+            "done",
+            steps,
+            tokensUsed=briefing.tokens_used,
+            pagesUsed=briefing.pages_used,
+            evidence=len(briefing.evidence),
+            partial=briefing.partial,
+            ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return briefing
+
+    # -- steps ------------------------------------------------------------------------------
+
+    def _investigate(
+        self, asked: str, state: ResearchState, max_depth: int, trace: _Trace
+    ) -> tuple[ReflectionDecision, int]:
+        """The research loop: the plan's searches, then integration and reflection, and the
+        follow-up searches reflection asks for, up to ``max_depth`` times. Returns the last
+        decision and the follow-up steps taken."""
+        emit = trace.emit
         floors = self._floors(asked)
         down: list[str] = []  # why the model was unreachable, once it was
+        memory = read_memory(self.kb, self.tenant)
         actions = self._engine_call("plan", emit, 0, down, asked, memory, state)
+        actions = self._dedupe(actions, state)
         decision = ReflectionDecision(False)
         steps = 0
-        actions = self._dedupe(actions, state)
-        for step in range(budgets.max_depth + 1):
+        for step in range(max_depth + 1):
             state.step = step
             emit("plan", step, actions=[a.to_dict() for a in actions])
             self._search(actions, state, emit, step, floors)
@@ -176,24 +191,10 @@ class Researcher:
                 missingInfo=decision.missing_info,
                 reason=decision.reason,
             )
-            if decision.done or step == budgets.max_depth:
+            if decision.done or step == max_depth:
                 break
             steps += 1
-        partial = not decision.done
-        briefing = self._brief(request, state, budgets, decision, partial, steps)
-        briefing.trace = trace
-        emit(
-            "done",
-            steps,
-            tokensUsed=briefing.tokens_used,
-            pagesUsed=briefing.pages_used,
-            evidence=len(briefing.evidence),
-            partial=briefing.partial,
-            ms=round((time.perf_counter() - started) * 1000, 1),
-        )
-        return briefing
-
-    # -- steps ------------------------------------------------------------------------------
+        return decision, steps
 
     def _engine_call(
         self, what: str, emit: Callable[..., None], step: int, down: list[str], *args: Any
@@ -245,38 +246,8 @@ class Researcher:
     def _run_action(
         self, action: PlanAction, floors: dict[str, float] | None = None
     ) -> tuple[list[Hit], list[str]]:
-        """The action's ranked interval hits, and the pages it votes for: for keyword searches
-        the pages ranked as whole documents, for semantic ones the pages of the nearest
-        intervals. Dense and late-interaction hits count from their ``floors`` up."""
-        floor = (floors or {"dense": DENSE_FLOOR, "late": LATE_FLOOR}).get(action.tool, 0.0)
-        filters = {"speaker": action.speaker} if action.speaker else None
-        if action.tool == "bm25":
-            query = action.query or ""
-            pages = [p for p, _s in self.toolkit.bm25_pages(query, PAGE_VOTES, filters)]
-            found = self.toolkit.bm25(query, action.k + REPEAT_SLACK, filters)
-            return distinct(found, action.k), pages
-        if action.tool == "dense":
-            depth = max(action.k + REPEAT_SLACK, DENSE_VOTE_DEPTH)
-            near = [
-                h
-                for h in self.toolkit.dense(action.query or "", depth, filters)
-                if h.score >= floor
-            ]
-            return distinct(near, action.k), [p for p, _s in rank_pages(near)]
-        if action.tool == "late":
-            found = self.toolkit.late(action.query or "", action.k + REPEAT_SLACK, filters)
-            return distinct([h for h in found if h.score >= floor], action.k), []
-        if action.tool == "page_id":
-            hits: list[Hit] = []
-            for page_id in action.page_ids:
-                self.toolkit.store.read(page_id)  # refuses ids this tenant does not have
-                if action.query:
-                    hits += self.toolkit.hybrid(action.query, action.k, {"page": page_id})
-                else:
-                    hits += self.toolkit.index.intervals_of(page_id)[: action.k]
-            hits.sort(key=lambda h: -h.score)
-            return [_as(h, "page_id") for h in hits], []
-        raise ValidationError(f"unknown tool {action.tool!r}", "tool")
+        """See run_action."""
+        return run_action(self.toolkit, action, floors)
 
     def _search(
         self,
@@ -286,24 +257,21 @@ class Researcher:
         step: int,
         floors: dict[str, float],
     ) -> None:
-        futures = []
+        """Run the step's searches in parallel, and take their hits into ``state`` in the
+        actions' order."""
         for n, action in enumerate(actions):
             emit("tool_call", step, call=n, **action.to_dict())
         # The model first reads the step's queries by meaning, in one pass and alone (see
-        # kbmem.index.embedder.read_queries); then every search runs. Beside the keyword searches'
-        # threads, the same pass took longer than the searches it would have overlapped: on
-        # LoCoMo's conv-41, research p50 144-145 ms this way, 150-161 ms overlapped.
-        # A failed reading is met again, and reported, by each search that needs it.
-        queries = [a.query for a in actions if a.tool in MEANING_TOOLS and analyze(a.query or "")]
+        # kbmem.index.embedder.read_queries); then every search runs. Beside the keyword
+        # searches' threads, the same pass took longer than the searches it would have
+        # overlapped. A failed reading is met again, and reported, by each search that needs it.
+        queries = [q for a in actions if a.tool in MEANING_TOOLS and analyze(q := a.query or "")]
         started = time.perf_counter()
         if queries:
             with suppress(Exception):
                 read_queries(queries)
-        for n, action in enumerate(actions):
-            futures.append(
-                (n, action, started, self._pool.submit(self._run_action, action, floors))
-            )
-        for n, action, t0, future in futures:
+        futures = [self._pool.submit(self._run_action, action, floors) for action in actions]
+        for n, (action, future) in enumerate(zip(actions, futures, strict=True)):
             try:
                 hits, pages = future.result()
             except KbmemError as exc:
@@ -314,29 +282,17 @@ class Researcher:
                     tool=action.tool,
                     error=str(exc),
                     hits=[],
-                    ms=round((time.perf_counter() - t0) * 1000, 1),
+                    ms=round((time.perf_counter() - started) * 1000, 1),
                 )
                 continue
-            weight = ACTION_WEIGHT.get(action.tool, 1.0)
-            if action.follows:
-                new = state.follow(action, hits, weight, BRIDGE_TOP, BRIDGE_SHARE)
-            elif action.covers:
-                new = state.cover(action, hits, weight)
-            else:
-                # Late interaction ranks the intervals, not the pages: on LoCoMo its hits
-                # took interval coverage from 0.8368 to 0.8487 when they left the pages
-                # alone, and cost page coverage 0.004 when they counted for pages too.
-                new = state.add(action, hits, weight, paged=action.tool != "late")
-            state.actions_done.append(action)
-            if pages and step == 0:
-                state.vote_pages(pages, PAGE_VOTE_WEIGHT.get(action.tool, 1.0))
+            new = _take_hits(state, action, hits, pages, step)
             emit(
                 "tool_result",
                 step,
                 call=n,
                 tool=action.tool,
                 new=new,
-                ms=round((time.perf_counter() - t0) * 1000, 1),
+                ms=round((time.perf_counter() - started) * 1000, 1),
                 hits=[_hit_summary(h) for h in hits[:10]],
             )
 
@@ -349,6 +305,8 @@ class Researcher:
         partial: bool,
         steps: int,
     ) -> BriefingContext:
+        """The briefing: a summary, the key facts and the open questions, and the evidence
+        within what is left of the token budget."""
         integration = state.integration
         facts = fit_list(integration.key_facts, budgets.max_tokens // 5)
         summary_budget = max(20, budgets.max_tokens // 10)
@@ -368,23 +326,10 @@ class Researcher:
             self.toolkit, state, max(0, budgets.max_tokens - overhead), facts
         )
         if decision.missing_words:
-            # Reflection judged the best intervals of its step; the evidence carries more of
-            # them. A word that the evidence holds after all, as the request asks it, is not
-            # missing, and a request whose every word it holds so is covered.
-            # (Here a request that asks one thing needs the word beside another of its words
-            # too: this names words, it does not search for them.)
             texts = [e.excerpt for e in evidence] + facts
-            parts = request_parts(reading.text)
-            lacking = [
-                word
-                for word in decision.missing_words
-                if not any(holds_as_asked(t, word, asked_with(parts, word)) for t in texts)
-            ]
-            if not lacking:
-                partial, missing = False, []
-            elif lacking != decision.missing_words:
-                words = "the words " + ", ".join(f"'{reading.typed(w)}'" for w in lacking)
-                missing = _open_question(partial, budgets.max_depth, words)
+            partial, missing = _still_missing(
+                decision.missing_words, texts, reading, partial, missing, budgets.max_depth
+            )
         open_questions = list(integration.open_questions) + missing + read
         pages_used = list(dict.fromkeys(e.page_id for e in evidence))
         tokens = (
@@ -405,6 +350,112 @@ class Researcher:
             engine=getattr(self.engine, "name", "offline"),
             partial=partial,
         )
+
+
+def _check_request(request: object) -> None:
+    """Refuse a request that is no text, blank, or too long, naming what is wrong."""
+    if not isinstance(request, str) or not request.strip():
+        raise ValidationError("must be non-empty text", "request")
+    if len(request) > MAX_REQUEST_CHARS:
+        raise ValidationError(f"longer than {MAX_REQUEST_CHARS} characters", "request")
+
+
+@dataclass
+class _Trace:
+    """The trace of one request: every event kept, and passed to ``on_event`` as it
+    happens."""
+
+    on_event: EventSink | None
+    events: list[TraceEvent] = field(default_factory=list)
+
+    def emit(self, kind: str, step: int, **data: Any) -> None:
+        event = TraceEvent(kind, step, data)
+        self.events.append(event)
+        if self.on_event is not None:
+            self.on_event(event)
+
+
+def _still_missing(
+    words: list[str],
+    texts: list[str],
+    reading: Reading,
+    partial: bool,
+    missing: list[str],
+    depth: int,
+) -> tuple[bool, list[str]]:
+    """Whether the briefing is partial, and its open question on what is missing, once the
+    evidence is chosen. Reflection judged the best intervals of its step; the evidence
+    (``texts``) carries more of them. A word that the evidence holds after all, as the
+    request asks it, is not missing, and a request whose every word it holds so is covered.
+    (Here a request that asks one thing needs the word beside another of its words too:
+    this names words, it does not search for them.)"""
+    parts = request_parts(reading.text)
+    lacking = [
+        word
+        for word in words
+        if not any(holds_as_asked(t, word, asked_with(parts, word)) for t in texts)
+    ]
+    if not lacking:
+        return False, []
+    if lacking != words:
+        named = "the words " + ", ".join(f"'{reading.typed(w)}'" for w in lacking)
+        return partial, _open_question(partial, depth, named)
+    return partial, missing
+
+
+def run_action(
+    toolkit: Toolkit, action: PlanAction, floors: dict[str, float] | None = None
+) -> tuple[list[Hit], list[str]]:
+    """The action's ranked interval hits, and the pages it votes for: for keyword searches
+    the pages ranked as whole documents, for semantic ones the pages of the nearest
+    intervals. Dense and late-interaction hits count from their ``floors`` up."""
+    floor = (floors or {"dense": DENSE_FLOOR, "late": LATE_FLOOR}).get(action.tool, 0.0)
+    filters = {"speaker": action.speaker} if action.speaker else None
+    if action.tool == "bm25":
+        query = action.query or ""
+        pages = [p for p, _s in toolkit.bm25_pages(query, PAGE_VOTES, filters)]
+        found = toolkit.bm25(query, action.k + REPEAT_SLACK, filters)
+        return distinct(found, action.k), pages
+    if action.tool == "dense":
+        depth = max(action.k + REPEAT_SLACK, DENSE_VOTE_DEPTH)
+        near = [h for h in toolkit.dense(action.query or "", depth, filters) if h.score >= floor]
+        return distinct(near, action.k), [p for p, _s in rank_pages(near)]
+    if action.tool == "late":
+        found = toolkit.late(action.query or "", action.k + REPEAT_SLACK, filters)
+        return distinct([h for h in found if h.score >= floor], action.k), []
+    if action.tool == "page_id":
+        hits: list[Hit] = []
+        for page_id in action.page_ids:
+            toolkit.store.read(page_id)  # refuses ids this tenant does not have
+            if action.query:
+                hits += toolkit.hybrid(action.query, action.k, {"page": page_id})
+            else:
+                hits += toolkit.index.intervals_of(page_id)[: action.k]
+        hits.sort(key=lambda h: -h.score)
+        return [_as(h, "page_id") for h in hits], []
+    raise ValidationError(f"unknown tool {action.tool!r}", "tool")
+
+
+def _take_hits(
+    state: ResearchState, action: PlanAction, hits: list[Hit], pages: list[str], step: int
+) -> int:
+    """Take one search's hits into the pool, as a follow-up, as covering a word of the
+    request, or as a search of its own; the first step's searches vote for ``pages`` too.
+    Returns how many of the hits were new."""
+    weight = ACTION_WEIGHT.get(action.tool, 1.0)
+    if action.follows:
+        new = state.follow(action, hits, weight, BRIDGE_TOP, BRIDGE_SHARE)
+    elif action.covers:
+        new = state.cover(action, hits, weight)
+    else:
+        # Late interaction ranks the intervals, not the pages: its hits help interval
+        # coverage when they leave the pages alone, and cost page coverage when they count
+        # for pages too.
+        new = state.add(action, hits, weight, paged=action.tool != "late")
+    state.actions_done.append(action)
+    if pages and step == 0:
+        state.vote_pages(pages, PAGE_VOTE_WEIGHT.get(action.tool, 1.0))
+    return new
 
 
 def _open_question(partial: bool, depth: int, missing_info: str | None) -> list[str]:

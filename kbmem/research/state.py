@@ -31,8 +31,7 @@ if TYPE_CHECKING:
     from kbmem.research.reading import Reading
 
 # Shares of a turn's score passed to the turns after it and before it (nearest first): an
-# answer often comes a turn or two after the question that names its subject (on LoCoMo,
-# reaching two turns each way took interval coverage from 0.811 to 0.826).
+# answer often comes a turn or two after the question that names its subject.
 CONTEXT_NEXT = (0.5, 0.3)
 CONTEXT_PREV = (0.2, 0.2)
 SPEAKER_BOOST = 1.5  # weight of a turn spoken by someone the request names

@@ -22,15 +22,15 @@ from kbmem.store.pagestore import PageRecord, PageStore
 from kbmem.store.repository import KnowledgeBase
 
 TOOLS = ("bm25", "dense", "hybrid")
-RRF_K = 60
+RRF_K = 60  # reciprocal rank fusion's usual constant: the first ranks lead, not by much
 # Rank-fusion weights: BM25 is the stronger retriever on conversational memory; the small dense
 # model mostly adds paraphrase matches, so it votes with less weight.
 FUSION_WEIGHTS = {"bm25": 1.0, "dense": 0.6}
-MAX_PAD = 50
+MAX_PAD = 50  # units an expand may add on each side; more is reading the page itself
 # Page ranking: the page as a whole document and its nearest interval (searched in the voice of
 # the person the query is about, see perspective) count most; its best BM25 intervals add a
 # little; a session held on a date the query names counts as much as a first place in another
-# list (measured on LoCoMo, kbmem bench retrieval).
+# list.
 PAGE_FUSION_WEIGHTS = {"pages": 1.0, "bm25": 0.5, "dense": 1.0, "dated": 1.0}
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
@@ -221,7 +221,7 @@ class Toolkit:
         a question would otherwise find its five earlier askings before any source."""
         check_tool(tool)
         check_query(query, k)
-        hits = getattr(self, tool)(query, k, filters)
+        hits: list[Hit] = getattr(self, tool)(query, k, filters)
         if not any(is_echo(h.session_id, h.speaker, h.excerpt) for h in hits):
             return hits  # (the common case costs no deeper search)
         hits = getattr(self, tool)(query, min(MAX_K, k + ECHO_SLACK), filters)
@@ -236,7 +236,7 @@ class Toolkit:
 
     # -- pages ------------------------------------------------------------------------------
 
-    def page(self, ids: list[str], rev: str = "HEAD") -> list[PageRecord]:
+    def page(self, ids: list[str] | str, rev: str = "HEAD") -> list[PageRecord]:
         """The pages with these ids; an id this tenant does not have is refused."""
         if isinstance(ids, str):
             ids = [ids]

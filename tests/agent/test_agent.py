@@ -40,7 +40,6 @@ from kbmem.agent.offline import (
     followed_references,
     paragraph_subject,
     question_terms,
-    split_sentences,
 )
 from kbmem.agent.provenance import SNAPSHOT_FILES, list_turns, turn_dir
 from kbmem.agent.session import ChatSession
@@ -50,7 +49,7 @@ from kbmem.research.answer_types import answer_type, gives, merit
 from kbmem.research.toolkit import Toolkit
 from kbmem.research.types import BriefingContext, TraceEvent
 from kbmem.store.repository import KnowledgeBase
-from kbmem.textutil import count_tokens, truncate_tokens
+from kbmem.textutil import count_tokens, split_sentences, truncate_tokens
 
 QUESTIONS = [
     "Who is Femi Adeyemi's onboarding buddy?",
@@ -442,7 +441,7 @@ def test_each_list_item_is_a_sentence_of_its_own() -> None:
         "  23 February.)\n"
         "- Budget: 5,600"
     )
-    assert split_sentences(text) == [
+    assert split_sentences(text, cut="prose") == [
         "Public launch: **Tuesday 21 April 2026**.",
         "(Corrected on 23 February.)",
         "Budget: 5,600",
@@ -451,7 +450,7 @@ def test_each_list_item_is_a_sentence_of_its_own() -> None:
 
 def test_a_sentence_opening_with_a_capital_outside_ascii_is_cut_off() -> None:
     text = "We met in Oslo. Åsa came too. Ōsaka is next. 3 people stayed."
-    assert split_sentences(text) == [
+    assert split_sentences(text, cut="prose") == [
         "We met in Oslo.",
         "Åsa came too.",
         "Ōsaka is next.",
