@@ -299,6 +299,9 @@ def _push(kb: KnowledgeBase, remote: Remote, sha: str) -> bool:
     text = done.stdout + done.stderr
     if "[rejected]" in text or "non-fast-forward" in text or "fetch first" in text:
         return False
+    # The server's own compare-and-swap lost to a push that landed a moment earlier.
+    if "cannot lock ref" in text or "(failed to update ref)" in text:
+        return False
     if "[remote rejected]" in text:
         raise StorageError(f"the remote refused the push: {redact_text(text.strip())}")
     raise _offline_or_failed("push", done.stderr)

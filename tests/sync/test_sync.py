@@ -254,3 +254,81 @@ def _env(root: Path) -> dict[str, str]:
     import os
 
     return {**os.environ, "PYTHONPATH": str(root)}
+
+
+WORKER = """
+import sys, time
+from kbmem.errors import KbmemError
+from kbmem.memorize.memorizer import ingest_session
+from kbmem.memorize.sessions import session_from_mapping
+from kbmem.store.repository import KnowledgeBase
+from kbmem.sync.engine import sync
+from helpers.talk import talk
+
+kb, name, seconds = KnowledgeBase(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+deadline, n, synced = time.monotonic() + seconds, 0, 0
+while time.monotonic() < deadline:
+    n += 1
+    turns = [("Ada", f"{name} logs cargo {n} at berth {n}."), ("Bo", "noted")]
+    ingest_session(kb, session_from_mapping(talk("default", f"s-{name}-{n}", turns)))
+    note = f"tenants/default/notes/{name}.md"
+    kb.commit_files({note: f"# {name}\\n\\nedit {n}\\n".encode()}, f"Edit {name}")
+    if n % 3 == 0:
+        board = "tenants/default/notes/board.md"
+        kb.commit_files({board: f"# Board\\n\\n{name} {n}\\n".encode()}, "Edit board")
+    try:
+        sync(kb)
+        synced += 1
+    except KbmemError as exc:
+        print("sync failed:", exc, file=sys.stderr)
+print(n, synced)
+"""
+
+
+@pytest.mark.slow
+def test_three_clones_write_concurrently_and_converge(replicas: Replicas) -> None:
+    kbs = replicas(3)
+    root = Path(__file__).resolve().parents[2]
+    env = {**_env(root), "PYTHONPATH": f"{root}:{root / 'tests'}"}
+    workers, chats = [], []
+    for i, kb in enumerate(kbs):
+        args = [_python(), "-c", WORKER, str(kb.root), f"c{i}", "12"]
+        workers.append(subprocess.Popen(args, env=env, stdout=subprocess.PIPE, text=True))
+        chat = [_python(), "-m", "kbmem", "--kb", str(kb.root), "chat", "--no-tui"]
+        chats.append(
+            subprocess.Popen(
+                chat,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+        )
+    for i, chat in enumerate(chats):
+        chat.communicate(f"what did c{i} log at the berth?\n", timeout=120)
+        assert chat.returncode == 0
+    counts = []
+    for worker in workers:
+        out, _err = worker.communicate(timeout=120)
+        assert worker.returncode == 0
+        counts.append(tuple(int(x) for x in out.split()))
+    assert all(n >= 2 and synced >= 1 for n, synced in counts), counts
+    converge(kbs)
+    expected = {f"s-c{i}-{n}" for i, (total, _s) in enumerate(counts) for n in range(1, total + 1)}
+    heads = {kb.head() for kb in kbs}
+    assert len(heads) == 1
+    for kb in kbs:
+        memory = [sid for _d, sid, _m in read_memory(kb, "default")]
+        assert len(memory) == len(set(memory))  # every session exactly once
+        assert expected <= set(memory)
+        assert sum(sid.startswith("chat-") for sid in memory) == 3
+        turns = [p for p in kb.list_files("tenants/default/turns/") if p.endswith("/answer.md")]
+        assert len(turns) == 3
+        fsck(kb.root)
+        assert status(kb.root) == ""
+    hits = [
+        [h.interval.citation() for h in Toolkit(kb, "default").search("cargo berth", "hybrid", 5)]
+        for kb in kbs
+    ]
+    assert hits[0] and hits[0] == hits[1] == hits[2]
