@@ -199,14 +199,15 @@ def test_unmergeable_local_commits_go_to_a_rescue_ref(replicas: Replicas) -> Non
 def test_kill_9_mid_sync_leaves_a_sound_repository(replicas: Replicas, tmp_path: Path) -> None:
     a, b = replicas(2)
     sync(b)
-    for n in range(12):
-        ingest(a, f"s-many-{n}", f"Session {n} about the cargo manifest {n}.")
-        note(a, f"n{n}", f"note {n}\n")
-    sync(a)
-    for n in range(4):
-        ingest(b, f"s-local-{n}", f"Local session {n} on B.")
     env_root = Path(__file__).resolve().parents[2]
-    for delay in (0.3, 0.6, 0.9, 1.2, 1.6):
+    killed = 0
+    for round_, delay in enumerate((0.6, 1.0, 1.4, 1.8, 2.4)):
+        # Fresh work on both sides each round, so every kbmem sync has a merge to make.
+        for n in range(3):
+            ingest(a, f"s-many-{round_}-{n}", f"Session {n} about the cargo manifest {round_}.")
+            note(a, f"n{round_}-{n}", f"note {n}\n")
+        sync(a)
+        ingest(b, f"s-local-{round_}", f"Local session {round_} on B.")
         proc = subprocess.Popen(
             [_python(), "-m", "kbmem", "--kb", str(b.root), "sync"],
             cwd=env_root,
@@ -217,16 +218,20 @@ def test_kill_9_mid_sync_leaves_a_sound_repository(replicas: Replicas, tmp_path:
         try:
             proc.wait(delay)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            proc.kill()  # SIGKILL: no cleanup of any kind runs
             proc.wait()
+            killed += 1
         fsck(b.root)
+    assert killed >= 1  # some kills landed while kbmem sync ran, not after it ended
     result = sync(b)
     assert result.head == b.head()
     sync(a)
     assert a.head() == b.head()
     assert status(b.root) == ""
     fsck(b.root)
-    assert len(b.list_files("tenants/default/sessions/")) == 16
+    assert len(b.list_files("tenants/default/sessions/")) == 20
+    memory = [sid for _d, sid, _m in read_memory(b, "default")]
+    assert len(memory) == len(set(memory)) == 20
 
 
 def test_background_sync_follows_commits(replicas: Replicas) -> None:
