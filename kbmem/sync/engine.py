@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import re
 import subprocess
 import time
@@ -399,6 +400,9 @@ def _sync(kb: KnowledgeBase, remote: Remote, result: SyncResult) -> None:
     first_theirs: str | None = None
     for round_ in range(1, MAX_ROUNDS + 1):
         result.rounds = round_
+        if round_ > 1:
+            # Writers that keep losing pushes to each other step apart at random.
+            time.sleep(random.uniform(0, 0.1 * round_))
         theirs = fetch(kb, remote)
         if round_ == 1:
             first_theirs = theirs
