@@ -7,6 +7,7 @@ which may import only the ones before it (``tests/test_architecture.py`` enforce
     errors, ids, config, textutil, dates, llm   the foundation every layer may use
     store       the git repository: commits, locks, pages, page reads at any revision
     memorize    sessions become pages and memos (the memorizer)
+    sync        one memory on many machines: fetch, join by rule, push (docs/sync.md)
     index       intervals, BM25 and dense indexes derived from commits
     research    the researcher: plan, search, integrate, reflect; briefings
     agent       the chat agent, its tools, journal, batch commits and provenance

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +43,12 @@ DEFAULTS: dict[str, Any] = {
         "max_prompt_tokens": 6000,
     },
     "git": {"lock_timeout_s": 60},
+    # Sync through a git remote (see docs/sync.md); the remote's URL lives in git's own config.
+    "sync": {"remote": "origin", "branch": "main", "interval_s": 30, "enabled": True},
 }
+
+# A remote or branch name kbmem passes to git: never an option, a path or a refspec.
+_GIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 HARD_CAPS = {"max_pages": 32, "max_reflection_depth": 5}
 
@@ -148,9 +154,28 @@ def _validate(settings: Settings) -> None:
     ]:
         if not (section == "llm" and key == "retries" and d[section][key] == 0):
             _positive_int(d, section, key)
+    _validate_sync(d["sync"])
     for section, key in [("memorizer", "memo_engine"), ("research", "engine")]:
         if d[section][key] not in ("offline", "llm"):
             raise ValidationError("must be 'offline' or 'llm'", f"{section}.{key}")
     for key, cap in HARD_CAPS.items():
         if d["research"][key] > cap:
             raise ValidationError(f"at most {cap}", f"research.{key}")
+
+
+def _validate_sync(sync: dict[str, Any]) -> None:
+    """The ``sync:`` section: a remote name and branch git takes, an interval, on or off."""
+    if not isinstance(sync["remote"], str) or not _GIT_NAME.fullmatch(sync["remote"]):
+        raise ValidationError(
+            f"must be a git remote name (letters, digits, '.', '_', '-'), got {sync['remote']!r}",
+            "sync.remote",
+        )
+    branch = sync["branch"]
+    if branch is not None and (not isinstance(branch, str) or not _GIT_NAME.fullmatch(branch)):
+        raise ValidationError(
+            f"must be a branch name (letters, digits, '.', '_', '-') or null, got {branch!r}",
+            "sync.branch",
+        )
+    _seconds({"sync": sync}, "sync", "interval_s", zero=False)
+    if not isinstance(sync["enabled"], bool):
+        raise ValidationError(f"must be true or false, got {sync['enabled']!r}", "sync.enabled")

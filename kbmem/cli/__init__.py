@@ -15,7 +15,7 @@ from kbmem.errors import KbmemError, ValidationError
 from kbmem.store.repository import KnowledgeBase
 from kbmem.textutil import SURROGATE, printable
 
-AREAS = ("kb", "research_cmds", "chat_cmds", "bench_cmds", "serve_cmds", "mcp_cmds")
+AREAS = ("kb", "research_cmds", "chat_cmds", "bench_cmds", "serve_cmds", "mcp_cmds", "sync_cmds")
 
 
 @dataclass
