@@ -25,7 +25,7 @@ import git
 
 from kbmem.config import Settings
 from kbmem.errors import ConflictError, StorageError, UncommittedChanges, ValidationError
-from kbmem.store.files import StagedFiles, symlink_in
+from kbmem.store.files import StagedFiles, atomic_write, symlink_in
 from kbmem.store.locks import HeldLock, acquire, lock_timeout
 from kbmem.store.objects import ObjectStore, blob_id_of, git_date
 from kbmem.store.recovery import WriteJournal
@@ -158,6 +158,45 @@ class WriteTransactions:
             if sha is not None:
                 _pack_loose_objects(self.root, self.objects)
             return sha
+
+    def advance_head(
+        self, old: str | None, new: str, files: Mapping[str, bytes | None], reflog: str
+    ) -> bool:
+        """Move HEAD from ``old`` to the existing commit ``new`` (a sync's fast-forward or
+        merge), the work tree following with ``files`` (the paths that differ, ``None``
+        deleted). False, with nothing done, when HEAD is no longer ``old``. The same
+        discipline as :meth:`commit_files`: under the write lock, refusing symlinks and the
+        user's uncommitted changes, journaled so that a crash midway is repaired."""
+        with self.write_lock():
+            if self.head() != old:
+                return False
+            self._refuse_symlinks(files)
+            self._refuse_uncommitted(files)
+            paths = sorted(files)
+            self._write_journal.begin(paths)
+            swap = subprocess.run(
+                [GIT, "update-ref", "-m", f"kbmem: {reflog}", "HEAD", new, old or "0" * 40],
+                cwd=self.root,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+            )
+            if swap.returncode != 0:
+                self._write_journal.end()
+                if self.head() != old:
+                    return False
+                err = swap.stderr.decode(errors="replace").strip()
+                raise StorageError(f"git failed while moving HEAD: {err}")
+            for relpath, data in files.items():
+                target = self.root / relpath
+                if data is None:
+                    target.unlink(missing_ok=True)
+                    _prune_empty(self.root, target.parent)
+                else:
+                    atomic_write(target, data, durable=False)
+            if paths:
+                self._refresh_user_index(paths)
+            self._write_journal.end()
+        return True
 
     def _move_head(
         self,
@@ -317,6 +356,16 @@ class WriteTransactions:
         """Make the user's index agree with ``rev`` (the new HEAD) for our paths, so that ``git
         status`` stays clean and a later ``git commit`` by hand cannot undo our change."""
         _reset_index(self.root, paths, rev)
+
+
+def _prune_empty(root: Path, folder: Path) -> None:
+    """Remove ``folder`` and its parents up to ``root`` while they are empty."""
+    while folder != root and folder.is_dir():
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        folder = folder.parent
 
 
 def _still_modified(

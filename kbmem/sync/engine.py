@@ -32,7 +32,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 from kbmem.errors import KbmemError, NotFound, StorageError, ValidationError
 from kbmem.ids import page_id_for
-from kbmem.store.repository import GIT, KBMEM_EMAIL, KBMEM_NAME, KnowledgeBase, atomic_write
+from kbmem.store.files import atomic_write
+from kbmem.store.objects import KBMEM_EMAIL, KBMEM_NAME
+from kbmem.store.repository import KnowledgeBase
+from kbmem.store.transaction import GIT
 from kbmem.sync.merge import CONFLICT_COPY, MergePlan, Unmergeable, changed_blobs, plan_merge
 
 log = logging.getLogger("kbmem")
@@ -309,40 +312,11 @@ def _push(kb: KnowledgeBase, remote: Remote, sha: str) -> bool:
 
 
 def _move_head(kb: KnowledgeBase, old: str | None, new: str, reflog: str) -> bool:
-    """Move HEAD from ``old`` to ``new`` under the write lock, the work tree following; False
-    (nothing done) when HEAD is no longer ``old`` (a local writer committed meanwhile)."""
-    with kb.write_lock():
-        if kb.head() != old:
-            return False
-        changes = changed_blobs(kb, old, new)
-        writes = {p: None if b is None else kb.read_blob(b) for p, b in changes.items()}
-        kb._refuse_uncommitted(writes)
-        paths = sorted(writes)
-        # The journal names the paths about to change: killed past this point, the next
-        # writer puts them back as HEAD has them (the old commit's or the new one's).
-        atomic_write(kb._journal, "\n".join(paths).encode(), durable=True)
-        done = git_run(kb, "update-ref", "-m", f"kbmem: {reflog}", "HEAD", new, old or _ZERO)
-        del done
-        for relpath, data in writes.items():
-            target = kb.root / relpath
-            if data is None:
-                target.unlink(missing_ok=True)
-                _prune_empty(kb.root, target.parent)
-            else:
-                atomic_write(target, data, durable=False)
-        if paths:
-            kb._refresh_user_index(paths)
-        kb._journal.unlink()
-    return True
-
-
-def _prune_empty(root: Path, folder: Path) -> None:
-    while folder != root and folder.is_dir():
-        try:
-            folder.rmdir()
-        except OSError:
-            return
-        folder = folder.parent
+    """Move HEAD from ``old`` to ``new``, the work tree following; False (nothing done) when
+    HEAD is no longer ``old`` (a local writer committed meanwhile)."""
+    changes = changed_blobs(kb, old, new)
+    files = {p: None if b is None else kb.read_blob(b) for p, b in changes.items()}
+    return kb.advance_head(old, new, files, reflog)
 
 
 def _merge_commit(
@@ -351,7 +325,7 @@ def _merge_commit(
     base = _merge_base(kb, ours, theirs)
     plan = plan_merge(kb, base, ours, theirs)
     changes = {p.encode(): None if b is None else bytes.fromhex(b) for p, b in plan.changes.items()}
-    tree = kb._edit_tree(kb._commit_tree(ours), changes) or kb._write_tree({})
+    tree = kb.objects.edit_tree(kb.objects.commit_tree(ours), changes) or kb.objects.write_tree({})
     incoming = moved_between(kb, base, theirs)
     body = (
         f"Sync: join {remote.name}/{remote.branch} ({incoming.sessions} sessions, "
@@ -367,7 +341,7 @@ def _merge_commit(
     ident = f"{KBMEM_NAME} <{KBMEM_EMAIL}> {int(now.timestamp())} {offset}"
     lines = [f"tree {tree.hex()}", f"parent {ours}", f"parent {theirs}"]
     lines += [f"author {ident}", f"committer {ident}", "", body]
-    sha = kb._write_object(b"commit", "\n".join(lines).encode("utf-8")).hex()
+    sha = kb.objects.write(b"commit", "\n".join(lines).encode("utf-8")).hex()
     return sha, plan
 
 

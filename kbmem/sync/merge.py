@@ -27,7 +27,8 @@ import yaml
 from kbmem.errors import StorageError
 from kbmem.memorize.memorizer import MEMORY_LINE, render_memory
 from kbmem.store.pages import Loader
-from kbmem.store.repository import GIT, KnowledgeBase
+from kbmem.store.repository import KnowledgeBase
+from kbmem.store.transaction import GIT
 
 _SESSION_FILE = re.compile(
     r"tenants/(?P<t>[^/]+)/(?:sessions/(?P<rec>[^/]+)\.yaml|pages/(?P<pg>[^/]+)/[0-9]+\.md)"
@@ -214,7 +215,7 @@ def _merged_memory(
         if chosen is not None:
             entries.append(chosen)
     data = render_memory(tenant, entries).encode("utf-8")
-    return kb._write_object(b"blob", data).hex()
+    return kb.objects.write(b"blob", data).hex()
 
 
 def _check_shapes(kb: KnowledgeBase, ours: str, changes: dict[str, Blob]) -> None:
