@@ -186,13 +186,7 @@ class WriteTransactions:
                     return False
                 err = swap.stderr.decode(errors="replace").strip()
                 raise StorageError(f"git failed while moving HEAD: {err}")
-            for relpath, data in files.items():
-                target = self.root / relpath
-                if data is None:
-                    target.unlink(missing_ok=True)
-                    _prune_empty(self.root, target.parent)
-                else:
-                    atomic_write(target, data, durable=False)
+            _write_work_tree(self.root, files)
             if paths:
                 self._refresh_user_index(paths)
             self._write_journal.end()
@@ -356,6 +350,17 @@ class WriteTransactions:
         """Make the user's index agree with ``rev`` (the new HEAD) for our paths, so that ``git
         status`` stays clean and a later ``git commit`` by hand cannot undo our change."""
         _reset_index(self.root, paths, rev)
+
+
+def _write_work_tree(root: Path, files: Mapping[str, bytes | None]) -> None:
+    """Make the work tree's ``files`` what HEAD now holds (``None``: removed)."""
+    for relpath, data in files.items():
+        target = root / relpath
+        if data is None:
+            target.unlink(missing_ok=True)
+            _prune_empty(root, target.parent)
+        else:
+            atomic_write(target, data, durable=False)
 
 
 def _prune_empty(root: Path, folder: Path) -> None:

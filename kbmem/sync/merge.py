@@ -136,12 +136,30 @@ def plan_merge(kb: KnowledgeBase, base: str | None, ours: str, theirs: str) -> M
     for path, blob in other.items():
         if path not in mine:
             plan.changes[path] = blob
-    # Sessions both sides changed: the winner's version of every file of the session.
-    contested: dict[tuple[str, str], str] = {}
-    for path in both:
-        m = _SESSION_FILE.fullmatch(path)
-        if m:
-            contested[(m["t"], m["rec"] or m["pg"])] = ""
+    winners = _session_winners(kb, plan, both, mine, other, ours, theirs)
+    _take_winners_files(kb, plan, winners, mine, other, base)
+    _join_both_changed(kb, plan, winners, both, mine, other, base)
+    _check_shapes(kb, ours, plan.changes)
+    return plan
+
+
+def _session_of(path: str) -> tuple[str, str] | None:
+    m = _SESSION_FILE.fullmatch(path)
+    return (m["t"], m["rec"] or m["pg"]) if m else None
+
+
+def _session_winners(
+    kb: KnowledgeBase,
+    plan: MergePlan,
+    both: set[str],
+    mine: dict[str, Blob],
+    other: dict[str, Blob],
+    ours: str,
+    theirs: str,
+) -> dict[tuple[str, str], str]:
+    """For each session both sides changed, the side whose version wins ("ours" or
+    "theirs"), each decision recorded in ``plan.sessions``."""
+    contested = {key for key in map(_session_of, both) if key is not None}
     winners: dict[tuple[str, str], str] = {}
     for tenant, sid in sorted(contested):
         record = f"tenants/{tenant}/sessions/{sid}.yaml"
@@ -156,17 +174,41 @@ def plan_merge(kb: KnowledgeBase, base: str | None, ours: str, theirs: str) -> M
             else "same memo_version; the greater content hash wins"
         )
         plan.sessions.append(SessionWin(tenant, sid, side, reason))
+    return winners
+
+
+def _take_winners_files(
+    kb: KnowledgeBase,
+    plan: MergePlan,
+    winners: dict[tuple[str, str], str],
+    mine: dict[str, Blob],
+    other: dict[str, Blob],
+    base: str | None,
+) -> None:
+    """Every file of a contested session as its winning side has it."""
     for path in sorted(mine.keys() | other.keys()):
-        m = _SESSION_FILE.fullmatch(path)
-        key = (m["t"], m["rec"] or m["pg"]) if m else None
-        if key in winners:
-            if winners[key] == "theirs":
-                plan.changes[path] = other[path] if path in other else _blob_at(kb, path, base)
-            elif path in other and path not in mine:
-                plan.changes.pop(path, None)  # ours won: keep our file (the base's)
+        key = _session_of(path)
+        if key not in winners:
+            continue
+        if winners[key] == "theirs":
+            plan.changes[path] = other[path] if path in other else _blob_at(kb, path, base)
+        elif path in other and path not in mine:
+            plan.changes.pop(path, None)  # ours won: keep our file (the base's)
+
+
+def _join_both_changed(
+    kb: KnowledgeBase,
+    plan: MergePlan,
+    winners: dict[tuple[str, str], str],
+    both: set[str],
+    mine: dict[str, Blob],
+    other: dict[str, Blob],
+    base: str | None,
+) -> None:
+    """The other files both sides changed: MEMORY.md rebuilt, an edit kept over a deletion,
+    and a note edited on both sides kept twice (the loser beside it, reported)."""
     for path in sorted(both):
-        m = _SESSION_FILE.fullmatch(path)
-        if m and (m["t"], m["rec"] or m["pg"]) in winners:
+        if _session_of(path) in winners:
             continue
         memory = _MEMORY.fullmatch(path)
         if memory:
@@ -186,8 +228,6 @@ def plan_merge(kb: KnowledgeBase, base: str | None, ours: str, theirs: str) -> M
         if keep != a:
             plan.changes[path] = keep
         plan.changes[conflict_copy_path(path, copy)] = copy
-    _check_shapes(kb, ours, plan.changes)
-    return plan
 
 
 def _merged_memory(
