@@ -1,36 +1,54 @@
-# Two entry points: `make run` and `make test`. Both create .venv and install on first use.
+# Two entry points: `make run` for users and `make test` for developers. Both create .venv and
+# install on first use: `make run` the runtime dependencies only (no compiler is needed), `make
+# test` the development extras on top (a separate stamp, so `make test` after `make run`
+# installs only the extras).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
-# Where `make run` keeps the example knowledge base (created from kb_template/ if missing,
-# with its indexes, so that the first question is answered in seconds).
+RUN_STAMP := $(VENV)/.installed-run
+DEV_STAMP := $(VENV)/.installed-dev
+# Where `make run` keeps the example knowledge base (created from the packaged example if
+# missing, with its indexes, so that the first question is answered in seconds).
 KB     ?= example-kb
 
-.PHONY: install run test lint bench clean
+.PHONY: install install-dev run test lint typecheck clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
 	# The CPU build of torch first: an unpinned torch would pull a multi-GB CUDA build.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUN_STAMP)
+
+$(DEV_STAMP): $(RUN_STAMP)
+	# Test tools, the type checker and the local LLM server (llama-cpp-python compiles).
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	touch $(DEV_STAMP)
 
-install: $(STAMP)
+install: $(RUN_STAMP)
 
-run: $(STAMP)
+install-dev: $(DEV_STAMP)
+
+# The first run builds the example's indexes (a minute on two cores), with a progress bar.
+run: $(RUN_STAMP)
 	@test -d "$(KB)/.git" || { $(BIN)/kbmem init "$(KB)" && $(BIN)/kbmem --kb "$(KB)" reindex; }
 	$(BIN)/kbmem --kb "$(KB)" chat
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/ruff check kbmem tui tests
 	$(BIN)/ruff format --check kbmem tui tests
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+typecheck: $(DEV_STAMP)
+	$(BIN)/mypy
+
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check --fix kbmem tui tests
 	$(BIN)/ruff format kbmem tui tests
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -79,7 +79,8 @@ class Settings:
     data: dict[str, Any] = field(default_factory=lambda: copy.deepcopy(DEFAULTS))
 
     def section(self, name: str) -> dict[str, Any]:
-        return self.data[name]
+        section: dict[str, Any] = self.data[name]
+        return section
 
     @property
     def page_tokens(self) -> int:
@@ -91,7 +92,8 @@ class Settings:
 
     @property
     def model(self) -> str | None:
-        return self.data["llm"]["model"]
+        model: str | None = self.data["llm"]["model"]
+        return model
 
 
 def load_settings(kb_root: Path, environ: Mapping[str, str] | None = None) -> Settings:

@@ -53,7 +53,7 @@ def date_windows(text: str, slack_days: int = 1) -> list[DateWindow]:
     either side (a session's date and the day it is said to be about may differ by one)."""
     lower = text.lower()
     slack = timedelta(days=slack_days)
-    days: list[date] = []
+    days: list[date | None] = []  # None: a day that does not exist (31 February)
     for m in _DAY_MONTH_YEAR.finditer(lower):
         days.append(_safe_date(int(m.group(3)), _month(m.group(2)), int(m.group(1))))
     for m in _MONTH_DAY_YEAR.finditer(lower):

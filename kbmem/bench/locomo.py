@@ -73,7 +73,8 @@ def load_conversation(path: Path) -> dict[str, Any]:
             "is not a LoCoMo conversation (a JSON object with session_1, session_2, ...)",
             str(path),
         )
-    return data
+    conversation: dict[str, Any] = data
+    return conversation
 
 
 def load_questions(path: Path) -> list[Question]:

@@ -185,7 +185,9 @@ def _run(
     return _report(totals, latencies, engine)
 
 
-def _detail(q: Question, briefing: BriefingContext, row: dict[str, float], ms: float) -> dict:
+def _detail(
+    q: Question, briefing: BriefingContext, row: dict[str, float], ms: float
+) -> dict[str, Any]:
     """One question's line in ``--details``."""
     sessions = list(dict.fromkeys(session_of(p) for p in briefing.pages_used))
     turns = {t for e in briefing.evidence for t in e.interval.turn_ids}

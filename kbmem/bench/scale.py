@@ -308,7 +308,9 @@ def time_queries(toolkit: Toolkit, queries: list[str], k: int = 10) -> dict[str,
     return out
 
 
-def run(pages: int = SMALL, queries: int = 120, seed: int = 7, dir: Path | None = None) -> dict:
+def run(
+    pages: int = SMALL, queries: int = 120, seed: int = 7, dir: Path | None = None
+) -> dict[str, Any]:
     if not 1 <= pages <= MAX_PAGES:
         raise ValidationError(f"must be from 1 to {MAX_PAGES}", "--pages")
     if not 100 <= queries <= 10_000:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kbmem.cli import Commands
+from kbmem.cli.progress import Progress
 from kbmem.errors import ValidationError
 from kbmem.interfaces.service import commit_dict, ingest_result_dict
 from kbmem.memorize.memo import memo_engine
@@ -74,25 +75,15 @@ def register(sub: Commands) -> None:
     p.set_defaults(handler=cmd_log)
 
 
-def progress_bar(total: int, desc: str) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit="session", disable=None, file=sys.stderr, leave=False)
-
-
 def cmd_init(ctx: Any, args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
     target = args.dir or args.kb or os.environ.get("KBMEM_KB")
     if not target:
         raise ValidationError("name the folder to create: kbmem init DIR", "dir")
     if args.dir and args.kb and args.dir.resolve() != args.kb.resolve():
         raise ValidationError(f"names {str(args.dir)!r} but --kb names {str(args.kb)!r}", "dir")
-    with tqdm(desc="init", unit="step", disable=None, file=sys.stderr, leave=False) as bar:
-        kb = init_kb(
-            Path(target), with_history=not args.empty, progress=lambda _what: bar.update(1)
-        )
-    print(printable(f"created knowledge base at {kb.root} ({kb.head()[:10]})"))
+    with Progress("init", "session") as bar:
+        kb = init_kb(Path(target), with_history=not args.empty, progress=bar.update)
+    print(printable(f"created knowledge base at {kb.root} ({(kb.head() or '')[:10]})"))
     return 0
 
 
@@ -106,7 +97,7 @@ def cmd_ingest(ctx: Any, args: argparse.Namespace) -> int:
     for session in sessions:
         check_session_size(kb, session)
     counts: dict[str, int] = {}
-    with progress_bar(len(sessions), "ingest") as bar:
+    with Progress("ingest", "session", len(sessions)) as bar:
         for session in sessions:
             result = ingest_session(kb, session, engine)
             counts[result.status] = counts.get(result.status, 0) + 1
@@ -126,7 +117,7 @@ def cmd_ingest(ctx: Any, args: argparse.Namespace) -> int:
             elif result.memo_note:
                 note = f"note: {result.session_id}: {result.memo_note}"
                 print(printable(note), file=sys.stderr)
-            bar.update(1)
+            bar.advance()
     if not args.json:
         summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
         print(f"{len(sessions)} session(s): {summary}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from kbmem.cli import Commands
@@ -48,8 +47,7 @@ def cmd_search(ctx: Any, args: argparse.Namespace) -> int:
 
 
 def cmd_reindex(ctx: Any, args: argparse.Namespace) -> int:
-    from tqdm import tqdm
-
+    from kbmem.cli.progress import Progress
     from kbmem.index.tenant import TenantIndex
     from kbmem.store.pagestore import tenant_names
 
@@ -57,16 +55,8 @@ def cmd_reindex(ctx: Any, args: argparse.Namespace) -> int:
     if args.all_tenants:
         tenants = tenant_names(ctx.kb) or tenants
     for tenant in tenants:
-        with tqdm(
-            desc=f"index {tenant}", unit="interval", disable=None, file=sys.stderr, leave=False
-        ) as bar:
-
-            def progress(done: int, total: int, bar: Any = bar) -> None:
-                bar.total = total
-                bar.n = done
-                bar.refresh()
-
-            report = TenantIndex(ctx.kb, tenant).sync(full=args.full, progress=progress)
+        with Progress(f"index {tenant}", "interval") as bar:
+            report = TenantIndex(ctx.kb, tenant).sync(full=args.full, progress=bar.update)
         print(
             printable(
                 f"{tenant}: {report.mode} sync to {(report.commit or 'empty')[:10]}: "

@@ -18,6 +18,10 @@ from kbmem.index.vectors import embed_texts_with_pieces, vector_labels, vector_t
 # Texts per call of the model. It sorts each call's texts by length and pads each batch to its
 # longest: calls of 1,024 texts mix short sentences with long turns less than calls of 256.
 EMBED_CALL = 1024
+# A small build (the example's 1,099 texts) is embedded in about this many calls instead, so
+# that its progress shows counts and an estimate before it is nearly done.
+SMALL_BUILD_CALLS = 8
+SMALL_CALL_MIN = 256
 
 Embedded = tuple[np.ndarray, np.ndarray, list[np.ndarray]]  # vectors, counts, word pieces
 
@@ -37,13 +41,16 @@ def embed(
     chunks = []
     pieces: list[np.ndarray] = []
     ends = np.cumsum(counts)
+    step = min(EMBED_CALL, max(SMALL_CALL_MIN, -(-len(flat) // SMALL_BUILD_CALLS)))
+    if progress:
+        progress(done, total or len(counts))  # the total, before the first call's wait
     with embedder.bulk(len(flat)):
-        for i in range(0, len(flat), EMBED_CALL):
-            vectors, found = embed_texts_with_pieces(flat[i : i + EMBED_CALL])
+        for i in range(0, len(flat), step):
+            vectors, found = embed_texts_with_pieces(flat[i : i + step])
             chunks.append(vectors)
             pieces += [p.astype(np.float16) for n, p in enumerate(found, start=i) if n in firsts]
             if progress:
-                finished = int(np.searchsorted(ends, min(i + EMBED_CALL, len(flat)), side="right"))
+                finished = int(np.searchsorted(ends, min(i + step, len(flat)), side="right"))
                 progress(done + finished, total or len(counts))
     vectors = np.vstack(chunks) if chunks else np.zeros((0, embedder.DIM), np.float32)
     return vectors.astype(np.float32), counts, pieces

@@ -10,7 +10,7 @@ import os
 import re
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,7 +173,7 @@ class ChatStream:
         with contextlib.suppress(ValueError):
             self._chunks.close()
 
-    def _read(self) -> Iterator[Any]:
+    def _read(self) -> Generator[Any, None, None]:
         litellm = litellm_module()
         try:
             response = litellm.completion(**self._request)

@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from kbmem.errors import LLMError
@@ -132,7 +133,9 @@ def _serve() -> None:
         return params
 
     low_level.llama_model_default_params = model_params
-    main()
+    # llama_cpp ships no type information: its entry point is the boundary.
+    serve: Callable[[], None] = main
+    serve()
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from kbmem.errors import StorageError
 from kbmem.memorize.memorizer import ingest_session
 from kbmem.memorize.sessions import load_sessions, normalize_timestamp
 from kbmem.store.pages import parse_page
@@ -36,15 +37,23 @@ def init_kb(
     target: Path,
     template: Path | None = None,
     with_history: bool = True,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> KnowledgeBase:
-    """Create a knowledge base at ``target``; with ``with_history``, add the example history.
+    """Create a knowledge base at ``target``; with ``with_history``, add the example history
+    (``progress(done, total)`` counts its sessions and notes).
 
     The template (by default the one installed with kbmem) is checked before anything is
     created, so a missing or partial template never leaves an empty knowledge base behind."""
     template = template_dir() if template is None else template
     check_template(template)
     events = seed_events(template) if with_history else []
+    if with_history and not events:
+        # A template whose example history was left out (package data not installed) would
+        # make a knowledge base with settings only: refuse rather than pass that off as one.
+        raise StorageError(
+            f"the example knowledge base at {template} holds no history: no sessions in "
+            f"{template / 'seed' / 'sessions'} and no notes under {template / 'tenants'}"
+        )
     kb = KnowledgeBase.create(target, template)
     first = events[0][0] if events else None
     settings_files = {
@@ -57,9 +66,9 @@ def init_kb(
         "Initialize knowledge base from kb_template",
         date=_commit_date(first) if first else None,
     )
-    for when, kind, path in events:
+    for done, (when, kind, path) in enumerate(events):
         if progress:
-            progress(f"{kind}: {path.name}")
+            progress(done, len(events))
         if kind == "session":
             for session in load_sessions(path, None):
                 ingest_session(kb, session, date=_commit_date(when))
@@ -67,4 +76,6 @@ def init_kb(
             rel = path.relative_to(template).as_posix()
             title = parse_page(path.read_text(encoding="utf-8")).meta.get("title") or path.stem
             kb.commit_files({rel: path.read_bytes()}, f"Add note: {title}", date=_commit_date(when))
+    if progress:
+        progress(len(events), len(events))
     return kb
