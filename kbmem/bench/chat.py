@@ -15,6 +15,7 @@ import argparse
 import os
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -58,10 +59,44 @@ def questions() -> list[str]:
     return out or FALLBACK_QUESTIONS
 
 
+@dataclass
+class _Turns:
+    """The timings of a chat's turns, the first (which loads the model and index) apart."""
+
+    latencies: list[float] = field(default_factory=list)
+    after_batch: list[float] = field(default_factory=list)  # turns whose research synced a batch
+    first_ms: float = 0.0
+    statuses: dict[str, int] = field(default_factory=dict)
+    answered: int = 0
+
+
+def _ask_all(chat: ChatSession, commits: list[float], turns: int) -> _Turns:
+    """Send ``turns + 1`` questions; a turn's own time leaves out the batch commit it ran."""
+    asked = questions()
+    out = _Turns()
+    committed = False  # whether the turn before ran a batch commit
+    for n in range(turns + 1):
+        before = len(commits)
+        t0 = time.perf_counter()
+        record = chat.send(asked[n % len(asked)])
+        ms = (time.perf_counter() - t0) * 1000
+        synced, committed = committed, len(commits) > before
+        if committed:
+            ms -= commits[-1]
+        if n == 0:
+            out.first_ms = ms
+            continue
+        out.latencies.append(ms)
+        if synced:
+            out.after_batch.append(ms)
+        out.statuses[record.status] = out.statuses.get(record.status, 0) + 1
+        out.answered += any(c.cited for c in record.context)
+    return out
+
+
 def run(turns: int = 50) -> dict[str, Any]:
     if turns < 1:
         raise ValueError("--turns must be at least 1")
-    asked = questions()
     with tempfile.TemporaryDirectory(prefix="kbmem-bench-chat-") as tmp:
         t0 = time.perf_counter()
         kb = init_kb(Path(tmp) / "kb")
@@ -75,33 +110,12 @@ def run(turns: int = 50) -> dict[str, Any]:
         t0 = time.perf_counter()
         chat = ChatSession(kb, kb.settings.data["default_tenant"], on_event=on_event)
         open_ms = (time.perf_counter() - t0) * 1000
-        latencies: list[float] = []
-        after_batch: list[float] = []  # turns whose research synced the index to a batch
-        first_ms = 0.0
-        statuses: dict[str, int] = {}
-        answered = 0
-        committed = False  # whether the turn before ran a batch commit
-        for n in range(turns + 1):
-            question = asked[n % len(asked)]
-            before = len(commits)
-            t0 = time.perf_counter()
-            record = chat.send(question)
-            ms = (time.perf_counter() - t0) * 1000
-            synced, committed = committed, len(commits) > before
-            if committed:
-                ms -= commits[-1]
-            if n == 0:
-                first_ms = ms  # loads the embedding model and the index: reported apart
-                continue
-            latencies.append(ms)
-            if synced:
-                after_batch.append(ms)
-            statuses[record.status] = statuses.get(record.status, 0) + 1
-            answered += any(c.cited for c in record.context)
+        done = _ask_all(chat, commits, turns)
         t0 = time.perf_counter()
         chat.close()
         close_ms = (time.perf_counter() - t0) * 1000
         history = len(kb.log())
+    latencies, after_batch = done.latencies, done.after_batch
     p50 = percentile(latencies, 50)
     return {
         "turns": len(latencies),
@@ -111,14 +125,14 @@ def run(turns: int = 50) -> dict[str, Any]:
         "turn_ms_max": round(max(latencies), 1),
         "turn_after_batch_ms_p50": round(percentile(after_batch, 50), 1) if after_batch else None,
         "turns_after_batch": len(after_batch),
-        "first_turn_ms": round(first_ms, 1),
+        "first_turn_ms": round(done.first_ms, 1),
         "open_ms": round(open_ms, 1),
         "batch_commits": len(commits),
         "batch_commit_ms_p50": round(percentile(commits, 50), 1),
         "batch_commit_ms_max": round(max(commits, default=0.0), 1),
         "close_ms": round(close_ms, 1),
-        "answered_with_citations": answered,
-        "statuses": statuses,
+        "answered_with_citations": done.answered,
+        "statuses": done.statuses,
         "commits_in_history": history,
         "init_s": round(init_s, 2),
         "cpus": os.cpu_count(),

@@ -121,16 +121,7 @@ def _run(
     prompt_room: int | None = None,
     details: Path | None = None,
 ) -> dict[str, Any]:
-    config = None
-    if engine == "llm":
-        config = LLMConfig.from_settings(kb.settings, model)
-        if config is None:
-            raise ValidationError(NO_MODEL, "--model")
-        if api_base:
-            config = dataclasses.replace(config, api_base=api_base)
-        if prompt_room:
-            room = min(config.max_prompt_tokens, prompt_room)
-            config = dataclasses.replace(config, max_prompt_tokens=room)
+    config = _llm_config(kb, model, api_base, prompt_room) if engine == "llm" else None
     k = int(kb.settings.section("research")["k"])
     max_pages = int(kb.settings.section("research")["max_pages"])
     totals: dict[str, dict[str, float]] = defaultdict(_blank)
@@ -150,28 +141,8 @@ def _run(
             t0 = time.perf_counter()
             briefing = researcher.research(q.text)
             ms = (time.perf_counter() - t0) * 1000
-            sessions = {session_of(p) for p in briefing.pages_used}
-            turns = {t for e in briefing.evidence for t in e.interval.turn_ids}
-            row = {
-                **(_scores(config, q.text, q.answer, briefing) if config else {}),
-                "page_coverage": float(q.sessions <= sessions),
-                "interval_coverage": float(set(q.evidence) <= turns),
-                "context_tokens": float(briefing.tokens_used),
-                "reflection_steps": float(briefing.reflection_steps),
-            }
-            bm25 = toolkit.bm25(q.text, DEPTH)
-            dense = toolkit.dense(q.text, DEPTH)
-            lists = toolkit.page_lists(q.text, "hybrid", DEPTH, bm25_hits=bm25)
-            for name, hits in (
-                ("bm25", bm25),
-                ("hybrid", fuse({"bm25": bm25, "dense": dense}, DEPTH)),
-            ):
-                ranked = toolkit.pages(q.text, name, max_pages, DEPTH, lists=lists)
-                pages = {session_of(p) for p in ranked}
-                covered, tokens = covered_context(toolkit, hits[:BASELINE_TOP])
-                row[f"{name}.page_coverage"] = float(q.sessions <= pages)
-                row[f"{name}.interval_coverage"] = float(set(q.evidence) <= covered)
-                row[f"{name}.context_tokens"] = float(tokens)
+            row = _researcher_row(q, briefing, config)
+            row.update(_baseline_row(toolkit, q, max_pages))
             if details is not None:
                 lines.append(json.dumps(_detail(q, briefing, row, ms)))
             for group in ("overall", q.category_name):
@@ -183,6 +154,55 @@ def _run(
     if details is not None:
         details.write_text("".join(line + "\n" for line in lines))
     return _report(totals, latencies, engine)
+
+
+def _llm_config(
+    kb: KnowledgeBase, model: str | None, api_base: str | None, prompt_room: int | None
+) -> LLMConfig:
+    """The model ``--engine llm`` researches with: the settings', overridden by the flags."""
+    config = LLMConfig.from_settings(kb.settings, model)
+    if config is None:
+        raise ValidationError(NO_MODEL, "--model")
+    if api_base:
+        config = dataclasses.replace(config, api_base=api_base)
+    if prompt_room:
+        room = min(config.max_prompt_tokens, prompt_room)
+        config = dataclasses.replace(config, max_prompt_tokens=room)
+    return config
+
+
+def _researcher_row(
+    q: Question, briefing: BriefingContext, config: LLMConfig | None
+) -> dict[str, float]:
+    """What the researcher's briefing covered of one question."""
+    sessions = {session_of(p) for p in briefing.pages_used}
+    turns = {t for e in briefing.evidence for t in e.interval.turn_ids}
+    return {
+        **(_scores(config, q.text, q.answer, briefing) if config else {}),
+        "page_coverage": float(q.sessions <= sessions),
+        "interval_coverage": float(set(q.evidence) <= turns),
+        "context_tokens": float(briefing.tokens_used),
+        "reflection_steps": float(briefing.reflection_steps),
+    }
+
+
+def _baseline_row(toolkit: Toolkit, q: Question, max_pages: int) -> dict[str, float]:
+    """What one-shot BM25 and hybrid retrieval cover of the same question."""
+    row: dict[str, float] = {}
+    bm25 = toolkit.bm25(q.text, DEPTH)
+    dense = toolkit.dense(q.text, DEPTH)
+    lists = toolkit.page_lists(q.text, "hybrid", DEPTH, bm25_hits=bm25)
+    for name, hits in (
+        ("bm25", bm25),
+        ("hybrid", fuse({"bm25": bm25, "dense": dense}, DEPTH)),
+    ):
+        ranked = toolkit.pages(q.text, name, max_pages, DEPTH, lists=lists)
+        pages = {session_of(p) for p in ranked}
+        covered, tokens = covered_context(toolkit, hits[:BASELINE_TOP])
+        row[f"{name}.page_coverage"] = float(q.sessions <= pages)
+        row[f"{name}.interval_coverage"] = float(set(q.evidence) <= covered)
+        row[f"{name}.context_tokens"] = float(tokens)
+    return row
 
 
 def _detail(

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -325,6 +326,51 @@ def run(
             shutil.rmtree(root.parent, ignore_errors=True)
 
 
+@dataclass
+class _Stage:
+    """What the benchmark measured at each knowledge-base size."""
+
+    commit_seconds: float = 0.0
+    full_build: dict[str, float] = field(default_factory=dict)
+    sync_one: dict[str, float] = field(default_factory=dict)
+    sync_one_max: dict[str, float] = field(default_factory=dict)
+    intervals: dict[str, int] = field(default_factory=dict)
+    # The number of the next page committed one at a time (past the run's last page).
+    extra: int = 0
+
+
+def _grow_and_measure(
+    kb: KnowledgeBase, index: TenantIndex, corpus: Corpus, stage: _Stage, first: int, pages: int
+) -> None:
+    """Commit pages ``first``..``pages``, then time a full build and one-page syncs at that
+    size (the pages those syncs add are numbered past the run's last page: see _extra)."""
+    started = time.perf_counter()
+    commit_pages(kb, corpus, first, pages)
+    stage.commit_seconds += time.perf_counter() - started
+    _say(f"committed {pages} pages; full build at {pages}")
+    seconds, count = time_full_build(index)
+    stage.full_build[str(pages)], stage.intervals[str(pages)] = round(seconds, 2), count
+    _say(f"full build at {pages} pages: {count} intervals in {seconds:.1f} s")
+    times = time_one_page_syncs(kb, index, corpus, stage.extra, SYNC_REPEATS)
+    stage.extra += SYNC_REPEATS
+    stage.sync_one[str(pages)] = round(statistics.median(times), 3)
+    stage.sync_one_max[str(pages)] = round(max(times), 3)
+    _say(f"one-page sync at {pages}: {[round(t, 3) for t in times]} s")
+
+
+def _time_edit(kb: KnowledgeBase, index: TenantIndex) -> float:
+    """Seconds to sync one edited page (its old intervals deleted, the new ones added)."""
+    path = min(kb.list_files(f"tenants/{TENANT}/pages"))
+    data = kb.read_bytes(path)
+    edited = data.replace(b"\n### t2 |", b"\nAn added line.\n\n### t2 |", 1)
+    kb.commit_files({path: edited}, "Edit one page")
+    started = time.perf_counter()
+    report = index.sync()
+    if report.mode != "incremental":
+        raise RuntimeError(f"expected an incremental sync, got {report}")
+    return time.perf_counter() - started
+
+
 def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
     load_start = os.getloadavg()
     corpus = Corpus(seed)
@@ -332,53 +378,15 @@ def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
     toolkit = Toolkit(kb, TENANT)
     index = toolkit.index
     small = min(SMALL, pages)
-    next_page = pages  # numbers of the extra pages committed one at a time
-    full_build: dict[str, float] = {}
-    sync_one: dict[str, float] = {}
-    sync_one_max: dict[str, float] = {}
-    intervals: dict[str, int] = {}
-
-    started = time.perf_counter()
-    commit_pages(kb, corpus, 0, small)
-    commit_seconds = time.perf_counter() - started
-    _say(f"committed {small} pages in {commit_seconds:.1f} s; full build at {small}")
-    seconds, count = time_full_build(index)
-    full_build[str(small)], intervals[str(small)] = round(seconds, 2), count
-    _say(f"full build at {small} pages: {count} intervals in {seconds:.1f} s")
-    times = time_one_page_syncs(kb, index, corpus, next_page, SYNC_REPEATS)
-    next_page += SYNC_REPEATS
-    sync_one[str(small)] = round(statistics.median(times), 3)
-    sync_one_max[str(small)] = round(max(times), 3)
-    _say(f"one-page sync at {small}: {[round(t, 3) for t in times]} s")
-
+    stage = _Stage(extra=pages)
+    _grow_and_measure(kb, index, corpus, stage, 0, small)
     if pages > small:
-        started = time.perf_counter()
-        commit_pages(kb, corpus, small, pages)
-        commit_seconds += time.perf_counter() - started
-        _say(f"committed {pages} pages; full build at {pages}")
-        seconds, count = time_full_build(index)
-        full_build[str(pages)], intervals[str(pages)] = round(seconds, 2), count
-        _say(f"full build at {pages} pages: {count} intervals in {seconds:.1f} s")
-        times = time_one_page_syncs(kb, index, corpus, next_page, SYNC_REPEATS)
-        next_page += SYNC_REPEATS
-        sync_one[str(pages)] = round(statistics.median(times), 3)
-        sync_one_max[str(pages)] = round(max(times), 3)
-        _say(f"one-page sync at {pages}: {[round(t, 3) for t in times]} s")
-
-    # One edited page (its old intervals are deleted, the new ones added).
-    path = min(kb.list_files(f"tenants/{TENANT}/pages"))
-    data = kb.read_bytes(path)
-    edited = data.replace(b"\n### t2 |", b"\nAn added line.\n\n### t2 |", 1)
-    kb.commit_files({path: edited}, "Edit one page")
-    started = time.perf_counter()
-    report = index.sync()
-    sync_edit = time.perf_counter() - started
-    if report.mode != "incremental":
-        raise RuntimeError(f"expected an incremental sync, got {report}")
+        _grow_and_measure(kb, index, corpus, stage, small, pages)
+    sync_edit = _time_edit(kb, index)
 
     qs = Corpus(seed + 1).queries(n_queries)
     # A search first checks whether HEAD moved and syncs: the first query after a commit.
-    kb.commit_files(dict([corpus.session_page(next_page)]), "Add one more page")
+    kb.commit_files(dict([corpus.session_page(stage.extra)]), "Add one more page")
     started = time.perf_counter()
     toolkit.hybrid(qs[0], 10)
     first_query_after_commit = (time.perf_counter() - started) * 1000
@@ -386,16 +394,17 @@ def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
     query_ms = time_queries(toolkit, qs)
     gen = index.current()
     assert gen is not None
-    result = {
+    built = stage.full_build[str(pages)]
+    return {
         "pages": pages,
-        "intervals": intervals[str(pages)],
-        "commit_pages_s": round(commit_seconds, 2),
-        "full_build_s": full_build[str(pages)],
-        "full_build_s_by_pages": full_build,
-        "intervals_by_pages": intervals,
-        "embed_intervals_per_s": round(intervals[str(pages)] / full_build[str(pages)], 1),
-        "sync_one_page_s": sync_one,
-        "sync_one_page_max_s": sync_one_max,
+        "intervals": stage.intervals[str(pages)],
+        "commit_pages_s": round(stage.commit_seconds, 2),
+        "full_build_s": built,
+        "full_build_s_by_pages": stage.full_build,
+        "intervals_by_pages": stage.intervals,
+        "embed_intervals_per_s": round(stage.intervals[str(pages)] / built, 1),
+        "sync_one_page_s": stage.sync_one,
+        "sync_one_page_max_s": stage.sync_one_max,
         "sync_one_edit_s": round(sync_edit, 3),
         "first_hybrid_after_commit_ms": round(first_query_after_commit, 1),
         "query_ms": query_ms,
@@ -410,7 +419,6 @@ def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
             "load_avg_1m_end": round(os.getloadavg()[0], 2),
         },
     }
-    return result
 
 
 def render(result: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,8 @@ from kbmem.index.tenant import TenantIndex
 from kbmem.memorize.memorizer import ingest_session
 from kbmem.memorize.sessions import Session
 from kbmem.memorize.template import init_kb
-from kbmem.store.repository import GIT, KnowledgeBase
+from kbmem.store.repository import KnowledgeBase
+from kbmem.store.transaction import GIT
 from kbmem.sync.background import BackgroundSync
 from kbmem.sync.engine import add_remote, sync
 
@@ -135,6 +136,66 @@ def _lag(
     raise ValidationError(f"a session took over {limit:g} s to reach another replica", "sync")
 
 
+def _throughput_without_sync(base: Path, replicas: int, shares: list[list[Session]]) -> float:
+    """Seconds for the replicas to ingest their shares with no sync running."""
+    (base / "off").mkdir()
+    server = _Server(base / "off")
+    try:
+        return _ingest_all(_replicas(base / "off", server, replicas), shares, {})
+    finally:
+        server.stop()
+
+
+@dataclass
+class _SyncedRun:
+    seconds: float
+    lags: list[tuple[float, float]]
+    remote_bytes: int
+    syncs: int
+
+
+def _run_with_sync(
+    base: Path,
+    replicas: int,
+    chosen: list[Session],
+    shares: list[list[Session]],
+    interval: float,
+    probes: int,
+) -> _SyncedRun:
+    """Ingest the shares with background sync on, then probe the replication lag."""
+    (base / "on").mkdir()
+    server = _Server(base / "on")
+    try:
+        kbs = _replicas(base / "on", server, replicas)
+        remote_before = tree_bytes(base / "on" / "memory.git")
+        # Each replica keeps its indexes open, as a serving replica does.
+        tenants = {x.tenant_id for x in chosen}
+        indexes = {(i, t): TenantIndex(kb, t) for i, kb in enumerate(kbs) for t in tenants}
+        for index in indexes.values():
+            index.sync()
+        workers = [BackgroundSync(kb, interval=interval) for kb in kbs]
+        for w in workers:
+            w.start()
+        try:
+            seconds = _ingest_all(kbs, shares, {})
+            lags = []
+            for k in range(probes):
+                probe = replace(chosen[k % len(chosen)], session_id=f"lag-probe-{k}")
+                target = indexes[((k + 1) % replicas, probe.tenant_id)]
+                lags.append(_lag(kbs[k % replicas], target, probe, 120))
+        finally:
+            for w in workers:
+                w.stop()
+        remote_bytes = tree_bytes(base / "on" / "memory.git") - remote_before
+        return _SyncedRun(seconds, lags, remote_bytes, sum(w.syncs for w in workers))
+    finally:
+        server.stop()
+
+
+def _p(values: list[float], q: int) -> float | None:
+    return round(percentile(values, q), 1) if values else None
+
+
 def run(
     data_dir: Path, replicas: int = 3, sessions: int = 24, interval: float = 2.0, probes: int = 8
 ) -> dict[str, Any]:
@@ -148,70 +209,35 @@ def run(
     base = Path(tempfile.mkdtemp(prefix="kbmem-bench-sync-"))
     load_start = os.getloadavg()[0]
     try:
-        (base / "off").mkdir()
-        off_server = _Server(base / "off")
-        try:
-            kbs_off = _replicas(base / "off", off_server, replicas)
-            seconds_off = _ingest_all(kbs_off, shares, {})
-        finally:
-            off_server.stop()
-        (base / "on").mkdir()
-        server = _Server(base / "on")
-        try:
-            kbs = _replicas(base / "on", server, replicas)
-            remote_before = tree_bytes(base / "on" / "memory.git")
-            # Each replica keeps its indexes open, as a serving replica does.
-            indexes = {
-                (i, t): TenantIndex(kb, t)
-                for i, kb in enumerate(kbs)
-                for t in {x.tenant_id for x in chosen}
-            }
-            for index in indexes.values():
-                index.sync()
-            workers = [BackgroundSync(kb, interval=interval) for kb in kbs]
-            for w in workers:
-                w.start()
-            try:
-                seconds_on = _ingest_all(kbs, shares, {})
-                lags = []
-                for k in range(probes):
-                    probe = replace(chosen[k % len(chosen)], session_id=f"lag-probe-{k}")
-                    target = indexes[((k + 1) % replicas, probe.tenant_id)]
-                    lags.append(_lag(kbs[k % replicas], target, probe, 120))
-            finally:
-                for w in workers:
-                    w.stop()
-            remote_bytes = tree_bytes(base / "on" / "memory.git") - remote_before
-            syncs = sum(w.syncs for w in workers)
-        finally:
-            server.stop()
-        n = len(chosen)
-        synced_ms = [a * 1000 for a, _b in lags]
-        lags_ms = [b * 1000 for _a, b in lags]
-        return {
-            "replicas": replicas,
-            "sessions": n,
-            "interval_s": interval,
-            "lag_ms_p50": round(percentile(lags_ms, 50), 1) if lags_ms else None,
-            "lag_ms_p95": round(percentile(lags_ms, 95), 1) if lags_ms else None,
-            "lag_samples": len(lags_ms),
-            # The same, until the session is on the other replica's HEAD (before indexing).
-            "synced_ms_p50": round(percentile(synced_ms, 50), 1) if synced_ms else None,
-            "synced_ms_p95": round(percentile(synced_ms, 95), 1) if synced_ms else None,
-            "sessions_per_s_sync_off": round(n / seconds_off, 2),
-            "sessions_per_s_sync_on": round(n / seconds_on, 2),
-            "throughput_ratio": round(seconds_off / seconds_on, 3),
-            "remote_bytes_per_session": round(remote_bytes / (n + probes)),
-            "syncs": syncs,
-            "targets": {"lag_p50_ms_max": (interval + 2) * 1000, "throughput_ratio_min": 0.8},
-            "machine": {
-                "cpus": os.cpu_count(),
-                "load_avg_1m_start": round(load_start, 2),
-                "load_avg_1m_end": round(os.getloadavg()[0], 2),
-            },
-        }
+        seconds_off = _throughput_without_sync(base, replicas, shares)
+        on = _run_with_sync(base, replicas, chosen, shares, interval, probes)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    n = len(chosen)
+    synced_ms = [a * 1000 for a, _b in on.lags]
+    lags_ms = [b * 1000 for _a, b in on.lags]
+    return {
+        "replicas": replicas,
+        "sessions": n,
+        "interval_s": interval,
+        "lag_ms_p50": _p(lags_ms, 50),
+        "lag_ms_p95": _p(lags_ms, 95),
+        "lag_samples": len(lags_ms),
+        # The same, until the session is on the other replica's HEAD (before indexing).
+        "synced_ms_p50": _p(synced_ms, 50),
+        "synced_ms_p95": _p(synced_ms, 95),
+        "sessions_per_s_sync_off": round(n / seconds_off, 2),
+        "sessions_per_s_sync_on": round(n / on.seconds, 2),
+        "throughput_ratio": round(seconds_off / on.seconds, 3),
+        "remote_bytes_per_session": round(on.remote_bytes / (n + probes)),
+        "syncs": on.syncs,
+        "targets": {"lag_p50_ms_max": (interval + 2) * 1000, "throughput_ratio_min": 0.8},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_avg_1m_start": round(load_start, 2),
+            "load_avg_1m_end": round(os.getloadavg()[0], 2),
+        },
+    }
 
 
 def render(result: dict[str, Any]) -> str:
