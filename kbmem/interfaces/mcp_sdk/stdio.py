@@ -35,6 +35,9 @@ def build(memory: Memory, ready_wait: float = READY_WAIT) -> KbmemMcp:
 async def _serve(handlers: KbmemMcp) -> None:
     server = handlers.server
     async with stdio_server() as (read_stream, write_stream):
+        # After the transport has claimed the real stdout (it serves the protocol only from
+        # a descriptor it finds behind sys.stdout): Python's own prints go to stderr too.
+        real_stdout, sys.stdout = sys.stdout, sys.stderr
         with anyio.CancelScope() as scope:
 
             async def on_signals() -> None:
@@ -45,7 +48,12 @@ async def _serve(handlers: KbmemMcp) -> None:
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(on_signals)
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+                try:
+                    await server.run(
+                        read_stream, write_stream, server.create_initialization_options()
+                    )
+                finally:
+                    sys.stdout = real_stdout
                 tg.cancel_scope.cancel()
 
 
@@ -53,8 +61,6 @@ def serve_stdio(memory: Memory) -> int:
     """Serve ``memory`` on stdin and stdout until EOF, SIGTERM or SIGINT, then close it
     (committing every open chat's pending turns)."""
     sys.stdout.flush()
-    real_stdout = sys.stdout
-    sys.stdout = sys.stderr
     recover_chats(memory.kb)  # turns a killed run left in the journal
     idle_stop = threading.Event()
     threading.Thread(
@@ -65,11 +71,8 @@ def serve_stdio(memory: Memory) -> int:
     ).start()
     handlers = build(memory)
     print(f"kbmem: MCP server for tenant {memory.tenant!r} on stdio", file=sys.stderr, flush=True)
-    try:
-        with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
-            anyio.run(_serve, handlers)
-    finally:
-        sys.stdout = real_stdout
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
+        anyio.run(_serve, handlers)
     print("kbmem: MCP server stopping; committing open chats", file=sys.stderr, flush=True)
     idle_stop.set()
     try:
