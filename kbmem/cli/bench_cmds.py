@@ -21,6 +21,7 @@ BENCHES = {
     "chat": ("chat", "offline chat turns on the example knowledge base", False),
     "tui": ("tui", "time to first paint and first answer of the TUI", False),
     "api": ("api", "what the HTTP API adds to research and search requests", False),
+    "mcp": ("mcp", "time to a research result through MCP clients (stdio, HTTP)", False),
 }
 
 

@@ -156,18 +156,18 @@ def test_unknown_tool_is_a_protocol_error(handlers: KbmemMcp) -> None:
 
 def test_research_reports_progress_and_ping_answers_meanwhile(handlers: KbmemMcp) -> None:
     async def test() -> None:
-        progress: list[tuple[float, str | None]] = []
+        seen: list[tuple[float, str | None]] = []
         pings: list[float] = []
 
-        async def on_progress(done: float, total: float | None, message: str | None) -> None:
-            progress.append((done, message))
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, message))
 
         # ping exists up to the handshake era (2025-11-25); 2026-07-28 removed it.
         async with Client(handlers.server, mode="legacy") as client:
             async with anyio.create_task_group() as tg:
 
                 async def ping_while_running() -> None:
-                    while not progress:
+                    while not seen:
                         await anyio.sleep(0.05)
                     started = time.monotonic()
                     await client.send_ping()
@@ -178,8 +178,8 @@ def test_research_reports_progress_and_ping_answers_meanwhile(handlers: KbmemMcp
                     "research", {"request": QUESTION}, progress_callback=on_progress
                 )
             assert not r.is_error
-        assert [p for p, _ in progress] == sorted(p for p, _ in progress)
-        assert any(m and m.startswith("plan") for _, m in progress), progress
+        assert [p for p, _ in seen] == sorted(p for p, _ in seen)
+        assert any(m and m.startswith("plan") for _, m in seen), seen
         assert pings and pings[0] < 2.0
 
     run(test)
@@ -191,8 +191,8 @@ def test_cancelled_research_stops(handlers: KbmemMcp, example_kb: KnowledgeBase)
     async def test() -> None:
         steps: list[float] = []
 
-        async def on_progress(done: float, total: float | None, message: str | None) -> None:
-            steps.append(done)
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            steps.append(progress)
 
         async with Client(handlers.server) as client:
             with anyio.move_on_after(30) as scope:
@@ -289,7 +289,9 @@ def test_first_call_on_a_kb_with_no_index(tmp_path: Path) -> None:
             first_progress: list[float] = []
             started = time.monotonic()
 
-            async def on_progress(done: float, total: float | None, message: str | None) -> None:
+            async def on_progress(
+                progress: float, total: float | None, message: str | None
+            ) -> None:
                 if not first_progress:
                     first_progress.append(time.monotonic() - started)
 
@@ -461,16 +463,18 @@ def test_streamable_http_with_a_token(http_url: tuple[str, str]) -> None:
             ClientSession(read, write) as session,
         ):
             await session.initialize()
-            progress: list[float] = []
+            reported: list[float] = []
 
-            async def on_progress(done: float, total: float | None, msg: str | None) -> None:
-                progress.append(done)
+            async def on_progress(
+                progress: float, total: float | None, message: str | None
+            ) -> None:
+                reported.append(progress)
 
             r = await session.call_tool(
                 "research", {"request": QUESTION}, progress_callback=on_progress
             )
             assert not r.is_error and r.structured_content["evidence"], r.content
-            assert progress
+            assert reported
             res = await session.list_resources()
             assert res.resources[0].uri == "kbmem://MEMORY.md"
             prompts = await session.list_prompts()
