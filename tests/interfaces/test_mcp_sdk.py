@@ -447,7 +447,7 @@ def http_url(example_kb: KnowledgeBase) -> Iterator[tuple[str, str]]:
     thread.join(60)
 
 
-def test_streamable_http_with_a_token(http_url: tuple[str, str]) -> None:
+def test_streamable_http_with_a_token(http_url: tuple[str, str], example_kb: KnowledgeBase) -> None:
     import httpx2
 
     url, token = http_url
@@ -479,6 +479,17 @@ def test_streamable_http_with_a_token(http_url: tuple[str, str]) -> None:
             assert res.resources[0].uri == "kbmem://MEMORY.md"
             prompts = await session.list_prompts()
             assert prompts.prompts
+
+        # Another tenant's token reads that tenant's memory (empty here), not this one's.
+        other = TokenStore(example_kb.state_dir).create("other", "mcp test")[0]
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {other}"}, timeout=60) as h,
+            streamable_http_client(url, http_client=h) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            r = await session.call_tool("list_pages", {})
+            assert not r.is_error and r.structured_content["total"] == 0
 
         async with httpx2.AsyncClient(timeout=30) as http:
             body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
