@@ -92,6 +92,8 @@ def test_every_tool_answers(handlers: KbmemMcp, example_kb: KnowledgeBase) -> No
             assert json.loads(r.content[0].text)["evidence"]  # type: ignore[union-attr]
             r = await client.call_tool("search", {"query": "onboarding buddy", "k": 3})
             assert not r.is_error and len(r.structured_content["hits"]) == 3
+            r = await client.call_tool("list_pages", {"limit": "2"})  # as the Inspector CLI sends
+            assert not r.is_error and len(r.structured_content["pages"]) == 2
             pages = await client.call_tool("list_pages", {"limit": 2.0})  # integral float
             assert not pages.is_error and len(pages.structured_content["pages"]) == 2
             first = pages.structured_content["pages"][0]["id"]

@@ -349,7 +349,7 @@ def field_path(loc: tuple[int | str, ...]) -> str:
 def check_arguments(tool: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:
     """``arguments`` checked against the tool's model; raises :class:`ValidationError` naming
     the first field that does not fit. Returns the arguments as given, optional fields sent
-    as null left out (models fill every field they see), and integral floats made integers."""
+    as null left out (models fill every field they see), and numbers taken as integers made so."""
     for key, value in arguments.items():
         check_text(key, "arguments")
         check_text(value, key)
@@ -370,8 +370,13 @@ def check_arguments(tool: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]
 
 
 def _as_sent(sent: Any, checked: Any) -> Any:
-    # An integral float (5.0, as some clients send numbers) as the integer it checked as.
-    if isinstance(sent, float) and isinstance(checked, int):
+    # A number the schema's check took as an integer (5.0, as some clients send numbers, or
+    # "5", as the Inspector CLI sends --tool-arg values) goes on as that integer.
+    if (
+        isinstance(sent, (float, str))
+        and isinstance(checked, int)
+        and not isinstance(checked, bool)
+    ):
         return checked
     return sent
 
