@@ -22,6 +22,7 @@ BENCHES = {
     "tui": ("tui", "time to first paint and first answer of the TUI", False),
     "api": ("api", "what the HTTP API adds to research and search requests", False),
     "sync": ("sync", "replicas over a loopback git server: lag, throughput, bytes", True),
+    "mcp": ("mcp", "time to a research result through MCP clients (stdio, HTTP)", False),
 }
 
 

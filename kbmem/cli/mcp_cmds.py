@@ -1,5 +1,5 @@
 """The MCP server's command: ``kbmem mcp`` serves one tenant's memory to another agent over
-stdio (see :mod:`kbmem.interfaces.mcp`)."""
+stdio (see :mod:`kbmem.interfaces.mcp_sdk`)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def register(sub: Commands) -> None:
 
 
 def cmd_mcp(ctx: Any, args: argparse.Namespace) -> int:
-    from kbmem.interfaces.mcp import serve_stdio
+    from kbmem.interfaces.mcp_sdk.stdio import serve_stdio
     from kbmem.interfaces.service import Memory
 
     # Opened before serving, so that a missing knowledge base or a bad tenant is a plain
