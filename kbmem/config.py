@@ -42,6 +42,8 @@ DEFAULTS: dict[str, Any] = {
         "max_prompt_tokens": 6000,
     },
     "git": {"lock_timeout_s": 60},
+    # The Summit routes' rollout flag (MEMORY_GAM_ENABLED in the environment wins).
+    "server": {"memory_gam_enabled": False},
 }
 
 HARD_CAPS = {"max_pages": 32, "max_reflection_depth": 5}

@@ -24,6 +24,7 @@ from kbmem.research.state import ResearchState, holds_as_asked
 from kbmem.research.toolkit import Toolkit, rank_pages
 from kbmem.research.types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
 from kbmem.store.repository import KnowledgeBase
+from kbmem.telemetry import record_research
 from kbmem.textutil import count_tokens, truncate_tokens
 
 EventSink = Callable[[TraceEvent], None]
@@ -137,7 +138,7 @@ class Researcher:
             if on_event is not None:
                 on_event(event)
 
-        started = time.perf_counter()
+        started, started_ns = time.perf_counter(), time.time_ns()
         self.toolkit.index.ensure_synced()
         memory = read_memory(self.kb, self.tenant)
         # "Quick question: where do the flights leave from?" is about the flights: searched
@@ -191,6 +192,7 @@ class Researcher:
             partial=briefing.partial,
             ms=round((time.perf_counter() - started) * 1000, 1),
         )
+        record_research(briefing, trace, started_ns, self.tenant, budgets.max_depth)
         return briefing
 
     # -- steps ------------------------------------------------------------------------------
