@@ -51,7 +51,13 @@ from kbmem.agent.provenance import TurnFormatError
 from kbmem.errors import KbmemError, PageFormatError, ValidationError
 from kbmem.interfaces import summit
 from kbmem.interfaces.openapi import openapi_document
-from kbmem.interfaces.schema import BuildContextRequest
+from kbmem.interfaces.schema import (
+    BuildContextRequest,
+    MessageRequest,
+    OpenChatRequest,
+    ResearchRequest,
+    SearchRequest,
+)
 from kbmem.interfaces.service import (
     CHAT_IDLE_SECONDS,
     SESSION_FIELDS,
@@ -147,7 +153,8 @@ class MemoryServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        address, port = self.server_address[:2]
+        host = address.decode() if isinstance(address, bytes) else address
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def memory(self, tenant: str) -> Memory:
@@ -219,7 +226,8 @@ class Handler(BaseHTTPRequestHandler):
     _route_label = "unmatched"
 
     def setup(self) -> None:
-        self.timeout = self.server.socket_timeout
+        # The server's, not the class's: a test's server drops idle clients sooner.
+        self.timeout = self.server.socket_timeout  # type: ignore[misc]
         super().setup()
 
     def version_string(self) -> str:
@@ -362,9 +370,10 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "*":
             methods = {m for _, by_method in ROUTES for m in by_method}
         else:
-            methods = _methods_of(self._parts())
-            if methods is None:
+            found = _methods_of(self._parts())
+            if found is None:
                 raise ApiError(404, "not_found", f"no such route: {self.path.split('?')[0]}")
+            methods = found
         self.send_response(204)
         self.send_header("Allow", _allow(methods))
         self.send_header("Cache-Control", "no-store")
@@ -396,7 +405,7 @@ class Handler(BaseHTTPRequestHandler):
         """The route for ``method`` on ``parts`` (the path after ``/v1``) and the ids its
         pattern matched; 404 for a path no route has, 405 for a method it does not take."""
         for pattern, by_method in ROUTES if parts is not None else ():
-            ids = _match(pattern, parts)
+            ids = _match(pattern, parts or [])
             if ids is None:
                 continue
             self._route_label = _label(pattern)
@@ -523,13 +532,11 @@ class Handler(BaseHTTPRequestHandler):
         return 200, {"tenant": memory.tenant, **history}
 
     def search(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
-        body = self.json_body({"query", "tool", "k"})
+        body = self.json_body(set(SearchRequest.model_fields))
         return 200, memory.search(body.get("query"), body.get("tool"), body.get("k"))
 
     def research(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
-        body = self.json_body(
-            {"request", "max_pages", "depth", "max_tokens", "engine", "trace", "stream"}
-        )
+        body = self.json_body(set(ResearchRequest.model_fields))
         for flag in ("trace", "stream"):
             if not isinstance(body.get(flag, False), bool):
                 raise ValidationError("must be true or false", flag)
@@ -589,12 +596,12 @@ class Handler(BaseHTTPRequestHandler):
         return (201 if result["status"] == "created" else 200), result
 
     def open_chat(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
-        body = self.json_body({"chat_id"}, optional=True)
+        body = self.json_body(set(OpenChatRequest.model_fields), optional=True)
         chat_id, opened = memory.open_chat(body.get("chat_id"))
         return (201 if opened else 200), {"chat_id": chat_id}
 
     def send(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
-        body = self.json_body({"message"})
+        body = self.json_body(set(MessageRequest.model_fields))
         return 200, memory.send(ids[0], body.get("message"))
 
     def close_chat(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
@@ -766,7 +773,7 @@ def _match(pattern: tuple[str, ...], parts: list[str]) -> list[str] | None:
 
 def _methods_of(parts: list[str] | None) -> set[str] | None:
     for pattern, by_method in ROUTES if parts is not None else ():
-        if _match(pattern, parts) is not None:
+        if _match(pattern, parts or []) is not None:
             return set(by_method)
     return None
 

@@ -171,7 +171,7 @@ def schemas() -> dict[str, Any]:
     """The JSON Schemas of every model, for the OpenAPI document's components."""
     from pydantic.json_schema import models_json_schema
 
-    models = [
+    models: list[type[BaseModel]] = [
         SearchRequest,
         ResearchRequest,
         OpenChatRequest,

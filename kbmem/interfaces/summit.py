@@ -59,7 +59,8 @@ def ingest_session(memory: Memory, body: dict[str, Any]) -> dict[str, Any]:
         header = memory.page(page_id, result["commit"] or None)["header"] or {}
         pages.append({"id": page_id, "sequence": n, "header": header})
     answer = {"sessionId": result["sessionId"], "memo": result["memo"], "pages": pages}
-    return IngestSessionResponse.model_validate(answer).model_dump()
+    checked: dict[str, Any] = IngestSessionResponse.model_validate(answer).model_dump()
+    return checked
 
 
 def build_context(memory: Memory, body: dict[str, Any]) -> dict[str, Any]:
@@ -74,6 +75,6 @@ def build_context(memory: Memory, body: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     briefing = memory.research_call(request.request, **limits)(None)
     BUILD_CONTEXT_LATENCY.labels(mode=request.mode).observe((time.perf_counter() - started) * 1000)
-    answer = briefing.to_dict()
+    answer: dict[str, Any] = briefing.to_dict()
     answer["mode"] = request.mode
     return answer

@@ -228,7 +228,11 @@ def test_old_snake_case_names_are_kept_beside_the_camel_case_ones(on: httpx.Clie
 
 
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
     lambda children: (
         st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=12), children, max_size=4)
     ),
