@@ -236,8 +236,9 @@ class Handler(BaseHTTPRequestHandler):
     # -- plumbing -----------------------------------------------------------------------------
 
     def log_message(self, format: str, *args: Any) -> None:
-        # The request line only: never headers, so never a token.
-        log.info("%s %s", self.address_string(), format % args)
+        # The request line only, never headers; and without its query string, where a
+        # client may have put a token (refused, but it must not reach the log either).
+        log.info("%s %s", self.address_string(), _QUERY.sub("?...", format % args))
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -423,6 +424,9 @@ class Handler(BaseHTTPRequestHandler):
         raise ApiError(404, "not_found", f"no such route: {self.path.split('?')[0]}")
 
     def _tenant(self) -> str:
+        if len(self.headers.get_all("Authorization") or []) > 1:
+            # Which one counts would differ between us and a proxy in front.
+            raise ApiError(400, "invalid", "send one Authorization header, not several")
         header = self.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -787,6 +791,7 @@ def _allow(methods: Iterable[str]) -> str:
     return ", ".join(sorted(allowed))
 
 
+_QUERY = re.compile(r"\?[^\s\"]*")
 _FLAGS = {"1": True, "true": True, "0": False, "false": False}
 _DIGITS = re.compile(r"[0-9]{1,15}")
 _INTEGER = re.compile(r"-?[0-9]+")
