@@ -45,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
     "git": {"lock_timeout_s": 60},
     # Sync through a git remote (see docs/sync.md); the remote's URL lives in git's own config.
     "sync": {"remote": "origin", "branch": "main", "interval_s": 30, "enabled": True},
+    # The Summit routes' rollout flag (MEMORY_GAM_ENABLED in the environment wins).
+    "server": {"memory_gam_enabled": False},
 }
 
 # A remote or branch name kbmem passes to git: never an option, a path or a refspec.

@@ -6,7 +6,11 @@ rounds asks the template's next question four ways, taken in turn so that both s
 same machine: ``Memory.research`` and ``POST /v1/research``, ``Memory.search`` and ``POST
 /v1/search`` (hybrid, k 10; a search is fast, so the API's own cost shows most there). Reported:
 p50/p95 of each, and the HTTP p50 as a ratio of the in-process p50. The first call of each kind
-(model and index loading) is not timed."""
+(model and index loading) is not timed.
+
+Spans are recorded as in production with the OpenTelemetry SDK, when it is installed, and an
+exporter that drops them; each round also times :func:`kbmem.telemetry.record_research` (the
+spans and metrics of one research) on its briefing, reported as a share of research time."""
 
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from kbmem.interfaces.http import MemoryServer
 from kbmem.interfaces.service import Memory
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.memorize.template import init_kb
+from kbmem.telemetry import record_research
 
 KINDS = ("research", "search")
 
@@ -48,7 +53,8 @@ def run(requests: int = 40) -> dict[str, Any]:
         server = MemoryServer(("127.0.0.1", 0), kb)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
-        conn = http.client.HTTPConnection(*server.server_address[:2], timeout=300)
+        host, port = server.server_address[:2]
+        conn = http.client.HTTPConnection(str(host), port, timeout=300)
 
         def post(route: str, body: dict[str, Any]) -> None:
             conn.request(
@@ -62,6 +68,14 @@ def run(requests: int = 40) -> dict[str, Any]:
             if response.status != 200:
                 raise RuntimeError(f"{route} answered {response.status}: {payload[:200]!r}")
 
+        _trace_to_nowhere()
+
+        def telemetry(q: str) -> None:
+            briefing = memory.research_call(q)(None)
+            t0 = time.perf_counter()
+            record_research(briefing, briefing.trace, time.time_ns(), tenant, 2)
+            times["telemetry"].append((time.perf_counter() - t0) * 1000)
+
         calls: dict[str, Callable[[str], Any]] = {
             "research_inproc": memory.research,
             "research_http": lambda q: post("/v1/research", {"request": q}),
@@ -69,6 +83,7 @@ def run(requests: int = 40) -> dict[str, Any]:
             "search_http": lambda q: post("/v1/search", {"query": q, "tool": "hybrid", "k": 10}),
         }
         times: dict[str, list[float]] = {name: [] for name in calls}
+        times["telemetry"] = []
         try:
             for call in calls.values():
                 call(asked[0])  # warm-up: the embedding model, the index, the connection
@@ -78,12 +93,14 @@ def run(requests: int = 40) -> dict[str, Any]:
                     t0 = time.perf_counter()
                     call(question)
                     times[name].append((time.perf_counter() - t0) * 1000)
+                telemetry(question)
         finally:
             conn.close()
             server.shutdown()
             server.server_close()
             memory.close()
     result: dict[str, Any] = {"requests": requests}
+    result["telemetry_ms_p50"] = round(percentile(times.pop("telemetry"), 50), 3)
     for name, values in times.items():
         result[f"{name}_ms_p50"] = round(percentile(values, 50), 1)
         result[f"{name}_ms_p95"] = round(percentile(values, 95), 1)
@@ -91,6 +108,9 @@ def run(requests: int = 40) -> dict[str, Any]:
         result[f"{kind}_http_over_inproc_p50"] = round(
             result[f"{kind}_http_ms_p50"] / result[f"{kind}_inproc_ms_p50"], 3
         )
+    result["telemetry_share_of_research"] = round(
+        result["telemetry_ms_p50"] / result["research_inproc_ms_p50"], 4
+    )
     result["cpus"] = os.cpu_count()
     result["load_average_1m"] = round(os.getloadavg()[0], 2)
     return result
@@ -105,5 +125,32 @@ def render(result: dict[str, Any]) -> str:
             f"{result[f'{kind}_http_ms_p50']:.1f} ms  p95 {result[f'{kind}_http_ms_p95']:.1f} ms"
             f"   ({result[f'{kind}_http_over_inproc_p50']:.2f}x)"
         )
+    lines.append(
+        f"telemetry p50 {result['telemetry_ms_p50']:.3f} ms per research "
+        f"({100 * result['telemetry_share_of_research']:.2f}% of research in process)"
+    )
     lines.append(f"machine   {result['cpus']} CPUs, load average {result['load_average_1m']}")
     return "\n".join(lines)
+
+
+def _trace_to_nowhere() -> None:
+    """The OpenTelemetry SDK with an exporter that drops every span, if the SDK is installed
+    and no provider is set yet: spans are then built as in production, and sent nowhere."""
+    try:
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            SimpleSpanProcessor,
+            SpanExporter,
+            SpanExportResult,
+        )
+    except ImportError:
+        return
+
+    class Nowhere(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(Nowhere()))
+    trace.set_tracer_provider(provider)

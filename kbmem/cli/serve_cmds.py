@@ -44,6 +44,7 @@ def register(sub: Commands) -> None:
 def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
     from kbmem.interfaces.http import MemoryServer
     from kbmem.interfaces.tokens import TokenStore
+    from kbmem.telemetry import configure_tracing
 
     if not 0 <= args.port <= 65535:
         raise ValidationError("must be between 0 and 65535", "--port")
@@ -80,6 +81,10 @@ def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop)
     serving = f"kbmem: serving {kb.root} at {server.url} (Ctrl-C to stop)"
     print(printable(serving), file=sys.stderr, flush=True)
+    state = "on" if server.gam_enabled else "off (they answer 503)"
+    print(f"kbmem: MEMORY_GAM_ENABLED is {state}: the /memory/* routes", file=sys.stderr)
+    if configure_tracing():
+        print("kbmem: sending traces to the OTEL_* exporter", file=sys.stderr, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -33,18 +33,31 @@ event per research step as it happens, then one ``briefing`` event (or ``error``
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import logging
 import re
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from prometheus_client import CONTENT_TYPE_LATEST
+
 from kbmem.agent.provenance import TurnFormatError
 from kbmem.errors import KbmemError, PageFormatError, ValidationError
+from kbmem.interfaces import summit
+from kbmem.interfaces.openapi import openapi_document
+from kbmem.interfaces.schema import (
+    BuildContextRequest,
+    MessageRequest,
+    OpenChatRequest,
+    ResearchRequest,
+    SearchRequest,
+)
 from kbmem.interfaces.service import (
     CHAT_IDLE_SECONDS,
     SESSION_FIELDS,
@@ -55,8 +68,10 @@ from kbmem.interfaces.service import (
     kbmem_version,
     recover_chats,
 )
+from kbmem.interfaces.summit import FLAG, gam_enabled
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store.repository import KnowledgeBase
+from kbmem.telemetry import HTTP_LATENCY, HTTP_REQUESTS, metrics_text
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +136,7 @@ class MemoryServer(ThreadingHTTPServer):
         self.kb = kb
         self.model = model
         self.tokens = TokenStore(kb.state_dir)
+        self.gam_enabled = gam_enabled(kb)  # read once: `kbmem serve` says which way it is
         # Room for the largest session the memorizer takes, as JSON (escapes can double it).
         max_session = int(kb.settings.section("memorizer")["max_session_bytes"])
         self.max_body = 2 * max_session + 1024 * 1024
@@ -137,7 +153,8 @@ class MemoryServer(ThreadingHTTPServer):
 
     @property
     def url(self) -> str:
-        host, port = self.server_address[:2]
+        address, port = self.server_address[:2]
+        host = address.decode() if isinstance(address, bytes) else address
         return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
     def memory(self, tenant: str) -> Memory:
@@ -205,9 +222,12 @@ class Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     _body_read = True
     _streaming = False
+    _status = 0
+    _route_label = "unmatched"
 
     def setup(self) -> None:
-        self.timeout = self.server.socket_timeout
+        # The server's, not the class's: a test's server drops idle clients sooner.
+        self.timeout = self.server.socket_timeout  # type: ignore[misc]
         super().setup()
 
     def version_string(self) -> str:
@@ -216,8 +236,9 @@ class Handler(BaseHTTPRequestHandler):
     # -- plumbing -----------------------------------------------------------------------------
 
     def log_message(self, format: str, *args: Any) -> None:
-        # The request line only: never headers, so never a token.
-        log.info("%s %s", self.address_string(), format % args)
+        # The request line only, never headers; and without its query string, where a
+        # client may have put a token (refused, but it must not reach the log either).
+        log.info("%s %s", self.address_string(), _QUERY.sub("?...", format % args))
 
     def do_GET(self) -> None:
         self._dispatch("GET")
@@ -280,9 +301,15 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def _parts(self) -> list[str] | None:
-        """The path's parts after ``/v1`` (None for a path outside it)."""
-        parts = [unquote(p) for p in urlsplit(self.path).path.split("/") if p]
-        return parts[1:] if parts[:1] == ["v1"] else None
+        """The path's parts (None for the path ``*`` or a URL that is no path)."""
+        path = urlsplit(self.path).path
+        if not path.startswith("/"):
+            return None
+        return [unquote(p) for p in path.split("/") if p]
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self._status = code  # for the request metrics
+        super().send_response(code, message)
 
     def _dispatch(self, method: str) -> None:
         # A body this request leaves unread would be taken for the next request on the
@@ -290,6 +317,9 @@ class Handler(BaseHTTPRequestHandler):
         lengths = self.headers.get_all("Content-Length") or ["0"]
         self._body_read = lengths == ["0"] and not self.headers.get("Transfer-Encoding")
         self._streaming = False
+        self._status = 0
+        self._route_label = "unmatched"
+        started = time.perf_counter()
         try:
             try:
                 self._answer(method)
@@ -312,6 +342,10 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             if not self._body_read:
                 self.close_connection = True
+            HTTP_REQUESTS.labels(self._route_label, method, str(self._status)).inc()
+            HTTP_LATENCY.labels(self._route_label, method).observe(
+                (time.perf_counter() - started) * 1000
+            )
 
     def _answer(self, method: str) -> None:
         if method == "OPTIONS":
@@ -319,20 +353,28 @@ class Handler(BaseHTTPRequestHandler):
             return
         query = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
         route, ids = self._route(method, self._parts())
-        # The one route without a token: a liveness probe has none.
-        memory = None if route is Handler.health else self.server.memory(self._tenant())
+        # Routes without a token: a liveness probe has none, and the OpenAPI document
+        # describes only what every client may know. /metrics checks its own rule.
+        memory = None if route in _OPEN_ROUTES else self.server.memory(self._tenant())
+        if route in _SUMMIT_ROUTES and not self.server.gam_enabled:
+            raise ApiError(
+                503,
+                "disabled",
+                f"the GAM routes are off; set {FLAG}=true to turn them on",
+            )
         status, body = route(self, memory, ids, query)
         if body is not None:
-            self._send_json(status, body)
+            self._send_json(status, _with_camel_case(body) if route in _ALIASED else body)
 
     def _options(self) -> None:
         """204 with the methods of the route (``OPTIONS *``: of the server)."""
         if self.path == "*":
             methods = {m for _, by_method in ROUTES for m in by_method}
         else:
-            methods = _methods_of(self._parts())
-            if methods is None:
+            found = _methods_of(self._parts())
+            if found is None:
                 raise ApiError(404, "not_found", f"no such route: {self.path.split('?')[0]}")
+            methods = found
         self.send_response(204)
         self.send_header("Allow", _allow(methods))
         self.send_header("Cache-Control", "no-store")
@@ -364,9 +406,10 @@ class Handler(BaseHTTPRequestHandler):
         """The route for ``method`` on ``parts`` (the path after ``/v1``) and the ids its
         pattern matched; 404 for a path no route has, 405 for a method it does not take."""
         for pattern, by_method in ROUTES if parts is not None else ():
-            ids = _match(pattern, parts)
+            ids = _match(pattern, parts or [])
             if ids is None:
                 continue
+            self._route_label = _label(pattern)
             route = by_method.get("GET" if method == "HEAD" else method)
             if route is None:
                 raise ApiError(
@@ -376,11 +419,14 @@ class Handler(BaseHTTPRequestHandler):
                     {"Allow": _allow(by_method)},
                 )
             return route, ids
-        if parts and parts[0] == "turns":
+        if parts and parts[:2] == ["v1", "turns"]:
             raise ApiError(404, "not_found", "name a turn as /v1/turns/<chat-id>/<n>")
         raise ApiError(404, "not_found", f"no such route: {self.path.split('?')[0]}")
 
     def _tenant(self) -> str:
+        if len(self.headers.get_all("Authorization") or []) > 1:
+            # Which one counts would differ between us and a proxy in front.
+            raise ApiError(400, "invalid", "send one Authorization header, not several")
         header = self.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -490,13 +536,11 @@ class Handler(BaseHTTPRequestHandler):
         return 200, {"tenant": memory.tenant, **history}
 
     def search(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
-        body = self.json_body({"query", "tool", "k"})
+        body = self.json_body(set(SearchRequest.model_fields))
         return 200, memory.search(body.get("query"), body.get("tool"), body.get("k"))
 
     def research(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
-        body = self.json_body(
-            {"request", "max_pages", "depth", "max_tokens", "engine", "trace", "stream"}
-        )
+        body = self.json_body(set(ResearchRequest.model_fields))
         for flag in ("trace", "stream"):
             if not isinstance(body.get(flag, False), bool):
                 raise ValidationError("must be true or false", flag)
@@ -556,12 +600,12 @@ class Handler(BaseHTTPRequestHandler):
         return (201 if result["status"] == "created" else 200), result
 
     def open_chat(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
-        body = self.json_body({"chat_id"}, optional=True)
+        body = self.json_body(set(OpenChatRequest.model_fields), optional=True)
         chat_id, opened = memory.open_chat(body.get("chat_id"))
         return (201 if opened else 200), {"chat_id": chat_id}
 
     def send(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
-        body = self.json_body({"message"})
+        body = self.json_body(set(MessageRequest.model_fields))
         return 200, memory.send(ids[0], body.get("message"))
 
     def close_chat(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
@@ -577,23 +621,102 @@ class Handler(BaseHTTPRequestHandler):
     def audit(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
         return 200, memory.audit("/".join(ids))
 
+    # -- the Summit routes, metrics, the API's description ------------------------------------
+
+    def ingest_session(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
+        body = self.json_body(SESSION_FIELDS | {"description"}, self.server.max_body)
+        return 200, summit.ingest_session(memory, body)
+
+    def build_context(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
+        body = self.json_body(set(BuildContextRequest.model_fields))
+        return 200, summit.build_context(memory, body)
+
+    def metrics(self, memory: None, ids: list[str], query: dict[str, list[str]]) -> Any:
+        """Prometheus text. Open to clients on the loopback interface (a scraper beside the
+        server); from anywhere else, only with a valid token."""
+        if not _loopback(self.client_address[0]):
+            self._tenant()
+        data = metrics_text()
+        self.send_response(200)
+        self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        if not self._body_read:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+        return 200, None
+
+    def openapi(self, memory: None, ids: list[str], query: dict[str, list[str]]) -> Any:
+        return 200, openapi_document(kbmem_version())
+
 
 # Path patterns after /v1 ("*" one part, "**" one or more), each with its methods; the first
 # that matches a path is its route. HEAD is answered as GET, OPTIONS for every route.
 ROUTES: tuple[tuple[tuple[str, ...], dict[str, Route]], ...] = (
-    (("health",), {"GET": Handler.health}),
-    (("pages",), {"GET": Handler.pages}),
-    (("pages", "**"), {"GET": Handler.page}),
-    (("history",), {"GET": Handler.history}),
-    (("search",), {"POST": Handler.search}),
-    (("research",), {"POST": Handler.research}),
-    (("sessions",), {"POST": Handler.sessions}),
-    (("chats",), {"POST": Handler.open_chat}),
-    (("chats", "*"), {"DELETE": Handler.close_chat}),
-    (("chats", "*", "messages"), {"POST": Handler.send}),
-    (("turns",), {"GET": Handler.turns}),
-    (("turns", "*", "*"), {"GET": Handler.audit}),
+    (("v1", "health"), {"GET": Handler.health}),
+    (("v1", "pages"), {"GET": Handler.pages}),
+    (("v1", "pages", "**"), {"GET": Handler.page}),
+    (("v1", "history"), {"GET": Handler.history}),
+    (("v1", "search"), {"POST": Handler.search}),
+    (("v1", "research"), {"POST": Handler.research}),
+    (("v1", "sessions"), {"POST": Handler.sessions}),
+    (("v1", "chats"), {"POST": Handler.open_chat}),
+    (("v1", "chats", "*"), {"DELETE": Handler.close_chat}),
+    (("v1", "chats", "*", "messages"), {"POST": Handler.send}),
+    (("v1", "turns"), {"GET": Handler.turns}),
+    (("v1", "turns", "*", "*"), {"GET": Handler.audit}),
+    (("memory", "ingest_session"), {"POST": Handler.ingest_session}),
+    (("memory", "build_context"), {"POST": Handler.build_context}),
+    (("metrics",), {"GET": Handler.metrics}),
+    (("openapi.json",), {"GET": Handler.openapi}),
 )
+_OPEN_ROUTES = (Handler.health, Handler.metrics, Handler.openapi)
+_SUMMIT_ROUTES = (Handler.ingest_session, Handler.build_context)
+# Routes whose answers name fields in snake_case, as they did before the one naming
+# convention (camelCase): both names, for one release (docs/http-api.md).
+_ALIASED = (
+    Handler.pages,
+    Handler.page,
+    Handler.history,
+    Handler.open_chat,
+    Handler.send,
+    Handler.close_chat,
+    Handler.turns,
+)
+_LIST_KEYS = ("pages", "commits", "turns")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _with_camel_case(body: Any) -> Any:
+    """``body`` with a camelCase twin of every snake_case key at its top and in the entries
+    of its lists of pages, commits and turns (a page's header is the page's own, untouched)."""
+    if not isinstance(body, dict):
+        return body
+    out = dict(body)
+    for key, value in body.items():
+        if "_" in key:
+            out.setdefault(_camel(key), value)
+        if key in _LIST_KEYS and isinstance(value, list):
+            out[key] = [_with_camel_case(v) for v in value]
+    return out
+
+
+def _label(pattern: tuple[str, ...]) -> str:
+    """A route's pattern as its metric label (``/v1/turns/{id}/{id}``)."""
+    return "/" + "/".join("{id}" if p in ("*", "**") else p for p in pattern)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
 
 
 def _one(query: dict[str, list[str]], name: str) -> str | None:
@@ -654,7 +777,7 @@ def _match(pattern: tuple[str, ...], parts: list[str]) -> list[str] | None:
 
 def _methods_of(parts: list[str] | None) -> set[str] | None:
     for pattern, by_method in ROUTES if parts is not None else ():
-        if _match(pattern, parts) is not None:
+        if _match(pattern, parts or []) is not None:
             return set(by_method)
     return None
 
@@ -668,6 +791,7 @@ def _allow(methods: Iterable[str]) -> str:
     return ", ".join(sorted(allowed))
 
 
+_QUERY = re.compile(r"\?[^\s\"]*")
 _FLAGS = {"1": True, "true": True, "0": False, "false": False}
 _DIGITS = re.compile(r"[0-9]{1,15}")
 _INTEGER = re.compile(r"-?[0-9]+")

@@ -26,6 +26,7 @@ from kbmem.memorize.sessions import Session
 from kbmem.store.pages import Loader, Page, Turn, dump_yaml, render_page, render_turn, render_turns
 from kbmem.store.pagestore import tenant_exists, tenant_prefix
 from kbmem.store.repository import KnowledgeBase
+from kbmem.telemetry import record_ingest
 from kbmem.textutil import count_tokens
 
 log = logging.getLogger("kbmem")
@@ -159,7 +160,7 @@ def ingest_session(
     """Memorize ``session`` into the knowledge base: a no-op if this exact session is already
     committed; new versions of the same pages if its content changed. The memo is written
     before the write lock is taken (see :func:`write_memo`)."""
-    started = time.perf_counter()
+    started, started_ns = time.perf_counter(), time.time_ns()
     memo = write_memo(kb, session, engine)
     while True:
         try:
@@ -168,6 +169,7 @@ def ingest_session(
         except MemoOutdated:
             memo = write_memo(kb, session, engine, attempt=memo.attempt + 1)
     result.seconds = time.perf_counter() - started
+    record_ingest(result, started_ns)
     return result
 
 

@@ -181,7 +181,7 @@ def normalize_timestamp(value: Any, field_name: str) -> str:
     if isinstance(value, datetime):
         return value.isoformat()
     if hasattr(value, "isoformat"):  # a date, as YAML reads 2026-01-05
-        return value.isoformat()
+        return str(value.isoformat())
     if not isinstance(value, str):
         raise ValidationError(f"must be an ISO 8601 date/time, got {value!r}", field_name)
     text = value.strip()

@@ -24,6 +24,7 @@ from kbmem.research.state import ResearchState, holds_as_asked
 from kbmem.research.toolkit import Toolkit, rank_pages
 from kbmem.research.types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
 from kbmem.store.repository import KnowledgeBase
+from kbmem.telemetry import record_research
 from kbmem.textutil import count_tokens, truncate_tokens
 
 EventSink = Callable[[TraceEvent], None]
@@ -129,7 +130,7 @@ class Researcher:
         _check_request(request)
         budgets = Budgets.from_settings(self.kb.settings, max_pages, max_depth, max_tokens)
         trace = _Trace(on_event)
-        started = time.perf_counter()
+        started, started_ns = time.perf_counter(), time.time_ns()
         self.toolkit.index.ensure_synced()
         # "Quick question: where do the flights leave from?" is about the flights: searched
         # for, the cue found "Quick one today" and was named as missing from the evidence.
@@ -148,6 +149,7 @@ class Researcher:
             partial=briefing.partial,
             ms=round((time.perf_counter() - started) * 1000, 1),
         )
+        record_research(briefing, trace.events, started_ns, self.tenant, budgets.max_depth)
         return briefing
 
     # -- steps ------------------------------------------------------------------------------

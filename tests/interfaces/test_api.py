@@ -810,7 +810,11 @@ def test_a_chat_id_the_tenant_has_no_chat_of_is_a_404_naming_it(served: MemorySe
     assert served.kb.head() == head
     # A new chat, and one open in another process, are known by their ids.
     chat_id = new_chat(api)
-    assert api.call("POST", "/v1/chats", {"chat_id": chat_id})[:2] == (200, {"chat_id": chat_id})
+    # (issue 33: snake_case names answer with their camelCase twins for one release)
+    assert api.call("POST", "/v1/chats", {"chat_id": chat_id})[:2] == (
+        200,
+        {"chat_id": chat_id, "chatId": chat_id},
+    )
     from kbmem.agent.session import ChatSession
 
     with ChatSession(KnowledgeBase(served.kb.root), "default") as elsewhere:
@@ -839,7 +843,7 @@ def test_a_damaged_turn_is_a_422_and_an_unknown_chat_a_404(served: MemoryServer)
     fresh = new_chat(api)
     assert api.call("GET", f"/v1/turns?chat={fresh}")[:2] == (
         200,
-        {"tenant": "default", "turns": [], "total": 0, "next_offset": None},
+        {"tenant": "default", "turns": [], "total": 0, "next_offset": None, "nextOffset": None},
     )
 
 
@@ -851,9 +855,9 @@ def test_a_chat_closed_before_its_first_turn_stays_known(served: MemoryServer) -
     empty = new_chat(api)
     assert api.call("DELETE", f"/v1/chats/{empty}")[:2] == (
         200,
-        {"chat_id": empty, "commit": None, "closed": True},
+        {"chat_id": empty, "chatId": empty, "commit": None, "closed": True},
     )
-    none = {"tenant": "default", "turns": [], "total": 0, "next_offset": None}
+    none = {"tenant": "default", "turns": [], "total": 0, "next_offset": None, "nextOffset": None}
     assert api.call("GET", f"/v1/turns?chat={empty}")[:2] == (200, none)
     status, body, _ = api.call("DELETE", f"/v1/chats/{empty}")
     assert status == 404 and body["error"]["message"] == f"chat {empty!r} is not open"
