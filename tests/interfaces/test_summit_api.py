@@ -27,7 +27,12 @@ SPANS = InMemorySpanExporter()
 
 @pytest.fixture(scope="module", autouse=True)
 def _provider() -> None:
-    # The global provider can be set once per process: the first test module to set it wins.
+    # The global provider can be set once per process (``kbmem bench api``, run in process by
+    # its own test, sets one too): the in-memory exporter joins whichever SDK provider is set.
+    current = trace.get_tracer_provider()
+    if isinstance(current, TracerProvider):
+        current.add_span_processor(SimpleSpanProcessor(SPANS))
+        return
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(SPANS))
     trace.set_tracer_provider(provider)
