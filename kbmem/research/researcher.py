@@ -245,12 +245,6 @@ class Researcher:
             return {"dense": DENSE_FLOOR, "late": LATE_FLOOR}
         return {"dense": DENSE_ALONE_FLOOR, "late": LATE_ALONE_FLOOR}
 
-    def _run_action(
-        self, action: PlanAction, floors: dict[str, float] | None = None
-    ) -> tuple[list[Hit], list[str]]:
-        """See run_action."""
-        return run_action(self.toolkit, action, floors)
-
     def _search(
         self,
         actions: list[PlanAction],
@@ -272,7 +266,7 @@ class Researcher:
         if queries:
             with suppress(Exception):
                 read_queries(queries)
-        futures = [self._pool.submit(self._run_action, action, floors) for action in actions]
+        futures = [self._pool.submit(run_action, self.toolkit, a, floors) for a in actions]
         for n, (action, future) in enumerate(zip(actions, futures, strict=True)):
             try:
                 hits, pages = future.result()

@@ -29,7 +29,7 @@ from kbmem.research.offline import (
     states_correction,
     superseded_on,
 )
-from kbmem.research.researcher import Researcher
+from kbmem.research.researcher import Researcher, run_action
 from kbmem.research.state import Candidate, ResearchState, holds_as_asked
 from kbmem.research.types import BriefingContext
 from kbmem.textutil import count_tokens
@@ -876,7 +876,7 @@ def test_a_search_among_one_speakers_turns_is_no_repeat_of_one_among_everyones(r
         ("late", voiced.text, "Dara Whitcombe"),
         ("dense", voiced.text, ""),
     ]
-    own, everyones = (researcher._run_action(a)[0] for a in (actions[2], actions[4]))
+    own, everyones = (run_action(researcher.toolkit, a)[0] for a in (actions[2], actions[4]))
     assert own and {h.speaker for h in own} == {"Dara Whitcombe"}
     assert {h.speaker for h in everyones} - {"Dara Whitcombe"}
     assert researcher._dedupe(actions, state) == []
