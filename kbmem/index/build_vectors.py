@@ -13,7 +13,8 @@ import numpy as np
 from kbmem.index import embedder
 from kbmem.index.generation import Generation
 from kbmem.index.intervals import IntervalText
-from kbmem.index.vectors import embed_texts_with_pieces, vector_labels, vector_texts
+from kbmem.index.late import content_rows
+from kbmem.index.vectors import read_texts, vector_labels, vector_texts
 
 # Texts per call of the model. It sorts each call's texts by length and pads each batch to its
 # longest: calls of 1,024 texts mix short sentences with long turns less than calls of 256.
@@ -33,8 +34,8 @@ def embed(
     total: int = 0,
 ) -> Embedded:
     """The vectors of intervals whose ``vector_texts`` are ``texts``, in order, how many
-    each has, and the word-piece vectors of each one's whole text (its first; progress is
-    reported in intervals, from ``done`` of ``total``)."""
+    each has, and the word-piece vectors of each one's whole text (its first; content words
+    only; progress is reported in intervals, from ``done`` of ``total``)."""
     counts = np.array([len(t) for t in texts], dtype=np.int64)
     flat = [t for ts in texts for t in ts]
     firsts = set((np.cumsum(counts) - counts).tolist())
@@ -46,9 +47,14 @@ def embed(
         progress(done, total or len(counts))  # the total, before the first call's wait
     with embedder.bulk(len(flat)):
         for i in range(0, len(flat), step):
-            vectors, found = embed_texts_with_pieces(flat[i : i + step])
-            chunks.append(vectors)
-            pieces += [p.astype(np.float16) for n, p in enumerate(found, start=i) if n in firsts]
+            readings = read_texts(flat[i : i + step])
+            chunks.append(np.vstack([r.vector for r in readings]))
+            # Only content words' pieces: a query scores by its content words' pieces alone.
+            pieces += [
+                r.pieces[content_rows(r.names)]
+                for n, r in enumerate(readings, start=i)
+                if n in firsts
+            ]
             if progress:
                 finished = int(np.searchsorted(ends, min(i + step, len(flat)), side="right"))
                 progress(done + finished, total or len(counts))

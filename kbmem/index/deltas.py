@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from kbmem.index.generation import Generation
-from kbmem.index.late import LATE_DELTA_FILE, LATE_FILE, PieceTable
+from kbmem.index.late import LATE_DELTA_FILE, LATE_FILE, TABLE_FILES, PieceTable
 from kbmem.index.layout import link
 from kbmem.index.vectors import VECTOR_STRIDE, load_vectors, save_base
 
@@ -24,7 +24,7 @@ from kbmem.index.vectors import VECTOR_STRIDE, load_vectors, save_base
 DELTA_MAX = 4096
 DELTA_SHARE = 0.05  # ...or this share of the base graph, whichever is larger
 # Intervals whose word pieces are kept beside the base table before they are folded into a new
-# one (or DELTA_SHARE of the base): a sync rewrites the delta, about 30 KB an interval.
+# one (or DELTA_SHARE of the base): a sync rewrites the delta, about 8 KB an interval.
 LATE_DELTA_MAX = 512
 GROWTH = 1.25  # a full graph grows by this factor (plus GROWTH_SLACK slots), not one at a time
 GROWTH_SLACK = 16
@@ -102,7 +102,9 @@ def next_pieces(
         PieceTable.of(base_kept + labels, base_pieces + kept_pieces + pieces).save(path / LATE_FILE)
         return {"base": len(base_kept) + len(labels), "delta": 0}
     if len(base):
-        link(gen.path / LATE_FILE, path / LATE_FILE)
+        (path / LATE_FILE).mkdir()
+        for name in TABLE_FILES:
+            link(gen.path / LATE_FILE / name, path / LATE_FILE / name)
     if labels:
         PieceTable.of(labels, kept_pieces + pieces).save(path / LATE_DELTA_FILE)
     return {"base": len(base), "delta": len(labels)}

@@ -5,7 +5,7 @@ it can be kept as long as it is open.
 
 On disk a generation is a folder ``gen-<id>/`` holding meta.json; whoosh/ (BM25 postings and the
 interval table); vectors.hnsw (the base vector graph); delta.npz (vectors added since, and the
-labels of base intervals that died); late.npz and late-delta.npz (word-piece vectors)."""
+labels of base intervals that died); late/ and late-delta/ (word-piece vectors)."""
 
 from __future__ import annotations
 
@@ -27,9 +27,10 @@ from kbmem.index.postings import IndexView, segment_leaves
 from kbmem.index.spelling import nearest_spelling
 from kbmem.index.vectors import VECTOR_STRIDE, shared_base
 
+# 10: word pieces of content words only, as int8 codes and scales in .npy files (memory-mapped);
 # 9: word-piece vectors for late interaction; 8: hyphenated words also as one word; 7: a
 # vector per sentence
-INDEX_FORMAT = 9
+INDEX_FORMAT = 10
 # The vectors of this many recent filters are kept (6 MB per 4,096 vectors): the same filter (a
 # speaker, a session) comes back query after query.
 FILTERED_CACHE = 8
@@ -67,7 +68,7 @@ class Generation:
                 raise StorageError("the vector delta is missing")
             late = self.meta["late"]
             for name, count in ((LATE_FILE, late["base"]), (LATE_DELTA_FILE, late["delta"])):
-                if int(count) and not (path / name).is_file():
+                if int(count) and not (path / name).is_dir():
                     raise StorageError(f"the word-piece vectors {name} are missing")
         except OtherFormat:
             raise

@@ -9,17 +9,20 @@ the answer did. Scored piece by piece, "What martial arts has John done?" finds 
 not (docs/benchmarks.md has what this gains on LoCoMo).
 
 A generation keeps its intervals' piece vectors as the vectors are kept: a base table
-``late.npz`` (float16; a label's rows from ``starts[i]`` to ``starts[i + 1]``), shared by hard
-link with the generations after it, and a small ``late-delta.npz`` of the intervals added since;
+``late/`` (a label's rows from ``starts[i]`` to ``starts[i + 1]``), shared by hard link with the
+generations after it, and a small ``late-delta/`` of the intervals added since;
 an incremental sync rewrites only the delta, and folds it into a new base once it grows. An
 interval that died stays in the base until then (a search keeps to live intervals). A search
 scores every interval of the tenant exactly, with no approximate index: one matrix product
-of the query's pieces with the table's."""
+of the query's pieces with the table's, block by block.
+
+Only the pieces of content words are kept (those a query's pieces are), each as int8 codes
+with a scale (docs/decisions/compact-late-interaction.md): about a quarter of the float16
+table's bytes."""
 
 from __future__ import annotations
 
 import re
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,10 +32,14 @@ from kbmem.errors import StorageError
 from kbmem.index import embedder
 from kbmem.index.vectors import read_query
 
-LATE_FILE = "late.npz"
-LATE_DELTA_FILE = "late-delta.npz"
+LATE_FILE = "late"
+LATE_DELTA_FILE = "late-delta"
+TABLE_FILES = ("labels.npy", "starts.npy", "codes.npy", "scales.npy")
+# Pieces scored per block of a search: the block's codes are widened to float32 for the
+# product (24 MB at this size), never the whole table at once.
+SCORE_BLOCK = 16384
 # Words that carry no content of their own: a query's pieces of these are not scored (every
-# turn has a piece near "the" or "did").
+# turn has a piece near "the" or "did"), and an interval's are not stored.
 FUNCTION_WORDS = frozenset(
     """a an the of to in on at for with and or but is are was were be been do does did has have
     had what which who whom when where why how that this these those it its i you he she they
@@ -43,76 +50,113 @@ FUNCTION_WORDS = frozenset(
 _CONTENT = re.compile(r"[^\W_]", re.UNICODE)
 
 
+def content_rows(names: tuple[str, ...] | list[str]) -> np.ndarray:
+    """Indexes of the pieces named ``names`` that carry content: neither punctuation nor a
+    piece of a function word."""
+    keep = [
+        n
+        for n, name in enumerate(names)
+        if _CONTENT.search(name) and name.lstrip("#").lower() not in FUNCTION_WORDS
+    ]
+    return np.asarray(keep, dtype=np.int64)
+
+
+def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unit vectors as int8 codes and a float32 scale per vector (``codes * scale`` is the
+    vector again, each component within half a step, 1/254 of the largest)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    scales = np.abs(vectors).max(axis=1) / 127.0 if len(vectors) else np.zeros(0, np.float32)
+    scales = np.maximum(scales, 1e-12).astype(np.float32)
+    codes = np.rint(vectors / scales[:, None]).astype(np.int8)
+    return codes, scales
+
+
 @dataclass
 class PieceTable:
-    """Word-piece vectors of a generation's intervals, by interval label (ascending)."""
+    """Word-piece vectors of a generation's intervals, by interval label (ascending), as int8
+    codes with a scale per piece."""
 
     labels: np.ndarray  # int64, ascending
     starts: np.ndarray  # int64, len(labels) + 1: label i's rows are starts[i]:starts[i + 1]
-    vectors: np.ndarray  # (rows, DIM)
+    codes: np.ndarray  # int8 (rows, DIM), memory-mapped when read from disk
+    scales: np.ndarray  # float32 (rows,)
 
     @classmethod
     def empty(cls) -> PieceTable:
         return cls(
-            np.zeros(0, np.int64), np.zeros(1, np.int64), np.zeros((0, embedder.DIM), np.float32)
+            np.zeros(0, np.int64),
+            np.zeros(1, np.int64),
+            np.zeros((0, embedder.DIM), np.int8),
+            np.zeros(0, np.float32),
         )
 
     @classmethod
     def of(cls, labels: list[int], pieces: list[np.ndarray]) -> PieceTable:
-        """A table of ``pieces[i]`` for ``labels[i]`` (any order; a label at most once)."""
+        """A table of ``pieces[i]`` (float vectors) for ``labels[i]`` (any order; a label at
+        most once)."""
         if not labels:
             return cls.empty()
         order = np.argsort(np.asarray(labels, dtype=np.int64), kind="stable")
         sizes = np.array([len(pieces[i]) for i in order], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         rows = [pieces[i] for i in order if len(pieces[i])]
-        vectors = np.vstack(rows) if rows else np.zeros((0, embedder.DIM), np.float16)
-        return cls(np.asarray(labels, dtype=np.int64)[order], starts, vectors)
+        vectors = np.vstack(rows) if rows else np.zeros((0, embedder.DIM), np.float32)
+        return cls(np.asarray(labels, dtype=np.int64)[order], starts, *quantize(vectors))
 
     def __len__(self) -> int:
         return len(self.labels)
 
     def pieces_of(self, label: int) -> np.ndarray | None:
-        """The piece vectors of interval ``label``, or None if the table lacks it."""
+        """The piece vectors (float32) of interval ``label``, or None if the table lacks it."""
         at = int(np.searchsorted(self.labels, label))
         if at == len(self.labels) or int(self.labels[at]) != label:
             return None
-        return self.vectors[self.starts[at] : self.starts[at + 1]]
+        return self._rows(int(self.starts[at]), int(self.starts[at + 1]))
+
+    def _rows(self, lo: int, hi: int) -> np.ndarray:
+        out: np.ndarray = self.codes[lo:hi].astype(np.float32) * self.scales[lo:hi, None]
+        return out
 
     def without(self, labels: np.ndarray) -> tuple[list[int], list[np.ndarray]]:
-        """The table's labels but ``labels``, and their piece vectors."""
+        """The table's labels but ``labels``, and their piece vectors (float32)."""
         kept = self.labels[~np.isin(self.labels, labels)]
         rows = np.searchsorted(self.labels, kept)
-        return kept.tolist(), [self.vectors[self.starts[r] : self.starts[r + 1]] for r in rows]
+        return kept.tolist(), [
+            self._rows(int(self.starts[r]), int(self.starts[r + 1])) for r in rows
+        ]
 
     def save(self, path: Path) -> None:
-        with open(path, "wb") as handle:
-            np.savez(
-                handle,
-                labels=self.labels,
-                starts=self.starts,
-                vectors=self.vectors.astype(np.float16),
-            )
+        """Write the table to the folder ``path`` (new), one .npy file per array, so that a
+        reader can memory-map the codes."""
+        path.mkdir()
+        arrays = (self.labels, self.starts, self.codes, self.scales)
+        for name, array in zip(TABLE_FILES, arrays, strict=True):
+            with open(path / name, "wb") as handle:
+                np.save(handle, np.ascontiguousarray(array), allow_pickle=False)
 
     @classmethod
     def load(cls, path: Path, count: int) -> PieceTable:
         """The table saved at ``path``, checked to hold ``count`` intervals and to be whole
-        (an empty table need not be saved)."""
+        (an empty table need not be saved). The codes are memory-mapped: a search reads
+        them through the page cache, and a process holds only what it touched."""
         if count == 0 and not path.exists():
             return cls.empty()
         try:
-            with np.load(path, allow_pickle=False) as data:
-                table = cls(
-                    data["labels"].astype(np.int64),
-                    data["starts"].astype(np.int64),
-                    data["vectors"].astype(np.float32),  # float32 products are the fast ones
-                )
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile) as exc:
+            labels, starts, codes, scales = (
+                np.load(path / name, mmap_mode="r" if name == "codes.npy" else None,
+                        allow_pickle=False)
+                for name in TABLE_FILES
+            )  # fmt: skip
+        except (OSError, ValueError) as exc:
             raise StorageError(f"the word-piece vectors {path} are damaged: {exc}") from exc
+        table = cls(labels.astype(np.int64), starts.astype(np.int64), codes, scales)
         if (
             len(table.labels) != count
             or len(table.starts) != count + 1
-            or table.vectors.shape != (int(table.starts[-1]), embedder.DIM)
+            or codes.dtype != np.int8
+            or scales.dtype != np.float32
+            or codes.shape != (int(table.starts[-1]), embedder.DIM)
+            or scales.shape != (len(codes),)
             or np.any(np.diff(table.labels) <= 0)
             or np.any(np.diff(table.starts) < 0)
         ):
@@ -129,7 +173,12 @@ class PieceTable:
         sizes = np.diff(self.starts)
         has = sizes > 0
         if len(query) and has.any():
-            sims = query @ self.vectors.T  # (query pieces, all pieces)
+            query = np.asarray(query, dtype=np.float32)
+            sims = np.empty((len(query), len(self.codes)), np.float32)
+            for lo in range(0, len(self.codes), SCORE_BLOCK):
+                hi = min(lo + SCORE_BLOCK, len(self.codes))
+                block = self.codes[lo:hi].astype(np.float32)
+                np.multiply(query @ block.T, self.scales[lo:hi], out=sims[:, lo:hi])
             every[has] = np.maximum.reduceat(sims, self.starts[:-1][has], axis=1).mean(axis=0)
         if labels is None:
             return every
@@ -146,9 +195,5 @@ def query_pieces(query: str) -> np.ndarray:
     """The piece vectors of a query's content words (function words and punctuation left
     out), computed in context, as the model read the whole query."""
     reading = read_query(query)
-    keep = [
-        n
-        for n, name in enumerate(reading.names)
-        if _CONTENT.search(name) and name.lstrip("#").lower() not in FUNCTION_WORDS
-    ]
-    return reading.pieces[keep]
+    out: np.ndarray = reading.pieces[content_rows(reading.names)]
+    return out

@@ -47,9 +47,10 @@ def embed_texts(texts: list[str]) -> np.ndarray:
     return embedder.embed([text[:MAX_EMBED_CHARS] for text in texts])
 
 
-def embed_texts_with_pieces(texts: list[str]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """``embed_texts``, and each text's word-piece vectors from the same pass (kbmem.index.late)."""
-    return embedder.embed_with_pieces([text[:MAX_EMBED_CHARS] for text in texts])
+def read_texts(texts: list[str]) -> list[embedder.Reading]:
+    """The model's readings of interval texts (each one's vector, and its word pieces for
+    kbmem.index.late, from the same pass), each cut to ``MAX_EMBED_CHARS`` first."""
+    return embedder.read_texts([text[:MAX_EMBED_CHARS] for text in texts])
 
 
 def read_query(query: str) -> embedder.QueryReading:

@@ -296,7 +296,7 @@ def test_incremental_sync_equals_full_rebuild(
     check("add a session", changed=1)
     late = index.current().meta["late"]
     assert late["base"] == base and late["delta"] == len(BUDGET_TURNS), late
-    assert (index.current().path / "late.npz").stat().st_nlink > 1
+    assert all(f.stat().st_nlink > 1 for f in (index.current().path / "late").iterdir())
 
     # 3. Edit: the session again with a reworded and an extra turn (its page is modified),
     #    and the crane note edited by hand, committed with plain git.
@@ -650,19 +650,18 @@ def damage_delta(gen_path: Path) -> None:
 
 
 def damage_late_truncate(gen_path: Path) -> None:
-    path = gen_path / "late.npz"
+    path = gen_path / "late" / "codes.npy"
     data = path.read_bytes()
     path.unlink()  # a new file: the previous generation keeps its own copy
     path.write_bytes(data[: len(data) // 2])
 
 
 def damage_late_other_intervals(gen_path: Path) -> None:
-    path = gen_path / "late.npz"
-    with np.load(path) as data:
-        labels, starts, vectors = data["labels"], data["starts"], data["vectors"]
-    path.unlink()
-    with open(path, "wb") as handle:  # a whole file, of one interval fewer
-        np.savez(handle, labels=labels[:-1], starts=starts[:-1], vectors=vectors[: starts[-2]])
+    folder = gen_path / "late"
+    labels, starts = np.load(folder / "labels.npy"), np.load(folder / "starts.npy")
+    for name, array in (("labels.npy", labels[:-1]), ("starts.npy", starts[:-1])):
+        (folder / name).unlink()  # whole files, of one interval fewer
+        np.save(folder / name, array)
 
 
 @pytest.mark.parametrize(
