@@ -18,7 +18,7 @@ import numpy as np
 
 from kbmem.errors import Cancelled, StorageError, ValidationError
 from kbmem.ids import check_tenant
-from kbmem.index import embedder
+from kbmem.index import embedder, resident
 from kbmem.index.build import Builder, SyncReport, reporting
 from kbmem.index.generation import INDEX_FORMAT, Generation, OtherFormat
 from kbmem.index.hits import (
@@ -97,7 +97,16 @@ class TenantIndex:
                 return None
             if self._gen is None or self._gen.name != name:
                 self._gen = Generation(self.dir / name)
-            return self._gen
+            gen = self._gen
+        resident.touch(self)
+        return gen
+
+    def release(self) -> None:
+        """Drop the open generation and what it has read (kbmem.index.resident): the next
+        read opens it again. A search still using it finishes with it."""
+        with self._lock:
+            self._gen = None
+        resident.forget(self)
 
     def _usable_current(self) -> tuple[Generation | None, str]:
         """The current generation if this kbmem can serve it, else None and why not."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import gc
 import json
 import logging
 import os
@@ -35,7 +36,7 @@ from tokenizers import Tokenizer
 
 from kbmem.errors import Cancelled, NotFound, StorageError, ValidationError
 from kbmem.index import deltas as deltas_module
-from kbmem.index import embedder
+from kbmem.index import embedder, resident
 from kbmem.index import hits as hits_module
 from kbmem.index import search_dense as dense_module
 from kbmem.index import vectors as vector_module
@@ -1230,3 +1231,23 @@ def test_a_read_that_fails_for_want_of_resources_does_not_rebuild(
     assert reads == [before] and index.current().name == before
     assert "rebuild" not in caplog.text
     assert keys(index_search(index, "bm25"))  # and it serves as before
+
+
+def test_idle_tenants_indexes_are_released_and_reopened(
+    two_tenants: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process keeps the generations of the KBMEM_OPEN_INDEXES most recently used tenants
+    open: a service's memory grows with the tenants in use, not with those that exist."""
+    monkeypatch.setenv("KBMEM_OPEN_INDEXES", "1")
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    acme, globex = TenantIndex(kb, ACME), TenantIndex(kb, GLOBEX)
+    expected = keys(acme.bm25("crane", 5))
+    assert expected and acme._gen is not None
+    assert keys(globex.bm25("crane", 5))
+    assert acme._gen is None and globex._gen is not None  # the idle tenant's was released
+    assert keys(acme.bm25("crane", 5)) == expected  # ...and is opened again when read
+    assert globex._gen is None
+    before = resident.open_count()
+    del acme
+    gc.collect()
+    assert resident.open_count() == before - 1  # a dropped index is no longer counted
