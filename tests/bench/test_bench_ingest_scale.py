@@ -70,6 +70,8 @@ def test_bench_scale_reports_build_sync_queries_memory_and_size(tmp_path: Path, 
         assert row["queries"] == 100 and 0 < row["p50"] <= row["p95"]
         assert row["no_hits"] < 100
     assert result["peak_rss_mb"] > 0 and result["index_bytes"] > 0
+    per_interval = result["index_bytes"] / result["intervals"]  # the last syncs add a few
+    assert 0.8 * per_interval < result["index_bytes_per_interval"] <= per_interval
     assert {"cpus", "load_avg_1m_start", "load_avg_1m_end"} <= set(result["machine"])
     # The index it leaves reflects HEAD: the 40 pages, those added one at a time to time the
     # syncs, and the one added before the first query.
@@ -79,4 +81,8 @@ def test_bench_scale_reports_build_sync_queries_memory_and_size(tmp_path: Path, 
     indexed = {hit.page_id for hit in index.all_intervals()}
     assert len(indexed) == 40 + scale.SYNC_REPEATS + 1
     text = scale.render(result)
-    assert "one-page sync" in text and "hybrid" in text
+    assert "one-page sync" in text and "hybrid" in text and "bytes per interval" in text
+    targets = scale._targets(
+        {**result, "pages": 10_000, "sync_one_page_s": {"1000": 0.2, "10000": 0.3}}
+    )
+    assert len(targets) == 6 and all(t.endswith((" met", " MISSED")) for t in targets)
