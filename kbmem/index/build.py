@@ -190,7 +190,7 @@ class Builder:
             "count": len(items),
             "next_label": len(items),
             "vectors": vec,
-            "late": {"base": len(items), "delta": 0},
+            "late": {"base": len(items), "delta": 0, "tables": [[LATE_FILE, len(items)]]},
         }
         self.layout.publish(path, meta, cancel)
         return SyncReport(self.tenant, head, "full", len(metas), len(items), 0)

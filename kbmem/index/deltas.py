@@ -9,13 +9,14 @@ with their own delta table."""
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from kbmem.index.generation import Generation
-from kbmem.index.late import LATE_DELTA_FILE, LATE_FILE, TABLE_FILES, PieceTable
+from kbmem.index.late import LATE_FILE, TABLE_FILES, PieceTable
 from kbmem.index.layout import link
 from kbmem.index.vectors import VECTOR_STRIDE, load_vectors, save_base
 
@@ -23,8 +24,8 @@ from kbmem.index.vectors import VECTOR_STRIDE, load_vectors, save_base
 # a search compares every delta vector, and a sync rewrites the delta.
 DELTA_MAX = 4096
 DELTA_SHARE = 0.05  # ...or this share of the base graph, whichever is larger
-# Intervals whose word pieces are kept beside the base table before they are folded into a new
-# one (or DELTA_SHARE of the base): a sync rewrites the delta, about 8 KB an interval.
+# Intervals whose word pieces are kept in tables beside the base table before they are folded
+# into a new one (or DELTA_SHARE of the base): a search scores every table.
 LATE_DELTA_MAX = 512
 GROWTH = 1.25  # a full graph grows by this factor (plus GROWTH_SLACK slots), not one at a time
 GROWTH_SLACK = 16
@@ -86,25 +87,50 @@ def next_pieces(
     dropped: np.ndarray,
     first: int,
     pieces: list[np.ndarray],
-) -> dict[str, int]:
-    """The word-piece tables of the generation after ``gen``, written to ``path``: the
-    base shared by hard link and the delta rewritten with the new intervals (labels from
-    ``first``), or, once the delta outgrows LATE_DELTA_MAX intervals or DELTA_SHARE of
-    the base, one new base of the live intervals. Returns the meta's counts."""
-    base, delta = gen.pieces()
-    kept, kept_pieces = delta.without(dropped)
-    labels = kept + list(range(first, first + len(pieces)))
-    if len(labels) > max(LATE_DELTA_MAX, DELTA_SHARE * len(base)):
-        live = gen.view().live_label_set() - set(dropped.tolist())
-        base_kept, base_pieces = base.without(
-            np.array([x for x in base.labels.tolist() if x not in live], dtype=np.int64)
-        )
-        PieceTable.of(base_kept + labels, base_pieces + kept_pieces + pieces).save(path / LATE_FILE)
-        return {"base": len(base_kept) + len(labels), "delta": 0}
-    if len(base):
-        (path / LATE_FILE).mkdir()
-        for name in TABLE_FILES:
-            link(gen.path / LATE_FILE / name, path / LATE_FILE / name)
-    if labels:
-        PieceTable.of(labels, kept_pieces + pieces).save(path / LATE_DELTA_FILE)
-    return {"base": len(base), "delta": len(labels)}
+) -> dict[str, Any]:
+    """The word-piece tables of the generation after ``gen``, written to ``path``: ``gen``'s
+    tables shared by hard link, plus one new table of the new intervals (labels from
+    ``first``). Tables are never rewritten for an interval that dies (a search keeps to live
+    intervals); they are merged, without their dead intervals, when the newest is at least
+    half the size of the one before (so a one-page sync writes its own pieces, and each
+    interval is rewritten a logarithmic number of times), and all folded into one new base
+    once the tables after the base outgrow LATE_DELTA_MAX intervals or DELTA_SHARE of the
+    base. Returns the meta's ``late`` fields."""
+    names = [str(name) for name, _count in gen.meta["late"]["tables"]]
+    tables = list(zip(names, gen.pieces(), strict=True))
+    if pieces:
+        tables.append(("new", PieceTable.of(list(range(first, first + len(pieces))), pieces)))
+    view = gen.view()
+
+    def live(table: PieceTable) -> tuple[list[int], list[np.ndarray]]:
+        dead = (view.docs_of(table.labels) < 0) & (table.labels < first)
+        dead |= np.isin(table.labels, dropped)
+        return table.without(table.labels[dead])
+
+    def merged(parts: list[PieceTable]) -> PieceTable:
+        labels: list[int] = []
+        rows: list[np.ndarray] = []
+        for part in parts:
+            kept, kept_rows = live(part)
+            labels += kept
+            rows += kept_rows
+        return PieceTable.of(labels, rows)
+
+    base_size = len(tables[0][1]) if tables else 0
+    later = sum(len(table) for _name, table in tables[1:])
+    if tables and later > max(LATE_DELTA_MAX, DELTA_SHARE * base_size):
+        tables = [("new", merged([table for _name, table in tables]))]
+    while len(tables) >= 3 and 2 * len(tables[-1][1]) >= len(tables[-2][1]):
+        tables[-2:] = [("new", merged([tables[-2][1], tables[-1][1]]))]
+    out: list[list[Any]] = []
+    for n, (name, table) in enumerate(tables):
+        if name == "new":
+            name = LATE_FILE if n == 0 else f"{LATE_FILE}-{first}-{uuid.uuid4().hex[:8]}"
+            table.save(path / name)
+        else:
+            (path / name).mkdir()
+            for file in TABLE_FILES:
+                link(gen.path / name / file, path / name / file)
+        out.append([name, len(table)])
+    counts = [count for _name, count in out]
+    return {"base": counts[0] if counts else 0, "delta": sum(counts[1:]), "tables": out}

@@ -5,7 +5,7 @@ it can be kept as long as it is open.
 
 On disk a generation is a folder ``gen-<id>/`` holding meta.json; whoosh/ (BM25 postings and the
 interval table); vectors.hnsw (the base vector graph); delta.npz (vectors added since, and the
-labels of base intervals that died); late/ and late-delta/ (word-piece vectors)."""
+labels of base intervals that died); late/ and late-<label>-<n>/ (word-piece vector tables)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from whoosh import index as whoosh_index
 from kbmem.errors import StorageError
 from kbmem.index import embedder
 from kbmem.index.hits import term_postings
-from kbmem.index.late import LATE_DELTA_FILE, LATE_FILE, PieceTable
+from kbmem.index.late import PieceTable
 from kbmem.index.postings import IndexView, segment_leaves
 from kbmem.index.spelling import nearest_spelling
 from kbmem.index.vectors import VECTOR_STRIDE, shared_base
@@ -66,9 +66,8 @@ class Generation:
                 raise StorageError("the vector index's size differs from its meta")
             if int(vec["delta"]) and not (path / "delta.npz").is_file():
                 raise StorageError("the vector delta is missing")
-            late = self.meta["late"]
-            for name, count in ((LATE_FILE, late["base"]), (LATE_DELTA_FILE, late["delta"])):
-                if int(count) and not (path / name).is_dir():
+            for name, count in self.meta["late"]["tables"]:
+                if int(count) and not (path / str(name)).is_dir():
                     raise StorageError(f"the word-piece vectors {name} are missing")
         except OtherFormat:
             raise
@@ -87,19 +86,18 @@ class Generation:
         self._speakers: list[str] | None = None
         self._filtered: OrderedDict[FilterKey, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._base_ids: np.ndarray | None = None  # every vector label of the base graph
-        self._pieces: tuple[PieceTable, PieceTable] | None = None
+        self._pieces: list[PieceTable] | None = None
         self._spelled: dict[str, str] = {}
 
-    def pieces(self) -> tuple[PieceTable, PieceTable]:
-        """The word-piece vectors (kbmem.index.late) of the base table and of the delta, read once
-        and checked against the meta's counts."""
+    def pieces(self) -> list[PieceTable]:
+        """The word-piece tables (kbmem.index.late): the base table, then those added since,
+        read once and checked against the meta's counts."""
         with self._lock:
             if self._pieces is None:
-                late = self.meta["late"]
-                self._pieces = (
-                    PieceTable.load(self.path / LATE_FILE, int(late["base"])),
-                    PieceTable.load(self.path / LATE_DELTA_FILE, int(late["delta"])),
-                )
+                self._pieces = [
+                    PieceTable.load(self.path / str(name), int(count))
+                    for name, count in self.meta["late"]["tables"]
+                ]
             return self._pieces
 
     def pieces_of(self, label: int) -> np.ndarray | None:

@@ -8,16 +8,16 @@ the answer did. Scored piece by piece, "What martial arts has John done?" finds 
 ##ing" near "martial" and "arts", where the pooled vector of a long turn about his week does
 not (docs/benchmarks.md has what this gains on LoCoMo).
 
-A generation keeps its intervals' piece vectors as the vectors are kept: a base table
-``late/`` (a label's rows from ``starts[i]`` to ``starts[i + 1]``), shared by hard link with the
-generations after it, and a small ``late-delta/`` of the intervals added since;
-an incremental sync rewrites only the delta, and folds it into a new base once it grows. An
-interval that died stays in the base until then (a search keeps to live intervals). A search
-scores every interval of the tenant exactly, with no approximate index: one matrix product
-of the query's pieces with the table's, block by block.
+A generation keeps its intervals' piece vectors in tables (a label's rows from ``starts[i]``
+to ``starts[i + 1]``): a base table ``late/`` and the tables of intervals added since, each
+shared by hard link with the generations after it. An incremental sync writes a table of its
+new intervals only, and merges tables as they pile up (kbmem.index.deltas.next_pieces). An
+interval that died stays in its table until that is merged (a search keeps to live
+intervals). A search scores every interval of the tenant exactly, with no approximate index:
+one matrix product of the query's pieces with the table's, block by block.
 
 Only the pieces of content words are kept (those a query's pieces are), each as int8 codes
-with a scale (docs/decisions/compact-late-interaction.md): about a quarter of the float16
+with a scale (docs/decisions/compact-late-interaction.md): about a third of the float16
 table's bytes."""
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from kbmem.index import embedder
 from kbmem.index.vectors import read_query
 
 LATE_FILE = "late"
-LATE_DELTA_FILE = "late-delta"
 TABLE_FILES = ("labels.npy", "starts.npy", "codes.npy", "scales.npy")
 # Pieces scored per block of a search: the block's codes are widened to float32 for the
 # product (24 MB at this size), never the whole table at once.

@@ -21,13 +21,13 @@ def late(gen: Generation, query: str, k: int, flt: dict[str, str], tenant: str) 
     if not len(wanted):
         return []
     view = gen.view()
-    base, delta = gen.pieces()
+    tables = gen.pieces()
     if allowed is None:
-        labels = np.concatenate([base.labels, delta.labels])
-        scores = np.concatenate([base.scores(wanted), delta.scores(wanted)])
-    else:  # (a label is in one table or the other: the other scores it 0)
+        labels = np.concatenate([table.labels for table in tables])
+        scores = np.concatenate([table.scores(wanted) for table in tables])
+    else:  # (a label is in one table only: the others score it 0)
         labels = np.sort(view.labels[allowed])
-        scores = base.scores(wanted, labels) + delta.scores(wanted, labels)
+        scores = np.sum([table.scores(wanted, labels) for table in tables], axis=0)
     docs = view.docs_of(labels)  # -1 for an interval that died since the base was made
     keep = (docs >= 0) & (scores > 0)
     return ranked(gen, docs[keep], scores[keep].astype(np.float64), k, "late", tenant)

@@ -1251,3 +1251,37 @@ def test_idle_tenants_indexes_are_released_and_reopened(
     del acme
     gc.collect()
     assert resident.open_count() == before - 1  # a dropped index is no longer counted
+
+
+def test_one_page_syncs_write_their_own_pieces_and_merge_tables_logarithmically(
+    empty_kb: KnowledgeBase, tmp_path: Path
+) -> None:
+    """Each sync writes a word-piece table of its new intervals only (the others are hard
+    links); tables merge when the newest is half the one before, dropping intervals that
+    died, so their count stays logarithmic; and the index answers as a full build does."""
+    kb = empty_kb
+    index = TenantIndex(kb, ACME)
+    ingest(kb, session(ACME, "s-crane", CRANE_TURNS))
+    assert index.sync().mode == "full"
+    for n in range(12):
+        if n == 5:  # a page whose intervals die while their pieces sit in a table
+            (removed,) = [p for p in kb.list_files(f"tenants/{ACME}/pages") if "s-one-2" in p]
+            kb.commit_files({removed: None}, "Remove one page")
+        turns = [(BUDGET_TURNS[n % len(BUDGET_TURNS)][0], f"Note {n}: the crane budget {n}.")]
+        ingest(kb, session(ACME, f"s-one-{n}", turns))
+        gen = index.current()
+        before = {name for name, _count in gen.meta["late"]["tables"]}
+        assert index.sync().mode == "incremental"
+        gen = index.current()
+        tables = gen.meta["late"]["tables"]
+        fresh = [name for name, _count in tables if name not in before]
+        assert len(fresh) == 1  # one table written: the new one, or a merge including it
+        assert len(tables) <= 2 + int(np.log2(n + 2)), tables
+        for name, _count in tables:
+            if name not in fresh:
+                assert all(f.stat().st_nlink > 1 for f in (gen.path / name).iterdir())
+    labels = np.concatenate([table.labels for table in index.current().pieces()])
+    assert len(labels) == len(set(labels.tolist()))
+    full = TenantIndex(follow(kb, tmp_path / "full"), ACME)
+    assert full.sync(full=True).mode == "full"
+    assert_same(snapshot(index), snapshot(full), "after 12 one-page syncs and a removal")
