@@ -96,41 +96,46 @@ def next_pieces(
     interval is rewritten a logarithmic number of times), and all folded into one new base
     once the tables after the base outgrow LATE_DELTA_MAX intervals or DELTA_SHARE of the
     base. Returns the meta's ``late`` fields."""
-    names = [str(name) for name, _count in gen.meta["late"]["tables"]]
-    tables = list(zip(names, gen.pieces(), strict=True))
+    # A table is read only to be merged: a sync that merges nothing reads no table, and no
+    # view of the whole index.
+    tables: list[tuple[str, int, PieceTable | None]] = [
+        (str(name), int(count), None) for name, count in gen.meta["late"]["tables"]
+    ]
     if pieces:
-        tables.append(("new", PieceTable.of(list(range(first, first + len(pieces))), pieces)))
-    view = gen.view()
+        new = PieceTable.of(list(range(first, first + len(pieces))), pieces)
+        tables.append(("", len(new), new))
 
-    def live(table: PieceTable) -> tuple[list[int], list[np.ndarray]]:
-        dead = (view.docs_of(table.labels) < 0) & (table.labels < first)
+    def live(name: str, count: int, table: PieceTable | None) -> tuple[list[int], list[np.ndarray]]:
+        if table is None:
+            table = PieceTable.load(gen.path / name, count)
+        dead = (gen.view().docs_of(table.labels) < 0) & (table.labels < first)
         dead |= np.isin(table.labels, dropped)
         return table.without(table.labels[dead])
 
-    def merged(parts: list[PieceTable]) -> PieceTable:
+    def merged(parts: list[tuple[str, int, PieceTable | None]]) -> tuple[str, int, PieceTable]:
         labels: list[int] = []
         rows: list[np.ndarray] = []
         for part in parts:
-            kept, kept_rows = live(part)
+            kept, kept_rows = live(*part)
             labels += kept
             rows += kept_rows
-        return PieceTable.of(labels, rows)
+        return "", len(labels), PieceTable.of(labels, rows)
 
-    base_size = len(tables[0][1]) if tables else 0
-    later = sum(len(table) for _name, table in tables[1:])
+    base_size = tables[0][1] if tables else 0
+    later = sum(count for _name, count, _table in tables[1:])
     if tables and later > max(LATE_DELTA_MAX, DELTA_SHARE * base_size):
-        tables = [("new", merged([table for _name, table in tables]))]
-    while len(tables) >= 3 and 2 * len(tables[-1][1]) >= len(tables[-2][1]):
-        tables[-2:] = [("new", merged([tables[-2][1], tables[-1][1]]))]
+        tables = [merged(tables)]
+    while len(tables) >= 3 and 2 * tables[-1][1] >= tables[-2][1]:
+        tables[-2:] = [merged(tables[-2:])]
     out: list[list[Any]] = []
-    for n, (name, table) in enumerate(tables):
-        if name == "new":
+    for n, (name, count, table) in enumerate(tables):
+        if table is not None:  # written by this sync
             name = LATE_FILE if n == 0 else f"{LATE_FILE}-{first}-{uuid.uuid4().hex[:8]}"
             table.save(path / name)
-        else:
+        elif count:
             (path / name).mkdir()
             for file in TABLE_FILES:
                 link(gen.path / name / file, path / name / file)
-        out.append([name, len(table)])
+        out.append([name, count])
     counts = [count for _name, count in out]
     return {"base": counts[0] if counts else 0, "delta": sum(counts[1:]), "tables": out}
