@@ -35,10 +35,14 @@ def embed(
 ) -> Embedded:
     """The vectors of intervals whose ``vector_texts`` are ``texts``, in order, how many
     each has, and the word-piece vectors of each one's whole text (its first; content words
-    only; progress is reported in intervals, from ``done`` of ``total``)."""
+    only; progress is reported in intervals, from ``done`` of ``total``). A text that comes
+    back ("Thanks!", a sentence quoted again) is embedded once."""
     counts = np.array([len(t) for t in texts], dtype=np.int64)
     flat = [t for ts in texts for t in ts]
     firsts = set((np.cumsum(counts) - counts).tolist())
+    wholes = {flat[n] for n in firsts}
+    known: dict[str, np.ndarray] = {}
+    known_pieces: dict[str, np.ndarray] = {}
     chunks = []
     pieces: list[np.ndarray] = []
     ends = np.cumsum(counts)
@@ -47,14 +51,15 @@ def embed(
         progress(done, total or len(counts))  # the total, before the first call's wait
     with embedder.bulk(len(flat)):
         for i in range(0, len(flat), step):
-            readings = read_texts(flat[i : i + step])
-            chunks.append(np.vstack([r.vector for r in readings]))
-            # Only content words' pieces: a query scores by its content words' pieces alone.
-            pieces += [
-                r.pieces[content_rows(r.names)]
-                for n, r in enumerate(readings, start=i)
-                if n in firsts
-            ]
+            part = flat[i : i + step]
+            fresh = [t for t in dict.fromkeys(part) if t not in known]
+            for text, reading in zip(fresh, read_texts(fresh), strict=True):
+                known[text] = reading.vector
+                if text in wholes:
+                    # Only content words' pieces: a query scores by its content words' alone.
+                    known_pieces[text] = reading.pieces[content_rows(reading.names)]
+            chunks.append(np.vstack([known[t] for t in part]))
+            pieces += [known_pieces[t] for n, t in enumerate(part, start=i) if n in firsts]
             if progress:
                 finished = int(np.searchsorted(ends, min(i + step, len(flat)), side="right"))
                 progress(done + finished, total or len(counts))
