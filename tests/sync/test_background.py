@@ -247,3 +247,35 @@ def test_a_write_first_joins_what_the_last_fetch_saw_ahead(replicas: Replicas) -
         parents = git(b.root, "log", "-1", "--format=%P").split()
         assert parents == [a.head()]
         assert b.blob_id(record("s-ahead")) is not None
+
+
+def test_mcp_lists_and_reads_the_sync_status_only_when_the_memory_syncs(
+    replicas: Replicas, empty_kb: KnowledgeBase
+) -> None:
+    import anyio
+    from mcp import Client
+
+    from kbmem.interfaces.mcp_sdk.stdio import build
+    from kbmem.interfaces.service import Memory
+
+    (a,) = replicas(1)
+
+    async def resources(kb: KnowledgeBase) -> tuple[list[str], dict[str, Any] | None]:
+        handlers = build(Memory(kb, "default"))
+        try:
+            async with Client(handlers.server) as client:
+                uris = [str(r.uri) for r in (await client.list_resources()).resources]
+                if "kbmem://status" not in uris:
+                    return uris, None
+                read = await client.read_resource("kbmem://status")
+                return uris, json.loads(read.contents[0].text)  # type: ignore[union-attr]
+        finally:
+            handlers.close()
+
+    uris, shown = anyio.run(resources, a)
+    assert uris[:2] == ["kbmem://MEMORY.md", "kbmem://status"]
+    assert shown is not None and shown["status"] == "ok"
+    assert shown["sync"]["configured"] and shown["sync"]["ahead"] == 0
+    assert shown["sync"]["last_sync"] and "url" not in shown["sync"]
+    uris, shown = anyio.run(resources, empty_kb)  # no remote: nothing new
+    assert "kbmem://status" not in uris and shown is None
