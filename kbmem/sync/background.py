@@ -260,7 +260,7 @@ class BackgroundSync:
         commits) with one sync waited for at most ``wait`` seconds, as a one-shot writer
         does; its status, or None when it was not running."""
         was_running = bool(self._threads)
-        self.stop()
+        self.stop(timeout=wait)  # a sync hanging on the network is not waited for longer
         return sync_after_write(self.kb, wait) if was_running else None
 
     def __enter__(self) -> BackgroundSync:
