@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from git.refs.symbolic import SymbolicReference
+
 from kbmem.errors import KbmemError
 from kbmem.store.repository import KnowledgeBase
 from kbmem.sync.engine import (
@@ -39,7 +41,6 @@ from kbmem.sync.engine import (
     read_state,
     remote_of,
     sync,
-    tracking_commit,
 )
 
 log = logging.getLogger("kbmem")
@@ -280,7 +281,8 @@ class BackgroundSync:
                 return None
             self.last_error = None
             self.syncs += 1
-            self._joined = None  # the fetch moved the tracking ref; before_write looks again
+            if self._remote is not None:
+                self._joined = self._tracking(self._remote)  # what this sync joined
             if self.last_result.moved_in:
                 self._pulled.set()
             return self.last_result
@@ -293,9 +295,9 @@ class BackgroundSync:
             return
         try:
             remote = self._remote or remote_of(self.kb)
-            theirs = tracking_commit(self.kb, remote)
+            theirs = self._tracking(remote)
             if theirs is None or theirs == self._joined:
-                return
+                return  # the common case, one file read: nothing new was fetched
             result = integrate_fetched(self.kb, remote)
             self._joined = theirs
             if result.moved_in:
@@ -308,6 +310,15 @@ class BackgroundSync:
 
     def status(self) -> SyncStatus:
         return sync_status(self.kb)
+
+    def _tracking(self, remote: Remote) -> str | None:
+        """The remote-tracking commit, read from the ref files as HEAD is (no git process:
+        this runs before every write)."""
+        ref = f"refs/remotes/{remote.name}/{remote.branch}"
+        try:
+            return str(SymbolicReference.dereference_recursive(self.kb.repo, ref))
+        except (ValueError, OSError):
+            return None  # never fetched
 
     def _run(self) -> None:
         seen = self.kb.head()
