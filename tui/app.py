@@ -5,6 +5,7 @@ command palette, help; slow work (embedding model, index, chat, git) in workers.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import threading
@@ -23,6 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from kbmem.errors import Cancelled, KbmemError
 from kbmem.store.repository import KnowledgeBase
+from kbmem.sync.background import BackgroundSync, sync_active, sync_status
 
 from .chat_events import FAILURE_TITLES, RepeatFilter, screens_of, show_chat_event
 from .chat_service import ChatService
@@ -40,6 +42,11 @@ from .widgets.status_bar import Status
 from .workspace import Workspace
 
 log = logging.getLogger(__name__)
+
+# How often the status bar reads the remote sync's state (local reads only; no network).
+SYNC_STATUS_S = 2.0
+# How long quitting waits to send the last commits to the remote (then they go next time).
+SYNC_ON_QUIT_S = 5.0
 
 Marker = Callable[[str], None]
 
@@ -119,6 +126,8 @@ class KbmemApp(App[None]):
         self.quitting = threading.Event()
         self.index_sync = IndexSync(self)
         self.shutdown = Shutdown(self)
+        # Syncs with the git remote while the app runs (None: no remote, or sync off).
+        self.remote_sync: BackgroundSync | None = None
         embedder = "loading" if background else "not loaded"
         self.set_reactive(KbmemApp.status, Status.of(self.workspace, embedder))
 
@@ -177,6 +186,7 @@ class KbmemApp(App[None]):
         if self.background:
             # After the first paint: heavy imports in threads still compete for the GIL.
             self.call_after_refresh(self.start_background)
+        self.start_remote_sync()
 
     def start_background(self) -> None:
         self.index_sync.preload_embedder()
@@ -236,6 +246,36 @@ class KbmemApp(App[None]):
     def _index_sync_finished(self, message: IndexSync.Finished) -> None:
         self.set_status(syncing=False, sync_progress="", index_commit=message.commit)
         self.index_progress = None
+
+    # -- the git remote ---------------------------------------------------------------------
+
+    @work(thread=True, exit_on_error=False, group="remote-sync", exclusive=True)
+    def start_remote_sync(self) -> None:
+        """Sync with the git remote in the background while the app runs (commits that
+        arrive are indexed as local ones are), its summary in the status bar; nothing at all
+        when sync is off or git knows no remote."""
+        kb = self.workspace.kb
+        if self.quitting.is_set() or not sync_active(kb):
+            return
+        self.remote_sync = BackgroundSync(
+            kb, on_pull=lambda: self.call_from_thread(self.sync_index)
+        ).start()
+        self.call_from_thread(self.set_interval, SYNC_STATUS_S, self.refresh_remote_status)
+        self.call_from_thread(self.refresh_remote_status)
+
+    @work(thread=True, exit_on_error=False, group="remote-status", exclusive=True)
+    def refresh_remote_status(self) -> None:
+        try:
+            summary = sync_status(self.workspace.kb).summary()
+        except KbmemError as exc:
+            summary = f"sync failed: {exc}"
+        self.call_from_thread(self.set_status, remote_sync=summary)
+
+    async def finish_remote_sync(self) -> None:
+        """Stop syncing, sending the last commits (a bounded wait; they go next time)."""
+        if self.remote_sync is not None:
+            syncing, self.remote_sync = self.remote_sync, None
+            await asyncio.to_thread(syncing.finish, SYNC_ON_QUIT_S)
 
     # -- chat-wide events -------------------------------------------------------------------
 
@@ -338,6 +378,7 @@ class KbmemApp(App[None]):
 
     async def on_unmount(self) -> None:
         await self.shutdown.close_chat()
+        await self.finish_remote_sync()
 
 
 def run_app(kb: KnowledgeBase, tenant: str, model: str | None = None) -> None:

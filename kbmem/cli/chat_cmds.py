@@ -6,13 +6,19 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kbmem.cli import Commands
+from kbmem.cli.sync_cmds import finish_background_sync, start_background_sync
 from kbmem.errors import KbmemError, ValidationError
 from kbmem.interfaces.service import turn_reply_dict, turn_summary_dict
 from kbmem.textutil import SURROGATE, MarkdownTextStream, PrintableStream, json_text, printable
+
+if TYPE_CHECKING:
+    from kbmem.agent.events import AgentEvent
+    from kbmem.agent.session import ChatSession
 
 
 def register(sub: Commands) -> None:
@@ -91,7 +97,7 @@ def _log_to_file(path: Path) -> None:
 
 def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
     from kbmem.agent.batch import turn_span
-    from kbmem.agent.events import AgentEvent, BatchCommitted, Notice, ReplyDelta
+    from kbmem.agent.events import BatchCommitted, Notice, ReplyDelta
     from kbmem.agent.session import ChatSession
 
     streaming = not args.json
@@ -117,6 +123,20 @@ def _chat_lines(ctx: Any, args: argparse.Namespace) -> int:
         sys.stdin.reconfigure(errors="surrogateescape")
     chat = ChatSession(ctx.kb, ctx.tenant, args.model, args.chat_id, on_event=on_event)
     print(f"kbmem: chat {chat.chat_id} ({chat.agent_name} agent)", file=sys.stderr)
+    syncing = start_background_sync(ctx.kb)  # None: no remote, or sync off
+    try:
+        return _chat_loop(chat, args, answer, on_event)
+    finally:
+        finish_background_sync(syncing)
+
+
+def _chat_loop(
+    chat: ChatSession,
+    args: argparse.Namespace,
+    answer: MarkdownTextStream,
+    on_event: Callable[[AgentEvent], None],
+) -> int:
+    """Answer stdin's lines one by one, committing the chat at the end (or at Ctrl-C)."""
     try:
         for number, line in enumerate(sys.stdin, start=1):
             message = line.strip()

@@ -11,6 +11,7 @@ from typing import Any
 
 from kbmem.cli import Commands
 from kbmem.cli.progress import Progress
+from kbmem.cli.sync_cmds import sync_after_commits
 from kbmem.errors import ValidationError
 from kbmem.interfaces.service import commit_dict, ingest_result_dict
 from kbmem.memorize.memo import memo_engine
@@ -97,6 +98,7 @@ def cmd_ingest(ctx: Any, args: argparse.Namespace) -> int:
     for session in sessions:
         check_session_size(kb, session)
     counts: dict[str, int] = {}
+    head_before = kb.head()
     with Progress("ingest", "session", len(sessions)) as bar:
         for session in sessions:
             result = ingest_session(kb, session, engine)
@@ -121,6 +123,7 @@ def cmd_ingest(ctx: Any, args: argparse.Namespace) -> int:
     if not args.json:
         summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
         print(f"{len(sessions)} session(s): {summary}")
+    sync_after_commits(kb, head_before)  # when sync is on; never fails the ingest
     return 0
 
 

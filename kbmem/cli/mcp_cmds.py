@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from kbmem.cli import Commands
+from kbmem.cli.sync_cmds import finish_background_sync, start_background_sync
 
 
 def register(sub: Commands) -> None:
@@ -29,4 +30,8 @@ def cmd_mcp(ctx: Any, args: argparse.Namespace) -> int:
     # Opened before serving, so that a missing knowledge base or a bad tenant is a plain
     # error on stderr and an exit code, which is what a client shows when a server fails.
     memory = Memory(ctx.kb, ctx.tenant, model=args.model)
-    return serve_stdio(memory)
+    syncing = start_background_sync(ctx.kb)  # None: no remote, or sync off
+    try:
+        return serve_stdio(memory)
+    finally:
+        finish_background_sync(syncing)

@@ -13,6 +13,7 @@ from errno import EADDRNOTAVAIL
 from typing import Any
 
 from kbmem.cli import Commands
+from kbmem.cli.sync_cmds import finish_background_sync, start_background_sync
 from kbmem.errors import ValidationError
 from kbmem.textutil import json_text, printable
 
@@ -85,6 +86,7 @@ def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
     print(f"kbmem: MEMORY_GAM_ENABLED is {state}: the /memory/* routes", file=sys.stderr)
     if configure_tracing():
         print("kbmem: sending traces to the OTEL_* exporter", file=sys.stderr, flush=True)
+    syncing = start_background_sync(kb)  # None: no remote, or sync off
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -92,6 +94,7 @@ def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
     finally:
         print("kbmem: stopping; committing open chats", file=sys.stderr)
         server.server_close()
+        finish_background_sync(syncing)
     return 0
 
 

@@ -1,12 +1,20 @@
-"""Sync commands: remote add, remote show, sync."""
+"""Sync commands (remote add, remote show, sync) and the sync every writer runs: in the
+background beside ``serve``, ``mcp`` and ``chat``, once after a one-shot writer's commits."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from kbmem.cli import Commands
+from kbmem.errors import ValidationError
+from kbmem.store.repository import KnowledgeBase
 from kbmem.textutil import json_text, printable
+
+if TYPE_CHECKING:
+    from kbmem.sync.background import BackgroundSync, SyncStatus
 
 
 def register(sub: Commands) -> None:
@@ -90,3 +98,73 @@ def cmd_sync(ctx: Any, args: argparse.Namespace) -> int:
         lines.append(f"rescued local commits that could not be joined under {ref}")
     print(printable("\n".join(lines)))
     return 0
+
+
+# -- syncing beside a writer ------------------------------------------------------------------
+
+
+def start_background_sync(
+    kb: KnowledgeBase, on_pull: Callable[[], None] | None = None
+) -> BackgroundSync | None:
+    """Start syncing ``kb`` in the background beside a long-running writer (``serve``,
+    ``mcp``, ``chat --no-tui``), saying so on stderr; ``on_pull`` (default: bring the indexes
+    this machine has built up to HEAD) follows commits that arrive. None, with nothing
+    started, when sync is off or git knows no remote."""
+    from kbmem.sync.background import BackgroundSync
+
+    worker = BackgroundSync(kb, on_pull=on_pull or (lambda: catch_up_indexes(kb)))
+    if not worker.active():
+        return None
+    worker.start()
+    status = worker.status()
+    print(
+        printable(
+            f"kbmem: syncing with {status.remote} ({status.url}, branch {status.branch}) "
+            f"every {worker.interval:g} s and after commits"
+        ),
+        file=sys.stderr,
+        flush=True,
+    )
+    return worker
+
+
+def finish_background_sync(worker: BackgroundSync | None) -> None:
+    """Stop ``worker`` and send the last commits (bounded wait); say so when they stay here."""
+    if worker is not None:
+        report_after_write(worker.finish())
+
+
+def sync_after_commits(kb: KnowledgeBase, head_before: str | None) -> None:
+    """A one-shot writer's sync: when its commits moved HEAD past ``head_before`` and sync is
+    on, one sync, waited for a bounded time; a remote that cannot be reached leaves the
+    commits here (said on stderr), and the command still succeeds."""
+    from kbmem.sync.background import sync_after_write
+
+    if kb.head() != head_before:
+        report_after_write(sync_after_write(kb))
+
+
+def report_after_write(status: SyncStatus | None) -> None:
+    if status is not None and status.last_error:
+        print(
+            printable(
+                f"kbmem: sync: {status.last_error}; the commits are kept here "
+                f"({status.ahead or 0} ahead of {status.remote}) and go with the next sync"
+            ),
+            file=sys.stderr,
+        )
+
+
+def catch_up_indexes(kb: KnowledgeBase) -> None:
+    """Bring every tenant index this machine has built up to HEAD, as a search would first:
+    commits a sync pulled in are then searchable at once."""
+    from kbmem.index.tenant import TenantIndex
+
+    root = kb.state_dir / "index"
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        if not (folder / "CURRENT").is_file():
+            continue
+        try:
+            TenantIndex(kb, folder.name).sync()
+        except ValidationError:
+            continue  # not a tenant's folder

@@ -65,6 +65,7 @@ from kbmem.interfaces.service import (
     check_text,
     close_idle_chats_until,
     field_named,
+    health,
     kbmem_version,
     recover_chats,
 )
@@ -510,7 +511,7 @@ class Handler(BaseHTTPRequestHandler):
     # Each takes the ids its path pattern matched (see ROUTES) and the query string.
 
     def health(self, memory: None, ids: list[str], query: dict[str, list[str]]) -> Any:
-        return 200, {"status": "ok", "version": kbmem_version()}
+        return 200, health(self.server.kb)
 
     def pages(self, memory: Memory, ids: list[str], query: dict[str, list[str]]) -> Any:
         _known(query, "at", "limit", "offset")

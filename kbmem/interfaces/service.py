@@ -70,6 +70,7 @@ __all__ = [
     "close_idle_chats_until",
     "commit_dict",
     "field_named",
+    "health",
     "hit_dict",
     "ingest_result_dict",
     "kbmem_version",
@@ -308,6 +309,16 @@ class Memory(Chats):
         check_session_size(self.kb, parsed)
         result = ingest_session(self.kb, parsed, memo_engine(self.kb.settings, self.model))
         return ingest_result_dict(result)
+
+
+def health(kb: KnowledgeBase) -> dict[str, Any]:
+    """What a health probe answers (``GET /v1/health``, no token): liveness, the version, and
+    ``sync``: this replica's sync with its git remote (ahead/behind as of the last fetch, the
+    last sync, the last error, conflict and rescue counts; see docs/sync.md). A load balancer
+    reads it to take a replica that stopped syncing out of rotation."""
+    from kbmem.sync.background import sync_status
+
+    return {"status": "ok", "version": kbmem_version(), "sync": sync_status(kb).health()}
 
 
 def _check_turn_fields(session: Any) -> None:

@@ -16,7 +16,7 @@ import logging
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -76,6 +76,10 @@ class WriteTransactions:
         self._thread_lock = threading.RLock()
         self._flush_pool: ThreadPoolExecutor | None = None
         self._write_journal = WriteJournal(self.state_dir)
+        # Run as a write begins, before its lock is taken and never inside a write of this
+        # process (whose writer has read what it writes from): a sync in the background joins
+        # a remote known to be ahead first (kbmem.sync.background). They must not raise.
+        self.before_write: list[Callable[[], None]] = []
 
     # -- the write lock ---------------------------------------------------------------------
 
@@ -100,6 +104,9 @@ class WriteTransactions:
     def write_lock(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the knowledge base's single-writer lock (re-entrant within a process)."""
         timeout = float(self.settings.data["git"]["lock_timeout_s"] if timeout is None else timeout)
+        if self._lock_depth == 0:
+            for hook in list(self.before_write):
+                hook()
         with self._thread_lock:
             if self._lock_depth == 0:
                 held = self._take_write_lock(timeout)

@@ -385,33 +385,12 @@ def _sync(kb: KnowledgeBase, remote: Remote, result: SyncResult) -> None:
             return
         if ours == theirs:
             break
-        if theirs is not None and (ours is None or _is_ancestor(kb, ours, theirs)):
-            if not _move_head(kb, ours, theirs, f"sync: fast-forward to {remote.name}"):
-                continue
-            result.action = "fast-forward" if result.action == "up-to-date" else result.action
+        joined = _join(kb, remote, ours, theirs, result)
+        if joined is None:
+            continue  # a local commit landed meanwhile: the round again
+        ours, to_push = joined
+        if not to_push:
             break
-        assert ours is not None
-        if theirs is not None and not _is_ancestor(kb, theirs, ours):
-            try:
-                merged, plan = _merge_commit(kb, ours, theirs, remote)
-            except Unmergeable as exc:
-                ref = _rescue(kb, ours)
-                log.warning("sync: %s; local commits kept under %s", exc, ref)
-                result.rescued.append(ref)
-                if _move_head(kb, ours, theirs, f"sync: take {remote.name}, rescue {ref}"):
-                    result.action = "rescued"
-                    break
-                continue
-            if not _move_head(kb, ours, merged, f"sync: join {remote.name}/{remote.branch}"):
-                continue
-            result.action = "merged"
-            result.sessions += [
-                {"tenant": s.tenant, "session": s.session_id, "kept": s.winner, "why": s.reason}
-                for s in plan.sessions
-            ]
-            result.conflicts += plan.conflicts
-            result.kept_edits += plan.kept_edits
-            ours = merged
         if _push(kb, remote, ours):
             result.pushed = True
             if result.action == "up-to-date":
@@ -425,6 +404,68 @@ def _sync(kb: KnowledgeBase, remote: Remote, result: SyncResult) -> None:
     result.head = kb.head()
     result.moved_in = moved_between(kb, first_ours, result.head)
     result.moved_out = moved_between(kb, first_theirs, result.head) if result.pushed else Moved()
+
+
+def _join(
+    kb: KnowledgeBase, remote: Remote, ours: str | None, theirs: str | None, result: SyncResult
+) -> tuple[str, bool] | None:
+    """Bring ``theirs`` into HEAD (``ours``): a fast-forward, a merge by the rules, or a
+    rescue. The new HEAD and whether it holds commits the remote has not; None, with nothing
+    done, when a local commit moved HEAD meanwhile."""
+    if theirs is not None and (ours is None or _is_ancestor(kb, ours, theirs)):
+        if not _move_head(kb, ours, theirs, f"sync: fast-forward to {remote.name}"):
+            return None
+        result.action = "fast-forward" if result.action == "up-to-date" else result.action
+        return theirs, False
+    assert ours is not None
+    if theirs is None or _is_ancestor(kb, theirs, ours):
+        return ours, True
+    try:
+        merged, plan = _merge_commit(kb, ours, theirs, remote)
+    except Unmergeable as exc:
+        ref = _rescue(kb, ours)
+        log.warning("sync: %s; local commits kept under %s", exc, ref)
+        result.rescued.append(ref)
+        if not _move_head(kb, ours, theirs, f"sync: take {remote.name}, rescue {ref}"):
+            return None
+        result.action = "rescued"
+        return theirs, False
+    if not _move_head(kb, ours, merged, f"sync: join {remote.name}/{remote.branch}"):
+        return None
+    result.action = "merged"
+    result.sessions += [
+        {"tenant": s.tenant, "session": s.session_id, "kept": s.winner, "why": s.reason}
+        for s in plan.sessions
+    ]
+    result.conflicts += plan.conflicts
+    result.kept_edits += plan.kept_edits
+    return merged, True
+
+
+def integrate_fetched(kb: KnowledgeBase, remote: Remote | None = None) -> SyncResult:
+    """Join what the last fetch brought (the remote-tracking ref) into HEAD, with no network:
+    what a writer does before it writes when the remote is known to be ahead, so that its
+    commit lands on the newest memory. The push waits for the next sync."""
+    started = time.perf_counter()
+    remote = remote or remote_of(kb)
+    result = SyncResult(remote.name, remote.branch)
+    first_ours = kb.head()
+    theirs = tracking_commit(kb, remote)
+    for _attempt in range(3):
+        ours = kb.head()
+        if theirs is None or ours == theirs or (ours and _is_ancestor(kb, theirs, ours)):
+            break
+        if _join(kb, remote, ours, theirs, result) is not None:
+            break
+    result.head = kb.head()
+    result.moved_in = moved_between(kb, first_ours, result.head)
+    result.seconds = round(time.perf_counter() - started, 3)
+    return result
+
+
+def tracking_commit(kb: KnowledgeBase, remote: Remote) -> str | None:
+    """The commit the last fetch saw on the remote (``refs/remotes/<remote>/<branch>``)."""
+    return _rev(kb, f"refs/remotes/{remote.name}/{remote.branch}")
 
 
 # -- the state file (shared by every process of this knowledge base) ------------------------

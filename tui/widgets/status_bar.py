@@ -1,5 +1,6 @@
 """The status bar: knowledge base, tenant, engine and model, the commit the index reflects
-(and whether it is syncing), the embedding model, and turns pending until the batch commit."""
+(and whether it is syncing), the embedding model, turns pending until the batch commit, and,
+when the memory syncs with a git remote, that sync's summary (nothing otherwise)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ class Status:
     pending_turns: int = 0
     batch_turns: int = 5
     busy: str = ""  # what a long-running job is doing, e.g. "researching…"
+    # The git remote's sync, "sync ↑0 ↓2 · 12 s ago" ("": no remote, nothing shown).
+    remote_sync: str = ""
 
     @classmethod
     def of(cls, workspace: Workspace, embedder: str) -> Status:
@@ -53,7 +56,7 @@ KB = 4  # the knowledge base's name goes: the person who opened it knows it
 ENGINE = 5  # the model alone, which says the llm engine
 INDEX = 6  # the index only while it is syncing or not built, as "syncing 120/253"
 TENANT = 7  # the tenant goes
-MODEL = 8  # the engine and its model go
+MODEL = 8  # the engine and its model go, and the remote sync's summary
 FAILED = 9  # "embedder failed" goes (a toast said so)
 SYNCING = 10  # the index goes altogether
 LEVELS = SYNCING
@@ -110,6 +113,10 @@ def _status_text(status: Status, level: int) -> Text:
         "ready": ("embedder ready" if labelled else "", "green"),
         "failed": ("" if level >= FAILED else "embedder failed", "bold red"),
     }.get(status.embedder, ("" if level >= LOADING else f"embedder {status.embedder}", "dim"))
+    remote: list[tuple[str, str]] = []
+    if status.remote_sync and level < MODEL:
+        troubled = any(w in status.remote_sync for w in ("offline", "failed", "conflict"))
+        remote = [(status.remote_sync, "yellow" if troubled else "")]
     pending = f"pending {status.pending_turns}/{status.batch_turns}"
     kb = [("KB ", "dim"), (status.kb, "bold")] if labelled else [(status.kb, "bold")]
     tenant = (
@@ -121,6 +128,7 @@ def _status_text(status: Status, level: int) -> Text:
         [] if level >= MODEL else [(engine, "")],
         [index] if index[0] else [],
         [embedder] if embedder[0] else [],
+        remote,
         [(f"turns {pending}" if labelled else pending, "")],
         [(status.busy, "bold magenta")] if status.busy else [],
     ]

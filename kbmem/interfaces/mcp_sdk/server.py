@@ -43,8 +43,9 @@ from mcp.shared.exceptions import MCPError
 
 from kbmem.errors import Cancelled, KbmemError, NotFound, PageFormatError, ValidationError
 from kbmem.interfaces.mcp_sdk import models as m
-from kbmem.interfaces.service import Memory, check_text, kbmem_version
+from kbmem.interfaces.service import Memory, check_text, health, kbmem_version
 from kbmem.store.pagestore import tenant_prefix
+from kbmem.sync.background import sync_active
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,15 @@ READY_WAIT = 20.0
 PROGRESS_EVERY = 0.5  # seconds between progress notifications while waiting
 RESOURCE_PAGE = 100  # resources per resources/list page
 RESOURCE_NOT_FOUND = -32002  # the spec's code for resources/read of an unknown resource
+# Listed only when the memory syncs with a git remote (docs/sync.md).
+STATUS_RESOURCE = types.Resource(
+    uri="kbmem://status",
+    name="status",
+    title="Sync health",
+    description="This memory's sync with its git remote: ahead/behind, last sync, last error, "
+    "conflicts (JSON, as the HTTP API's health).",
+    mime_type="application/json",
+)
 
 MemoryFor = Callable[[ServerRequestContext[Any, Any]], Memory]
 
@@ -546,6 +556,8 @@ class KbmemMcp:
                     mime_type="text/markdown",
                 )
             )
+        if offset == 0 and await anyio.to_thread.run_sync(lambda: sync_active(memory.kb)):
+            resources.append(STATUS_RESOURCE)
         for page in listed["pages"]:
             resources.append(
                 types.Resource(
@@ -598,6 +610,15 @@ class KbmemMcp:
         memory = self.memory_for(ctx)
         uri = str(params.uri)
         kind, page_id, at = parse_uri(uri)
+        if kind == "status":
+            status = await anyio.to_thread.run_sync(lambda: health(memory.kb))
+            return types.ReadResourceResult(
+                contents=[
+                    types.TextResourceContents(
+                        uri=uri, mime_type="application/json", text=json.dumps(status, indent=1)
+                    )
+                ]
+            )
         try:
             if kind == "memory":
                 text = await anyio.to_thread.run_sync(lambda: read_memory_index(memory, at))
@@ -659,10 +680,13 @@ def page_uri(page_id: str) -> str:
 
 
 def parse_uri(uri: str) -> tuple[str, str, str | None]:
-    """``(kind, page id, at)`` of a kbmem resource URI: kind ``page`` or ``memory``."""
+    """``(kind, page id, at)`` of a kbmem resource URI: kind ``page``, ``memory`` or
+    ``status``."""
     parts = urlsplit(uri)
     query = parse_qs(parts.query)
     at = query.get("at", [None])[0]
+    if parts.scheme == "kbmem" and parts.netloc == "status" and parts.path in ("", "/"):
+        return "status", "", None
     if parts.scheme == "kbmem" and parts.netloc == "MEMORY.md" and parts.path in ("", "/"):
         return "memory", "", at
     if parts.scheme == "kbmem" and parts.netloc == "pages" and len(parts.path) > 1:
