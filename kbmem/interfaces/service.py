@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kbmem.errors import PageFormatError, ValidationError
+from kbmem.errors import NotFound, PageFormatError, ValidationError
 from kbmem.ids import check_tenant
 from kbmem.interfaces.args import (
     COMMIT_ID,
@@ -132,7 +132,7 @@ class Memory(Chats):
         header cannot be read is listed with the ``problem``, as a damaged turn is."""
         rev = rev_arg(at)
         limit, offset = window_args(limit, offset)
-        commit = self.kb.resolve(rev) if self.kb.head() else None
+        commit = self._tenant_commit(rev)
         files = sorted(self.store.files(commit).items()) if commit else []
         listed = window(files, "pages", limit, offset)
         listed["pages"] = (
@@ -144,6 +144,11 @@ class Memory(Chats):
             else []
         )
         return {**listed, "commit": commit}
+
+    def _tenant_commit(self, rev: str) -> str | None:
+        """``rev`` among the tenant's own commits (KnowledgeBase.resolve_in): another
+        tenant's commit is as unknown as one that does not exist."""
+        return self.kb.resolve_in(rev, tenant_prefix(self.tenant))
 
     def _page_entry(self, page_id: str, path: str, blob: str, commit: str) -> dict[str, Any]:
         """One page of a list: its id, title, date, session and memo, or the problem that
@@ -172,9 +177,14 @@ class Memory(Chats):
             raise ValidationError("must be true or false", "raw")
         page_id = text_arg(page_id, "page_id")
         with field_named("page_id", "pageId"):
-            stored = self.store.read_stored(page_id, rev_arg(at))
+            commit = self._tenant_commit(rev_arg(at))
+            if commit is None:
+                raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r}")
+            stored = self.store.read_stored(page_id, commit)
             if stored.error is not None and not raw:
-                raise stored.error
+                # The error names the file the core read (tenant:page); the caller named the
+                # page as page_id.
+                raise PageFormatError(stored.error.problem, "page_id") from stored.error
         if stored.record is None:  # its header broken, and asked for as stored
             problem = stored.error.problem if stored.error is not None else None
             return page_dict(page_id, stored, None, problem)
@@ -194,7 +204,7 @@ class Memory(Chats):
             if not isinstance(before, str) or not COMMIT_ID.fullmatch(before):
                 raise ValidationError("must be a commit id from this history", "before")
             with field_named("before", "rev"):
-                cursor = self.kb.resolve(before)
+                cursor = self._tenant_commit(before)
         if page_id is None:
             # The tenant's own history only: commit subjects name sessions and notes. One
             # commit more than asked tells whether there are more.
