@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from kbmem.config import HARD_CAPS
 from kbmem.errors import NotFound, PageFormatError, ValidationError
 from kbmem.ids import check_tenant
 from kbmem.interfaces.args import (
@@ -247,7 +248,10 @@ class Memory(Chats):
             raise ValidationError(f"must be one of {', '.join(SEARCH_TOOLS)}", "tool")
         k = int_arg(10 if k is None else k, "k", 1, 100)
         hits = self.toolkit.search(query, tool, k)
-        return {"query": query, "tool": tool, "hits": [hit_dict(h) for h in hits]}
+        # Which commit the hits come from, and how far behind HEAD that is (never a silent
+        # stale answer).
+        index = self.toolkit.index.status().as_dict()
+        return {"query": query, "tool": tool, "hits": [hit_dict(h) for h in hits], "index": index}
 
     def research_call(
         self,
@@ -257,6 +261,7 @@ class Memory(Chats):
         depth: Any = None,
         max_tokens: Any = None,
         engine: Any = None,
+        time_budget_s: Any = None,
     ) -> Callable[[Callable[[Any], None] | None], Any]:
         """Check a research request whole and return the call that runs it (given a trace
         sink, it returns the ``BriefingContext``): a caller that streams the trace can refuse
@@ -270,6 +275,7 @@ class Memory(Chats):
             "max_depth": int_arg(depth, "depth", 0, 5),
             "max_tokens": int_arg(max_tokens, "max_tokens", 50, 20_000),
         }
+        seconds = _seconds_arg(time_budget_s, "time_budget_s")
         if engine is None:
             engine = self.kb.settings.section("research")["engine"]
         if engine not in ENGINES:
@@ -284,7 +290,9 @@ class Memory(Chats):
                     from kbmem.research.llm_engine import make_llm_engine
 
                     researcher.engine = make_llm_engine(self.kb.settings, self.model)(researcher)
-                return researcher.research(request, on_event=on_event, **limits)
+                return researcher.research(
+                    request, on_event=on_event, time_budget_s=seconds, **limits
+                )
             finally:
                 researcher.close()
 
@@ -318,6 +326,16 @@ class Memory(Chats):
         check_session_size(self.kb, parsed)
         result = ingest_session(self.kb, parsed, memo_engine(self.kb.settings, self.model))
         return ingest_result_dict(result)
+
+
+def _seconds_arg(value: Any, field: str) -> float | None:
+    """A request's time budget: None (the setting), or seconds within the hard cap."""
+    if value is None:
+        return None
+    cap = HARD_CAPS["time_budget_s"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= cap:
+        raise ValidationError(f"must be a number of seconds, more than 0 and at most {cap}", field)
+    return float(value)
 
 
 def _check_turn_fields(session: Any) -> None:
