@@ -241,6 +241,13 @@ class Memory(Chats):
                 self._toolkit = Toolkit(self.kb, self.tenant)
             return self._toolkit
 
+    def index_status(self) -> dict[str, Any]:
+        """How fresh the tenant's index is (``index`` of a search result) and ``summary``, a
+        few words for a status bar ("index: 3 behind · 1,200/20,000"). Reads only: it never
+        starts a sync."""
+        status = self.toolkit.index.status()
+        return {**status.as_dict(), "summary": status.short(), "notice": status.notice()}
+
     def search(self, query: Any, tool: Any = "hybrid", k: Any = 10) -> dict[str, Any]:
         query = request_text(query, "query")
         tool = "hybrid" if tool is None else tool

@@ -57,6 +57,7 @@ def test_search_results_carry_the_index_they_come_from(example_kb: KnowledgeBase
             "pending_commits": 0,
             "indexing": None,
         }
+        assert memory.index_status()["summary"] == "index: up to date"
     finally:
         memory.close()
 
