@@ -11,6 +11,7 @@ import pytest
 from kbmem.config import load_settings
 from kbmem.errors import ValidationError
 from kbmem.interfaces.service import Memory
+from kbmem.research.offline import READ_CHARS
 from kbmem.research.researcher import Researcher
 from kbmem.store.repository import KnowledgeBase
 
@@ -92,3 +93,26 @@ def test_a_time_budget_out_of_bounds_is_refused_naming_it(
         assert caught.value.field == "time_budget_s"
     finally:
         memory.close()
+
+
+def test_one_huge_turn_does_not_make_every_request_read_it_whole(
+    example_kb: KnowledgeBase,
+) -> None:
+    """A pasted 2 MB paragraph: a request that finds it reads its first READ_CHARS only (the
+    offline engine analyses what it reads on every request), and still reports from it."""
+    words = "the mast needs paint and new cables before the zeppelin season starts".split()
+    body = " ".join(words[n % len(words)] for n in range(2_000_000 // 6))
+    text = f"---\ntitle: Huge\n---\nZeppelin plans. {body}\n"
+    example_kb.commit_files({"tenants/default/notes/huge.md": text.encode()}, "A huge note")
+    researcher = Researcher(example_kb, "default")
+    try:
+        hits = researcher.toolkit.bm25("zeppelin cables paint", 3)
+        huge = next(h for h in hits if h.page_id == "notes/huge.md")
+        said = researcher.offline.said(huge)
+        assert len(said) <= READ_CHARS + 2 and said.startswith("Zeppelin plans. the mast")
+        assert said.endswith(" …")
+        briefing = researcher.research("When do the zeppelin cables get paint?")
+        assert "(notes/huge.md)" in briefing.executive_summary
+        assert any("paint" in fact for fact in briefing.key_facts), briefing.key_facts
+    finally:
+        researcher.close()
