@@ -33,7 +33,14 @@ DEFAULTS: dict[str, Any] = {
         "max_reflection_depth": 2,
         "max_output_tokens": 1500,
         "k": 10,
+        # Seconds one research may take before it answers with what it has (a request may ask
+        # for less, or for more up to HARD_CAPS).
+        "time_budget_s": 60,
     },
+    # How long a request waits for the index to catch up with HEAD before it answers from the
+    # older index with a notice (stale), or, with no index at all, fails saying how far the
+    # first build has got (first); see docs/architecture.md, "Index freshness".
+    "index": {"stale_wait_s": 10, "first_wait_s": 120},
     "chat": {"batch_turns": 5},
     "llm": {
         "model": None,
@@ -52,7 +59,7 @@ DEFAULTS: dict[str, Any] = {
 # A remote or branch name kbmem passes to git: never an option, a path or a refspec.
 _GIT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
-HARD_CAPS = {"max_pages": 32, "max_reflection_depth": 5}
+HARD_CAPS = {"max_pages": 32, "max_reflection_depth": 5, "time_budget_s": 600}
 
 
 def _merge(base: dict[str, Any], extra: Mapping[str, Any], where: str) -> None:
@@ -144,6 +151,9 @@ def _validate(settings: Settings) -> None:
     d = settings.data
     _seconds(d, "git", "lock_timeout_s", zero=True)  # 0: never wait for another writer
     _seconds(d, "llm", "timeout_s", zero=False)
+    _seconds(d, "research", "time_budget_s", zero=False)
+    _seconds(d, "index", "stale_wait_s", zero=True)  # 0: never wait, answer at once
+    _seconds(d, "index", "first_wait_s", zero=True)
     for section, key in [
         ("memorizer", "page_tokens"),
         ("memorizer", "memo_sentences"),

@@ -18,6 +18,17 @@ ROOT = Path(__file__).resolve().parent.parent
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def synced_answers() -> Iterator[None]:
+    """Requests wait for the index to reach HEAD, however long the sync: most tests check what
+    an answer holds right after a write, not the notice an answer from an older index carries
+    (tests/index/test_freshness.py sets short waits on its own knowledge bases)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KBMEM_INDEX__STALE_WAIT_S", "3600")
+        patch.setenv("KBMEM_INDEX__FIRST_WAIT_S", "3600")
+        yield
+
+
 @pytest.fixture(scope="session")
 def example_kb_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example knowledge base, built and indexed once per test run (read-only: copy

@@ -23,7 +23,8 @@ from whoosh import index as whoosh_index
 
 from kbmem.errors import ValidationError
 from kbmem.index import embedder
-from kbmem.index.build_vectors import embed, embed_reusing
+from kbmem.index.build_vectors import embed_reusing
+from kbmem.index.checkpoint import EmbedCheckpoints
 from kbmem.index.deltas import fold_delta, next_delta, next_pieces, should_fold
 from kbmem.index.generation import INDEX_FORMAT, Generation
 from kbmem.index.intervals import IntervalText, cut_page
@@ -99,6 +100,9 @@ class Builder:
         self.store = store
         self.layout = layout
         self.tenant = layout.tenant
+        # Finished chunks of the embedding, kept until a build publishes: a killed build
+        # resumes from them (kbmem.index.checkpoint).
+        self.checkpoints = EmbedCheckpoints(layout.dir)
 
     def intervals_at(
         self, commit: str, paths: Iterable[str] | None = None
@@ -193,6 +197,7 @@ class Builder:
             "late": {"base": len(items), "delta": 0, "tables": [[LATE_FILE, len(items)]]},
         }
         self.layout.publish(path, meta, cancel)
+        self.checkpoints.clear()
         return SyncReport(self.tenant, head, "full", len(metas), len(items), 0)
 
     def _index_all(
@@ -236,7 +241,9 @@ class Builder:
                     if failed:
                         break
                     chunk = items[i : i + SEGMENT_DOCS]
-                    found = embed(texts[i : i + SEGMENT_DOCS], progress, i, len(items))
+                    found = self.checkpoints.embed(
+                        texts[i : i + SEGMENT_DOCS], progress, i, len(items)
+                    )
                     pending.put((i, chunk, *found))
             finally:
                 pending.put(None)
@@ -285,7 +292,9 @@ class Builder:
         dropped_docs = [doc for p in sorted(removed_paths) for doc in searcher.documents(path=p)]
         dropped = np.asarray([int(doc["label"]) for doc in dropped_docs], dtype=np.int64)
         items, metas = self.intervals_at(head, sorted(added_paths))
-        emb, counts, pieces = embed_reusing(gen, dropped_docs, items, progress)
+        emb, counts, pieces = embed_reusing(
+            gen, dropped_docs, items, progress, embedding=self.checkpoints.embed
+        )
         first = int(meta["next_label"])
         new_labels = vector_labels(np.arange(first, first + len(items)), counts)
         delta = next_delta(gen, dropped, new_labels, emb)
@@ -304,6 +313,7 @@ class Builder:
         vec.update({"delta": len(delta[0]), "dead": len(delta[2])})
         meta.update({"commit": head, "count": count, "next_label": first + len(items)})
         self.layout.publish(path, meta, cancel)
+        self.checkpoints.clear()
         changed = len(removed_paths | added_paths)
         return SyncReport(self.tenant, head, "incremental", changed, len(items), len(dropped))
 

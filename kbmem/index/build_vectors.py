@@ -104,10 +104,12 @@ def embed_reusing(
     dropped_docs: list[dict[str, Any]],
     items: list[IntervalText],
     progress: Callable[[int, int], None] | None,
+    embedding: Callable[[list[list[str]], Callable[[int, int], None] | None], Embedded] = embed,
 ) -> Embedded:
-    """Vectors for ``items`` (as ``embed``), embedding only texts that the dropped
-    intervals did not already have: an edited page (a growing chat above all) keeps most
-    of its turns, and re-embedding them would make a one-turn change cost the whole page."""
+    """Vectors for ``items`` (as ``embed``, or ``embedding``: a build's checkpoints),
+    embedding only texts that the dropped intervals did not already have: an edited page (a
+    growing chat above all) keeps most of its turns, and re-embedding them would make a
+    one-turn change cost the whole page."""
     known, known_pieces = _known_vectors(gen, dropped_docs)
     texts = [vector_texts(it.text, it.speaker) for it in items]
     counts = np.array([len(t) for t in texts], dtype=np.int64)
@@ -118,7 +120,7 @@ def embed_reusing(
             [t for t in flat if t not in known] + [t for t in wholes if t not in known_pieces]
         )
     )
-    vectors, _counts, fresh_pieces = embed([[t] for t in fresh], progress)
+    vectors, _counts, fresh_pieces = embedding([[t] for t in fresh], progress)
     known.update(zip(fresh, vectors, strict=True))
     known_pieces.update(zip(fresh, fresh_pieces, strict=True))
     pieces = [known_pieces[t] for t in wholes]

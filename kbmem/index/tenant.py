@@ -20,6 +20,13 @@ from kbmem.errors import Cancelled, StorageError, ValidationError
 from kbmem.ids import check_tenant
 from kbmem.index import embedder, resident
 from kbmem.index.build import Builder, SyncReport, reporting
+from kbmem.index.freshness import (
+    IndexStatus,
+    StillIndexing,
+    clear_progress,
+    read_progress,
+    write_progress,
+)
 from kbmem.index.generation import INDEX_FORMAT, Generation, OtherFormat
 from kbmem.index.hits import (
     EXCERPT_CHARS,
@@ -47,7 +54,9 @@ __all__ = [
     "MAX_QUERY_TERMS",
     "Generation",
     "Hit",
+    "IndexStatus",
     "OtherFormat",
+    "StillIndexing",
     "SyncReport",
     "TenantIndex",
     "analyze",
@@ -65,6 +74,14 @@ WANTING = frozenset(
 )  # fmt: skip
 SYNC_WAIT = 600.0  # seconds a sync waits for another process's sync before giving up
 SYNC_PEEK = 0.5  # ...and a sync that need not wait (an index to serve meanwhile exists)
+# How long a request waits for the background sync that brings the index to HEAD (settings
+# index.stale_wait_s and index.first_wait_s): a small change is in by then and the answer is
+# fresh; a large one goes on in the background while the request is answered from the older
+# index, with a notice. Without any index there is nothing to answer from: the request waits
+# longer, then fails with StillIndexing.
+STALE_WAIT = 10.0
+FIRST_WAIT = 120.0
+CATCH_UP_ROUNDS = 3  # syncs one background run makes while HEAD keeps moving under it
 
 T = TypeVar("T")
 
@@ -82,6 +99,13 @@ class TenantIndex:
         self.builder = Builder(kb, self.store, self.layout)
         self._gen: Generation | None = None
         self._lock = threading.RLock()
+        section = kb.settings.section("index")
+        self.stale_wait = float(section.get("stale_wait_s", STALE_WAIT))
+        self.first_wait = float(section.get("first_wait_s", FIRST_WAIT))
+        self._worker: threading.Thread | None = None
+        self._worker_done = threading.Event()
+        self._worker_error: BaseException | None = None
+        self._pending_seen: tuple[str, str, int] | None = None
 
     # -- generations ------------------------------------------------------------------------
 
@@ -124,18 +148,109 @@ class TenantIndex:
             return None, "the index belongs to another tenant"
         return gen, ""
 
+    # -- freshness --------------------------------------------------------------------------
+
+    def _pending(self, commit: str, head: str) -> int:
+        """The tenant's commits after ``commit`` up to ``head`` (only its own: how busy other
+        tenants are is none of its business)."""
+        seen = self._pending_seen
+        if seen is not None and seen[:2] == (commit, head):
+            return seen[2]
+        out = self.kb.repo.git.rev_list("--count", f"{commit}..{head}", "--", self.store.prefix)
+        count = int(str(out).strip() or 0)
+        self._pending_seen = (commit, head, count)
+        return count
+
+    def status(self) -> IndexStatus:
+        """Which commit the served index reflects, how many of the tenant's commits are not
+        in it yet, and how far a build in progress (in any process) has got."""
+        head = self.kb.head()
+        gen, _problem = self._usable_current()
+        commit = gen.commit if gen is not None else None
+        pending = 0
+        if head is not None and commit != head:
+            pending = self._pending(commit, head) if commit else self._pending_all(head)
+        done = total = None
+        running = read_progress(self.dir)
+        if running is not None and (gen is None or running[0] != commit):
+            _target, done, total = running
+        return IndexStatus(commit, head, pending, done, total, built=gen is not None)
+
+    def _pending_all(self, head: str) -> int:
+        out = self.kb.repo.git.rev_list("--count", head, "--", self.store.prefix)
+        return int(str(out).strip() or 0)
+
+    def _start_catch_up(self) -> None:
+        """Start the background sync of this tenant unless one is running."""
+        with self._lock:
+            if self._worker is not None and self._worker.is_alive():
+                return
+            self._worker_done.clear()
+            self._worker_error = None
+            self._worker = threading.Thread(
+                target=self._catch_up, name=f"kbmem-index-{self.tenant}", daemon=True
+            )
+            self._worker.start()
+
+    def _catch_up(self) -> None:
+        """Sync until the index reflects HEAD (HEAD may move while it builds)."""
+        try:
+            for _round in range(CATCH_UP_ROUNDS):
+                self.sync()
+                gen, _problem = self._usable_current()
+                if gen is not None and gen.commit == self.kb.head():
+                    break
+        except BaseException as exc:  # kept for the request that waits on it
+            self._worker_error = exc
+            log.warning("tenant %s: background index sync failed: %s", self.tenant, exc)
+        finally:
+            self._worker_done.set()
+
     def ensure_synced(
         self,
         progress: Callable[[int, int], None] | None = None,
         cancel: threading.Event | None = None,
+        wait_s: float | None = None,
     ) -> Generation:
-        """The current generation, synced first if HEAD moved (a cheap check when it did not).
-        If another process is syncing right now, serve the current generation. Setting
-        ``cancel`` stops a sync this starts (Cancelled)."""
+        """The current generation, brought to HEAD first if HEAD moved (a cheap check when it
+        did not).
+
+        The sync runs in a background thread, one per tenant index, and this waits for it up
+        to ``wait_s`` (default: ``stale_wait``, or ``first_wait`` when there is no index yet).
+        A sync still running then goes on, and the older generation is served: ``status()``
+        says how far behind it is. With no index to serve, StillIndexing says how far the
+        first build has got. A caller that follows the sync itself (``progress``) or may stop
+        it (``cancel``) runs it in its own thread instead, as long as it takes."""
         head = self.kb.head()
         gen, _problem = self._usable_current()
         if gen is not None and gen.commit == head:
             return gen
+        if progress is not None or cancel is not None:
+            return self._sync_here(gen, progress, cancel)
+        self._start_catch_up()
+        limit = wait_s if wait_s is not None else self.stale_wait if gen else self.first_wait
+        self._worker_done.wait(limit)
+        gen, _problem = self._usable_current()
+        if gen is not None:
+            return gen
+        error = self._worker_error
+        if self._worker_done.is_set() and error is not None:
+            raise error
+        status = self.status()
+        doing = status.as_dict()["indexing"]
+        so_far = f"{doing['done']:,} of {doing['total']:,} intervals done" if doing else "starting"
+        raise StillIndexing(
+            f"the index of tenant {self.tenant} is being built ({so_far}); ask again shortly",
+            status,
+        )
+
+    def _sync_here(
+        self,
+        gen: Generation | None,
+        progress: Callable[[int, int], None] | None,
+        cancel: threading.Event | None,
+    ) -> Generation:
+        """Sync in this thread (see ensure_synced) and return the generation then current."""
         self.sync(progress=progress, wait=gen is None, cancel=cancel)
         gen, problem = self._usable_current()
         if gen is None:
@@ -202,39 +317,63 @@ class TenantIndex:
         serving the commit it had, and the next sync resumes from there."""
         started = time.perf_counter()
         caller_failed: list[BaseException] = []
-        if progress is not None or cancel is not None:
-            progress = reporting(progress, cancel, caller_failed, self.tenant)
         with self.layout.lock(SYNC_WAIT if wait else SYNC_PEEK, cancel) as got:
             stop_if_cancelled(cancel, self.tenant)
             if not got:
                 return SyncReport(self.tenant, None, "none", reason="another process is syncing")
             head = self.kb.head()
-            gen, problem = self._usable_current()
-            if gen is not None and gen.commit == head and not full:
-                return SyncReport(self.tenant, head, "none", reason="up to date")
-            if problem and problem != "there is no index yet":
-                log.warning("tenant %s: %s; rebuilding it from scratch", self.tenant, problem)
-            if full or gen is None or gen.commit is None or head is None:
-                report = self._build_full(head, progress, cancel)
-                report.reason = "asked for a full rebuild" if full else problem
-            else:
-                try:
-                    report = self._build_incremental(gen, head, progress, cancel)
-                except Cancelled:
-                    raise
-                except Exception as exc:  # a damaged live index shows up here: start over
-                    if caller_failed:
-                        # The caller stopped the sync, or its progress callback failed (a UI
-                        # that is closing): the index is sound, and a full rebuild would only
-                        # keep the caller waiting.
-                        raise
-                    log.warning(
-                        "tenant %s: incremental sync failed (%s); rebuilding", self.tenant, exc
-                    )
-                    report = self._build_full(head, progress, cancel)
-                    report.reason = f"incremental sync failed: {exc}"
+            progress = reporting(self._noting(head, progress), cancel, caller_failed, self.tenant)
+            try:
+                report = self._sync_locked(head, full, progress, cancel, caller_failed)
+            finally:
+                clear_progress(self.dir)
             self.layout.collect_garbage()
         report.seconds = time.perf_counter() - started
+        return report
+
+    def _noting(
+        self, head: str | None, progress: Callable[[int, int], None] | None
+    ) -> Callable[[int, int], None]:
+        """``progress``, after noting it where status() (in any process) reads it."""
+
+        def note(done: int, total: int) -> None:
+            write_progress(self.dir, head, done, total)
+            if progress is not None:
+                progress(done, total)
+
+        return note
+
+    def _sync_locked(
+        self,
+        head: str | None,
+        full: bool,
+        progress: Callable[[int, int], None],
+        cancel: threading.Event | None,
+        caller_failed: list[BaseException],
+    ) -> SyncReport:
+        """The body of sync(), run holding the sync lock."""
+        gen, problem = self._usable_current()
+        if gen is not None and gen.commit == head and not full:
+            return SyncReport(self.tenant, head, "none", reason="up to date")
+        if problem and problem != "there is no index yet":
+            log.warning("tenant %s: %s; rebuilding it from scratch", self.tenant, problem)
+        if full or gen is None or gen.commit is None or head is None:
+            report = self._build_full(head, progress, cancel)
+            report.reason = "asked for a full rebuild" if full else problem
+        else:
+            try:
+                report = self._build_incremental(gen, head, progress, cancel)
+            except Cancelled:
+                raise
+            except Exception as exc:  # a damaged live index shows up here: start over
+                if caller_failed:
+                    # The caller stopped the sync, or its progress callback failed (a UI
+                    # that is closing): the index is sound, and a full rebuild would only
+                    # keep the caller waiting.
+                    raise
+                log.warning("tenant %s: incremental sync failed (%s); rebuilding", self.tenant, exc)
+                report = self._build_full(head, progress, cancel)
+                report.reason = f"incremental sync failed: {exc}"
         return report
 
     # -- building (delegated; kept as methods so that a test can wrap one) --------------------

@@ -36,8 +36,8 @@ class Chats:
         opened now (False: it was open already). A chat open in another process is refused
         (InUse) by the chat's journal lock; at most ``MAX_OPEN_CHATS`` are open at once,
         since each holds its journal open until it is closed or idle. A new chat is recorded
-        before its id is given out, so that it stays known, with no turns, if it is closed
-        before its first turn (see :func:`~kbmem.agent.journal.record_chat`)."""
+        before its id is given out, so that it is known while open before its first turn
+        (see :func:`~kbmem.agent.journal.record_chat`); closed before it, it is gone."""
         from kbmem.agent.journal import record_chat
         from kbmem.agent.session import ChatSession, new_chat_id
 
@@ -86,12 +86,12 @@ class Chats:
         return known_chat(self.kb, self.tenant, chat_id)
 
     def _forget_chat_record(self, chat_id: str) -> None:
-        """Drop a chat's record once git has its turns, which keep it known from then on."""
+        """Drop a closed chat's record: git's turns keep a chat that had any known from then
+        on, and one closed before its first turn is gone (nothing of it is left under
+        ``.kbmem/chats/``)."""
         from kbmem.agent.journal import forget_chat_record
-        from kbmem.agent.provenance import chat_dir
 
-        if self.kb.has_path(chat_dir(self.tenant, chat_id)):
-            forget_chat_record(self.kb, self.tenant, chat_id)
+        forget_chat_record(self.kb, self.tenant, chat_id)
 
     def send(self, chat_id: Any, message: Any) -> dict[str, Any]:
         """One turn of the chat ``chat_id`` (opened first if need be; NotFound when the

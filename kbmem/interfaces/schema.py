@@ -80,13 +80,15 @@ class Budgets(_Body):
     maxPages: WholeNumber | None = Field(None, ge=1)
     maxReflectionDepth: WholeNumber | None = Field(None, ge=0)
     maxOutputTokens: WholeNumber | None = Field(None, ge=50, le=20_000)
+    timeBudgetS: float | None = Field(None, gt=0)
 
-    def clamped(self) -> dict[str, int | None]:
-        pages, depth = self.maxPages, self.maxReflectionDepth
+    def clamped(self) -> dict[str, float | None]:
+        pages, depth, seconds = self.maxPages, self.maxReflectionDepth, self.timeBudgetS
         return {
             "max_pages": None if pages is None else min(pages, HARD_CAPS["max_pages"]),
             "depth": None if depth is None else min(depth, HARD_CAPS["max_reflection_depth"]),
             "max_tokens": self.maxOutputTokens,
+            "time_budget_s": None if seconds is None else min(seconds, HARD_CAPS["time_budget_s"]),
         }
 
 
@@ -116,6 +118,36 @@ class ResearchRequest(_Body):
     engine: Literal["offline", "llm"] | None = None
     trace: bool = False
     stream: bool = False
+    time_budget_s: float | None = Field(None, gt=0, le=HARD_CAPS["time_budget_s"])
+
+
+class IndexingProgress(_Body):
+    """How far a build that brings the index to HEAD has got, in intervals."""
+
+    done: WholeNumber
+    total: WholeNumber
+
+
+class IndexStatus(_Body):
+    """Which commit an answer's index reflects: every search result set and briefing carries
+    it, so that an answer from an index behind HEAD says so (kbmem.index.freshness)."""
+
+    commit: str | None = Field(description="The commit the index was built from.")
+    pending_commits: WholeNumber = Field(
+        description="The tenant's commits after it, up to HEAD, not in the index yet."
+    )
+    indexing: IndexingProgress | None = Field(
+        None, description="A build catching up, when one is running."
+    )
+
+
+class SearchResponse(BaseModel):
+    """What a search answers: the hits, and the index they come from."""
+
+    query: str
+    tool: str
+    hits: list[dict[str, Any]]
+    index: IndexStatus
 
 
 class OpenChatRequest(_Body):
@@ -180,6 +212,8 @@ def schemas() -> dict[str, Any]:
         IngestSessionResponse,
         BuildContextRequest,
         ErrorResponse,
+        IndexStatus,
+        SearchResponse,
     ]
     _, top = models_json_schema(
         [(m, "validation") for m in models], ref_template="#/components/schemas/{model}"

@@ -14,7 +14,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from kbmem.errors import PageFormatError, ValidationError
+from kbmem.config import HARD_CAPS
+from kbmem.errors import NotFound, PageFormatError, ValidationError
 from kbmem.ids import check_tenant
 from kbmem.interfaces.args import (
     COMMIT_ID,
@@ -133,7 +134,7 @@ class Memory(Chats):
         header cannot be read is listed with the ``problem``, as a damaged turn is."""
         rev = rev_arg(at)
         limit, offset = window_args(limit, offset)
-        commit = self.kb.resolve(rev) if self.kb.head() else None
+        commit = self._tenant_commit(rev)
         files = sorted(self.store.files(commit).items()) if commit else []
         listed = window(files, "pages", limit, offset)
         listed["pages"] = (
@@ -145,6 +146,11 @@ class Memory(Chats):
             else []
         )
         return {**listed, "commit": commit}
+
+    def _tenant_commit(self, rev: str) -> str | None:
+        """``rev`` among the tenant's own commits (KnowledgeBase.resolve_in): another
+        tenant's commit is as unknown as one that does not exist."""
+        return self.kb.resolve_in(rev, tenant_prefix(self.tenant))
 
     def _page_entry(self, page_id: str, path: str, blob: str, commit: str) -> dict[str, Any]:
         """One page of a list: its id, title, date, session and memo, or the problem that
@@ -173,9 +179,14 @@ class Memory(Chats):
             raise ValidationError("must be true or false", "raw")
         page_id = text_arg(page_id, "page_id")
         with field_named("page_id", "pageId"):
-            stored = self.store.read_stored(page_id, rev_arg(at))
+            commit = self._tenant_commit(rev_arg(at))
+            if commit is None:
+                raise NotFound(f"no page {page_id!r} in tenant {self.tenant!r}")
+            stored = self.store.read_stored(page_id, commit)
             if stored.error is not None and not raw:
-                raise stored.error
+                # The error names the file the core read (tenant:page); the caller named the
+                # page as page_id.
+                raise PageFormatError(stored.error.problem, "page_id") from stored.error
         if stored.record is None:  # its header broken, and asked for as stored
             problem = stored.error.problem if stored.error is not None else None
             return page_dict(page_id, stored, None, problem)
@@ -195,7 +206,7 @@ class Memory(Chats):
             if not isinstance(before, str) or not COMMIT_ID.fullmatch(before):
                 raise ValidationError("must be a commit id from this history", "before")
             with field_named("before", "rev"):
-                cursor = self.kb.resolve(before)
+                cursor = self._tenant_commit(before)
         if page_id is None:
             # The tenant's own history only: commit subjects name sessions and notes. One
             # commit more than asked tells whether there are more.
@@ -231,6 +242,13 @@ class Memory(Chats):
                 self._toolkit = Toolkit(self.kb, self.tenant)
             return self._toolkit
 
+    def index_status(self) -> dict[str, Any]:
+        """How fresh the tenant's index is (``index`` of a search result) and ``summary``, a
+        few words for a status bar ("index: 3 behind · 1,200/20,000"). Reads only: it never
+        starts a sync."""
+        status = self.toolkit.index.status()
+        return {**status.as_dict(), "summary": status.short(), "notice": status.notice()}
+
     def search(self, query: Any, tool: Any = "hybrid", k: Any = 10) -> dict[str, Any]:
         query = request_text(query, "query")
         tool = "hybrid" if tool is None else tool
@@ -238,7 +256,10 @@ class Memory(Chats):
             raise ValidationError(f"must be one of {', '.join(SEARCH_TOOLS)}", "tool")
         k = int_arg(10 if k is None else k, "k", 1, 100)
         hits = self.toolkit.search(query, tool, k)
-        return {"query": query, "tool": tool, "hits": [hit_dict(h) for h in hits]}
+        # Which commit the hits come from, and how far behind HEAD that is (never a silent
+        # stale answer).
+        index = self.toolkit.index.status().as_dict()
+        return {"query": query, "tool": tool, "hits": [hit_dict(h) for h in hits], "index": index}
 
     def research_call(
         self,
@@ -248,6 +269,7 @@ class Memory(Chats):
         depth: Any = None,
         max_tokens: Any = None,
         engine: Any = None,
+        time_budget_s: Any = None,
     ) -> Callable[[Callable[[Any], None] | None], Any]:
         """Check a research request whole and return the call that runs it (given a trace
         sink, it returns the ``BriefingContext``): a caller that streams the trace can refuse
@@ -261,6 +283,7 @@ class Memory(Chats):
             "max_depth": int_arg(depth, "depth", 0, 5),
             "max_tokens": int_arg(max_tokens, "max_tokens", 50, 20_000),
         }
+        seconds = _seconds_arg(time_budget_s, "time_budget_s")
         if engine is None:
             engine = self.kb.settings.section("research")["engine"]
         if engine not in ENGINES:
@@ -275,7 +298,9 @@ class Memory(Chats):
                     from kbmem.research.llm_engine import make_llm_engine
 
                     researcher.engine = make_llm_engine(self.kb.settings, self.model)(researcher)
-                return researcher.research(request, on_event=on_event, **limits)
+                return researcher.research(
+                    request, on_event=on_event, time_budget_s=seconds, **limits
+                )
             finally:
                 researcher.close()
 
@@ -319,6 +344,16 @@ def health(kb: KnowledgeBase) -> dict[str, Any]:
     from kbmem.sync.background import sync_status
 
     return {"status": "ok", "version": kbmem_version(), "sync": sync_status(kb).health()}
+
+
+def _seconds_arg(value: Any, field: str) -> float | None:
+    """A request's time budget: None (the setting), or seconds within the hard cap."""
+    if value is None:
+        return None
+    cap = HARD_CAPS["time_budget_s"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= cap:
+        raise ValidationError(f"must be a number of seconds, more than 0 and at most {cap}", field)
+    return float(value)
 
 
 def _check_turn_fields(session: Any) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import secrets
 import threading
 from dataclasses import asdict, dataclass
@@ -56,22 +57,26 @@ class TokenStore:
     def __init__(self, state_dir: Path):
         self.path = state_dir / TOKENS_FILE
         self._lock = threading.Lock()
-        self._seen: tuple[int, int] | None = None
+        self._seen: bytes | None = None  # the SHA-256 of the file last parsed
         self._tokens: list[TokenInfo] = []
 
     def _read(self) -> list[TokenInfo]:
         """The tokens on disk; a file that cannot be read is an error that names it, never
         an empty list (which would be overwritten by the next ``create``)."""
         try:
-            stat = self.path.stat()
+            raw = self.path.read_bytes()
         except FileNotFoundError:
             self._seen, self._tokens = None, []
             return []
-        stamp = (stat.st_mtime_ns, stat.st_size)
+        except OSError as exc:
+            raise StorageError(f"{self.path}: not a readable token file ({exc})") from exc
+        # Keyed on the content: a revoke and a create of the same length within the file
+        # system's timestamp resolution leave (mtime, size) as they were.
+        stamp = hashlib.sha256(raw).digest()
         if stamp == self._seen:
             return self._tokens
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            data = json.loads(raw.decode("utf-8"))
             tokens = [TokenInfo(**entry) for entry in data["tokens"]]
             for info in tokens:
                 if not all(isinstance(v, str) for v in vars(info).values()):
@@ -84,8 +89,17 @@ class TokenStore:
 
     def _write(self, tokens: list[TokenInfo]) -> None:
         body = {"version": 1, "tokens": [asdict(t) for t in tokens]}
+        # The replacement file takes the mode of the file it replaces: make that 0600 first,
+        # so that no version of the file is ever readable by others, not even briefly.
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            raise StorageError(f"{self.path}: cannot write the token file ({exc})") from exc
+        try:
+            os.fchmod(fd, 0o600)
+        finally:
+            os.close(fd)
         atomic_write(self.path, (json.dumps(body, indent=1) + "\n").encode("utf-8"))
-        self.path.chmod(0o600)
 
     def list(self, tenant: str | None = None) -> list[TokenInfo]:
         with self._lock:

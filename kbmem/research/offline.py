@@ -46,6 +46,10 @@ _ENTITY = re.compile(rf"\b{_NAME_WORD}(?:\s+(?:of\s+|the\s+)?{_NAME_WORD})*")
 _WORD = re.compile(r"[\w'’-]+")
 # Where a request asks one thing and then another: "Who maintains X and when is Y?"
 _REQUEST_PARTS = re.compile(r"[,;?]|\b(?:and|or|but|then|also|plus)\b", re.I)
+# The most of one interval's text the engine reads (about 1,300 words; a LoCoMo turn is under
+# 1,000 characters): its sentences are analysed again by every request that finds the interval,
+# so a pasted 10 MB turn would otherwise cost every such request a minute.
+READ_CHARS = 8_000
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 _LABEL = re.compile(r"^[^\s:;][^:;]{0,30}:\s+")  # "Actions: ", "Offsite: "
 _NUMBER = re.compile(r"\b\d[\d,.:/-]*\b")
@@ -408,6 +412,15 @@ class OfflineEngine:
     # -- helpers ----------------------------------------------------------------------------
 
     def said(self, hit: Hit) -> str:
+        """What an interval says (its first ``READ_CHARS`` characters, cut at a word: the
+        cost of a request must not grow with the size of one turn); see ``_said``."""
+        text = self._said(hit)
+        if len(text) <= READ_CHARS:
+            return text
+        cut = text.rfind(" ", READ_CHARS // 2, READ_CHARS)
+        return text[: cut if cut > 0 else READ_CHARS] + " …"
+
+    def _said(self, hit: Hit) -> str:
         """What an interval says: a turn without its speaker; a note's paragraph as written,
         without the title and section that the index puts before it, without heading lines
         (a heading is neither a fact to report nor a name to follow), its wrapped lines

@@ -68,6 +68,7 @@ class Budgets:
     max_pages: int = 8
     max_depth: int = 2
     max_tokens: int = 1500
+    time_s: float = 60.0
 
     @classmethod
     def from_settings(
@@ -76,12 +77,14 @@ class Budgets:
         max_pages: int | None = None,
         max_depth: int | None = None,
         max_tokens: int | None = None,
+        time_s: float | None = None,
     ) -> Budgets:
         section = settings.section("research")
         budgets = cls(
             section["max_pages"] if max_pages is None else max_pages,
             section["max_reflection_depth"] if max_depth is None else max_depth,
             section["max_output_tokens"] if max_tokens is None else max_tokens,
+            section["time_budget_s"] if time_s is None else time_s,
         )
         budgets.check()
         return budgets
@@ -94,6 +97,12 @@ class Budgets:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= cap:
                 raise ValidationError(f"must be a whole number from {low} to {cap}", name)
+        cap = HARD_CAPS["time_budget_s"]
+        time_s = self.time_s
+        if isinstance(time_s, bool) or not isinstance(time_s, int | float) or not 0 < time_s <= cap:
+            raise ValidationError(
+                f"must be a number of seconds, more than 0 and at most {cap}", "timeBudgetS"
+            )
 
 
 class Researcher:
@@ -111,6 +120,8 @@ class Researcher:
         self.offline = OfflineEngine(self.toolkit, self.k)
         self.engine = engine or self.offline
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kbmem-search")
+        self._deadline = float("inf")  # of the request being researched (perf_counter)
+        self._cut_short = False
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -123,23 +134,43 @@ class Researcher:
         max_depth: int | None = None,
         max_tokens: int | None = None,
         on_event: EventSink | None = None,
+        time_budget_s: float | None = None,
     ) -> BriefingContext:
         """A cited briefing for ``request``: plan, then search, integrate and reflect until
-        reflection is done or ``max_depth`` follow-up steps are spent. ``on_event`` gets
-        each trace event as it happens."""
+        reflection is done, ``max_depth`` follow-up steps are spent or the time budget
+        (``time_budget_s``, default the setting research.time_budget_s) runs out; then the
+        briefing holds what was found so far and says it was cut short. ``on_event`` gets
+        each trace event as it happens. The briefing says which commit the index reflects,
+        and its open questions say so when the index is behind HEAD."""
         _check_request(request)
-        budgets = Budgets.from_settings(self.kb.settings, max_pages, max_depth, max_tokens)
+        budgets = Budgets.from_settings(
+            self.kb.settings, max_pages, max_depth, max_tokens, time_budget_s
+        )
         trace = _Trace(on_event)
         started, started_ns = time.perf_counter(), time.time_ns()
+        self._deadline = started + budgets.time_s
+        self._cut_short = False
         self.toolkit.index.ensure_synced()
+        freshness = self.toolkit.index.status()
         # "Quick question: where do the flights leave from?" is about the flights: searched
         # for, the cue found "Quick one today" and was named as missing from the evidence.
         asked = without_cue(request)
         state = ResearchState(asked, around=self.toolkit.around, max_pages=budgets.max_pages)
         state.reading = read_request(self.toolkit, asked, QUESTION_WORDS)
         decision, steps = self._investigate(asked, state, budgets.max_depth, trace)
-        briefing = self._brief(request, state, budgets, decision, not decision.done, steps)
+        notes = [freshness.notice()] if freshness.notice() else []
+        if self._cut_short:
+            notes.append(
+                f"Research was cut short by its time budget ({budgets.time_s:g} s); this "
+                "briefing holds what was found by then."
+            )
+        briefing = self._brief(
+            request, state, budgets, decision, not decision.done, steps, [n for n in notes if n]
+        )
         briefing.trace = trace.events
+        briefing.index = freshness.as_dict()
+        briefing.cut_short = self._cut_short
+        briefing.partial = briefing.partial or self._cut_short
         trace.emit(
             "done",
             steps,
@@ -195,8 +226,17 @@ class Researcher:
             )
             if decision.done or step == max_depth:
                 break
+            if self._out_of_time():
+                emit("warning", step, stage="reflect", message="the time budget ran out")
+                break
             steps += 1
         return decision, steps
+
+    def _out_of_time(self) -> bool:
+        """Whether this request's time budget is spent (noted, for the briefing to say)."""
+        if time.perf_counter() >= self._deadline:
+            self._cut_short = True
+        return self._cut_short
 
     def _engine_call(
         self, what: str, emit: Callable[..., None], step: int, down: list[str], *args: Any
@@ -269,7 +309,21 @@ class Researcher:
         futures = [self._pool.submit(run_action, self.toolkit, a, floors) for a in actions]
         for n, (action, future) in enumerate(zip(actions, futures, strict=True)):
             try:
-                hits, pages = future.result()
+                left = max(0.0, self._deadline - time.perf_counter())
+                hits, pages = future.result(timeout=left)
+            except TimeoutError:  # concurrent.futures' own, since Python 3.11
+                self._cut_short = True
+                future.cancel()
+                emit(
+                    "tool_result",
+                    step,
+                    call=n,
+                    tool=action.tool,
+                    error="not finished within the time budget",
+                    hits=[],
+                    ms=round((time.perf_counter() - started) * 1000, 1),
+                )
+                continue
             except KbmemError as exc:
                 emit(
                     "tool_result",
@@ -300,9 +354,12 @@ class Researcher:
         decision: ReflectionDecision,
         partial: bool,
         steps: int,
+        notes: list[str] | None = None,
     ) -> BriefingContext:
-        """The briefing: a summary, the key facts and the open questions, and the evidence
-        within what is left of the token budget."""
+        """The briefing: a summary, the key facts and the open questions (``notes`` first:
+        what the reader must know about how the briefing was made), and the evidence within
+        what is left of the token budget."""
+        notes = notes or []
         integration = state.integration
         facts = fit_list(integration.key_facts, budgets.max_tokens // 5)
         summary_budget = max(20, budgets.max_tokens // 10)
@@ -316,7 +373,7 @@ class Researcher:
         read = reading.open_questions(shown)
         written = count_tokens(summary) + sum(count_tokens(f) for f in facts)
         overhead = written + sum(
-            count_tokens(q) for q in integration.open_questions + missing + read
+            count_tokens(q) for q in notes + integration.open_questions + missing + read
         )
         evidence = select_evidence(
             self.toolkit, state, max(0, budgets.max_tokens - overhead), facts
@@ -326,7 +383,7 @@ class Researcher:
             partial, missing = _still_missing(
                 decision.missing_words, texts, reading, partial, missing, budgets.max_depth
             )
-        open_questions = list(integration.open_questions) + missing + read
+        open_questions = notes + list(integration.open_questions) + missing + read
         pages_used = list(dict.fromkeys(e.page_id for e in evidence))
         tokens = (
             written

@@ -138,6 +138,10 @@ class BriefingContext:
     engine: str = "offline"
     trace: list[TraceEvent] = field(default_factory=list)
     partial: bool = False
+    # Which commit the index reflects and how far behind HEAD it is
+    # (kbmem.index.freshness.IndexStatus.as_dict); None when no index was read.
+    index: dict[str, Any] | None = None
+    cut_short: bool = False  # the time budget ran out: the briefing holds what was found by then
 
     def to_dict(self, with_trace: bool = False) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -152,6 +156,8 @@ class BriefingContext:
             "reflectionSteps": self.reflection_steps,
             "pagesUsed": list(self.pages_used),
             "partial": self.partial,
+            "cutShort": self.cut_short,
+            "index": self.index,
         }
         if with_trace:
             data["trace"] = [t.to_dict() for t in self.trace]

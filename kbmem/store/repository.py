@@ -34,6 +34,9 @@ from kbmem.store.transaction import GIT, STATE_DIR, WriteTransactions
 __all__ = ["STATE_DIR", "CommitInfo", "KnowledgeBase"]
 
 _SHA_FULL = re.compile(r"[0-9a-f]{40}")
+# A revision a tenant may name: HEAD or a commit id, then steps back (~N, ^, ^1).
+_TENANT_REV = re.compile(r"(HEAD|[0-9a-f]{4,40})((?:[~^][0-9]{0,6}){0,20})")
+_STEP = re.compile(r"([~^])([0-9]*)")
 # One commit of git log: a record separator, then its fields (the message may hold newlines).
 _LOG_FORMAT = "--format=%x1e%H%x1f%aI%x1f%an%x1f%B%x1f"
 # The bytes git log's output is read in.
@@ -131,6 +134,43 @@ class KnowledgeBase(WriteTransactions):
             return self.repo.commit(rev).hexsha
         except (BadName, ValueError, GitCommandError) as exc:
             raise NotFound(f"no such revision: {rev}") from exc
+
+    def resolve_in(self, rev: str, prefix: str) -> str | None:
+        """The full id of ``rev`` as seen by whoever owns the folder ``prefix`` (a tenant):
+        only commits that touched ``prefix`` exist for it. ``HEAD`` is the newest of them
+        (None when there is none), a commit id names one of them, and ``~N`` steps back N of
+        them. Any other commit is NotFound with the message an unknown one gets, so that a
+        tenant can neither resolve another tenant's ids nor count the repository's commits."""
+        match = _TENANT_REV.fullmatch(rev) if isinstance(rev, str) else None
+        if match is None:
+            raise ValidationError(f"{rev!r} is not a revision", "rev")
+        base, steps = match.groups()
+        back = 0
+        for op, digits in _STEP.findall(steps):
+            n = int(digits) if digits else 1
+            if op == "^" and n > 1:  # a second parent is another line of the repository's
+                raise NotFound(f"no such revision: {rev}")
+            back += n
+        head = self.head()
+        if head is None:
+            if base == "HEAD" and not back:
+                return None
+            raise NotFound(f"no such revision: {rev}")
+        start = head
+        if base != "HEAD":
+            try:
+                start = self.repo.commit(base).hexsha
+            except (BadName, ValueError, GitCommandError) as exc:
+                raise NotFound(f"no such revision: {rev}") from exc
+        out = self.repo.git.rev_list(f"--max-count={back + 1}", start, "--", prefix.rstrip("/"))
+        found = _text(out).split()
+        if base != "HEAD" and (not found or found[0] != start):
+            raise NotFound(f"no such revision: {rev}")  # a commit of someone else's
+        if len(found) <= back:
+            if base == "HEAD" and not back:
+                return None
+            raise NotFound(f"no such revision: {rev}")
+        return found[back]
 
     def _object_at(self, relpath: str, commit: str) -> tuple[str, str] | None:
         """``(id, type)`` of the object at ``relpath`` in ``commit``: from the trees already

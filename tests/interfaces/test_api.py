@@ -28,7 +28,6 @@ from kbmem.agent import journal
 from kbmem.agent.records import TurnRecord
 from kbmem.cli import main
 from kbmem.interfaces.http import MemoryServer
-from kbmem.interfaces.service import Memory
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store import pagestore
 from kbmem.store import repository as store
@@ -847,32 +846,26 @@ def test_a_damaged_turn_is_a_422_and_an_unknown_chat_a_404(served: MemoryServer)
     )
 
 
-def test_a_chat_closed_before_its_first_turn_stays_known(served: MemoryServer) -> None:
-    """A chat the client started is its chat, turns or none: closed before its first turn it
-    lists no turns (not a 404), a second close says it is not open, as for any closed chat,
-    and it goes on later from turn 1, in this server or another."""
+def test_a_chat_closed_before_its_first_turn_leaves_nothing(served: MemoryServer) -> None:
+    """A chat closed before its first turn is gone: no file of it is left under
+    ``.kbmem/chats/``, and it is then as unknown as an invented one. A chat with turns stays
+    known through git."""
     api = client(served)
     empty = new_chat(api)
     assert api.call("DELETE", f"/v1/chats/{empty}")[:2] == (
         200,
         {"chat_id": empty, "chatId": empty, "commit": None, "closed": True},
     )
-    none = {"tenant": "default", "turns": [], "total": 0, "next_offset": None, "nextOffset": None}
-    assert api.call("GET", f"/v1/turns?chat={empty}")[:2] == (200, none)
+    assert not [p for p in (served.kb.state_dir / "chats").rglob(empty) if p.is_file()]
     status, body, _ = api.call("DELETE", f"/v1/chats/{empty}")
-    assert status == 404 and body["error"]["message"] == f"chat {empty!r} is not open"
-    status, body, _ = api.call("DELETE", "/v1/chats/invented")
-    assert status == 404 and body["error"]["message"] == "tenant 'default' has no chat 'invented'"
-    elsewhere = Memory(KnowledgeBase(served.kb.root), "default")
-    assert elsewhere.list_turns(empty) == {"turns": [], "total": 0, "next_offset": None}
-    assert elsewhere.open_chat(empty) == (empty, True)
-    elsewhere.close()
-    reply = api.call("POST", f"/v1/chats/{empty}/messages", {"message": "Who owns sync?"})[1]
-    assert reply["turn_id"] == f"{empty}/1", reply
-    assert api.call("DELETE", f"/v1/chats/{empty}")[1]["commit"] == served.kb.head()
+    assert status == 404 and body["error"]["message"] == f"tenant 'default' has no chat {empty!r}"
+    used = new_chat(api)
+    reply = api.call("POST", f"/v1/chats/{used}/messages", {"message": "Who owns sync?"})[1]
+    assert reply["turn_id"] == f"{used}/1", reply
+    assert api.call("DELETE", f"/v1/chats/{used}")[1]["commit"] == served.kb.head()
     # From now on git knows the chat by its turn.
-    assert not list((served.kb.state_dir / "chats").rglob(empty))
-    assert api.call("GET", f"/v1/turns?chat={empty}")[1]["total"] == 1
+    assert not list((served.kb.state_dir / "chats").rglob(used))
+    assert api.call("GET", f"/v1/turns?chat={used}")[1]["total"] == 1
 
 
 def test_a_chat_opens_with_no_body_at_all(served: MemoryServer) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kbmem.config import MAX_REQUEST_CHARS
+from kbmem.config import HARD_CAPS, MAX_REQUEST_CHARS
 from kbmem.interfaces.service import HISTORY_WINDOW, MAX_OFFSET, MAX_WINDOW, WINDOW
 
 REVISION_DOC = (
@@ -67,6 +67,13 @@ class ResearchArgs(Arguments):
         None,
         description="'offline' (deterministic, the default) or 'llm' (the model the server "
         "was started with plans and integrates; needs one).",
+    )
+    time_budget_s: float | None = Field(
+        None,
+        gt=0,
+        le=HARD_CAPS["time_budget_s"],
+        description="Seconds the research may take (default 60); when they run out, the "
+        "briefing found so far comes back, marked cutShort.",
     )
 
 
@@ -202,17 +209,29 @@ class AuditTurnArgs(Arguments):
 # -- results ----------------------------------------------------------------------------------
 
 
+class IndexStatus(BaseModel):
+    """Which commit the answer's index reflects and how far behind HEAD it is: when
+    ``pending_commits`` is not 0, newer memory may be missing from the answer."""
+
+    commit: str | None
+    pending_commits: int
+    indexing: dict[str, int] | None = None  # {done, total} of a build catching up
+
+
 class ResearchResult(Result):
     executiveSummary: str
     keyFacts: list[str]
     openQuestions: list[str]
     evidence: list[dict[str, Any]]
+    index: IndexStatus | None = None
+    cutShort: bool = False  # the time budget ran out before research was done
 
 
 class SearchResult(Result):
     query: str
     tool: str
     hits: list[dict[str, Any]]
+    index: IndexStatus | None = None
 
 
 class PageResult(Result):

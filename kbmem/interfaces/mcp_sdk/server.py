@@ -214,6 +214,7 @@ def _research(work: Work) -> dict[str, Any]:
         depth=a.get("depth"),
         max_tokens=a.get("max_tokens"),
         engine=a.get("engine"),
+        time_budget_s=a.get("time_budget_s"),
         on_event=on_event,
     )
 
