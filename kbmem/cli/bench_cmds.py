@@ -23,6 +23,7 @@ BENCHES = {
     "api": ("api", "what the HTTP API adds to research and search requests", False),
     "sync": ("sync", "replicas over a loopback git server: lag, throughput, bytes", True),
     "mcp": ("mcp", "time to a research result through MCP clients (stdio, HTTP)", False),
+    "soak": ("soak", "well-behaved clients while git gc, floods, a kill -9 and more hit", False),
 }
 
 
