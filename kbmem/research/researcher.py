@@ -16,8 +16,9 @@ from kbmem.errors import KbmemError, ModelUnreachable, ValidationError
 from kbmem.index.tenant import Hit, analyze
 from kbmem.index.vectors import read_queries
 from kbmem.memorize.memorizer import read_memory
-from kbmem.memorize.sessions import is_echo, without_cue
+from kbmem.memorize.sessions import is_echo, is_statement, without_cue
 from kbmem.research.briefing import fit_list, select_evidence
+from kbmem.research.direct import direct_answer
 from kbmem.research.offline import QUESTION_WORDS, OfflineEngine, asked_with, request_parts
 from kbmem.research.reading import Reading, read_request
 from kbmem.research.state import ResearchState, holds_as_asked
@@ -327,6 +328,12 @@ class Researcher:
                 decision.missing_words, texts, reading, partial, missing, budgets.max_depth
             )
         open_questions = list(integration.open_questions) + missing + read
+        # The direct answer first, so a caller over HTTP or MCP reads it before the rest.
+        direct = direct_answer(request, evidence)
+        if direct.sources and not is_statement(request):
+            answer_fact = f"Direct answer: {direct.line}"
+            facts = [answer_fact, *facts]
+            written += count_tokens(answer_fact)
         pages_used = list(dict.fromkeys(e.page_id for e in evidence))
         tokens = (
             written
