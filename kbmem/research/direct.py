@@ -38,6 +38,9 @@ TYPE_MISS = 0.4  # a sentence that gives no answer of the kind asked counts this
 OUT_OF_WINDOW = 0.5  # said outside the time the question names
 LIST_SHARE = 0.6  # of the best sentence's score, for another sentence's item to join a list
 MAX_ITEMS = 6
+RANK_PRIOR = 0.2
+BEFORE_SHARE = 0.5  # of the question's terms the sentence before says, the share counted
+BEFORE_POINTER = 0.8  # the same, for a sentence that only points back
 PHRASE_WORDS = 6  # a "what" answer is a phrase, not a sentence
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how is are was were do does did has have had "
@@ -177,7 +180,8 @@ def read_sentences(evidence: list[EvidenceItem]) -> list[Said]:
     for item in evidence:
         lines = (item.source_text or item.excerpt).split("\n")
         base = item.interval.start
-        speaker, stamp, start, body = "", "", base, []
+        speaker, stamp, start = "", "", base
+        body: list[str] = []
         units: list[tuple[str, str, int, int, list[str]]] = []
         for n, line in enumerate(lines):
             header = TURN_HEADER.match(line)
@@ -240,8 +244,11 @@ class _Weigher:
         if re.search(r"\b(?:I|my|me|I'm|I've|we|our)\b", s.text):
             said |= _terms(s.speaker)
         covered = sum(self.weight[t] for t in said & self.terms)
-        if points_back(s.text) and s.before:
-            covered += 0.5 * sum(self.weight[t] for t in (_terms(s.before) - said) & self.terms)
+        if s.before:
+            # What a sentence answers is often asked or named just before it: "What did
+            # you paint?" — "A sunset!". A sentence that only points back leans on it more.
+            share = BEFORE_POINTER if points_back(s.text) else BEFORE_SHARE
+            covered += share * sum(self.weight[t] for t in (_terms(s.before) - said) & self.terms)
         return covered / self.whole
 
 
@@ -291,6 +298,68 @@ def _item_after(text: str, terms: set[str]) -> str:
             phrase = phrase[:n]
             break
     return " ".join(_trim(phrase))
+
+
+_TIME_WORD = re.compile(
+    r"^(?:yesterday|today|tonight|tomorrow|recently|lately|ago|last|next|week|weekend|month|"
+    r"year|day|night|morning|evening|afternoon|monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday|fri|sat|sun|btw|mel|im|ive|its|thats|lots?)$",
+    re.I,
+)
+
+
+def _novel(token: str, terms: set[str], names: set[str]) -> bool:
+    """Whether a token says something the question does not: a content word (no function
+    word, time word or filler) outside the question's terms and the speakers' names."""
+    low = token.lower().replace("’", "'")
+    if not re.match(r"^[\w'-]+$", low) or low in STOP or _TIME_WORD.match(low.replace("'", "")):
+        return False
+    if len(low) < 3 and not low.isdigit():
+        return False
+    stems = set(analyze(token))
+    return bool(stems) and not stems & (terms | names)
+
+
+_QUOTED = re.compile(r'"([^"]{2,60})"|“([^”]{2,60})”')
+# Words that frame what is said ("I'm hoping", "now", "shares an image") without saying it.
+FRAMING = frozenset(
+    "now since still even ever bit stuff thing things something anything everything way "
+    "kinda sorta pretty quite gonna wanna let let's want wanted hope hoping shares image "
+    "photo picture chat chatted talked spoke".split()
+)
+
+
+def novel_phrase(text: str, terms: set[str], names: set[str], words: int = 5) -> str:
+    """The run of at most ``words`` words of ``text`` that says most that the question does
+    not (its own words, the speakers' names, fillers and time words aside), nearest after the
+    question's own words (the answer to "what is Jon reading?" follows "reading"); a title
+    in quotes that the question does not give is taken whole. "" when it says nothing new."""
+    for found in _QUOTED.finditer(text):
+        title = found.group(1) or found.group(2)
+        if not set(analyze(title)) <= terms | names:
+            return title
+    tokens = re.findall(r"[\w'’-]+|[.,;:!?()\[\]\"]", text)
+    marks = [_novel(t, terms, names) and t.lower() not in FRAMING for t in tokens]
+    hits = [n for n, t in enumerate(tokens) if set(analyze(t)) & terms]
+    best: tuple[float, int, int] | None = None
+    for a in range(len(tokens)):
+        if not marks[a]:
+            continue
+        for b in range(a, min(len(tokens), a + words)):
+            if tokens[b] in '.,;:!?()[]"':
+                break
+            if not marks[b]:
+                continue
+            novel = sum(marks[a : b + 1])
+            after = [a - h for h in hits if h < a]
+            before = [h - b for h in hits if h > b]
+            distance = min(after) if after else (min(before) + 3 if before else 8)
+            score = novel - 0.3 * (b + 1 - a - novel) - 0.15 * min(distance, 10)
+            if best is None or score > best[0]:
+                best = (score, a, b)
+    if best is None:
+        return ""
+    return " ".join(tokens[best[1] : best[2] + 1])
 
 
 def _phrase_after(text: str, terms: set[str], words: int = PHRASE_WORDS) -> str:
@@ -350,7 +419,11 @@ class _Answerer:
         self.kind = question_kind(question)
         self.weigher = _Weigher(question, sentences)
         self.windows = date_windows(question)
+        self.speakers = {t for s in sentences for t in analyze(s.speaker)}
         ranked = []
+        order: dict[int, int] = {}
+        for s in sentences:
+            order.setdefault(id(s.item), len(order))
         for n, s in enumerate(sentences):
             if s.text.endswith("?"):
                 continue
@@ -358,6 +431,8 @@ class _Answerer:
             if share < MIN_SHARE:
                 continue
             score = share * (1.0 if _gives(self.kind, s) else TYPE_MISS)
+            # The researcher's order of the evidence breaks near ties.
+            score *= 1 + RANK_PRIOR / (1 + order[id(s.item)])
             if self.windows and s.day and not any(w.contains(s.day) for w in self.windows):
                 score *= OUT_OF_WINDOW
             ranked.append((score, -n, share, s))
@@ -387,8 +462,8 @@ class _Answerer:
         for s in self._top("date")[:3]:
             found = [d for d in said_dates(s.text, s.day) if not _restates(d, asked_words)]
             if found:
-                best = max(found, key=lambda d: (d.exact, -found.index(d)))
-                return best.written, [s]
+                when = max(found, key=lambda d: (d.exact, -found.index(d)))
+                return when.written, [s]
         best = self.ranked[0][2]
         if best.day:
             # Nothing says when: what memory knows is the day it was told.
@@ -476,7 +551,7 @@ class _Answerer:
             if score < LIST_SHARE * top or len(items) == MAX_ITEMS:
                 break
             text = f"{s.before} {s.text}" if points_back(s.text) else s.text
-            item = _item_after(text, self.weigher.terms)
+            item = self._novel(s.before if points_back(s.text) else s.text, 3)
             key = _stem_set(item) - self.weigher.terms
             if not key or any(key & k for k in seen):
                 continue
@@ -486,11 +561,18 @@ class _Answerer:
         return ", ".join(items), sources
 
     def _thing(self) -> tuple[str, list[Said]]:
-        best = self.ranked[0][2]
-        if points_back(best.text) and best.before:
-            # "It was magical": what was magical is named in the sentence before.
-            return _phrase_after(best.before, self.weigher.terms), [best]
-        return _phrase_after(best.text, self.weigher.terms), [best]
+        for _score, _share, best in self.ranked[:3]:
+            if points_back(best.text) and best.before:
+                # "It was magical": what was magical is named in the sentence before.
+                phrase = self._novel(best.before)
+            else:
+                phrase = self._novel(best.text)
+            if phrase:
+                return phrase, [best]
+        return "", [self.ranked[0][2]]
+
+    def _novel(self, text: str, words: int = 5) -> str:
+        return novel_phrase(text, self.weigher.terms, self.speakers, words)
 
 
 def _restates(found: SaidDate, asked_words: set[str]) -> bool:
