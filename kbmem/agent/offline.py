@@ -245,8 +245,7 @@ class OfflineAgent:
             said_on = stamp_day(sentence.stamp) if dated else None
             day = f" ({written_date(said_on)})" if said_on else ""
             who = f"{sentence.speaker}{day}: " if sentence.speaker else ""
-            text = truncate_tokens(sentence.text, QUOTE_TOKENS)
-            lines.append(f"- {markdown_literal(who + text)} {citation}")
+            lines.append(f"- {markdown_literal(who + sentence.text)} {citation}")
         return "\n".join(lines)
 
     @staticmethod
@@ -535,16 +534,17 @@ class _Selection:
 
 
 def _supporting(direct: DirectAnswer, chosen: list[Sentence]) -> list[Sentence]:
-    """The quotes under the direct answer: the sentences it was taken from (a sentence that
-    points back shown with the one it points to), then ``chosen`` less those turns."""
+    """The quotes under the direct answer: ``chosen``, then the sentences the direct answer
+    was taken from that they leave out (a sentence that points back shown with the one it
+    points to)."""
+    units = {_unit_of(s) for s in chosen}
     sources = [_as_sentence(s) for s in direct.sources[:MAX_SOURCES]]
-    units = {_unit_of(s) for s in sources}
-    return sources + [s for s in chosen if _unit_of(s) not in units]
+    return chosen + [s for s in sources if _unit_of(s) not in units]
 
 
 def _as_sentence(said: Said) -> Sentence:
     stamp = said.day.isoformat() if said.day else ""
-    text = said.text
+    text = truncate_tokens(said.text, QUOTE_TOKENS)
     if said.before and said.before != said.text and points_back(said.text):
         text = f"{truncate_tokens(said.before, CONTEXT_TOKENS)} {text}"
     return Sentence(text, said.speaker, said.item, said.start, said.end, frozenset(), 0, stamp)

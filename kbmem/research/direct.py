@@ -22,7 +22,16 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
-from kbmem.dates import SaidDate, date_windows, date_words, said_dates, stamp_day, written_date
+from kbmem.dates import (
+    MONTHS,
+    WEEKDAYS,
+    SaidDate,
+    date_windows,
+    date_words,
+    said_dates,
+    stamp_day,
+    written_date,
+)
 from kbmem.index.tenant import analyze
 from kbmem.research.types import EvidenceItem
 from kbmem.store.pages import TURN_HEADER, unescape_line
@@ -39,7 +48,9 @@ OUT_OF_WINDOW = 0.5  # said outside the time the question names
 LIST_SHARE = 0.6  # of the best sentence's score, for another sentence's item to join a list
 MAX_ITEMS = 6
 RANK_PRIOR = 0.2
-BEFORE_SHARE = 0.5  # of the question's terms the sentence before says, the share counted
+ECHO_FLOOR = 0.4  # a sentence saying nothing new counts this much of its coverage
+NEWS = 3  # new words for a sentence to count fully
+BEFORE_SHARE = 0.7  # of the question's terms the sentence before says, the share counted
 BEFORE_POINTER = 0.8  # the same, for a sentence that only points back
 PHRASE_WORDS = 6  # a "what" answer is a phrase, not a sentence
 QUESTION_WORDS = frozenset(
@@ -268,25 +279,40 @@ def _gives(kind: str, s: Said) -> bool:
     if kind in ("number", "count"):
         return bool(_NUMBER.search(text))
     if kind == "person":
-        return bool(_people(text, set()))
+        return bool(_people(text, set(), frozenset(s.speaker.split()[:1])))
     if kind == "place":
         return bool(_PLACE.search(text) or _PLACE_NOUN.search(text))
     return True
 
 
-def _people(text: str, exclude: set[str]) -> list[str]:
-    """Capitalised names in ``text`` (not at a sentence's start unless followed by another
-    capital), less ``exclude`` (the question's own names, as index terms)."""
+def _people(text: str, exclude: set[str], known: frozenset[str] = frozenset()) -> list[str]:
+    """Capitalised names in ``text`` less ``exclude`` (the question's own names, as index
+    terms). A word that is capitalised only because it opens a sentence counts when it is a
+    ``known`` name (a speaker, or written capitalised inside a sentence elsewhere)."""
     out = []
     for m in _CAPS.finditer(text):
         name = m.group(1)
-        at_start = m.start() == 0 or text[: m.start()].rstrip().endswith((".", "!", "?"))
-        if at_start and " " not in name:
+        if not re.match(r"[A-Z][a-z]", name):
+            continue  # "QR", "FL": codes, not names
+        at_start = m.start() == 0 or text[: m.start()].rstrip().endswith((".", "!", "?", ":"))
+        if at_start and " " not in name and name not in known:
             continue
-        if name.split()[0].lower() in STOP or set(analyze(name)) <= exclude:
+        if name.split()[0].lower() in STOP | _CALENDAR or set(analyze(name)) <= exclude:
             continue
         out.append(name)
     return out
+
+
+_CALENDAR = frozenset(WEEKDAYS) | frozenset(MONTHS) | frozenset(m[:3] for m in MONTHS)
+
+
+def known_names(sentences: list[Said]) -> frozenset[str]:
+    """Speakers, and words written capitalised inside a sentence (not after its start)."""
+    names = {s.speaker.split()[0] for s in sentences if s.speaker}
+    for s in sentences:
+        for m in re.finditer(r"(?<=[a-z,;] )([A-Z][a-z]+)\b", s.text):
+            names.add(m.group(1))
+    return frozenset(names)
 
 
 def _item_after(text: str, terms: set[str]) -> str:
@@ -420,6 +446,7 @@ class _Answerer:
         self.weigher = _Weigher(question, sentences)
         self.windows = date_windows(question)
         self.speakers = {t for s in sentences for t in analyze(s.speaker)}
+        self.known = known_names(sentences)
         ranked = []
         order: dict[int, int] = {}
         for s in sentences:
@@ -431,6 +458,10 @@ class _Answerer:
             if share < MIN_SHARE:
                 continue
             score = share * (1.0 if _gives(self.kind, s) else TYPE_MISS)
+            if self.kind in ("thing", "list"):
+                # A sentence that only says the question back ("I went to a council
+                # meeting for adoption.") introduces the answer; the next one gives it.
+                score *= ECHO_FLOOR + (1 - ECHO_FLOOR) * min(1.0, self._news(s.text) / NEWS)
             # The researcher's order of the evidence breaks near ties.
             score *= 1 + RANK_PRIOR / (1 + order[id(s.item)])
             if self.windows and s.day and not any(w.contains(s.day) for w in self.windows):
@@ -438,6 +469,13 @@ class _Answerer:
             ranked.append((score, -n, share, s))
         ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
         self.ranked = [(score, share, s) for score, _n, share, s in ranked]
+
+    def _news(self, text: str) -> int:
+        """How many words of ``text`` say what the question does not."""
+        return sum(
+            _novel(t, self.weigher.terms, self.speakers) and t.lower() not in FRAMING
+            for t in re.findall(r"[\w'’-]+", text.split("[shares", 1)[0])
+        )
 
     def answer(self) -> DirectAnswer:
         if not self.ranked:
@@ -462,7 +500,9 @@ class _Answerer:
         for s in self._top("date")[:3]:
             found = [d for d in said_dates(s.text, s.day) if not _restates(d, asked_words)]
             if found:
-                when = max(found, key=lambda d: (d.exact, -found.index(d)))
+                exact = [d for d in found if d.exact] or found
+                near = self._nearest(s.text, [d.phrase for d in exact])
+                when = next(d for d in exact if d.phrase == near)
                 return when.written, [s]
         best = self.ranked[0][2]
         if best.day:
@@ -504,10 +544,10 @@ class _Answerer:
 
     def _person(self) -> tuple[str, list[Said]]:
         exclude = self.weigher.names
-        for s in self._top("person")[:3]:
-            found = _people(s.text, exclude)
+        for s in self._close_to_best("person"):
+            found = _people(s.text, exclude, self.known)
             if found:
-                return found[0], [s]
+                return self._nearest(s.text, found), [s]
         # "Who ...?" answered in the first person: the speaker is the person.
         for _score, _share, s in self.ranked[:3]:
             if re.match(r"(?:I|I'm|I've|We)\b", s.text) and not set(analyze(s.speaker)) & exclude:
@@ -515,16 +555,44 @@ class _Answerer:
         return "", [self.ranked[0][2]]
 
     def _place(self) -> tuple[str, list[Said]]:
-        exclude = self.weigher.names
+        exclude = self.weigher.names | self.weigher.terms
+        # A named place first, from any of the best sentences: "in the city where my sister
+        # lives" names none, the sentence that says where she lives does.
+        for s in self._close_to_best("place", 5):
+            places = [
+                found.group(1)
+                for found in _PLACE.finditer(s.text)
+                if not set(analyze(found.group(1))) <= exclude
+                and found.group(1).split()[0].lower() not in STOP | _CALENDAR
+            ]
+            if places:
+                return self._nearest(s.text, places), [s]
         for s in self._top("place")[:3]:
-            for found in _PLACE.finditer(s.text):
-                place = found.group(1)
-                if not set(analyze(place)) <= exclude and place.split()[0].lower() not in STOP:
-                    return place, [s]
             noun = _PLACE_NOUN.search(s.text)
-            if noun:
+            if noun and not set(analyze(noun.group(1))) <= exclude | set(analyze("the my our")):
                 return noun.group(1), [s]
         return "", [self.ranked[0][2]]
+
+    def _close_to_best(self, kind: str, n: int = 3) -> list[Said]:
+        """The first ``n`` sentences giving ``kind`` among those near the best score."""
+        top = self.ranked[0][0]
+        return [s for score, _share, s in self.ranked if _gives(kind, s) and score >= 0.5 * top][:n]
+
+    def _nearest(self, text: str, options: list[str]) -> str:
+        """Of ``options`` found in ``text``, the one said nearest the question's words."""
+        hits = [
+            m.start()
+            for m in re.finditer(r"[\w'’-]+", text)
+            if set(analyze(m.group(0))) & self.weigher.terms
+        ]
+        if not hits:
+            return options[0]
+
+        def distance(option: str) -> int:
+            at = text.find(option)
+            return min(abs(at - h) for h in hits)
+
+        return min(options, key=distance)
 
     def _yesno(self) -> tuple[str, list[Said]]:
         best = self.ranked[0][2]
@@ -550,7 +618,6 @@ class _Answerer:
         for score, _share, s in self.ranked:
             if score < LIST_SHARE * top or len(items) == MAX_ITEMS:
                 break
-            text = f"{s.before} {s.text}" if points_back(s.text) else s.text
             item = self._novel(s.before if points_back(s.text) else s.text, 3)
             key = _stem_set(item) - self.weigher.terms
             if not key or any(key & k for k in seen):

@@ -470,7 +470,7 @@ def test_paragraph_subject_is_the_bold_lead_only() -> None:
 def test_a_misspelt_word_is_answered_and_said_to_be_read_as_a_near_one(kb: KnowledgeBase) -> None:
     with ChatSession(kb, TENANT) as chat:
         record = chat.send("Who maintains the tide-window schedular?")
-    assert record.answer.startswith("From memory:")
+    assert "\n\nFrom memory:\n" in record.answer  # after the direct answer's line
     assert "tide-window scheduler" in record.answer and "Tobias Ferrante" in record.answer
     # Memory does not hold the word as typed, and the answer says what was searched instead.
     assert "never mentions: schedular (searched as the nearest word it holds)" in record.answer
