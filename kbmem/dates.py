@@ -189,6 +189,16 @@ def _relative(found: re.Match[str], said_on: date) -> tuple[str, bool]:
     return f"{n} {units}{'s' if n > 1 else ''} before {anchor}", False
 
 
+_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}(?![\w,]*\s+\d{{4}})")
+_MONTH_DAY = re.compile(rf"\b{_M}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?!,?\s+\d{{4}})(?!:)")
+
+
+def _nearest_year(said_on: date, month: int, day: int) -> date | None:
+    options = [_safe_date(said_on.year + k, month, day) for k in (-1, 0, 1)]
+    found = [d for d in options if d is not None]
+    return min(found, key=lambda d: abs((d - said_on).days)) if found else None
+
+
 def said_dates(text: str, said_on: date | None) -> list[SaidDate]:
     """The times ``text`` speaks of, in the order it says them, each written as a reader
     would write it: a named day as "Sunday 7 May 2023", a month as "May 2023", a year;
@@ -213,6 +223,17 @@ def said_dates(text: str, said_on: date | None) -> list[SaidDate]:
         d = _safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
         if d:
             add(m, written_date(d), True)
+    if said_on is not None:
+        # "on 21 April", "Tuesday 21 April": the year is the one that puts the day nearest
+        # the day it was said.
+        for m in _DAY_MONTH.finditer(lower):
+            d = _nearest_year(said_on, _month(m.group(2)), int(m.group(1)))
+            if d:
+                add(m, written_date(d), True)
+        for m in _MONTH_DAY.finditer(lower):
+            d = _nearest_year(said_on, _month(m.group(1)), int(m.group(2)))
+            if d:
+                add(m, written_date(d), True)
     for m in _MONTH_YEAR.finditer(lower):
         add(m, f"{_month_name(_month(m.group(1)))} {m.group(2)}", False)
     if said_on is not None:

@@ -539,7 +539,12 @@ def _supporting(direct: DirectAnswer, chosen: list[Sentence]) -> list[Sentence]:
     points to)."""
     units = {_unit_of(s) for s in chosen}
     sources = [_as_sentence(s) for s in direct.sources[:MAX_SOURCES]]
-    return chosen + [s for s in sources if _unit_of(s) not in units]
+    extra = [s for s in sources if _unit_of(s) not in units]
+    if not direct.firm or not extra:
+        return chosen
+    # At most MAX_SENTENCES quotes still: the answer's own source before the weakest others.
+    keep = max(0, MAX_SENTENCES - len(extra))
+    return chosen[: max(keep, 1)] + extra[: MAX_SENTENCES - max(keep, 1)]
 
 
 def _as_sentence(said: Said) -> Sentence:

@@ -33,6 +33,12 @@ from kbmem.dates import (
     written_date,
 )
 from kbmem.index.tenant import analyze
+from kbmem.research.offline import (
+    CORRECTION_WEIGHT,
+    replaced_in,
+    stated_values,
+    states_correction,
+)
 from kbmem.research.types import EvidenceItem
 from kbmem.store.pages import TURN_HEADER, unescape_line
 from kbmem.textutil import split_sentences
@@ -48,6 +54,7 @@ OUT_OF_WINDOW = 0.5  # said outside the time the question names
 LIST_SHARE = 0.6  # of the best sentence's score, for another sentence's item to join a list
 MAX_ITEMS = 6
 RANK_PRIOR = 0.2
+SUPERSEDED = 0.3  # a sentence stating a value that a correction replaced
 ECHO_FLOOR = 0.4  # a sentence saying nothing new counts this much of its coverage
 NEWS = 3  # new words for a sentence to count fully
 BEFORE_SHARE = 0.7  # of the question's terms the sentence before says, the share counted
@@ -90,7 +97,7 @@ _NUMBER = re.compile(
     re.I,
 )
 _PLACE = re.compile(
-    r"\b(?:in|at|to|from|near|around|visited|visit|visiting)\s+"
+    r"\b(?:in|at|to|near|around|visited|visit|visiting)\s+"
     r"((?:the\s+)?[A-Z][\w'’-]+(?:\s+(?:[A-Z][\w'’-]+|of|de|la))*)"
 )
 _PLACE_NOUN = re.compile(
@@ -100,6 +107,7 @@ _PLACE_NOUN = re.compile(
     r"center|centre|cafe|restaurant|home|house|farm|trail|country|abroad))\b",
     re.I,
 )
+_WHERE_CLAUSE = re.compile(r"\bthe\s+\w+\s+where\s+([^.;,!?]{3,60})", re.I)
 _NEGATION = re.compile(r"\b(?:not|never|no|don't|doesn't|didn't|won't|wouldn't|can't|isn't)\b")
 _YESNO = re.compile(
     r"^\s*(?:is|are|was|were|do|does|did|has|have|had|can|could|would|will|should|might|may)\b",
@@ -124,6 +132,10 @@ def question_kind(question: str) -> str:
         return "date"
     if re.search(r"\bhow\s+long\s+ago\b", q) or re.match(r"when\b", q):
         return "date"
+    if re.match(r"what\b.*\b(?:date|day|year)\s*\??$", q):
+        return "date"  # "What is the launch date?"
+    if re.match(r"what\b.*\b(?:budget|cost|price|fee|salary|amount|age|score)\b", q):
+        return "number"  # the answer to "what is the budget?" is an amount
     if re.search(r"\bhow\s+long\b", q):
         return "duration"
     if re.search(r"\bhow\s+many\b", q):
@@ -172,6 +184,9 @@ class Said:
     end: int
     before: str = ""
     session: str = ""
+    # What the sentence still claims: without what it says is replaced ("21 April, not 14
+    # April as stated"); set when it is read for a question.
+    claim: str = ""
 
 
 @dataclass
@@ -271,7 +286,7 @@ def points_back(text: str) -> bool:
 
 
 def _gives(kind: str, s: Said) -> bool:
-    text = s.text
+    text = s.claim or s.text
     if kind == "date":
         return bool(said_dates(text, s.day))
     if kind == "duration":
@@ -447,6 +462,7 @@ class _Answerer:
         self.windows = date_windows(question)
         self.speakers = {t for s in sentences for t in analyze(s.speaker)}
         self.known = known_names(sentences)
+        self.all = sentences
         ranked = []
         order: dict[int, int] = {}
         for s in sentences:
@@ -454,6 +470,8 @@ class _Answerer:
         for n, s in enumerate(sentences):
             if s.text.endswith("?"):
                 continue
+            corrects = states_correction([s.text])
+            s.claim = replaced_in(s.text)[0] if corrects else s.text
             share = self.weigher.share(s)
             if share < MIN_SHARE:
                 continue
@@ -461,12 +479,24 @@ class _Answerer:
             if self.kind in ("thing", "list"):
                 # A sentence that only says the question back ("I went to a council
                 # meeting for adoption.") introduces the answer; the next one gives it.
-                score *= ECHO_FLOOR + (1 - ECHO_FLOOR) * min(1.0, self._news(s.text) / NEWS)
+                score *= ECHO_FLOOR + (1 - ECHO_FLOOR) * min(1.0, self._news(s.claim) / NEWS)
+            if corrects:
+                score *= CORRECTION_WEIGHT  # what memory holds now, over what it replaced
             # The researcher's order of the evidence breaks near ties.
             score *= 1 + RANK_PRIOR / (1 + order[id(s.item)])
             if self.windows and s.day and not any(w.contains(s.day) for w in self.windows):
                 score *= OUT_OF_WINDOW
             ranked.append((score, -n, share, s))
+        replaced = {
+            v for s in sentences if s.claim and s.claim != s.text for v in replaced_in(s.text)[1]
+        }
+        if replaced:
+            # A value a correction replaced ("not 14 April as stated") is stale wherever
+            # else it is said.
+            ranked = [
+                (score * SUPERSEDED if stated_values(s.claim) & replaced else score, n, sh, s)
+                for score, n, sh, s in ranked
+            ]
         ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
         self.ranked = [(score, share, s) for score, _n, share, s in ranked]
 
@@ -486,7 +516,7 @@ class _Answerer:
         firm = bool(line) and top_share >= FIRM_SHARE and _gives(self.kind, sources[0])
         if not line:
             best = self.ranked[0][2]
-            line, sources = _phrase_after(best.text, self.weigher.terms), [best]
+            line, sources = _phrase_after(best.claim, self.weigher.terms), [best]
             firm = False
         if not line:
             return DirectAnswer(NOTHING, [], False, self.kind)
@@ -498,10 +528,12 @@ class _Answerer:
     def _date(self) -> tuple[str, list[Said]]:
         asked_words = date_words(self.question)
         for s in self._top("date")[:3]:
-            found = [d for d in said_dates(s.text, s.day) if not _restates(d, asked_words)]
+            found = [d for d in said_dates(s.claim, s.day) if not _restates(d, asked_words)]
             if found:
-                exact = [d for d in found if d.exact] or found
-                near = self._nearest(s.text, [d.phrase for d in exact])
+                # A day named on the calendar over one said relative to today.
+                named = [d for d in found if d.exact and re.search(r"\d", d.phrase)]
+                exact = named or [d for d in found if d.exact] or found
+                near = self._nearest(s.claim, [d.phrase for d in exact])
                 when = next(d for d in exact if d.phrase == near)
                 return when.written, [s]
         best = self.ranked[0][2]
@@ -512,16 +544,16 @@ class _Answerer:
 
     def _duration(self) -> tuple[str, list[Said]]:
         for s in self._top("duration")[:3]:
-            found = _DURATION.search(s.text) or _SINCE.search(s.text)
+            found = _DURATION.search(s.claim) or _SINCE.search(s.claim)
             if found:
                 return found.group(0).strip(), [s]
         return "", [self.ranked[0][2]]
 
     def _number(self) -> tuple[str, list[Said]]:
         for s in self._top("number")[:3]:
-            found = _NUMBER.search(s.text)
+            found = _NUMBER.search(s.claim)
             if found:
-                tail = _phrase_after(s.text[found.end() :], set(), 3) if found else ""
+                tail = _unit_after(s.claim[found.end() :])
                 return f"{found.group(0)} {tail}".strip(), [s]
         return "", [self.ranked[0][2]]
 
@@ -530,10 +562,10 @@ class _Answerer:
         sessions (one per session: a thing told twice in one talk is one thing)."""
         asked = self.weigher.terms - self.weigher.names
         for s in self._top("count")[:3]:
-            for found in _NUMBER.finditer(s.text):
-                near = s.text[found.end() : found.end() + 40]
+            for found in _NUMBER.finditer(s.claim):
+                near = s.claim[found.end() : found.end() + 40]
                 if _stem_set(near) & asked:
-                    return f"{found.group(0)} {_phrase_after(near, set(), 3)}".strip(), [s]
+                    return f"{found.group(0)} {_unit_after(near)}".strip(), [s]
         top = self.ranked[0][0]
         sessions: dict[str, Said] = {}
         for score, _share, s in self.ranked:
@@ -545,30 +577,64 @@ class _Answerer:
     def _person(self) -> tuple[str, list[Said]]:
         exclude = self.weigher.names
         for s in self._close_to_best("person"):
-            found = _people(s.text, exclude, self.known)
+            found = _people(s.claim, exclude, self.known)
             if found:
-                return self._nearest(s.text, found), [s]
+                return self._nearest(s.claim, found), [s]
         # "Who ...?" answered in the first person: the speaker is the person.
         for _score, _share, s in self.ranked[:3]:
-            if re.match(r"(?:I|I'm|I've|We)\b", s.text) and not set(analyze(s.speaker)) & exclude:
+            if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
                 return s.speaker, [s]
         return "", [self.ranked[0][2]]
 
+    def _bridged_place(self) -> tuple[str, list[Said]] | None:
+        """A place the best sentence names only by what happens there ("in the city where
+        my sister lives"): the named place of the sentence that says that (who said it
+        counts: "I'm flying to Tromsø to see my sister")."""
+        best = self.ranked[0][2]
+        found = _WHERE_CLAUSE.search(best.claim)
+        if not found:
+            return None
+        clause = set(analyze(found.group(1))) - set(analyze(" ".join(STOP)))
+        if best.speaker and re.search(r"\b(?:my|our)\b", found.group(1), re.I):
+            clause |= set(analyze(best.speaker))
+        for s in self.all:
+            said = set(analyze(s.text)) | set(analyze(s.speaker))
+            if s is best or len(clause & said) < min(2, len(clause)):
+                continue
+            places = self._places(s)
+            if places:
+                return self._nearest(s.text, places), [best, s]
+        return None
+
+    def _places(self, s: Said) -> list[str]:
+        exclude = self.weigher.names | self.weigher.terms
+        return [
+            found.group(1)
+            for found in _PLACE.finditer(s.claim or s.text)
+            if not set(analyze(found.group(1))) <= exclude
+            and found.group(1).split()[0].lower() not in STOP | _CALENDAR
+            and not found.group(1).endswith(("'s", "’s"))
+        ]
+
     def _place(self) -> tuple[str, list[Said]]:
+        bridged = self._bridged_place()
+        if bridged:
+            return bridged
         exclude = self.weigher.names | self.weigher.terms
         # A named place first, from any of the best sentences: "in the city where my sister
         # lives" names none, the sentence that says where she lives does.
         for s in self._close_to_best("place", 5):
             places = [
                 found.group(1)
-                for found in _PLACE.finditer(s.text)
+                for found in _PLACE.finditer(s.claim)
                 if not set(analyze(found.group(1))) <= exclude
                 and found.group(1).split()[0].lower() not in STOP | _CALENDAR
+                and not found.group(1).endswith(("'s", "’s"))
             ]
             if places:
-                return self._nearest(s.text, places), [s]
+                return self._nearest(s.claim, places), [s]
         for s in self._top("place")[:3]:
-            noun = _PLACE_NOUN.search(s.text)
+            noun = _PLACE_NOUN.search(s.claim)
             if noun and not set(analyze(noun.group(1))) <= exclude | set(analyze("the my our")):
                 return noun.group(1), [s]
         return "", [self.ranked[0][2]]
@@ -596,7 +662,7 @@ class _Answerer:
 
     def _yesno(self) -> tuple[str, list[Said]]:
         best = self.ranked[0][2]
-        text = best.text if not points_back(best.text) else f"{best.before} {best.text}"
+        text = best.claim if not points_back(best.claim) else f"{best.before} {best.claim}"
         negated = bool(_NEGATION.search(text.lower())) != bool(
             _NEGATION.search(self.question.lower())
         )
@@ -618,7 +684,7 @@ class _Answerer:
         for score, _share, s in self.ranked:
             if score < LIST_SHARE * top or len(items) == MAX_ITEMS:
                 break
-            item = self._novel(s.before if points_back(s.text) else s.text, 3)
+            item = self._novel(s.before if points_back(s.claim) else s.claim, 3)
             key = _stem_set(item) - self.weigher.terms
             if not key or any(key & k for k in seen):
                 continue
@@ -629,17 +695,28 @@ class _Answerer:
 
     def _thing(self) -> tuple[str, list[Said]]:
         for _score, _share, best in self.ranked[:3]:
-            if points_back(best.text) and best.before:
+            if points_back(best.claim) and best.before:
                 # "It was magical": what was magical is named in the sentence before.
                 phrase = self._novel(best.before)
             else:
-                phrase = self._novel(best.text)
+                phrase = self._novel(best.claim)
             if phrase:
                 return phrase, [best]
         return "", [self.ranked[0][2]]
 
     def _novel(self, text: str, words: int = 5) -> str:
         return novel_phrase(text, self.weigher.terms, self.speakers, words)
+
+
+def _unit_after(text: str) -> str:
+    """What a number counts: the lower-case words right after it, to a clause's end ("5,600
+    dollars; Oskar misread": "dollars")."""
+    words = []
+    for word in re.findall(r"[\w'’-]+|[^\w\s]", text)[:3]:
+        if not re.match(r"[a-z][\w'’-]*$", word) or word in STOP | _PREPOSITIONS:
+            break
+        words.append(word)
+    return " ".join(words)
 
 
 def _restates(found: SaidDate, asked_words: set[str]) -> bool:

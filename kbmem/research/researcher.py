@@ -334,6 +334,7 @@ class Researcher:
             answer_fact = f"Direct answer: {direct.line}"
             facts = [answer_fact, *facts]
             written += count_tokens(answer_fact)
+            summary = shifted_fact_numbers(summary)
         pages_used = list(dict.fromkeys(e.page_id for e in evidence))
         tokens = (
             written
@@ -353,6 +354,19 @@ class Researcher:
             engine=getattr(self.engine, "name", "offline"),
             partial=partial,
         )
+
+
+_FACT_NUMBERS = re.compile(r"\b(Key facts? )(\d+(?:(?:, | and )\d+)*)")
+
+
+def shifted_fact_numbers(summary: str) -> str:
+    """``summary`` with the key facts it names by number ("Key fact 1", "Key facts 3 and 4")
+    renumbered for one more fact put first."""
+
+    def shift(m: re.Match[str]) -> str:
+        return m.group(1) + re.sub(r"\d+", lambda n: str(int(n.group(0)) + 1), m.group(2))
+
+    return _FACT_NUMBERS.sub(shift, summary)
 
 
 def _check_request(request: object) -> None:
