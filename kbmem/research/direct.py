@@ -68,7 +68,7 @@ QUESTION_WORDS = frozenset(
 # Words that shape the answer's kind without saying what it is about.
 SHAPE_WORDS = frozenset(
     "many much long often far old kind kinds type types sort sorts name names time times "
-    "date day year month week likely".split()
+    "date day year month week likely place happen".split()
 )
 STOP = frozenset(
     "i me my mine we us our ours you your yours he him his she her hers they them their theirs "
@@ -248,7 +248,7 @@ class _Weigher:
     def __init__(self, question: str, sentences: list[Said]):
         asked = [
             w
-            for w in re.findall(r"[\w'’-]+", question)
+            for w in re.findall(r"[\w'’-]+", re.sub(r"\btake\s+place\b", "", question, flags=re.I))
             if w.lower() not in QUESTION_WORDS and w.lower() not in SHAPE_WORDS
         ]
         dated = date_words(question)
