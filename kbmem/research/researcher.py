@@ -331,7 +331,9 @@ class Researcher:
         # The direct answer first, so a caller over HTTP or MCP reads it before the rest.
         direct = direct_answer(request, evidence)
         if direct.sources and not is_statement(request):
-            answer_fact = f"Direct answer: {direct.line}"
+            answer_fact = (
+                f"{DIRECT_HEAD} {direct.line} {direct.sources[0].item.interval.citation()}"
+            )
             facts = [answer_fact, *facts]
             written += count_tokens(answer_fact)
             summary = shifted_fact_numbers(summary)
@@ -356,6 +358,7 @@ class Researcher:
         )
 
 
+DIRECT_HEAD = "Direct answer:"  # the first key fact, when memory gives one
 _FACT_NUMBERS = re.compile(r"\b(Key facts? )(\d+(?:(?:, | and )\d+)*)")
 
 

@@ -432,7 +432,7 @@ def test_questions_asked_again_change_no_key_fact(kb: KnowledgeBase) -> None:
     ]
     assert any(page.startswith("chat-") for page in found), found  # the echoes were found
     assert after.key_facts == before.key_facts
-    assert "21 April" in after.key_facts[0]
+    assert "21 April" in after.key_facts[0]  # the direct answer, then the fact it is from
     marks = [f for f in after.key_facts if "superseded on" in f]
     assert marks and all("superseded on 2026-02-23)" in f for f in marks), after.key_facts
 
