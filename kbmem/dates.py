@@ -84,3 +84,178 @@ def sessions_in(windows: list[DateWindow], memory: list[tuple[str, str, str]]) -
         if any(w.contains(day) for w in windows):
             out.append(session_id)
     return out
+
+
+# -- dates as said: relative expressions resolved against the day the words were said ------
+
+WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+_COUNT_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "couple of": 2,
+    "few": 3,
+    "a few": 3,
+}
+_COUNT = (
+    r"(\d{1,2}|a few|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
+)
+_WD = "(" + "|".join(WEEKDAYS) + ")"
+_RELATIVE = re.compile(
+    r"\b(?:(yesterday|today|tonight|tomorrow|last night|this morning|this afternoon"
+    r"|this evening|the other day|recently|lately)"
+    rf"|(last|this past|past|next|this|on)\s+{_WD}"
+    r"|(last|next|this|past)\s+(week|weekend|month|year|summer|winter|spring|fall|autumn)"
+    rf"|{_COUNT}\s+(days?|weeks?|weekends?|months?|years?)\s+ago)\b",
+    re.I,
+)
+_YEAR = re.compile(r"\b(19[5-9]\d|20[0-4]\d)\b")
+
+
+@dataclass(frozen=True)
+class SaidDate:
+    """A time a sentence speaks of: the words it uses (``phrase``), as a reader would write
+    the time they mean (``written``), and whether that is one day (``exact``)."""
+
+    phrase: str
+    written: str
+    exact: bool
+
+
+def written_date(day: date) -> str:
+    """A day as people write it: "Saturday 14 March 2026"."""
+    return f"{WEEKDAYS[day.weekday()].capitalize()} {day.day} {day:%B} {day.year}"
+
+
+def _count(word: str) -> int:
+    word = word.lower()
+    return int(word) if word.isdigit() else _COUNT_WORDS.get(word.removeprefix("a "), 1)
+
+
+def _month_name(month: int) -> str:
+    return date(2000, month, 1).strftime("%B")
+
+
+def _relative(found: re.Match[str], said_on: date) -> tuple[str, bool]:
+    """What one relative expression means, said on ``said_on``: the written time and whether
+    it is one day."""
+    word, wd_lead, wd, lead, unit, count, units = found.groups()
+    anchor = written_date(said_on)
+    if word:
+        word = word.lower()
+        shift = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(word)
+        if shift is not None:
+            return written_date(said_on + timedelta(days=shift)), True
+        if word in ("the other day", "recently", "lately"):
+            return f"shortly before {anchor}", False
+        return anchor, True  # today, tonight, this morning …
+    if wd:
+        target = WEEKDAYS.index(wd.lower())
+        if wd_lead.lower() == "next":
+            ahead = (target - said_on.weekday()) % 7 or 7
+            return written_date(said_on + timedelta(days=ahead)), True
+        # Said of a weekday without "next", people mean the last one gone by.
+        back = (said_on.weekday() - target) % 7 or 7
+        return written_date(said_on - timedelta(days=back)), True
+    if unit:
+        unit, lead = unit.lower(), lead.lower()
+        if unit == "year":
+            return str(said_on.year + {"next": 1, "this": 0}.get(lead, -1)), False
+        if unit == "month":
+            step = {"next": 1, "this": 0}.get(lead, -1)
+            month_index = said_on.year * 12 + said_on.month - 1 + step
+            return f"{_month_name(month_index % 12 + 1)} {month_index // 12}", False
+        where = {"next": "after", "this": "of"}.get(lead, "before")
+        return f"the {unit} {where} {anchor}", False
+    n, units = _count(count), units.lower().rstrip("s")
+    if "few" in count.lower() or "couple" in count.lower():
+        return f"a few {units}s before {anchor}", False
+    if units == "day":
+        return written_date(said_on - timedelta(days=n)), True
+    if units == "year":
+        return str(said_on.year - n), False
+    if units == "month":
+        month_index = said_on.year * 12 + said_on.month - 1 - n
+        return f"{_month_name(month_index % 12 + 1)} {month_index // 12}", False
+    return f"{n} {units}{'s' if n > 1 else ''} before {anchor}", False
+
+
+_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}(?![\w,]*\s+\d{{4}})")
+_MONTH_DAY = re.compile(rf"\b{_M}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?!,?\s+\d{{4}})(?!:)")
+
+
+def _nearest_year(said_on: date, month: int, day: int) -> date | None:
+    options = [_safe_date(said_on.year + k, month, day) for k in (-1, 0, 1)]
+    found = [d for d in options if d is not None]
+    return min(found, key=lambda d: abs((d - said_on).days)) if found else None
+
+
+def said_dates(text: str, said_on: date | None) -> list[SaidDate]:
+    """The times ``text`` speaks of, in the order it says them, each written as a reader
+    would write it: a named day as "Sunday 7 May 2023", a month as "May 2023", a year;
+    relative expressions ("last Friday", "yesterday", "two weeks ago") resolved against
+    ``said_on``, the day the words were said (left out when that is unknown)."""
+    lower = text.lower()
+    found: list[tuple[int, int, SaidDate]] = []
+
+    def add(m: re.Match[str], written: str, exact: bool) -> None:
+        if not any(a <= m.start() < b or m.start() <= a < m.end() for a, b, _ in found):
+            found.append((m.start(), m.end(), SaidDate(text[m.start() : m.end()], written, exact)))
+
+    for m in _DAY_MONTH_YEAR.finditer(lower):
+        d = _safe_date(int(m.group(3)), _month(m.group(2)), int(m.group(1)))
+        if d:
+            add(m, written_date(d), True)
+    for m in _MONTH_DAY_YEAR.finditer(lower):
+        d = _safe_date(int(m.group(3)), _month(m.group(1)), int(m.group(2)))
+        if d:
+            add(m, written_date(d), True)
+    for m in _ISO.finditer(lower):
+        d = _safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        if d:
+            add(m, written_date(d), True)
+    if said_on is not None:
+        # "on 21 April", "Tuesday 21 April": the year is the one that puts the day nearest
+        # the day it was said.
+        for m in _DAY_MONTH.finditer(lower):
+            d = _nearest_year(said_on, _month(m.group(2)), int(m.group(1)))
+            if d:
+                add(m, written_date(d), True)
+        for m in _MONTH_DAY.finditer(lower):
+            d = _nearest_year(said_on, _month(m.group(1)), int(m.group(2)))
+            if d:
+                add(m, written_date(d), True)
+    for m in _MONTH_YEAR.finditer(lower):
+        add(m, f"{_month_name(_month(m.group(1)))} {m.group(2)}", False)
+    if said_on is not None:
+        for m in _RELATIVE.finditer(text):
+            written, exact = _relative(m, said_on)
+            add(m, written, exact)
+    for m in _YEAR.finditer(lower):
+        add(m, m.group(1), False)
+    return [s for _a, _b, s in sorted(found, key=lambda f: f[0])]
+
+
+def date_words(text: str) -> set[str]:
+    """The words of ``text`` that only name a time (month names, years, weekdays): a question
+    that names "February 2023" asks about that time, it does not ask memory for the word."""
+    words = {w.lower() for w in re.findall(r"[\w]+", text)}
+    names = set(MONTHS) | {m[:3] for m in MONTHS} | set(WEEKDAYS)
+    return {w for w in words if w in names or _YEAR.fullmatch(w)}
+
+
+def stamp_day(stamp: str) -> date | None:
+    """The day of an ISO 8601 stamp ("2023-05-08T13:56:00"), None when it is not one."""
+    try:
+        return date.fromisoformat(stamp[:10])
+    except ValueError:
+        return None

@@ -16,9 +16,11 @@ from typing import NamedTuple
 
 from kbmem.agent.context import TurnContext
 from kbmem.agent.records import ContextItem
+from kbmem.dates import date_words, stamp_day, written_date
 from kbmem.index.tenant import analyze
 from kbmem.memorize.sessions import is_chat, is_own_answer, is_request, is_statement, without_cue
 from kbmem.research.answer_types import answer_type, gives, merit
+from kbmem.research.direct import DirectAnswer, Said, direct_answer, points_back
 from kbmem.research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
@@ -36,6 +38,9 @@ from kbmem.store.pages import TURN_HEADER, unescape_line
 from kbmem.textutil import split_sentences, truncate_tokens
 
 MAX_SENTENCES = 3  # an answer quotes the few best sentences, not the briefing
+# The quotes that support the direct answer are short: the answer is the first line.
+QUOTE_TOKENS = 30
+MAX_SOURCES = 3  # of the sentences the direct answer was taken from, those quoted
 # "The offsite will be in the city where my sister lives": the answer is where the sister
 # lives, said elsewhere. A sentence that resolves such a reference must name at least this
 # many of its terms (the person whose relation it is, the relation, a name given for them).
@@ -218,7 +223,13 @@ class OfflineAgent:
             return
         # Asked when, a reader needs when it was said: "yesterday" on 8 May is 7 May.
         dated = answer_type(without_cue(ctx.message)) == "time"
-        text = self._quotes(chosen, ANSWER_HEAD, dated)
+        direct = direct_answer(without_cue(ctx.message), briefing.evidence)
+        ctx.note(f"Direct answer ({direct.kind}): {direct.line}")
+        quoted = _supporting(direct, chosen)
+        for sentence in quoted:
+            if not any(sentence is c for c in chosen):
+                ctx.add_context(_cited(sentence, result.call_id))
+        text = markdown_literal(direct.line) + "\n\n" + self._quotes(quoted, ANSWER_HEAD, dated)
         unknown = self.unknown_words(ctx)
         if unknown:
             text += f"\n\nMemory never mentions: {markdown_literal(', '.join(unknown))}."
@@ -231,7 +242,8 @@ class OfflineAgent:
         lines = [head]
         for sentence in chosen:
             citation = f"[{sentence.item.page_id}:L{sentence.start}-L{sentence.end}]"
-            day = f" ({sentence.stamp[:10]})" if dated and sentence.stamp else ""
+            said_on = stamp_day(sentence.stamp) if dated else None
+            day = f" ({written_date(said_on)})" if said_on else ""
             who = f"{sentence.speaker}{day}: " if sentence.speaker else ""
             lines.append(f"- {markdown_literal(who + sentence.text)} {citation}")
         return "\n".join(lines)
@@ -244,7 +256,10 @@ class OfflineAgent:
         answer for a miss."""
         asked = without_cue(ctx.message)
         reading = read_request(ctx.tools.toolkit, asked, QUESTION_WORDS | MODIFIERS)
-        words = reading.unknown + [
+        # A time the question names ("in February 2023") picks sessions; it is no word
+        # memory should hold.
+        dated = date_words(asked)
+        words = [w for w in reading.unknown if not set(w.strip("'").lower().split()) <= dated] + [
             f"{w} (searched as the nearest word it holds)" for w in reading.near
         ]
         return sorted(words, key=lambda w: asked.find(w.split(" (", 1)[0]))
@@ -516,6 +531,46 @@ class _Selection:
         if not question.stated:
             score *= merit(text, question.terms, question.expected_of(found))
         return text, found, score, room
+
+
+def _supporting(direct: DirectAnswer, chosen: list[Sentence]) -> list[Sentence]:
+    """The quotes under the direct answer: ``chosen``, then the sentences the direct answer
+    was taken from that they leave out (a sentence that points back shown with the one it
+    points to)."""
+    units = {_unit_of(s) for s in chosen}
+    sources = [_as_sentence(s) for s in direct.sources[:MAX_SOURCES]]
+    extra = [s for s in sources if _unit_of(s) not in units]
+    if not direct.firm or not extra:
+        return chosen
+    # At most MAX_SENTENCES quotes still: the answer's own source before the weakest others.
+    keep = max(0, MAX_SENTENCES - len(extra))
+    return chosen[: max(keep, 1)] + extra[: MAX_SENTENCES - max(keep, 1)]
+
+
+def _as_sentence(said: Said) -> Sentence:
+    stamp = said.day.isoformat() if said.day else ""
+    text = truncate_tokens(said.text, QUOTE_TOKENS)
+    if said.before and said.before != said.text and points_back(said.text):
+        text = f"{truncate_tokens(said.before, CONTEXT_TOKENS)} {text}"
+    return Sentence(text, said.speaker, said.item, said.start, said.end, frozenset(), 0, stamp)
+
+
+def _cited(sentence: Sentence, call_id: str) -> ContextItem:
+    """The context record of a quoted sentence."""
+    return ContextItem(
+        page_id=sentence.item.page_id,
+        path=sentence.item.interval.path,
+        start=sentence.start,
+        end=sentence.end,
+        commit=sentence.item.interval.commit,
+        retriever=sentence.item.retriever_type,
+        score=round(float(sentence.item.relevance_score), 6),
+        blob=sentence.item.interval.blob,
+        turn_ids=[t for t in sentence.item.interval.turn_ids if t in _turns_of(sentence)],
+        call_id=call_id,
+        cited=True,
+        shown=sentence.item.shown,
+    )
 
 
 def _unit_of(sentence: Sentence) -> tuple[str, int]:

@@ -23,11 +23,13 @@ from typing import Any
 from kbmem.agent.context import TurnCancelled, TurnContext
 from kbmem.agent.events import ResearchTrace, ToolCallFinished, ToolCallStarted
 from kbmem.agent.records import ContextItem, ToolCallRecord
+from kbmem.dates import said_dates
 from kbmem.errors import KbmemError, ValidationError
 from kbmem.index.intervals import EXPAND_MODES, Interval
+from kbmem.research.direct import read_sentences
 from kbmem.research.researcher import Researcher
 from kbmem.research.toolkit import MAX_PAD, TOOLS, Toolkit
-from kbmem.research.types import BriefingContext, TraceEvent
+from kbmem.research.types import BriefingContext, EvidenceItem, TraceEvent
 from kbmem.store.repository import KnowledgeBase
 from kbmem.textutil import truncate_tokens
 
@@ -404,12 +406,27 @@ def render_briefing(briefing: BriefingContext, max_tokens: int = MAX_RESULT_TOKE
         parts.append(
             "Evidence:\n"
             + "\n\n".join(
-                f"{e.interval.citation()}\n{e.excerpt.strip()}" for e in briefing.evidence
+                f"{e.interval.citation()}\n{e.excerpt.strip()}{resolved_dates(e)}"
+                for e in briefing.evidence
             )
         )
     else:
         parts.append("Evidence: none; memory holds nothing on this request.")
     return truncate_tokens("\n\n".join(parts), max_tokens)
+
+
+def resolved_dates(item: EvidenceItem) -> str:
+    """The relative dates an excerpt's turns say, resolved against the day each turn was
+    said, as a line under the excerpt ("" when it says none): a model reading "last Friday"
+    cannot know which Friday."""
+    seen: dict[str, str] = {}
+    for said in read_sentences([item]):
+        for found in said_dates(said.text, said.day):
+            if found.phrase.lower() != found.written.lower():
+                seen.setdefault(found.phrase, found.written)
+    if not seen:
+        return ""
+    return "\nDates resolved: " + "; ".join(f'"{k}" = {v}' for k, v in seen.items())
 
 
 def _fit(text: str) -> str:

@@ -18,6 +18,7 @@ BENCHES = {
     "retrieval": ("retrieval", "one-shot retrieval quality per tool on LoCoMo", True),
     "scale": ("scale", "build/sync/query costs on a synthetic knowledge base", False),
     "locomo": ("research", "the researcher on every LoCoMo question", True),
+    "answers": ("answers_chat", "the chat's answers to LoCoMo questions, scored", True),
     "chat": ("chat", "offline chat turns on the example knowledge base", False),
     "tui": ("tui", "time to first paint and first answer of the TUI", False),
     "api": ("api", "what the HTTP API adds to research and search requests", False),

@@ -730,7 +730,9 @@ def _key_fact(
     who = f"{hit.speaker}: " if hit.speaker else ""
     text = focused(_LIST_ITEM.sub("", best), set(asked.terms), FACT_TOKENS)  # "- " of an item
     fact = f"{who}{text}{f' ({when})' if when else ''} {hit.interval.citation()}"
-    corrects = not cand.echo and said.corrects
+    # A turn corrects as a whole; a note's paragraph holds many facts, and one of them
+    # correcting a value does not make the others corrections.
+    corrects = not cand.echo and said.corrects and (bool(hit.speaker) or states_correction([best]))
     return fact, Source(hit, corrects, superseded), best_score
 
 

@@ -16,8 +16,9 @@ from kbmem.errors import KbmemError, ModelUnreachable, ValidationError
 from kbmem.index.tenant import Hit, analyze
 from kbmem.index.vectors import read_queries
 from kbmem.memorize.memorizer import read_memory
-from kbmem.memorize.sessions import is_echo, without_cue
+from kbmem.memorize.sessions import is_echo, is_statement, without_cue
 from kbmem.research.briefing import fit_list, select_evidence
+from kbmem.research.direct import direct_answer
 from kbmem.research.offline import QUESTION_WORDS, OfflineEngine, asked_with, request_parts
 from kbmem.research.reading import Reading, read_request
 from kbmem.research.state import ResearchState, holds_as_asked
@@ -384,6 +385,15 @@ class Researcher:
                 decision.missing_words, texts, reading, partial, missing, budgets.max_depth
             )
         open_questions = notes + list(integration.open_questions) + missing + read
+        # The direct answer first, so a caller over HTTP or MCP reads it before the rest.
+        direct = direct_answer(request, evidence)
+        if direct.sources and not is_statement(request):
+            answer_fact = (
+                f"{DIRECT_HEAD} {direct.line} {direct.sources[0].item.interval.citation()}"
+            )
+            facts = [answer_fact, *facts]
+            written += count_tokens(answer_fact)
+            summary = shifted_fact_numbers(summary)
         pages_used = list(dict.fromkeys(e.page_id for e in evidence))
         tokens = (
             written
@@ -403,6 +413,20 @@ class Researcher:
             engine=getattr(self.engine, "name", "offline"),
             partial=partial,
         )
+
+
+DIRECT_HEAD = "Direct answer:"  # the first key fact, when memory gives one
+_FACT_NUMBERS = re.compile(r"\b(Key facts? )(\d+(?:(?:, | and )\d+)*)")
+
+
+def shifted_fact_numbers(summary: str) -> str:
+    """``summary`` with the key facts it names by number ("Key fact 1", "Key facts 3 and 4")
+    renumbered for one more fact put first."""
+
+    def shift(m: re.Match[str]) -> str:
+        return m.group(1) + re.sub(r"\d+", lambda n: str(int(n.group(0)) + 1), m.group(2))
+
+    return _FACT_NUMBERS.sub(shift, summary)
 
 
 def _check_request(request: object) -> None:

@@ -67,7 +67,9 @@ def test_scripted_chat_then_turns_and_audit(
     assert "Question:\n  Who is Femi Adeyemi's onboarding buddy?" in out
     assert "Tools called:\n  1. research " in out
     assert "Intervals the turn read (" in out and "    | ### " in out
-    assert "Answer:\n  From memory:" in out and "recorded in commit" in out
+    # The answer opens with the direct answer, then its evidence.
+    assert "Answer:\n  Tobias Ferrante\n" in out and "\n  From memory:" in out
+    assert "recorded in commit" in out
     citation = turns[0]["citations"][0]
     assert citation in out
 

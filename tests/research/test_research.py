@@ -29,13 +29,18 @@ from kbmem.research.offline import (
     states_correction,
     superseded_on,
 )
-from kbmem.research.researcher import Researcher, run_action
+from kbmem.research.researcher import DIRECT_HEAD, Researcher, run_action
 from kbmem.research.state import Candidate, ResearchState, holds_as_asked
 from kbmem.research.types import BriefingContext
 from kbmem.textutil import count_tokens
 
 OFFSITE = "In which city will the team's April offsite take place?"
 TROMSO_PAGE = "2026-01-21-sprint1-review/1"
+
+
+def researched(briefing: BriefingContext) -> list[str]:
+    """The key facts after the direct answer (when the briefing gives one, it comes first)."""
+    return [f for f in briefing.key_facts if not f.startswith(DIRECT_HEAD)]
 
 
 @pytest.fixture
@@ -476,9 +481,9 @@ def test_question_words_never_become_search_terms(researcher):
     assert not any("wa" in q.split() for q in queries), queries
     # The key fact that answers the question leads the briefing, though the kickoff sentence
     # naming "Ferrylog" ranks with it: the rare terms ("pilot customer") weigh more.
-    assert "Skerrick Island Ferries" in briefing.key_facts[0]
+    assert "Skerrick Island Ferries" in researched(briefing)[0]
     assert briefing.executive_summary.startswith(
-        "Key fact 1 is the strongest match (Priya Raghunathan, 2026-01-05)"
+        "Key fact 2 is the strongest match (Priya Raghunathan, 2026-01-05)"
     )
 
 
@@ -630,7 +635,7 @@ def test_a_note_is_read_for_what_it_says_not_for_its_headings(researcher):
     may shape the briefing: "Operations" was followed as a name and lifted the glossary's
     Manifest entry to the top, a heading became a key fact, and a fact was cut at a wrap."""
     briefing = researcher.research("Who maintains the glossary?")
-    assert briefing.key_facts[0].startswith("Maintained by Priya Raghunathan; anyone may edit.")
+    assert researched(briefing)[0].startswith("Maintained by Priya Raghunathan; anyone may edit.")
     assert not any(fact.startswith("Ferrylog glossary") for fact in briefing.key_facts)
     assert any(
         fact.startswith("Maintained by Maya Lindqvist and Tobias Ferrante.")
@@ -654,7 +659,7 @@ def test_what_a_followed_name_finds_never_outranks_what_named_it(researcher):
     briefing = researcher.research("Who maintains the glossary and since when?")
     assert any(a.get("follows") and "Priya" in a["query"] for a in _planned(briefing))
     assert all(a.get("query") != "since" for a in _planned(briefing))
-    assert briefing.key_facts[0].startswith("Maintained by Priya Raghunathan")
+    assert researched(briefing)[0].startswith("Maintained by Priya Raghunathan")
 
     toolkit = researcher.toolkit
     source = next(
@@ -693,7 +698,7 @@ def test_a_chain_of_followed_names_does_not_climb(researcher):
     briefing = researcher.research("What went wrong in the Calloway incident?")
     assert len([a for a in _planned(briefing) if a.get("follows")]) >= 2
     incident = "2026-02-03-calloway-incident/1"
-    assert f"[{incident}:" in briefing.key_facts[0]
+    assert f"[{incident}:" in researched(briefing)[0]
     assert briefing.evidence[0].page_id == incident
     assert all(e.page_id != "notes/team-roster.md" for e in briefing.evidence[:3])
 
@@ -703,7 +708,7 @@ def test_the_first_key_fact_comes_from_a_strong_interval(researcher):
     "the operator config" shares more words with the request than the kickoff record that
     names Skerrick's vessels, but sits in a far weaker interval: it must not lead."""
     briefing = researcher.research("Which vessels does Skerrick operate?")
-    assert "MV Corran Belle" in briefing.key_facts[0]
+    assert "MV Corran Belle" in researched(briefing)[0]
 
 
 def test_a_correction_leads_over_the_statement_it_corrects(researcher):
@@ -712,12 +717,12 @@ def test_a_correction_leads_over_the_statement_it_corrects(researcher):
     but the briefing must lead with what memory holds now, say that it corrects an earlier
     statement, and not quote the withdrawn date as a fact of the correcting turn."""
     briefing = researcher.research("When is the public launch?")
-    assert "21 April" in briefing.key_facts[0] and "2026-02-23" in briefing.key_facts[0]
+    assert "21 April" in researched(briefing)[0] and "2026-02-23" in researched(briefing)[0]
     assert "corrects an earlier statement" in briefing.executive_summary
     correcting = [f for f in briefing.key_facts if "2026-02-23-hiring-and-planning" in f]
     assert correcting and not any("14 April" in f and "not" not in f for f in correcting)
     # The summary points at key fact 1 instead of repeating it.
-    assert briefing.key_facts[0] not in briefing.executive_summary
+    assert researched(briefing)[0] not in briefing.executive_summary
 
 
 def test_an_earlier_statement_of_a_corrected_value_is_marked_superseded(researcher):
@@ -908,7 +913,7 @@ def test_a_turn_too_long_for_the_budget_is_carried_in_part(empty_kb):
         empty_kb, sessions, "Who serviced the Calloway winch?", max_tokens=300
     )
     assert briefing.tokens_used <= 300
-    assert "serviced by Priya on 3 March" in briefing.key_facts[0], briefing.key_facts
+    assert "serviced by Priya on 3 March" in researched(briefing)[0], briefing.key_facts
     for fact in briefing.key_facts:
         m = re.fullmatch(r"\w+: (.*) \(\d{4}-\d\d-\d\d\) \[([^\]]+):L(\d+)-L(\d+)\]", fact)
         quote, page, start, end = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
@@ -964,14 +969,14 @@ def test_a_messages_opening_cue_is_not_searched_for(researcher):
     assert "quick" not in queries and "question" not in queries, queries
     assert not any("question" in q for q in briefing.open_questions), briefing.open_questions
     assert briefing.request == request  # the briefing answers what was asked, as asked
-    assert "Glasgow" in briefing.key_facts[0]
+    assert "Glasgow" in researched(briefing)[0]
 
 
 def test_asked_when_the_first_key_fact_gives_a_time(researcher):
     # The key facts led with "On-call for the offsite: the boats don't stop sailing" and put
     # the standup's "Offsite: Tuesday 28 to Thursday 30 April 2026, …" last.
     briefing = researcher.research("When is the offsite?")
-    assert "Tuesday 28 to Thursday 30 April 2026" in briefing.key_facts[0], briefing.key_facts
+    assert "Tuesday 28 to Thursday 30 April 2026" in researched(briefing)[0], briefing.key_facts
 
 
 def test_a_sentence_of_only_the_requests_words_is_no_key_fact(researcher):

@@ -1,0 +1,197 @@
+"""The direct answer: question typing, dates resolved against the day they were said, and
+each kind's extractor on synthetic turns written for these tests (real page text, parsed
+from real turn headers; no index needed)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from kbmem.dates import date_words, said_dates, written_date
+from kbmem.index.intervals import Interval
+from kbmem.research.direct import NOTHING, WEAK, direct_answer, points_back, question_kind
+from kbmem.research.types import EvidenceItem
+
+
+def _turns(session: str, stamp: str, *turns: tuple[str, str]) -> EvidenceItem:
+    """An evidence item holding ``turns`` (speaker, text) as a session page writes them."""
+    lines: list[str] = []
+    for n, (speaker, text) in enumerate(turns, start=1):
+        lines += [f"### T{n} | {speaker} | {stamp}", text, ""]
+    source = "\n".join(lines)
+    interval = Interval(f"{session}/1", f"pages/{session}/1.md", 10, 10 + len(lines) - 1, "c0ffee")
+    return EvidenceItem(f"{session}/1", source, 1.0, "bm25", interval, session, source)
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("When did Ilse repaint the boathouse?", "date"),
+        ("What year did the choir start?", "date"),
+        ("How long ago did Ilse move?", "date"),
+        ("How long did the ferry crossing take?", "duration"),
+        ("How many kayaks does Ilse own?", "count"),
+        ("How much did the tiles cost?", "number"),
+        ("Who fixed the roof?", "person"),
+        ("Where did Tomas grow up?", "place"),
+        ("In which city does Ilse's brother live?", "place"),
+        ("Did Tomas finish the marathon?", "yesno"),
+        ("Would Ilse enjoy a pottery class?", "yesno"),
+        ("What instruments does Tomas play?", "list"),
+        ("What did Ilse bake for the fair?", "thing"),
+    ],
+)
+def test_question_kind_from_wh_word_and_cues(question, kind):
+    assert question_kind(question) == kind
+
+
+def test_dates_are_written_as_people_write_them():
+    assert written_date(date(2026, 3, 14)) == "Saturday 14 March 2026"
+
+
+def test_relative_dates_resolve_against_the_day_they_were_said():
+    said_on = date(2024, 9, 11)  # a Wednesday
+    written = {
+        d.phrase: d.written
+        for d in said_dates(
+            "Yesterday was long; last Friday I sold the van, two weeks ago we moved, "
+            "3 days ago it rained, last year I was in Oslo, last week I rested.",
+            said_on,
+        )
+    }
+    assert written["Yesterday"] == "Tuesday 10 September 2024"
+    assert written["last Friday"] == "Friday 6 September 2024"
+    assert written["two weeks ago"] == "2 weeks before Wednesday 11 September 2024"
+    assert written["3 days ago"] == "Sunday 8 September 2024"
+    assert written["last year"] == "2023"
+    assert written["last week"] == "the week before Wednesday 11 September 2024"
+
+
+def test_absolute_dates_need_no_day_said_and_relative_ones_do():
+    found = said_dates("We met on 2 March, 2021 and again in June 2022.", None)
+    assert [d.written for d in found] == ["Tuesday 2 March 2021", "June 2022"]
+    assert said_dates("I saw it yesterday.", None) == []
+
+
+def test_date_words_are_the_question_s_time_words():
+    assert date_words("What did Ilse do in February 2023 on Monday?") == {
+        "february",
+        "2023",
+        "monday",
+    }
+
+
+def test_a_date_question_is_answered_with_the_resolved_day():
+    item = _turns(
+        "s4",
+        "2024-09-11T10:00:00",
+        ("Ilse", "Guess what, I repainted the boathouse last Saturday!"),
+        ("Tomas", "Lovely, what colour?"),
+    )
+    got = direct_answer("When did Ilse repaint the boathouse?", [item])
+    assert got.line == "Saturday 7 September 2024"
+    assert got.firm and got.sources[0].speaker == "Ilse"
+
+
+def test_without_a_date_said_the_answer_is_the_day_it_was_told_and_says_so():
+    item = _turns("s2", "2024-05-02T09:00:00", ("Ilse", "I repainted the boathouse green."))
+    got = direct_answer("When did Ilse repaint the boathouse?", [item])
+    assert got.line.startswith("around Thursday 2 May 2024")
+
+
+def test_a_date_the_question_names_is_not_taken_for_the_answer():
+    item = _turns(
+        "s2",
+        "2023-02-20T09:00:00",
+        (
+            "Tomas",
+            "In February I started the choir, on the 3rd, a Friday I think: 3 February 2023.",
+        ),
+    )
+    got = direct_answer("When in February did Tomas start the choir?", [item])
+    assert got.line == "Friday 3 February 2023"
+
+
+def test_duration_number_and_count():
+    item = _turns(
+        "s1",
+        "2024-01-05T09:00:00",
+        ("Tomas", "The ferry crossing took 47 minutes in the fog."),
+        ("Ilse", "I own three kayaks now, all red."),
+    )
+    assert direct_answer("How long did the ferry crossing take?", [item]).line == "47 minutes"
+    assert direct_answer("How many kayaks does Ilse own?", [item]).line.startswith("three kayaks")
+
+
+def test_how_many_counts_distinct_mentions_across_sessions():
+    items = [
+        _turns(f"s{n}", f"2024-0{n}-01T09:00:00", ("Ilse", f"I climbed the {peak} ridge today."))
+        for n, peak in enumerate(["Storr", "Quiraing", "Storr"], start=1)
+    ]
+    got = direct_answer("How many times has Ilse climbed a ridge?", items)
+    assert got.line.startswith("3 ")
+    assert len({s.session for s in got.sources}) == 3
+
+
+def test_who_takes_a_name_other_than_the_one_asked_about():
+    item = _turns(
+        "s3",
+        "2024-03-01T09:00:00",
+        ("Ilse", "Our roof leaked, so my neighbour Joaquim Berg fixed the roof on Sunday."),
+    )
+    assert direct_answer("Who fixed Ilse's roof?", [item]).line == "Joaquim Berg"
+
+
+def test_where_takes_the_place_named():
+    item = _turns(
+        "s3",
+        "2024-03-01T09:00:00",
+        ("Tomas", "I grew up in Trondheim, near the fjord."),
+    )
+    assert direct_answer("Where did Tomas grow up?", [item]).line == "Trondheim"
+
+
+def test_a_list_is_gathered_across_sessions_and_deduplicated():
+    items = [
+        _turns("s1", "2024-01-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
+        _turns("s2", "2024-02-01T09:00:00", ("Tomas", "Lately I play the banjo on the porch.")),
+        _turns("s3", "2024-03-01T09:00:00", ("Tomas", "Still, I play the cello most evenings.")),
+    ]
+    line = direct_answer("What instruments does Tomas play?", items).line.lower()
+    assert "cello" in line and "banjo" in line and line.count("cello") == 1
+
+
+def test_yes_no_gives_the_verdict_and_its_reason():
+    item = _turns(
+        "s1", "2024-01-01T09:00:00", ("Tomas", "I did not finish the marathon, my knee gave out.")
+    )
+    line = direct_answer("Did Tomas finish the marathon?", [item]).line
+    assert line.startswith("No")
+
+
+def test_a_sentence_that_points_back_is_read_with_the_one_before():
+    assert points_back("It was so great!")
+    item = _turns(
+        "s5",
+        "2024-06-01T09:00:00",
+        (
+            "Ilse",
+            "We took the kids to the lantern festival downtown. It was magical, they loved it.",
+        ),
+    )
+    got = direct_answer("What was magical for Ilse's kids?", [item])
+    assert "lantern festival" in got.line
+
+
+def test_memory_that_does_not_say_is_told_so():
+    item = _turns("s1", "2024-01-01T09:00:00", ("Tomas", "The weather was grey all week."))
+    got = direct_answer("Who won the regatta?", [item])
+    assert got.line == NOTHING and not got.sources
+    assert direct_answer("Who won the regatta?", []).line == NOTHING
+
+
+def test_weak_evidence_is_marked():
+    item = _turns("s1", "2024-01-01T09:00:00", ("Tomas", "The garden party was fun, lots of cake."))
+    got = direct_answer("Who baked the cake for the garden party at the harbour?", [item])
+    assert got.line == NOTHING or got.line.endswith(WEAK)
