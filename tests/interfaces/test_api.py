@@ -27,7 +27,7 @@ from helpers.turns import commit_chat, commit_turn
 from kbmem.agent import journal
 from kbmem.agent.records import TurnRecord
 from kbmem.cli import main
-from kbmem.interfaces.http import MemoryServer
+from kbmem.interfaces.server import MemoryServer
 from kbmem.interfaces.service import Memory
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store import pagestore
