@@ -693,7 +693,8 @@ def create_app(state: ApiState, mcp: McpHttp | None = None) -> Guard:
 
     if mcp is not None:
         # A route, not a mount: a mount answers "/mcp" with a redirect to "/mcp/".
-        app.add_route("/mcp", mcp, include_in_schema=False)
+        # Starlette takes an ASGI app as a route's endpoint; its type says only functions.
+        app.add_route("/mcp", mcp, include_in_schema=False)  # type: ignore[arg-type]
 
     # -- errors ---------------------------------------------------------------------------
 

@@ -78,7 +78,8 @@ def _read_all(sock: socket.socket) -> bytes:
 
 
 def _health(server: MemoryServer) -> int:
-    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=5)
+    host, port = server.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=5)
     try:
         conn.request("GET", "/v1/health")
         return conn.getresponse().status
