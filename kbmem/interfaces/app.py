@@ -86,6 +86,7 @@ from kbmem.telemetry import HTTP_LATENCY, HTTP_REQUESTS, metrics_text
 log = logging.getLogger(__name__)
 
 SMALL_BODY = 1024 * 1024  # every route's body but a session's
+INLINE_PARSE_BYTES = 64 * 1024  # bodies parsed on the event loop; larger ones in a thread
 MAX_LARGE_REQUESTS = 2  # sessions over SMALL_BODY read and memorized at once; more get 503
 KNOWN_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "POST", "DELETE", "PUT", "PATCH"})
 
@@ -268,6 +269,8 @@ async def json_body(
     raw = b"".join(chunks)
     if optional and not raw:
         return {}
+    if len(raw) <= INLINE_PARSE_BYTES:  # a thread hop costs more than parsing it here
+        return _parse_body(raw, frozenset(fields))
     return await anyio.to_thread.run_sync(_parse_body, raw, frozenset(fields))
 
 
@@ -720,7 +723,9 @@ def create_app(state: ApiState, mcp: McpHttp | None = None) -> Guard:
         queue: asyncio.Queue[tuple[str, Any] | None] = asyncio.Queue()
 
         def put(item: tuple[str, Any] | None) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
+            # The server may have stopped meanwhile: the research ends, its events go nowhere.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def work() -> None:
             try:
@@ -794,9 +799,6 @@ class Guard:
     def __init__(self, app: FastAPI):
         self.app = app
         self.state: ApiState = app.state.api
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.app, name)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
