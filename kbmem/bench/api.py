@@ -1,7 +1,7 @@
 """``kbmem bench api``: what the HTTP API adds to a request, against the same call in process.
 
 A fresh copy of the example knowledge base gets a ``kbmem serve`` server on a loopback port (a
-real :class:`~kbmem.interfaces.http.MemoryServer` with a real token). Each of ``--requests``
+real :class:`~kbmem.interfaces.server.MemoryServer` with a real token). Each of ``--requests``
 rounds asks the template's next question four ways, taken in turn so that both sides see the
 same machine: ``Memory.research`` and ``POST /v1/research``, ``Memory.search`` and ``POST
 /v1/search`` (hybrid, k 10; a search is fast, so the API's own cost shows most there). Reported:
@@ -28,7 +28,7 @@ from typing import Any
 from kbmem.bench.chat import questions
 from kbmem.bench.stats import percentile
 from kbmem.errors import ValidationError
-from kbmem.interfaces.http import MemoryServer
+from kbmem.interfaces.server import MemoryServer
 from kbmem.interfaces.service import Memory
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.memorize.template import init_kb

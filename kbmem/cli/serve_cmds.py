@@ -43,14 +43,14 @@ def register(sub: Commands) -> None:
 
 
 def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
-    from kbmem.interfaces.http import MemoryServer
+    from kbmem.interfaces.server import MemoryServer
     from kbmem.interfaces.tokens import TokenStore
     from kbmem.telemetry import configure_tracing
 
     if not 0 <= args.port <= 65535:
         raise ValidationError("must be between 0 and 65535", "--port")
     kb = ctx.kb
-    logging.getLogger("kbmem.interfaces.http").setLevel(
+    logging.getLogger("kbmem.interfaces.app").setLevel(
         logging.WARNING if args.quiet else logging.INFO
     )
     if not TokenStore(kb.state_dir).list():
@@ -79,11 +79,15 @@ def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
         # shutdown() waits for serve_forever to return, so it must run on another thread.
         threading.Thread(target=server.shutdown, daemon=True).start()
 
+    # uvicorn's own handlers are off (the server is also run in threads): both signals stop
+    # it gracefully, answers under way finishing first.
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     serving = f"kbmem: serving {kb.root} at {server.url} (Ctrl-C to stop)"
     print(printable(serving), file=sys.stderr, flush=True)
     state = "on" if server.gam_enabled else "off (they answer 503)"
     print(f"kbmem: MEMORY_GAM_ENABLED is {state}: the /memory/* routes", file=sys.stderr)
+    print(f"kbmem: MCP (Streamable HTTP) at {server.url}/mcp", file=sys.stderr)
     if configure_tracing():
         print("kbmem: sending traces to the OTEL_* exporter", file=sys.stderr, flush=True)
     syncing = start_background_sync(kb)  # None: no remote, or sync off

@@ -27,7 +27,8 @@ from helpers.turns import commit_chat, commit_turn
 from kbmem.agent import journal
 from kbmem.agent.records import TurnRecord
 from kbmem.cli import main
-from kbmem.interfaces.http import MemoryServer
+from kbmem.interfaces.server import MemoryServer
+from kbmem.interfaces.service import Memory
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store import pagestore
 from kbmem.store import repository as store
@@ -635,6 +636,9 @@ def test_research_returns_a_cited_briefing_and_streams_its_trace(served: MemoryS
     kinds = [k for k, _ in events]
     assert kinds[-1] == "briefing" and kinds.count("trace") >= 3
     assert json.loads(events[-1][1])["evidence"] == briefing["evidence"]
+    # Each event has an id, its sequence number, so a client can tell a gap.
+    ids = re.findall(r"(?m)^id: (\d+)\nevent: ", stream.decode())
+    assert [int(i) for i in ids] == list(range(1, len(events) + 1))
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -18,15 +17,14 @@ from typing import Any
 
 import anyio
 import pytest
-import uvicorn
 from helpers.kbgit import ROOT
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from kbmem.interfaces.mcp_sdk.http import McpHttp
 from kbmem.interfaces.mcp_sdk.server import TOOLS, KbmemMcp
 from kbmem.interfaces.mcp_sdk.stdio import build
+from kbmem.interfaces.server import MemoryServer
 from kbmem.interfaces.service import Memory
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.memorize.template import init_kb
@@ -425,28 +423,21 @@ def test_stdio_negotiates_an_older_version_and_keeps_stdout_clean(
 # -- Streamable HTTP -----------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def http_url(example_kb: KnowledgeBase) -> Iterator[tuple[str, str]]:
+    """``/mcp`` on the HTTP API's own server (uvicorn on a loopback port), as ``kbmem serve``
+    runs it: the SDK's session manager inside the app's lifespan."""
     token, _ = TokenStore(example_kb.state_dir).create(TENANT, "mcp test")
-    app = McpHttp(example_kb).standalone()
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    server = MemoryServer(("127.0.0.1", 0), example_kb)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not server.started:
         assert time.monotonic() < deadline and thread.is_alive()
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp", token
-    server.should_exit = True
-    thread.join(60)
+    yield f"{server.url}/mcp", token
+    server.shutdown()
+    server.server_close()
 
 
 def test_streamable_http_with_a_token(http_url: tuple[str, str], example_kb: KnowledgeBase) -> None:
@@ -499,5 +490,6 @@ def test_streamable_http_with_a_token(http_url: tuple[str, str], example_kb: Kno
                 answer = await http.post(url, json=body, headers=auth)
                 assert answer.status_code == 401
                 assert answer.headers["www-authenticate"] == "Bearer"
+                assert answer.json()["error"]["code"] == "unauthorized"
 
     run(test)

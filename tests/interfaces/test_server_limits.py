@@ -1,17 +1,22 @@
-"""Issue 35's server items that the HTTP layer owns: a token never reaches the log, and a
-request with two ``Authorization`` headers is refused rather than read by its first one. A real
+"""Issue 35's server items that the HTTP layer owns: a token never reaches the log, a request
+with two ``Authorization`` headers is refused rather than read by its first one, and slow or
+greedy clients (a slowloris, large bodies) cannot deny service to the others. A real
 server on a loopback port, spoken to with http.client."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import logging
+import socket
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
 
-from kbmem.interfaces.http import MemoryServer
+from kbmem.interfaces.app import MAX_LARGE_REQUESTS
+from kbmem.interfaces.server import MemoryServer
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store.repository import KnowledgeBase
 
@@ -48,8 +53,124 @@ def test_a_token_in_the_query_string_is_not_logged(
     served: MemoryServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     token, _ = TokenStore(served.kb.state_dir).create("default", "test")
-    with caplog.at_level(logging.INFO, logger="kbmem.interfaces.http"):
+    with caplog.at_level(logging.INFO, logger="kbmem.interfaces.app"):
         status = _get(served, f"/v1/pages?token={token}&limit=2", [])
     assert status in (400, 401)
     assert caplog.records, "the request is logged"
     assert token not in caplog.text and token[8:] not in caplog.text
+
+
+# -- slow and greedy clients (issue 35, items 2 and 3) -----------------------------------------
+
+
+def _connect(server: MemoryServer, source: str = "127.0.0.1") -> socket.socket:
+    return socket.create_connection(
+        server.server_address[:2], timeout=10, source_address=(source, 0)
+    )
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    """An answer that ends the connection, whole."""
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
+
+
+def _health(server: MemoryServer) -> int:
+    host, port = server.server_address[:2]
+    conn = http.client.HTTPConnection(host, port, timeout=5)
+    try:
+        conn.request("GET", "/v1/health")
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_a_slowloris_cannot_hold_the_slots(example_kb: KnowledgeBase) -> None:
+    """64 connections from one address trickling a byte a second: past the per-client cap
+    they are turned away at once, the ones let in are dropped at the request deadline, and a
+    client from another address is answered throughout."""
+
+    class Deadline(MemoryServer):
+        socket_timeout = 3.0
+
+    server = Deadline(("127.0.0.1", 0), example_kb)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    slow: list[socket.socket] = []
+    try:
+        for _ in range(64):
+            sock = _connect(server, "127.0.0.2")
+            sock.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n")
+            slow.append(sock)
+        time.sleep(0.3)
+        turned_away = 0
+        for sock in slow:
+            sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                if sock.recv(4096).startswith(b"HTTP/1.1 503"):
+                    turned_away += 1
+        assert turned_away == 64 - Deadline.per_client
+        answered = []
+        started = time.monotonic()
+        while time.monotonic() - started < 5:  # past the deadline of the trickling ones
+            for sock in slow:
+                with contextlib.suppress(OSError):
+                    sock.send(b"X")
+            answered.append(_health(server))
+            time.sleep(0.5)
+        assert answered and set(answered) == {200}
+        # Every trickling connection has been closed by the server.
+        for sock in slow:
+            sock.setblocking(True)
+            sock.settimeout(5)
+            with contextlib.suppress(ConnectionResetError):
+                data = sock.recv(4096)
+                assert data == b"" or data.startswith(b"HTTP/1.1 503"), data
+    finally:
+        for sock in slow:
+            sock.close()
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_token_and_the_size_are_checked_before_the_body_is_read(served: MemoryServer) -> None:
+    token, _ = TokenStore(served.kb.state_dir).create("default", "test")
+    for auth, length, want in (
+        ("Bearer kbm_wrong", 100_000_000, b"HTTP/1.1 401"),
+        (f"Bearer {token}", served.max_body + 1, b"HTTP/1.1 413"),
+    ):
+        with _connect(served) as sock:
+            sock.sendall(
+                b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + f"Authorization: {auth}\r\nContent-Length: {length}\r\n\r\n".encode()
+                + b'{"turns": ['  # and no more: the answer comes without the rest
+            )
+            answer = sock.recv(4096)
+            assert answer.startswith(want), answer
+            assert b"connection: close" in answer.lower()
+
+
+def test_large_requests_are_taken_a_few_at_a_time(served: MemoryServer) -> None:
+    token, _ = TokenStore(served.kb.state_dir).create("default", "test")
+    head = (
+        b"POST /v1/sessions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + f"Authorization: Bearer {token}\r\nContent-Length: {3 * 1024 * 1024}\r\n\r\n".encode()
+    )
+    held = [_connect(served) for _ in range(MAX_LARGE_REQUESTS)]
+    try:
+        for sock in held:  # each sends part of a large body, and holds its slot
+            sock.sendall(head + b'{"turns": [' + b" " * 100_000)
+        time.sleep(0.5)
+        with _connect(served) as third:
+            third.sendall(head)
+            answer = _read_all(third)
+        assert answer.startswith(b"HTTP/1.1 503") and b"large requests" in answer
+    finally:
+        for sock in held:
+            sock.close()
+    time.sleep(0.5)  # the slots come back once the held ones are gone
+    with _connect(served) as sock:
+        sock.sendall(head + b" " * (3 * 1024 * 1024))
+        answer = _read_all(sock)
+        assert answer.startswith(b"HTTP/1.1 400") and b"is empty" in answer

@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from prometheus_client.parser import text_string_to_metric_families
 
-from kbmem.interfaces.http import MemoryServer
+from kbmem.interfaces.server import MemoryServer
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store.repository import KnowledgeBase
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import anyio.to_thread
@@ -49,8 +49,12 @@ class McpHttp:
         model: str | None = None,
         ready_wait: float = READY_WAIT,
         tokens: TokenStore | None = None,
+        open_memory: Callable[[str], Memory] | None = None,
     ):
+        """``open_memory``: the tenants' memories of the app this endpoint is mounted on,
+        shared with its other routes (that app closes them); without it, its own."""
         self.kb = kb
+        self._open_memory = open_memory
         self.model = model
         self.tokens = tokens if tokens is not None else TokenStore(kb.state_dir)
         self._memories: dict[str, Memory] = {}
@@ -60,6 +64,8 @@ class McpHttp:
         self._sdk_app = StreamableHTTPASGIApp(self.manager)
 
     def memory(self, tenant: str) -> Memory:
+        if self._open_memory is not None:
+            return self._open_memory(tenant)
         with self._lock:
             memory = self._memories.get(tenant)
             if memory is None:
@@ -85,12 +91,10 @@ class McpHttp:
         tenant = await anyio.to_thread.run_sync(self.tokens.tenant_of, token) if token else None
         if tenant is None:
             reason = "the token is not valid" if token else "send 'Authorization: Bearer <token>'"
-            body = json.dumps(
-                {
-                    "error": "unauthorized",
-                    "message": f"{reason} (create one with 'kbmem token create')",
-                }
-            ).encode()
+            message = f"{reason} (create one with 'kbmem token create')"
+            # The shape of every error of the HTTP API (docs/http-api.md).
+            error = {"code": "unauthorized", "message": message, "field": None}
+            body = json.dumps({"error": error}).encode()
             await send(
                 {
                     "type": "http.response.start",

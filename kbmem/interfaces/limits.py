@@ -1,0 +1,176 @@
+"""What a client must not be able to do to the HTTP server before it has even been read: hold
+a connection slot with a slow trickle of headers, open more connections than its share, or
+get an answer other than JSON for a request the HTTP parser refuses.
+
+:class:`GuardedH11Protocol` is uvicorn's h11 protocol with three additions (the reason for
+a protocol class rather than uvicorn's own knobs is in docs/decisions/http-limits.md):
+
+- **Connection caps**: at most ``max_connections`` open connections, and at most
+  ``per_client`` from one address, counted as each connection is made (before any byte of
+  the request, so before authentication); one over either cap is answered 503 and closed.
+- **A whole-request deadline**: the request's head and body must have arrived within
+  ``deadline`` seconds of the connection being made (or of the previous answer on a
+  keep-alive connection); otherwise the connection is closed, whatever the client was still
+  sending. uvicorn's and http.server's timeouts are per read, so a byte a second never
+  trips them.
+- **Parser refusals as JSON** (``{"error": {"code": "http", ...}}``, as every other error):
+  414 for a request line longer than the parser takes, 431 for headers, 400 for the rest
+  (a Content-Length of ``+17``, two that differ).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import h11
+from uvicorn.config import Config
+from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
+from uvicorn.server import ServerState
+
+MAX_HEAD_BYTES = 64 * 1024  # a request line or header block, as http.server allowed
+
+
+def error_json(code: str, message: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message, "field": None}}).encode()
+
+
+@dataclass
+class ConnectionLimits:
+    """The caps and the deadline, and the connections counted per client address (touched
+    only on the server's event loop, so without a lock)."""
+
+    max_connections: int = 64
+    per_client: int = 16
+    deadline: float = 30.0
+    open: int = 0
+    by_client: dict[str, int] = field(default_factory=dict)
+
+
+class _Connection(h11.Connection):
+    """h11's connection, remembering the protocol error it raised (uvicorn's handler only
+    says "Invalid HTTP request")."""
+
+    last_error: h11.RemoteProtocolError | None = None
+
+    def next_event(self) -> Any:
+        try:
+            return super().next_event()
+        except h11.RemoteProtocolError as exc:
+            self.last_error = exc
+            raise
+
+
+class GuardedH11Protocol(H11Protocol):
+    limits = ConnectionLimits()  # replaced per server (see for_limits)
+
+    @classmethod
+    def for_limits(cls, limits: ConnectionLimits) -> type[GuardedH11Protocol]:
+        """This protocol bound to one server's limits (uvicorn instantiates the class)."""
+        return type("GuardedH11Protocol", (cls,), {"limits": limits})
+
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        self.conn = _Connection(h11.SERVER, MAX_HEAD_BYTES)
+        self._deadline: asyncio.TimerHandle | None = None
+        self._counted: str | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        limits = self.limits
+        address = self.client[0] if self.client else ""
+        if (
+            limits.open >= limits.max_connections
+            or limits.by_client.get(address, 0) >= limits.per_client
+        ):
+            body = error_json("busy", "too many connections; try again")
+            transport.write(
+                b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
+                b"retry-after: 1\r\nconnection: close\r\n"
+                + f"content-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            transport.close()
+            return
+        limits.open += 1
+        limits.by_client[address] = limits.by_client.get(address, 0) + 1
+        self._counted = address
+        self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        if self._counted is not None:
+            limits, address = self.limits, self._counted
+            self._counted = None
+            limits.open -= 1
+            left = limits.by_client.get(address, 1) - 1
+            if left > 0:
+                limits.by_client[address] = left
+            else:
+                limits.by_client.pop(address, None)
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._counted is None:  # refused at connection_made: nothing of it is read
+            return
+        super().data_received(data)
+        if self.conn.their_state is h11.DONE:  # the whole request is in: the app's time now
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm()  # the next request on this connection has the same deadline
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(self.limits.deadline, self._expired)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expired(self) -> None:
+        self._deadline = None
+        if self.conn.their_state is not h11.DONE and not self.transport.is_closing():
+            self.logger.info("dropped a client that took too long to send its request")
+            self.transport.close()
+
+    def send_400_response(self, msg: str) -> None:
+        exc = self.conn.last_error if isinstance(self.conn, _Connection) else None
+        status, text = 400, str(exc) if exc else msg
+        if exc is not None and exc.error_status_hint != 400:
+            status = exc.error_status_hint
+        if text == "Receive buffer too long":
+            buffered = bytes(getattr(self.conn, "_receive_buffer", b""))
+            status, text = (
+                (431, "the request's headers are too long")
+                if b"\r\n" in buffered
+                else (414, "the request line (the URL) is too long")
+            )
+        body = error_json("http", text)
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        try:
+            reason = STATUS_PHRASES.get(status, b"")
+            output = self.conn.send(
+                h11.Response(status_code=status, headers=headers, reason=reason)
+            )
+            output += self.conn.send(h11.Data(data=body)) or b""
+            output += self.conn.send(h11.EndOfMessage()) or b""
+            self.transport.write(output or b"")
+        except h11.LocalProtocolError:  # a response had already begun: just close
+            pass
+        self.transport.close()
