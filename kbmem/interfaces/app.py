@@ -82,6 +82,7 @@ from kbmem.interfaces.service import (
     Memory,
     check_text,
     field_named,
+    kbmem_version,
 )
 from kbmem.interfaces.service import (
     health as health_of,
