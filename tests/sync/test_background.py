@@ -26,7 +26,7 @@ from helpers.talk import talk
 from kbmem.cli import main
 from kbmem.cli.sync_cmds import catch_up_indexes, finish_background_sync, start_background_sync
 from kbmem.index.tenant import TenantIndex
-from kbmem.interfaces.http import MemoryServer
+from kbmem.interfaces.server import MemoryServer
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.memorize.memorizer import ingest_session
 from kbmem.memorize.sessions import session_from_mapping
