@@ -49,13 +49,13 @@ class IndexStatus:
         return self.built and self.pending_commits == 0
 
     def as_dict(self) -> dict[str, Any]:
-        """The JSON form: ``{commit, pending_commits, indexing: {done, total} | null}``."""
+        """The JSON form: ``{commit, pendingCommits, indexing: {done, total} | null}``."""
         indexing = None
         if self.total is not None:
             indexing = {"done": self.done or 0, "total": self.total}
         return {
             "commit": self.commit,
-            "pending_commits": self.pending_commits,
+            "pendingCommits": self.pending_commits,
             "indexing": indexing,
         }
 

@@ -133,7 +133,7 @@ class IndexStatus(_Body):
     it, so that an answer from an index behind HEAD says so (kbmem.index.freshness)."""
 
     commit: str | None = Field(description="The commit the index was built from.")
-    pending_commits: WholeNumber = Field(
+    pendingCommits: WholeNumber = Field(
         description="The tenant's commits after it, up to HEAD, not in the index yet."
     )
     indexing: IndexingProgress | None = Field(

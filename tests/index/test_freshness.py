@@ -68,7 +68,7 @@ def test_status_counts_the_tenants_commits_not_yet_indexed(fresh_root: Path) -> 
     index = TenantIndex(kb, TENANT)
     index.sync()
     built = kb.head()
-    assert index.status().as_dict() == {"commit": built, "pending_commits": 0, "indexing": None}
+    assert index.status().as_dict() == {"commit": built, "pendingCommits": 0, "indexing": None}
     assert index.status().notice() is None and index.status().short() == "index: up to date"
     for n in range(3):
         _notes(kb, 1000 + n * 10, 10)
@@ -103,11 +103,11 @@ def test_a_request_answers_at_once_from_the_older_index_while_the_sync_runs(
         if status.fresh:
             break
         time.sleep(0.5)
-    assert seen[0]["commit"] == built and seen[0]["pending_commits"] == 1
+    assert seen[0]["commit"] == built and seen[0]["pendingCommits"] == 1
     building = [s for s in seen if s["indexing"]]
     assert building and building[-1]["indexing"]["total"] == 1500, seen[-3:]
     assert any("/1,500" in short for short in shorts), shorts
-    assert seen[-1] == {"commit": kb.head(), "pending_commits": 0, "indexing": None}
+    assert seen[-1] == {"commit": kb.head(), "pendingCommits": 0, "indexing": None}
     assert any("Item 1234:" in h.excerpt for h in index.bm25("item 1234", k=5))
     assert not (index.dir / PROGRESS_FILE).exists()
 

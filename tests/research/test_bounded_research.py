@@ -36,13 +36,13 @@ def test_a_briefing_from_an_index_behind_head_says_so(example_kb: KnowledgeBase)
     try:
         briefing = researcher.research(QUESTION)
         data = briefing.to_dict()
-        assert data["index"]["commit"] == indexed and data["index"]["pending_commits"] == 1
+        assert data["index"]["commit"] == indexed and data["index"]["pendingCommits"] == 1
         assert briefing.open_questions[0].startswith("Index is 1 commit behind HEAD")
         assert briefing.open_questions[0].endswith("newer memory may be missing.")
         assert not data["cutShort"]
         researcher.toolkit.index._worker_done.wait(600)
         again = researcher.research(QUESTION).to_dict()
-        assert again["index"] == {"commit": kb.head(), "pending_commits": 0, "indexing": None}
+        assert again["index"] == {"commit": kb.head(), "pendingCommits": 0, "indexing": None}
         assert not any(q.startswith("Index is") for q in again["openQuestions"])
     finally:
         researcher.close()
@@ -55,7 +55,7 @@ def test_search_results_carry_the_index_they_come_from(example_kb: KnowledgeBase
         assert found["hits"]
         assert found["index"] == {
             "commit": example_kb.head(),
-            "pending_commits": 0,
+            "pendingCommits": 0,
             "indexing": None,
         }
         assert memory.index_status()["summary"] == "index: up to date"

@@ -211,10 +211,10 @@ class AuditTurnArgs(Arguments):
 
 class IndexStatus(BaseModel):
     """Which commit the answer's index reflects and how far behind HEAD it is: when
-    ``pending_commits`` is not 0, newer memory may be missing from the answer."""
+    ``pendingCommits`` is not 0, newer memory may be missing from the answer."""
 
     commit: str | None
-    pending_commits: int
+    pendingCommits: int
     indexing: dict[str, int] | None = None  # {done, total} of a build catching up
 
 
