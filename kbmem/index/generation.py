@@ -5,7 +5,7 @@ it can be kept as long as it is open.
 
 On disk a generation is a folder ``gen-<id>/`` holding meta.json; whoosh/ (BM25 postings and the
 interval table); vectors.hnsw (the base vector graph); delta.npz (vectors added since, and the
-labels of base intervals that died); late/ and late-<label>-<n>/ (word-piece vector tables)."""
+labels of base intervals that died); late/ and late-<label>-<id>/ (word-piece tables)."""
 
 from __future__ import annotations
 
