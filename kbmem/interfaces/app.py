@@ -78,6 +78,7 @@ from kbmem.interfaces.schema import (
     schemas,
 )
 from kbmem.interfaces.service import SESSION_FIELDS, Memory, check_text, field_named, kbmem_version
+from kbmem.interfaces.service import health as service_health
 from kbmem.interfaces.summit import FLAG
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store.repository import KnowledgeBase
@@ -464,7 +465,7 @@ def create_app(state: ApiState, mcp: McpHttp | None = None) -> Guard:
 
     @app.get("/v1/health", summary="Liveness and version", responses=_responses(503))
     async def health() -> Response:
-        return json_response(200, {"status": "ok", "version": kbmem_version()})
+        return json_response(200, service_health(state.kb))
 
     @app.get(
         "/v1/pages",
