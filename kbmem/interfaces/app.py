@@ -77,16 +77,8 @@ from kbmem.interfaces.schema import (
     SearchRequest,
     schemas,
 )
-from kbmem.interfaces.service import (
-    SESSION_FIELDS,
-    Memory,
-    check_text,
-    field_named,
-    kbmem_version,
-)
-from kbmem.interfaces.service import (
-    health as health_of,
-)
+from kbmem.interfaces.service import SESSION_FIELDS, Memory, check_text, field_named, kbmem_version
+from kbmem.interfaces.service import health as service_health
 from kbmem.interfaces.summit import FLAG
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store.repository import KnowledgeBase
@@ -473,7 +465,7 @@ def create_app(state: ApiState, mcp: McpHttp | None = None) -> Guard:
 
     @app.get("/v1/health", summary="Liveness and version", responses=_responses(503))
     async def health() -> Response:
-        return json_response(200, health_of(state.kb))
+        return json_response(200, service_health(state.kb))
 
     @app.get(
         "/v1/pages",
