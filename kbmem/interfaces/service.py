@@ -367,9 +367,3 @@ def _check_turn_fields(session: Any) -> None:
                     f"is not a field of a turn (expected: {', '.join(TURN_FIELDS)})",
                     f"turns[{n}].{key}",
                 )
-
-
-def health(kb: KnowledgeBase) -> dict[str, Any]:
-    """The HTTP API's ``GET /v1/health`` answer: liveness and version (no tenant's data: it
-    needs no token)."""
-    return {"status": "ok", "version": kbmem_version()}
