@@ -28,7 +28,6 @@ from kbmem.agent import journal
 from kbmem.agent.records import TurnRecord
 from kbmem.cli import main
 from kbmem.interfaces.server import MemoryServer
-from kbmem.interfaces.service import Memory
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store import pagestore
 from kbmem.store import repository as store
