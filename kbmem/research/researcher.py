@@ -400,6 +400,11 @@ class Researcher:
             + sum(count_tokens(q) for q in open_questions)
             + sum(count_tokens(e.excerpt) for e in evidence)
         )
+        # The direct answer came after the budget was shared out: the last researched facts
+        # make room for it, or it goes.
+        while tokens > budgets.max_tokens and facts and facts[0].startswith(DIRECT_HEAD):
+            dropped = facts.pop(-1)
+            tokens -= count_tokens(dropped)
         return BriefingContext(
             summary,
             facts,

@@ -914,7 +914,7 @@ def test_a_turn_too_long_for_the_budget_is_carried_in_part(empty_kb):
     )
     assert briefing.tokens_used <= 300
     assert "serviced by Priya on 3 March" in researched(briefing)[0], briefing.key_facts
-    for fact in briefing.key_facts:
+    for fact in researched(briefing):
         m = re.fullmatch(r"\w+: (.*) \(\d{4}-\d\d-\d\d\) \[([^\]]+):L(\d+)-L(\d+)\]", fact)
         quote, page, start, end = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
         assert any(
@@ -954,7 +954,7 @@ def test_a_sentence_too_long_for_the_budget_is_carried_from_its_start(empty_kb):
     part = next(e for e in briefing.evidence if e.page_id.startswith("s-log"))
     assert part.excerpt.startswith("t1 Ann (2026-03-02 10:00): Calloway winch log crate 0")
     assert part.excerpt.endswith(" …") and len(part.excerpt) < 1000
-    fact = next(f for f in briefing.key_facts if "[s-log" in f)
+    fact = next(f for f in researched(briefing) if "[s-log" in f)
     quote = fact.split(": ", 1)[1].rsplit(" (2026-", 1)[0].removesuffix(" …")
     assert quote in part.excerpt, (fact, part.excerpt)
 
