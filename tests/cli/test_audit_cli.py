@@ -290,21 +290,23 @@ def test_turns_come_a_window_at_a_time_reading_only_the_window(
     assert code == 2 and "--limit: must be a positive number" in err
 
 
-def test_turns_knows_a_chat_a_client_started_and_closed_before_its_first_turn(
+def test_a_chat_closed_before_its_first_turn_leaves_nothing_behind(
     empty_kb: KnowledgeBase,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A chat the API or the MCP server started is known once closed, with no turns: ``kbmem
-    turns`` lists none, as the API does, rather than saying the chat does not exist."""
+    """A chat the API or the MCP server started and closed without a turn leaves no record (its
+    file under .kbmem/chats/ would stay forever): ``kbmem turns`` then knows it no more than an
+    invented id, while the chat is listed with no turns as long as it is open."""
     memory = Memory(empty_kb, TENANT)
     chat_id, _ = memory.open_chat()
-    memory.close_chat(chat_id)
     assert memory.list_turns(chat_id)["total"] == 0
-    code, out, err = run(empty_kb, capsys, monkeypatch, "turns", chat_id)
-    assert (code, out) == (0, "") and err.startswith("no turns\n")  # then: no pages yet
-    code, out, _ = run(empty_kb, capsys, monkeypatch, "turns", chat_id, "--json")
+    code, out, err = run(empty_kb, capsys, monkeypatch, "turns", chat_id, "--json")
     assert (code, json.loads(out)) == (0, [])
+    memory.close_chat(chat_id)
+    assert not list((empty_kb.state_dir / "chats").glob(f"*{chat_id}*"))
+    code, _, err = run(empty_kb, capsys, monkeypatch, "turns", chat_id)
+    assert code == 3 and f"tenant 'default' has no chat {chat_id!r}" in err
     code, _, err = run(empty_kb, capsys, monkeypatch, "turns", "invented")
     assert code == 3 and "tenant 'default' has no chat 'invented'" in err
 
