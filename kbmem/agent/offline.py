@@ -187,24 +187,7 @@ class OfflineAgent:
         # What the turn read: the lines the answer quotes, cited, then everything else the
         # briefing gave the agent (an audit shows all that it read before it answered).
         for sentence in chosen:
-            ctx.add_context(
-                ContextItem(
-                    page_id=sentence.item.page_id,
-                    path=sentence.item.interval.path,
-                    start=sentence.start,
-                    end=sentence.end,
-                    commit=sentence.item.interval.commit,
-                    retriever=sentence.item.retriever_type,
-                    score=round(float(sentence.item.relevance_score), 6),
-                    blob=sentence.item.interval.blob,
-                    turn_ids=[
-                        t for t in sentence.item.interval.turn_ids if t in _turns_of(sentence)
-                    ],
-                    call_id=result.call_id,
-                    cited=True,
-                    shown=sentence.item.shown,
-                )
-            )
+            ctx.add_context(_cited(sentence, result.call_id))
         for item in result.items:
             ctx.add_context(item)
         if stated:

@@ -386,6 +386,23 @@ def json_response(status: int, body: Any, headers: dict[str, str] | None = None)
     )
 
 
+async def tenant_window(
+    memory: Memory,
+    read: Callable[..., dict[str, Any]],
+    args: tuple[Any, ...],
+    field: tuple[str, str],
+) -> Response:
+    """A window of the tenant's history or turns, read in a worker thread; an error names the
+    query's field (``field``: the query's name, then the service's) as the client wrote it."""
+
+    def window() -> dict[str, Any]:
+        with field_named(*field):
+            return read(*args)
+
+    found = await run(window)
+    return json_response(200, with_camel_case({"tenant": memory.tenant, **found}))
+
+
 async def run(fn: Callable[..., Any], *args: Any) -> Any:
     """A blocking service call (git, indexes, the model) off the event loop."""
     return await anyio.to_thread.run_sync(lambda: fn(*args))
@@ -516,14 +533,7 @@ def create_app(state: ApiState, mcp: McpHttp | None = None) -> Guard:
         memory = await memory_of(request)
         _known(request, "page", "limit", "before")
         args = (_one(request, "page"), _whole(request, "limit"), _one(request, "before"))
-
-        def read() -> dict[str, Any]:
-            with field_named("page", "page_id"):
-                found: dict[str, Any] = memory.history(*args)
-                return found
-
-        found = await run(read)
-        return json_response(200, with_camel_case({"tenant": memory.tenant, **found}))
+        return await tenant_window(memory, memory.history, args, ("page", "page_id"))
 
     @app.post(
         "/v1/search",
@@ -631,14 +641,7 @@ def create_app(state: ApiState, mcp: McpHttp | None = None) -> Guard:
         memory = await memory_of(request)
         _known(request, "chat", "limit", "offset")
         args = (_one(request, "chat"), _whole(request, "limit"), _whole(request, "offset"))
-
-        def read() -> dict[str, Any]:
-            with field_named("chat", "chat_id"):
-                found: dict[str, Any] = memory.list_turns(*args)
-                return found
-
-        found = await run(read)
-        return json_response(200, with_camel_case({"tenant": memory.tenant, **found}))
+        return await tenant_window(memory, memory.list_turns, args, ("chat", "chat_id"))
 
     @app.get(
         "/v1/turns/{chat_id}/{n}",

@@ -12,6 +12,7 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from helpers.strategies import ANY_JSON
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,18 +21,6 @@ from kbmem.interfaces.tokens import TokenStore
 from kbmem.store.repository import KnowledgeBase
 
 EXAMPLES = 150
-
-_ANY_JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=20),
-    lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=12), children, max_size=4)
-    ),
-    max_leaves=12,
-)
 
 
 def from_schema(schema: dict[str, Any], components: dict[str, Any], depth: int = 0) -> Any:
@@ -69,8 +58,8 @@ def from_schema(schema: dict[str, Any], components: dict[str, Any], depth: int =
     elif kind == "boolean":
         fitting = st.booleans()
     else:
-        fitting = _ANY_JSON
-    return st.one_of(fitting, fitting, fitting, _ANY_JSON)
+        fitting = ANY_JSON
+    return st.one_of(fitting, fitting, fitting, ANY_JSON)
 
 
 @pytest.fixture
