@@ -238,7 +238,11 @@ def _soak(server: Server, token: str, seconds: float, big_turns: int) -> dict[st
 
 
 def _report(
-    ledger: Ledger, idle: float, peaks: dict[str, float], lost_sessions: int, lost_turns: int
+    ledger: Ledger,
+    idle: float,
+    peaks: dict[str, float],
+    lost_sessions: list[str],
+    lost_turns: list[str],
 ) -> dict[str, Any]:
     by_status: dict[str, dict[str, int]] = {}
     for (phase, who, status), n in sorted(ledger.statuses.items()):
@@ -260,8 +264,9 @@ def _report(
         "well_behaved": latency,
         "p95_ratio": (hit["p95_ms"] / base["p95_ms"]) if base and hit and base["p95_ms"] else None,
         "rss_mb": {"idle": idle, "peak": peak, "ratio": peak / idle if idle else None},
-        "sessions_lost": lost_sessions,
-        "turns_lost": lost_turns,
+        "sessions_lost": len(lost_sessions),
+        "turns_lost": len(lost_turns),
+        "lost": lost_sessions + lost_turns,  # which ones, to look them up
         "sessions_acknowledged": len(ledger.sessions),
         "turns_acknowledged": sum(ledger.turns.values()),
         "fivexx_outside_kill": len(outside),
@@ -438,7 +443,7 @@ def _slowloris(port: int, done: threading.Event) -> None:
 # -- after the run ----------------------------------------------------------------------------
 
 
-def _lost(port: int, token: str, ledger: Ledger) -> tuple[int, int]:
+def _lost(port: int, token: str, ledger: Ledger) -> tuple[list[str], list[str]]:
     stored: set[str] = set()
     offset: int | None = 0
     while offset is not None:
@@ -447,12 +452,12 @@ def _lost(port: int, token: str, ledger: Ledger) -> tuple[int, int]:
             raise RuntimeError(f"listing pages answered {status}: {data}")
         stored.update(_session_of(p) for p in data["pages"])
         offset = data.get("next_offset") or data.get("nextOffset")
-    lost_sessions = sum(1 for sid in ledger.sessions if sid not in stored)
-    lost_turns = 0
+    lost_sessions = [sid for sid in ledger.sessions if sid not in stored]
+    lost_turns: list[str] = []
     for chat, acked in ledger.turns.items():
         status, data = request(port, "GET", f"/v1/turns?chat={chat}&limit=100", None, token)
         have = data.get("total", 0) if status == 200 and isinstance(data, dict) else 0
-        lost_turns += max(0, acked - have)
+        lost_turns += [f"{chat} turn {n} (listing answered {status})" for n in range(have, acked)]
     return lost_sessions, lost_turns
 
 
