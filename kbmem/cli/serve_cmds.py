@@ -92,9 +92,7 @@ def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
         print("kbmem: sending traces to the OTEL_* exporter", file=sys.stderr, flush=True)
     syncing = start_background_sync(kb)  # None: no remote, or sync off
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
+        server.serve_forever()  # SIGINT and SIGTERM stop it through stop() above
     finally:
         print("kbmem: stopping; committing open chats", file=sys.stderr)
         server.server_close()

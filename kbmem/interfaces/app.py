@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import json
 import logging
@@ -566,6 +567,7 @@ def create_app(state: ApiState, mcp: McpHttp | None = None) -> Guard:
                 depth=body.get("depth"),
                 max_tokens=body.get("max_tokens"),
                 engine=body.get("engine"),
+                time_budget_s=body.get("time_budget_s"),
             )
         )
         if body.get("stream"):
@@ -868,7 +870,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         if method == "OPTIONS" and path == "*":
-            methods = {m for route in self._routes() for m in route[1]}
+            methods = {m for route in self._routes for m in route[1]}
             await _send_empty(send, 204, {"Allow": _allow(methods)})
             return
         matched = self._methods_of(scope)
@@ -896,7 +898,9 @@ class Guard:
             scope = {**scope, "method": "GET"}
         await self.app(scope, receive, send)
 
+    @functools.cached_property
     def _routes(self) -> list[tuple[Any, set[str]]]:
+        """The app's routes and their methods, listed once: they do not change after start."""
         return [
             (route, set(route.methods))  # type: ignore[attr-defined]
             for route in self.app.router.routes
@@ -906,7 +910,7 @@ class Guard:
     def _methods_of(self, scope: Scope) -> tuple[str, set[str]] | None:
         """The route's label and the methods of the first route whose path matches."""
         probe = {**scope, "method": "GET"}
-        for route, methods in self._routes():
+        for route, methods in self._routes:
             match, _ = route.matches(probe)
             if match is not Match.NONE:
                 return route.path_format, {m for m in methods if m != "HEAD"}

@@ -15,6 +15,7 @@ import json
 import os
 import secrets
 import threading
+import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,7 @@ from kbmem.errors import NotFound, StorageError, ValidationError
 from kbmem.ids import check_tenant
 from kbmem.store.files import atomic_write
 
+RACY_S = 2  # a token file written this recently is read again, whatever its stat says
 TOKENS_FILE = "api-tokens.json"
 PREFIX = "kbm_"
 MAX_NAME = 80
@@ -57,12 +59,27 @@ class TokenStore:
     def __init__(self, state_dir: Path):
         self.path = state_dir / TOKENS_FILE
         self._lock = threading.Lock()
-        self._seen: bytes | None = None  # the SHA-256 of the file last parsed
+        # The stat key and SHA-256 of the file last parsed.
+        self._seen: tuple[tuple[int, int, int, int], bytes] | None = None
         self._tokens: list[TokenInfo] = []
 
     def _read(self) -> list[TokenInfo]:
         """The tokens on disk; a file that cannot be read is an error that names it, never
         an empty list (which would be overwritten by the next ``create``)."""
+        # A stat is enough while the file is old: a write within RACY_S of now may share the
+        # last one's timestamps, size and (a freed inode used again) inode, so such a file is
+        # read and its content compared, as git treats its "racily clean" entries.
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._seen, self._tokens = None, []
+            return []
+        except OSError as exc:
+            raise StorageError(f"{self.path}: not a readable token file ({exc})") from exc
+        stat_key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+        racy = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_S * 1e9
+        if self._seen is not None and stat_key == self._seen[0] and not racy:
+            return self._tokens
         try:
             raw = self.path.read_bytes()
         except FileNotFoundError:
@@ -70,10 +87,10 @@ class TokenStore:
             return []
         except OSError as exc:
             raise StorageError(f"{self.path}: not a readable token file ({exc})") from exc
-        # Keyed on the content: a revoke and a create of the same length within the file
-        # system's timestamp resolution leave (mtime, size) as they were.
-        stamp = hashlib.sha256(raw).digest()
-        if stamp == self._seen:
+        digest = hashlib.sha256(raw).digest()
+        stamp = (stat_key, digest)
+        if self._seen is not None and digest == self._seen[1]:
+            self._seen = stamp
             return self._tokens
         try:
             data = json.loads(raw.decode("utf-8"))
@@ -82,24 +99,20 @@ class TokenStore:
                 if not all(isinstance(v, str) for v in vars(info).values()):
                     raise TypeError(f"token {info.id!r} has a field that is not text")
                 check_tenant(info.tenant)
-        except (OSError, ValueError, KeyError, TypeError, ValidationError) as exc:
+        except (ValueError, KeyError, TypeError, ValidationError) as exc:
             raise StorageError(f"{self.path}: not a readable token file ({exc})") from exc
         self._seen, self._tokens = stamp, tokens
         return tokens
 
     def _write(self, tokens: list[TokenInfo]) -> None:
         body = {"version": 1, "tokens": [asdict(t) for t in tokens]}
-        # The replacement file takes the mode of the file it replaces: make that 0600 first,
-        # so that no version of the file is ever readable by others, not even briefly.
+        # 0600 from the temp file's creation: no version of the file is readable by others,
+        # and no empty one is ever in place (a reader would take it for a broken file).
+        data = (json.dumps(body, indent=1) + "\n").encode("utf-8")
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            atomic_write(self.path, data, mode=0o600)
         except OSError as exc:
             raise StorageError(f"{self.path}: cannot write the token file ({exc})") from exc
-        try:
-            os.fchmod(fd, 0o600)
-        finally:
-            os.close(fd)
-        atomic_write(self.path, (json.dumps(body, indent=1) + "\n").encode("utf-8"))
 
     def list(self, tenant: str | None = None) -> list[TokenInfo]:
         with self._lock:

@@ -49,14 +49,15 @@ def _current_umask() -> int:
 _UMASK = _current_umask()
 
 
-def temp_beside(path: Path, data: bytes) -> tuple[int, str]:
-    """A temp file next to ``path`` holding ``data`` with the mode ``path`` has (or a new
-    file's): ``(open descriptor, temp path)``."""
+def temp_beside(path: Path, data: bytes, mode: int | None = None) -> tuple[int, str]:
+    """A temp file next to ``path`` holding ``data`` with ``mode``, else the mode ``path``
+    has (or a new file's): ``(open descriptor, temp path)``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = stat.S_IMODE(os.stat(path).st_mode)  # keep an executable bit, for one
-    except FileNotFoundError:
-        mode = 0o666 & ~_UMASK  # what open() would have given a new file
+    if mode is None:
+        try:
+            mode = stat.S_IMODE(os.stat(path).st_mode)  # keep an executable bit, for one
+        except FileNotFoundError:
+            mode = 0o666 & ~_UMASK  # what open() would have given a new file
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     while True:
         tmp = str(path.parent / _temp_name(path.name))
@@ -78,10 +79,11 @@ def temp_beside(path: Path, data: bytes) -> tuple[int, str]:
     return fd, tmp
 
 
-def atomic_write(path: Path, data: bytes, durable: bool = True) -> None:
+def atomic_write(path: Path, data: bytes, durable: bool = True, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the new one, never half
-    (``durable`` also flushes it to disk before it replaces the old one)."""
-    fd, tmp = temp_beside(path, data)
+    (``durable`` also flushes it to disk before it replaces the old one; ``mode``: the new
+    file's, else the old one's)."""
+    fd, tmp = temp_beside(path, data, mode)
     try:
         if durable:
             os.fsync(fd)

@@ -652,6 +652,8 @@ def test_research_returns_a_cited_briefing_and_streams_its_trace(served: MemoryS
         (b'{"request": "x", "engine": "gpt"}', "engine", "offline, llm"),
         (b'{"request": "x", "engine": "llm"}', "engine", "no model"),
         (b'{"request": "x", "trace": "yes"}', "trace", "true or false"),
+        (b'{"request": "x", "time_budget_s": "soon"}', "time_budget_s", "number of seconds"),
+        (b'{"request": "x", "time_budget_s": 1e9}', "time_budget_s", "at most"),
         (b"\xff\xfe", "body", "UTF-8"),
     ],
 )

@@ -88,17 +88,23 @@ def test_a_revoked_token_dies_even_when_the_file_keeps_its_size_and_time(tmp_pat
 
 def test_the_token_file_is_never_readable_by_others(tmp_path: Path) -> None:
     """Every version of the token file, and every temp file it is written through, is 0600
-    from the moment it exists (watched by a thread while tokens are created and revoked)."""
+    from the moment it exists, and the token file is never empty (a server reading it then
+    would take it for a broken file) — watched by a thread while tokens are created and
+    revoked."""
     seen: set[int] = set()
+    sizes: set[int] = set()
     stop = threading.Event()
 
     def watch() -> None:
         while not stop.is_set():
             for entry in os.scandir(tmp_path):
                 try:
-                    seen.add(stat.S_IMODE(entry.stat(follow_symlinks=False).st_mode))
+                    found = entry.stat(follow_symlinks=False)
                 except FileNotFoundError:
                     continue
+                seen.add(stat.S_IMODE(found.st_mode))
+                if entry.name == TOKENS_FILE:
+                    sizes.add(found.st_size)
 
     watcher = threading.Thread(target=watch)
     old = os.umask(0o022)
@@ -114,6 +120,7 @@ def test_the_token_file_is_never_readable_by_others(tmp_path: Path) -> None:
         watcher.join()
         os.umask(old)
     assert seen and seen == {0o600}, sorted(oct(m) for m in seen)
+    assert sizes and 0 not in sizes
 
 
 def test_a_chat_closed_before_its_first_turn_leaves_no_file(empty_kb: KnowledgeBase) -> None:
