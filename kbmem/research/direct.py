@@ -330,21 +330,10 @@ def known_names(sentences: list[Said]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _item_after(text: str, terms: set[str]) -> str:
-    """A list item: the words after the question's last word in ``text`` up to the first
-    preposition or clause end ("I play the cello in a quartet": "cello")."""
-    phrase = _phrase_after(text, terms, 4).split()
-    for n, word in enumerate(phrase):
-        if n and word.lower() in _PREPOSITIONS | {"and", "or", "but"}:
-            phrase = phrase[:n]
-            break
-    return " ".join(_trim(phrase))
-
-
 _TIME_WORD = re.compile(
     r"^(?:yesterday|today|tonight|tomorrow|recently|lately|ago|last|next|week|weekend|month|"
     r"year|day|night|morning|evening|afternoon|monday|tuesday|wednesday|thursday|friday|"
-    r"saturday|sunday|fri|sat|sun|btw|mel|im|ive|its|thats|lots?)$",
+    r"saturday|sunday|fri|sat|sun|btw|im|ive|its|thats|lots?)$",
     re.I,
 )
 
@@ -624,13 +613,7 @@ class _Answerer:
         # A named place first, from any of the best sentences: "in the city where my sister
         # lives" names none, the sentence that says where she lives does.
         for s in self._close_to_best("place", 5):
-            places = [
-                found.group(1)
-                for found in _PLACE.finditer(s.claim)
-                if not set(analyze(found.group(1))) <= exclude
-                and found.group(1).split()[0].lower() not in STOP | _CALENDAR
-                and not found.group(1).endswith(("'s", "’s"))
-            ]
+            places = self._places(s) if s.claim else []
             if places:
                 return self._nearest(s.claim, places), [s]
         for s in self._top("place")[:3]:

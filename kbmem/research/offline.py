@@ -436,15 +436,20 @@ class OfflineEngine:
         if iv.kind != "paragraph" or not iv.commit:
             return hit.excerpt
         lines = self._lines(hit)
-        out: list[str] = []
+        out: list[list[str]] = []  # each output line as the lines it joins
+        size = 0
         for line in lines:
             if HEADING.match(line):
                 continue
-            if out and out[-1].strip() and line.strip() and not _LIST_ITEM.match(line):
-                out[-1] += " " + line.strip()  # a line wrapped in the middle of a sentence
+            joins = out and (len(out[-1]) > 1 or out[-1][0].strip())
+            if joins and line.strip() and not _LIST_ITEM.match(line):
+                out[-1].append(line.strip())  # a line wrapped in the middle of a sentence
             else:
-                out.append(line)
-        return "\n".join(out)
+                out.append([line])
+            size += len(out[-1][-1]) + 1  # the joined text's length, and its separator
+            if size > READ_CHARS + 1:
+                break  # said() keeps READ_CHARS of it and marks the cut: read no further
+        return "\n".join(" ".join(parts) for parts in out)
 
     def _lines(self, hit: Hit) -> list[str]:
         """The hit's interval's lines, as committed."""

@@ -61,8 +61,11 @@ def test_a_stale_fact_is_not_said_to_correct_an_earlier_statement(kb: KnowledgeB
 
 
 def test_a_month_the_question_names_is_no_word_memory_lacks(kb: KnowledgeBase) -> None:
-    answer = _ask(kb, "What happened with Calloway Sound Lines in February 2026?")
-    assert "never mentions" not in answer or "February" not in answer.split("never mentions")[1]
+    """June and 2031 appear nowhere in the example: a date the question names is still not
+    reported as a word memory lacks (the other words may be)."""
+    answer = _ask(kb, "What happened with Calloway Sound Lines in June 2031?")
+    lacking = answer.split("never mentions", 1)[1] if "never mentions" in answer else ""
+    assert "June" not in lacking and "2031" not in lacking, answer
 
 
 def test_memory_that_holds_nothing_says_so_first(kb: KnowledgeBase) -> None:
