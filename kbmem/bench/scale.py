@@ -395,6 +395,7 @@ def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
     gen = index.current()
     assert gen is not None
     built = stage.full_build[str(pages)]
+    index_bytes = tree_bytes(gen.path)
     return {
         "pages": pages,
         "intervals": stage.intervals[str(pages)],
@@ -409,8 +410,8 @@ def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
         "first_hybrid_after_commit_ms": round(first_query_after_commit, 1),
         "query_ms": query_ms,
         "peak_rss_mb": round(peak_rss_mb(), 1),
-        "index_bytes": tree_bytes(gen.path),
-        "index_bytes_per_interval": round(tree_bytes(gen.path) / max(gen.count, 1)),
+        "index_bytes": index_bytes,
+        "index_bytes_per_interval": round(index_bytes / max(gen.count, 1)),
         "kb": str(root),
         # Other work on the machine slows every figure above: say how busy it was.
         "machine": {

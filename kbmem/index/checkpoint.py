@@ -12,18 +12,18 @@ generation is published."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
-import os
 import shutil
 from collections.abc import Callable
-from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
 
 from kbmem.index import embedder
 from kbmem.index.build_vectors import Embedded, embed
+from kbmem.store.files import atomic_write
 
 log = logging.getLogger("kbmem")
 
@@ -75,18 +75,13 @@ class EmbedCheckpoints:
         vectors, counts, pieces = found
         lengths = np.array([len(p) for p in pieces], dtype=np.int64)
         flat = np.concatenate(pieces) if pieces else np.zeros((0, embedder.DIM), np.float16)
-        self.dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        buf = io.BytesIO()
+        np.savez(buf, vectors=vectors, counts=counts, pieces=flat, lengths=lengths)
         try:
-            with open(tmp, "wb") as out:
-                np.savez(out, vectors=vectors, counts=counts, pieces=flat, lengths=lengths)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
+            # Not flushed to disk: a checkpoint lost or cut short is embedded again (_load).
+            atomic_write(path, buf.getvalue(), durable=False)
         except OSError as exc:  # a checkpoint is a saving of time, never a reason to fail
             log.warning("cannot write checkpoint %s (%s)", path, exc)
-            with suppress(OSError):
-                tmp.unlink()
 
     def embed(
         self, texts: list[list[str]], progress: Progress | None, done: int = 0, total: int = 0
@@ -94,6 +89,10 @@ class EmbedCheckpoints:
         """As :func:`kbmem.index.build_vectors.embed`, chunk by chunk, each chunk read from its
         checkpoint when an earlier build finished it and saved to one when this one does."""
         total = total or len(texts)
+        if len(texts) <= self.chunk:
+            # One chunk or less (a sync of a few pages): a kill could lose no more than this,
+            # so no checkpoint is written for it.
+            return embed(texts, progress, done, total)
         parts: list[Embedded] = []
         for start in range(0, len(texts), self.chunk):
             chunk = texts[start : start + self.chunk]

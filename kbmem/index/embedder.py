@@ -118,7 +118,7 @@ class _Bert:
     def __init__(self, path: Path):
         import torch
         from safetensors.torch import load_file
-        from tokenizers import Tokenizer  # type: ignore[import-untyped]
+        from tokenizers import Tokenizer
 
         config = json.loads((path / "config.json").read_text())
         if config.get("hidden_act") != "gelu" or int(config["hidden_size"]) != DIM:
@@ -261,17 +261,6 @@ def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:
     if not texts:
         return np.zeros((0, DIM), dtype=np.float32)
     return np.vstack([r.vector for r in read_texts(texts, batch_size)])
-
-
-def embed_with_pieces(
-    texts: list[str], batch_size: int = 64
-) -> tuple[np.ndarray, list[np.ndarray]]:
-    """``embed``'s vectors, and from the same pass of the model each text's word-piece
-    vectors (see ``Reading``): what late interaction scores by (see kbmem.index.late)."""
-    readings = read_texts(texts, batch_size)
-    if not readings:
-        return np.zeros((0, DIM), dtype=np.float32), []
-    return np.vstack([r.vector for r in readings]), [r.pieces for r in readings]
 
 
 QueryReading = Reading  # what the model makes of a query

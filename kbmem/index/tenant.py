@@ -79,8 +79,6 @@ SYNC_PEEK = 0.5  # ...and a sync that need not wait (an index to serve meanwhile
 # fresh; a large one goes on in the background while the request is answered from the older
 # index, with a notice. Without any index there is nothing to answer from: the request waits
 # longer, then fails with StillIndexing.
-STALE_WAIT = 10.0
-FIRST_WAIT = 120.0
 CATCH_UP_ROUNDS = 3  # syncs one background run makes while HEAD keeps moving under it
 
 T = TypeVar("T")
@@ -100,8 +98,8 @@ class TenantIndex:
         self._gen: Generation | None = None
         self._lock = threading.RLock()
         section = kb.settings.section("index")
-        self.stale_wait = float(section.get("stale_wait_s", STALE_WAIT))
-        self.first_wait = float(section.get("first_wait_s", FIRST_WAIT))
+        self.stale_wait = float(section["stale_wait_s"])  # defaults in kbmem.config
+        self.first_wait = float(section["first_wait_s"])
         self._worker: threading.Thread | None = None
         self._worker_done = threading.Event()
         self._worker_error: BaseException | None = None

@@ -143,10 +143,10 @@ def test_queries_read_in_one_pass_are_each_read_as_alone_and_kept() -> None:
     readings = embedder.read_queries([short, long, short])
     assert readings[0] is readings[2]
     for text, reading in zip([short, long], readings, strict=False):
-        vectors, pieces = embedder.embed_with_pieces([text])
-        assert np.allclose(reading.vector, vectors[0], atol=1e-5)
-        assert reading.pieces.shape == pieces[0].shape
-        assert np.allclose(reading.pieces, pieces[0], atol=1e-4)
+        alone = embedder.read_texts([text])[0]
+        assert np.allclose(reading.vector, alone.vector, atol=1e-5)
+        assert reading.pieces.shape == alone.pieces.shape
+        assert np.allclose(reading.pieces, alone.pieces, atol=1e-4)
         assert len(reading.names) == len(reading.pieces) and "##" not in reading.names[0]
     assert embedder.read_query(long) is readings[1]
     assert "kick" in embedder.read_query("I'm doing kickboxing (one pass)").names
