@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kbmem.cli import Commands
-from kbmem.errors import ValidationError
 from kbmem.store.repository import KnowledgeBase
 from kbmem.textutil import json_text, printable
 
@@ -156,15 +155,13 @@ def report_after_write(status: SyncStatus | None) -> None:
 
 
 def catch_up_indexes(kb: KnowledgeBase) -> None:
-    """Bring every tenant index this machine has built up to HEAD, as a search would first:
-    commits a sync pulled in are then searchable at once."""
+    """Start bringing the tenant indexes this process holds open for ``kb`` up to HEAD, each
+    in its own background thread (kbmem.index.resident): commits a sync pulled in become
+    searchable without waiting for a search, and no index is opened (or another evicted) for
+    it. An index not open catches up on its next search."""
+    from kbmem.index import resident
     from kbmem.index.tenant import TenantIndex
 
-    root = kb.state_dir / "index"
-    for folder in sorted(root.iterdir()) if root.is_dir() else []:
-        if not (folder / "CURRENT").is_file():
-            continue
-        try:
-            TenantIndex(kb, folder.name).sync()
-        except ValidationError:
-            continue  # not a tenant's folder
+    for index in resident.held():
+        if isinstance(index, TenantIndex) and index.kb.root == kb.root:
+            index.start_catch_up()

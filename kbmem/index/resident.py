@@ -66,6 +66,13 @@ def _forget(key: int, ref: weakref.ref[Releasable]) -> None:
             del _open[key]
 
 
+def held() -> list[Releasable]:
+    """The indexes open now, the least recently used first."""
+    with _lock:
+        found = [ref() for ref in _open.values()]
+    return [index for index in found if index is not None]
+
+
 def open_count() -> int:
     """How many indexes are open now."""
     with _lock:

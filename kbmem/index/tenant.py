@@ -178,7 +178,7 @@ class TenantIndex:
         out = self.kb.repo.git.rev_list("--count", head, "--", self.store.prefix)
         return int(str(out).strip() or 0)
 
-    def _start_catch_up(self) -> None:
+    def start_catch_up(self) -> None:
         """Start the background sync of this tenant unless one is running."""
         with self._lock:
             if self._worker is not None and self._worker.is_alive():
@@ -225,7 +225,7 @@ class TenantIndex:
             return gen
         if progress is not None or cancel is not None:
             return self._sync_here(gen, progress, cancel)
-        self._start_catch_up()
+        self.start_catch_up()
         limit = wait_s if wait_s is not None else self.stale_wait if gen else self.first_wait
         self._worker_done.wait(limit)
         gen, _problem = self._usable_current()

@@ -14,7 +14,8 @@ commits, waited for a bounded time, never failing the write.
 
 :func:`sync_status` is what the API's health and the TUI's status bar show: ahead/behind (as
 of the last fetch), the last sync, the last error and the pages kept in two versions. It reads
-only local state, so it is cheap enough for every request.
+only local state, and runs git only when that state changed, so it is cheap enough for
+every request.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from git.refs.symbolic import SymbolicReference
@@ -116,10 +118,12 @@ def _age(stamp: str, now: datetime) -> str:
 
 
 def sync_status(kb: KnowledgeBase) -> SyncStatus:
-    """The current sync health of ``kb`` (local reads only; no network)."""
+    """The current sync health of ``kb`` (local reads only; no network). A fresh object on
+    every call; the git processes behind it run only when what they read has changed (see
+    _StatusMemo), so health probes and status bars may call it as often as they like."""
     settings = kb.settings.section("sync")
     try:
-        remote = remote_of(kb)
+        remote = _MEMO.remote(kb)
     except KbmemError as exc:
         return SyncStatus(
             False,
@@ -134,14 +138,9 @@ def sync_status(kb: KnowledgeBase) -> SyncStatus:
         )
     state = read_state(kb)
     ahead = behind = None
-    if remote.url is not None and kb.head() is not None:
-        tracking = f"refs/remotes/{remote.name}/{remote.branch}"
-        done = git_run(kb, "rev-list", "--left-right", "--count", f"HEAD...{tracking}", check=False)
-        if done.returncode == 0:
-            left, right = done.stdout.split()
-            ahead, behind = int(left), int(right)
-        else:
-            ahead, behind = int(git_run(kb, "rev-list", "--count", "HEAD").stdout), 0
+    head = kb.head()
+    if remote.url is not None and head is not None:
+        ahead, behind = _MEMO.counts(kb, head, remote)
     return SyncStatus(
         configured=remote.url is not None,
         enabled=bool(settings["enabled"]),
@@ -152,9 +151,100 @@ def sync_status(kb: KnowledgeBase) -> SyncStatus:
         behind=behind,
         last_sync=state.get("last_sync"),
         last_error=state.get("last_error"),
-        conflicts=conflict_copies(kb),
+        conflicts=_MEMO.conflicts(kb, head),
         rescued=list(state.get("rescued", [])),
     )
+
+
+def tracking_commit(kb: KnowledgeBase, remote: Remote) -> str | None:
+    """The remote-tracking commit (as of the last fetch), read from the ref files as HEAD is:
+    no git process."""
+    try:
+        return str(SymbolicReference.dereference_recursive(kb.repo, remote.tracking_ref))
+    except (ValueError, OSError):
+        return None
+
+
+class _StatusMemo:
+    """The answers of the git processes behind :func:`sync_status`, each kept while the files
+    it depends on are unchanged: the remote while git's config, HEAD's branch and the sync
+    settings are; ahead/behind while HEAD and the tracking commit are; the conflict copies
+    while HEAD is. Checking that is a few file reads, so an unauthenticated health probe
+    cannot make the server fork git on every request."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._remote: dict[str, tuple[tuple[Any, ...], Remote | KbmemError]] = {}
+        self._counts: dict[str, tuple[tuple[Any, ...], tuple[int, int]]] = {}
+        self._conflicts: dict[str, tuple[str | None, list[str]]] = {}
+
+    def remote(self, kb: KnowledgeBase) -> Remote:
+        settings = kb.settings.section("sync")
+        key = (
+            _stamp(Path(kb.repo.common_dir) / "config"),
+            _text(Path(kb.repo.git_dir) / "HEAD"),
+            settings["remote"],
+            settings["branch"],
+        )
+        with self._lock:
+            kept = self._remote.get(str(kb.root))
+        if kept is None or kept[0] != key:
+            try:
+                answer: Remote | KbmemError = remote_of(kb)
+            except KbmemError as exc:
+                answer = exc
+            kept = (key, answer)
+            with self._lock:
+                self._remote[str(kb.root)] = kept
+        if isinstance(kept[1], KbmemError):
+            raise kept[1]
+        return kept[1]
+
+    def counts(self, kb: KnowledgeBase, head: str, remote: Remote) -> tuple[int, int]:
+        key = (head, remote.name, remote.branch, tracking_commit(kb, remote))
+        with self._lock:
+            kept = self._counts.get(str(kb.root))
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        done = git_run(
+            kb, "rev-list", "--left-right", "--count", f"HEAD...{remote.tracking_ref}", check=False
+        )
+        if done.returncode == 0:
+            left, right = done.stdout.split()
+            counts = (int(left), int(right))
+        else:  # never fetched: everything here is ahead
+            counts = (int(git_run(kb, "rev-list", "--count", "HEAD").stdout), 0)
+        with self._lock:
+            self._counts[str(kb.root)] = (key, counts)
+        return counts
+
+    def conflicts(self, kb: KnowledgeBase, head: str | None) -> list[str]:
+        with self._lock:
+            kept = self._conflicts.get(str(kb.root))
+        if kept is not None and kept[0] == head:
+            return list(kept[1])
+        found = conflict_copies(kb)
+        with self._lock:
+            self._conflicts[str(kb.root)] = (head, found)
+        return list(found)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+
+
+_MEMO = _StatusMemo()
 
 
 def sync_after_write(kb: KnowledgeBase, wait: float = AFTER_WRITE_WAIT_S) -> SyncStatus | None:
@@ -312,13 +402,8 @@ class BackgroundSync:
         return sync_status(self.kb)
 
     def _tracking(self, remote: Remote) -> str | None:
-        """The remote-tracking commit, read from the ref files as HEAD is (no git process:
-        this runs before every write)."""
-        ref = f"refs/remotes/{remote.name}/{remote.branch}"
-        try:
-            return str(SymbolicReference.dereference_recursive(self.kb.repo, ref))
-        except (ValueError, OSError):
-            return None  # never fetched
+        """The remote-tracking commit, with no git process: this runs before every write."""
+        return tracking_commit(self.kb, remote)
 
     def _run(self) -> None:
         seen = self.kb.head()

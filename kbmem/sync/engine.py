@@ -124,6 +124,11 @@ class Remote:
     branch: str
     url: str | None  # redacted; None when git knows no such remote
 
+    @property
+    def tracking_ref(self) -> str:
+        """The remote-tracking ref a fetch of this remote's branch updates."""
+        return f"refs/remotes/{self.name}/{self.branch}"
+
 
 def sync_settings(kb: KnowledgeBase) -> dict[str, Any]:
     return dict(kb.settings.section("sync"))
@@ -267,7 +272,7 @@ def fetch(kb: KnowledgeBase, remote: Remote) -> str | None:
             f"git knows no remote {remote.name!r}; add one with 'kbmem remote add URL'"
             + ("" if remote.name == "origin" else f" --name {remote.name}")
         )
-    tracking = f"refs/remotes/{remote.name}/{remote.branch}"
+    tracking = remote.tracking_ref
     done = git_run(
         kb,
         "fetch",
@@ -298,7 +303,7 @@ def _push(kb: KnowledgeBase, remote: Remote, sha: str) -> bool:
         check=False,
     )
     if done.returncode == 0:
-        git_run(kb, "update-ref", f"refs/remotes/{remote.name}/{remote.branch}", sha)
+        git_run(kb, "update-ref", remote.tracking_ref, sha)
         return True
     text = done.stdout + done.stderr
     if "[rejected]" in text or "non-fast-forward" in text or "fetch first" in text:
@@ -465,7 +470,7 @@ def integrate_fetched(kb: KnowledgeBase, remote: Remote | None = None) -> SyncRe
 
 def tracking_commit(kb: KnowledgeBase, remote: Remote) -> str | None:
     """The commit the last fetch saw on the remote (``refs/remotes/<remote>/<branch>``)."""
-    return _rev(kb, f"refs/remotes/{remote.name}/{remote.branch}")
+    return _rev(kb, remote.tracking_ref)
 
 
 # -- the state file (shared by every process of this knowledge base) ------------------------

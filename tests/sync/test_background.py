@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers.gitserver import GitServer
 from helpers.kbgit import ROOT, git, summit_session, write_json
 from helpers.talk import talk
@@ -219,6 +220,7 @@ def test_commits_pulled_in_the_background_are_indexed_and_found(replicas: Replic
     a, b = replicas(2)
     index = TenantIndex(b, "default")
     index.sync()
+    assert not index.bm25("lighthouse quoin", 5)  # a search opens it, as a server's would
     with BackgroundSync(b, interval=0.3, on_pull=lambda: catch_up_indexes(b)):
         ingest(a, "s-pulled", "The lighthouse keeper repaints the quoin every spring.")
         sync(a)
@@ -279,3 +281,40 @@ def test_mcp_lists_and_reads_the_sync_status_only_when_the_memory_syncs(
     assert shown["sync"]["last_sync"] and "url" not in shown["sync"]
     uris, shown = anyio.run(resources, empty_kb)  # no remote: nothing new
     assert "kbmem://status" not in uris and shown is None
+
+
+def test_sync_status_follows_every_change_and_forks_git_only_after_one(
+    replicas: Replicas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Health is public and polled: an unchanged memory answers from what git said last time,
+    and each thing the answer depends on (a commit, a fetch, git's config) is seen at once."""
+    import kbmem.sync.background as background
+
+    a, b = replicas(2)
+    runs: list[tuple[str, ...]] = []
+    real_run = background.git_run
+
+    def counted(kb: KnowledgeBase, *args: str, **kw: Any) -> Any:
+        runs.append(args)
+        return real_run(kb, *args, **kw)
+
+    monkeypatch.setattr(background, "git_run", counted)
+    monkeypatch.setattr("kbmem.sync.engine.git_run", counted)
+    first = sync_status(b)
+    assert (first.ahead, first.behind, first.configured) == (0, 0, True)
+    runs.clear()
+    for _ in range(20):
+        assert sync_status(b) == first
+    assert runs == []
+
+    ingest(b, "s-here", "A commit on B the remote has not seen.")
+    assert sync_status(b).ahead == 1
+    ingest(a, "s-there", "A commit on A.")
+    sync(a)
+    fetch(b, remote_of(b))
+    assert (sync_status(b).ahead, sync_status(b).behind) == (1, 1)
+
+    git(b.root, "remote", "set-url", "origin", "git://127.0.0.1:9/elsewhere.git")
+    assert sync_status(b).url == "git://127.0.0.1:9/elsewhere.git"
+    git(b.root, "remote", "remove", "origin")
+    assert sync_status(b).configured is False
