@@ -61,7 +61,7 @@ def test_the_briefing_text_fits_the_room(briefing):
 
 
 def test_a_real_model_answers_from_a_briefing(briefing, llm_server: LocalLLMServer):
-    config = LLMConfig(llm_server.model, llm_server.api_base, timeout_s=60, retries=0)
+    config = LLMConfig(llm_server.model, llm_server.api_base, timeout_s=180, retries=0)
     said = answers.answer(config, "Who owns the tide-window scheduler?", briefing)
     assert said.strip() and "\n" not in said  # one short line, whatever its quality
 
