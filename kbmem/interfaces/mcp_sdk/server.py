@@ -41,8 +41,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from kbmem.errors import Cancelled, KbmemError, NotFound, PageFormatError, ValidationError
-from kbmem.interfaces.mcp_sdk import models as m
+from kbmem.errors import Cancelled, KbmemError, NotFound, PageFormatError
+from kbmem.interfaces import schema as m
 from kbmem.interfaces.service import Memory, check_text, health, kbmem_version
 from kbmem.store.pagestore import tenant_prefix
 from kbmem.sync.background import sync_active
@@ -248,8 +248,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "One-shot retrieval without the research loop: the best-matching intervals (a turn "
         "of a conversation, or a paragraph of a note) with their text, page, line range, "
         "commit and score. Use it to find where something is said; use research to answer.",
-        m.SearchArgs,
-        m.SearchResult,
+        m.SearchRequest,
+        m.SearchResponse,
         lambda w: w.memory.search(w.args["query"], w.args.get("tool"), w.args.get("k")),
         searches=True,
     ),
@@ -346,35 +346,19 @@ TOOLS: tuple[ToolSpec, ...] = (
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """A pydantic error location as the schema names the field: ``session.turns[0].role``."""
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path or "arguments"
+# The words of a tool's argument errors, as the calling model reads them.
+_ARGUMENT_ERRORS = {"missing": "is required", "extra_forbidden": "is not a parameter here"}
 
 
 def check_arguments(tool: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:
     """``arguments`` checked against the tool's model; raises :class:`ValidationError` naming
-    the first field that does not fit. Returns the arguments as given, optional fields sent
-    as null left out (models fill every field they see), and numbers taken as integers made so."""
+    the first field that does not fit, as the schema names it (``session.turns[0].role``).
+    Returns the arguments as given, optional fields sent as null left out (models fill every
+    field they see), and numbers taken as integers made so."""
     for key, value in arguments.items():
         check_text(key, "arguments")
         check_text(value, key)
-    try:
-        checked = tool.arguments.model_validate(arguments)
-    except pydantic.ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        field = field_path(tuple(first["loc"]))
-        message = first["msg"]
-        if first["type"] == "extra_forbidden":
-            message = "is not a parameter here"
-        elif first["type"] == "missing":
-            message = "is required"
-        raise ValidationError(message, field) from None
+    checked = m.parse(tool.arguments, arguments, _ARGUMENT_ERRORS, whole="arguments")
     # The service gets the values as sent (a session is stored as given), minus nulls.
     dumped = checked.model_dump(exclude_unset=True)
     return {k: _as_sent(arguments[k], dumped.get(k)) for k in arguments if arguments[k] is not None}
