@@ -23,8 +23,11 @@ names it (``session.turns[0].content``); only protocol mistakes are JSON-RPC err
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -33,7 +36,6 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import anyio
-import anyio.from_thread
 import anyio.to_thread
 import mcp_types as types
 import pydantic
@@ -482,7 +484,7 @@ class KbmemMcp:
                         f"{tool.name}: kbmem is preparing this memory's index ({status}); "
                         "try again in a little while"
                     )
-            return tool_result(await self._run(ctx, tool, Work(memory, args, *self._sinks(ctx))))
+            return tool_result(await self._run(ctx, tool, memory, args))
         except KbmemError as exc:
             if isinstance(exc, PageFormatError) and tool.name == "read_page":
                 exc.hint = "read_page with raw: true gives the page as stored, to repair it"
@@ -493,32 +495,53 @@ class KbmemMcp:
                 f"{tool.name}: internal error in kbmem; the server's log (stderr) has the details"
             )
 
-    def _sinks(
-        self, ctx: ServerRequestContext[Any, Any]
-    ) -> tuple[threading.Event, Callable[[float, float | None, str], None]]:
+    async def _run(
+        self, ctx: ServerRequestContext[Any, Any], tool: ToolSpec, memory: Memory, args: Any
+    ) -> dict[str, Any]:
+        """The tool's work in a worker thread. Its progress is posted to the event loop
+        without waiting (a research posts one per trace step: a blocking hop each cost the
+        worker a round trip through the loop), and sent, in order, by a task of this call,
+        which has sent them all before the result goes out."""
         cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        sender, receiver = anyio.create_memory_object_stream[tuple[float, float | None, str]](
+            math.inf
+        )
+
+        def post(item: tuple[float, float | None, str]) -> None:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                sender.send_nowait(item)
 
         def progress(done: float, total: float | None, message: str) -> None:
             if cancel.is_set():
                 raise Cancelled("the call was cancelled")
+            with contextlib.suppress(RuntimeError):  # the loop is gone: the server stopped
+                loop.call_soon_threadsafe(post, (done, total, message))
+
+        async def report() -> None:
+            async with receiver:
+                async for done, total, message in receiver:
+                    try:
+                        await ctx.session.report_progress(done, total, message)
+                    except Exception:  # the client left; the work's own end will tell
+                        log.debug("progress not sent", exc_info=True)
+
+        work = Work(memory, args, cancel, progress)
+        async with anyio.create_task_group() as reporting:
+            reporting.start_soon(report)
             try:
-                anyio.from_thread.run(ctx.session.report_progress, done, total, message)
-            except Exception:  # the client left; the work's own end will tell
-                log.debug("progress not sent", exc_info=True)
-
-        return cancel, progress
-
-    async def _run(
-        self, ctx: ServerRequestContext[Any, Any], tool: ToolSpec, work: Work
-    ) -> dict[str, Any]:
-        try:
-            # Abandoned on cancel, so that the cancellation is seen now: the worker sees the
-            # flag at its next step and stops (research writes nothing; memorizing is one
-            # commit, finished or not begun).
-            return await anyio.to_thread.run_sync(tool.run, work, abandon_on_cancel=True)
-        except anyio.get_cancelled_exc_class():
-            work.cancel.set()
-            raise
+                # Abandoned on cancel, so that the cancellation is seen now: the worker sees
+                # the flag at its next step and stops (research writes nothing; memorizing is
+                # one commit, finished or not begun).
+                result = await anyio.to_thread.run_sync(tool.run, work, abandon_on_cancel=True)
+            except anyio.get_cancelled_exc_class():
+                cancel.set()
+                raise
+            finally:
+                # After the worker's posts: each was queued on the loop before the worker's
+                # end was, and the loop runs them in turn.
+                sender.close()
+        return result
 
     # -- resources
 
