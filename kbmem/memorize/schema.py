@@ -25,9 +25,14 @@ from kbmem.errors import ValidationError
 M = TypeVar("M", bound=BaseModel)
 
 
-# A date or time as YAML reads it (``2026-01-05``, unquoted) is taken as it is, and not
-# shown in the schema: JSON has no such values.
-Timestamp = str | SkipJsonSchema[Annotated[datetime, Strict()]] | SkipJsonSchema[date] | None
+# A date or time as YAML reads it (``2026-01-05``, unquoted) is taken as it is, and not shown
+# in the schema (JSON has no such values); strictly, so that a number (86400) is no date.
+Timestamp = (
+    str
+    | SkipJsonSchema[Annotated[datetime, Strict()]]
+    | SkipJsonSchema[Annotated[date, Strict()]]
+    | None
+)
 
 
 class Turn(BaseModel):

@@ -578,6 +578,11 @@ def _bad_documents() -> list[tuple[str, str, str]]:
             json.dumps({**good, "turns": [{"role": "u", "content": "x", "timestamp": "soon"}]}),
             "turns[0].timestamp",
         ),
+        (  # a number is no date (pydantic's lax date would read 86400 as 2 January 1970)
+            "bad.json",
+            json.dumps({**good, "turns": [{"role": "u", "content": "x", "timestamp": 86400}]}),
+            "turns[0].timestamp: must be text",
+        ),
         ("bad.json", json.dumps({**good, "turns": [{"role": "u", "content": "  "}]}), "turns"),
         ("bad.json", json.dumps([good, {**good, "sessionId": "../x"}]), "[1]: sessionId"),
         ("bad.json", json.dumps({**good, "agentId": "../agent"}), "agentId"),
