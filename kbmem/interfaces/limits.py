@@ -21,7 +21,6 @@ a protocol class rather than uvicorn's own knobs is in docs/decisions/http-limit
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,11 +29,14 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
 from uvicorn.server import ServerState
 
+from kbmem.interfaces.envelope import error_json
+
 MAX_HEAD_BYTES = 64 * 1024  # a request line or header block, as http.server allowed
-
-
-def error_json(code: str, message: str) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message, "field": None}}).encode()
+MAX_CONNECTIONS = 64  # open connections; beyond this a client is turned away with 503
+PER_CLIENT = 16  # open connections from one address, counted before authentication
+# A request's head and body must arrive within this (a slow trickle is dropped); the answer
+# may take as long as the work does.
+REQUEST_DEADLINE_S = 30.0
 
 
 @dataclass
@@ -42,9 +44,9 @@ class ConnectionLimits:
     """The caps and the deadline, and the connections counted per client address (touched
     only on the server's event loop, so without a lock)."""
 
-    max_connections: int = 64
-    per_client: int = 16
-    deadline: float = 30.0
+    max_connections: int = MAX_CONNECTIONS
+    per_client: int = PER_CLIENT
+    deadline: float = REQUEST_DEADLINE_S
     open: int = 0
     by_client: dict[str, int] = field(default_factory=dict)
 

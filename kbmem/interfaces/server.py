@@ -20,7 +20,14 @@ from typing import Any
 import uvicorn
 
 from kbmem.interfaces.app import ApiState, create_app
-from kbmem.interfaces.limits import MAX_HEAD_BYTES, ConnectionLimits, GuardedH11Protocol
+from kbmem.interfaces.limits import (
+    MAX_CONNECTIONS,
+    MAX_HEAD_BYTES,
+    PER_CLIENT,
+    REQUEST_DEADLINE_S,
+    ConnectionLimits,
+    GuardedH11Protocol,
+)
 from kbmem.interfaces.mcp_sdk.http import McpHttp
 from kbmem.interfaces.service import (
     CHAT_IDLE_SECONDS,
@@ -31,10 +38,6 @@ from kbmem.interfaces.service import (
 from kbmem.interfaces.summit import gam_enabled
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store.repository import KnowledgeBase
-
-# A request's head and body must arrive within this (a slow trickle is dropped; see
-# kbmem.interfaces.limits); the answer may take as long as the work does.
-REQUEST_DEADLINE_S = 30.0
 
 
 class _Uvicorn(uvicorn.Server):
@@ -50,9 +53,10 @@ class MemoryServer:
     """The server: one :class:`Memory` per tenant, opened on first use and shared by the
     ``/v1`` routes, the Summit routes and ``/mcp``."""
 
-    max_connections = 64  # open connections; beyond this a client is turned away with 503
-    per_client = 16  # open connections from one address, counted before authentication
-    socket_timeout = REQUEST_DEADLINE_S  # the whole-request deadline, in seconds
+    # The limits of kbmem.interfaces.limits; a test's subclass may lower them.
+    max_connections = MAX_CONNECTIONS
+    per_client = PER_CLIENT
+    socket_timeout = REQUEST_DEADLINE_S
 
     def __init__(
         self,

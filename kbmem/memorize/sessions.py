@@ -18,6 +18,7 @@ import yaml
 
 from kbmem.errors import ValidationError
 from kbmem.ids import MAX_ID_LENGTH, check_segment, check_session_id, check_tenant
+from kbmem.memorize import schema
 from kbmem.textutil import slug, unstorable_field
 
 MAX_FILE_BYTES = 256 * 1024 * 1024
@@ -220,25 +221,16 @@ def check_turn_id(value: object, field_name: str) -> str:
     return text
 
 
-def _text(data: dict[str, Any], key: str, where: str, default: str = "") -> str:
-    value = data.get(key, default)
-    if value is None:
-        return default
-    if not isinstance(value, str):
-        raise ValidationError(f"must be text, got {type(value).__name__}", f"{where}{key}")
-    return value
-
-
-def _str_list(data: dict[str, Any], key: str, where: str) -> list[str]:
-    value = data.get(key) or []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ValidationError("must be a list of strings", f"{where}{key}")
-    return value
-
-
-def session_from_mapping(data: Any, tenant: str | None = None) -> Session:
-    """Validate one session in the Summit shape. ``tenant``, when given, must agree with the
-    session's own ``tenantId`` (and stands in for it when the file has none)."""
+def session_from_mapping(
+    data: Any,
+    tenant: str | None = None,
+    model: type[schema.Session] | type[schema.FileSession] = schema.FileSession,
+) -> Session:
+    """Validate one session in the Summit shape with ``model`` (:class:`~kbmem.memorize.
+    schema.FileSession`, which leaves fields it does not name be, for files; the API and MCP
+    pass :class:`~kbmem.memorize.schema.Session`, which refuses them). ``tenant``, when
+    given, must agree with the session's own ``tenantId`` (and stands in for it when the
+    file has none)."""
     if not isinstance(data, dict):
         raise ValidationError("a session must be a mapping (JSON object)", "session")
     unstorable = unstorable_field(data, "")
@@ -257,31 +249,14 @@ def session_from_mapping(data: Any, tenant: str | None = None) -> Session:
             "tenantId",
         )
     tenant_id = check_tenant(file_tenant if file_tenant is not None else tenant)
-    metadata = data.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise ValidationError("must be a mapping", "metadata")
-    raw_turns = data.get("turns")
-    if raw_turns is None:
-        raise ValidationError("missing; a session needs at least one turn", "turns")
-    if not isinstance(raw_turns, list):
-        raise ValidationError("must be a list of turns", "turns")
-    if not raw_turns:
-        raise ValidationError("is empty; a session needs at least one turn", "turns")
+    given = schema.parse(model, data, whole="session")
     turns: list[SessionTurn] = []
     seen: set[str] = set()
-    for n, raw in enumerate(raw_turns, start=1):
+    for n, raw in enumerate(given.turns, start=1):
         where = f"turns[{n - 1}]."
-        if not isinstance(raw, dict):
-            raise ValidationError("must be a mapping with role and content", where[:-1])
-        role = _text(raw, "role", where)
-        if not role.strip():
+        if not raw.role.strip():
             raise ValidationError("missing", f"{where}role")
-        if "content" not in raw:
-            raise ValidationError("missing", f"{where}content")
-        content = _text(raw, "content", where)
-        meta = raw.get("metadata") or {}
-        if not isinstance(meta, dict):
-            raise ValidationError("must be a mapping", f"{where}metadata")
+        meta = raw.metadata or {}
         id_key = next((k for k in ("id", "dia_id") if meta.get(k)), None)
         id_field = f"{where}metadata.{id_key or 'id'}"
         turn_id = check_turn_id(meta[id_key] if id_key else f"t{n}", id_field)
@@ -290,7 +265,7 @@ def session_from_mapping(data: Any, tenant: str | None = None) -> Session:
         seen.add(turn_id)
         speaker_key = next((k for k in ("speaker", "name") if meta.get(k)), None)
         speaker_field = f"{where}metadata.{speaker_key}" if speaker_key else f"{where}role"
-        speaker = meta[speaker_key] if speaker_key else role
+        speaker = meta[speaker_key] if speaker_key else raw.role
         if not isinstance(speaker, str):
             raise ValidationError(f"must be text, got {type(speaker).__name__}", speaker_field)
         speaker = " ".join(speaker.split())
@@ -299,26 +274,26 @@ def session_from_mapping(data: Any, tenant: str | None = None) -> Session:
                 f"must be at most {MAX_SPEAKER_LENGTH} characters, without control characters",
                 speaker_field,
             )
-        timestamp = normalize_timestamp(raw.get("timestamp"), f"{where}timestamp")
-        turns.append(SessionTurn(turn_id, role.strip(), speaker, timestamp, content, meta))
+        timestamp = normalize_timestamp(raw.timestamp, f"{where}timestamp")
+        turns.append(SessionTurn(turn_id, raw.role.strip(), speaker, timestamp, raw.content, meta))
     if not any(t.text.strip() for t in turns):
         raise ValidationError("every turn is empty; nothing to memorize", "turns")
     session = Session(
         tenant_id=tenant_id,
         session_id="",
         turns=turns,
-        agent_id=_text(data, "agentId", ""),
-        title=" ".join(_text(data, "title", "").split()),
-        classification=_text(data, "classification", "", "internal") or "internal",
-        policy_tags=_str_list(data, "policyTags", ""),
-        tags=_str_list(data, "tags", ""),
-        metadata=metadata,
-        origin_run_id=_text(data, "originRunId", ""),
-        request_intent=_text(data, "requestIntent", ""),
+        agent_id=given.agentId or "",
+        title=" ".join((given.title or "").split()),
+        classification=given.classification or "internal",
+        policy_tags=given.policyTags or [],
+        tags=given.tags or [],
+        metadata=given.metadata or {},
+        origin_run_id=given.originRunId or "",
+        request_intent=given.requestIntent or "",
     )
     if session.agent_id:
         check_segment(session.agent_id, "agentId")
-    session_id = data.get("sessionId")
+    session_id = given.sessionId
     if session_id is None:
         # Derived from the content, so that ingesting the same file twice is a no-op.
         stem = slug(session.title, 40) if session.title else "session"

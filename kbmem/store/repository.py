@@ -162,7 +162,10 @@ class KnowledgeBase(WriteTransactions):
                 start = self.repo.commit(base).hexsha
             except (BadName, ValueError, GitCommandError) as exc:
                 raise NotFound(f"no such revision: {rev}") from exc
-        out = self.repo.git.rev_list(f"--max-count={back + 1}", start, "--", prefix.rstrip("/"))
+        try:
+            out = self.repo.git.rev_list(f"--max-count={back + 1}", start, "--", prefix.rstrip("/"))
+        except GitCommandError as exc:  # a whole id of no object: commit() took it unchecked
+            raise NotFound(f"no such revision: {rev}") from exc
         found = _text(out).split()
         if base != "HEAD" and (not found or found[0] != start):
             raise NotFound(f"no such revision: {rev}")  # a commit of someone else's

@@ -27,6 +27,7 @@ from helpers.kbgit import (
 from kbmem.agent.session import ChatSession
 from kbmem.cli import main
 from kbmem.errors import ValidationError
+from kbmem.memorize.schema import Session
 from kbmem.memorize.sessions import CHAT_AGENT, is_echo, is_own_answer, session_from_mapping
 from kbmem.store.pagestore import PageStore
 from kbmem.store.repository import KnowledgeBase
@@ -577,6 +578,11 @@ def _bad_documents() -> list[tuple[str, str, str]]:
             json.dumps({**good, "turns": [{"role": "u", "content": "x", "timestamp": "soon"}]}),
             "turns[0].timestamp",
         ),
+        (  # a number is no date (pydantic's lax date would read 86400 as 2 January 1970)
+            "bad.json",
+            json.dumps({**good, "turns": [{"role": "u", "content": "x", "timestamp": 86400}]}),
+            "turns[0].timestamp: must be text",
+        ),
         ("bad.json", json.dumps({**good, "turns": [{"role": "u", "content": "  "}]}), "turns"),
         ("bad.json", json.dumps([good, {**good, "sessionId": "../x"}]), "[1]: sessionId"),
         ("bad.json", json.dumps({**good, "agentId": "../agent"}), "agentId"),
@@ -624,6 +630,28 @@ def test_bad_input_names_the_field_and_leaves_no_commit(
     assert "Traceback" not in err and out == ""
     assert head(kb) == before  # the good file before it was not committed either
     assert status(kb) == ""
+
+
+def test_ingest_leaves_other_tools_fields_be_where_the_api_model_refuses_them(
+    kb: Path, tmp_path: Path, capsys
+) -> None:
+    """One session model for the CLI and the API: a file another tool wrote may carry fields
+    of its own (``kbmem ingest`` leaves them be), while the API's configuration of the same
+    model refuses them, naming the field and its position."""
+    session = summit_session("with-extras", TEXTS)
+    session["exportedBy"] = "another tool"
+    session["turns"] = [{**t, "mood": "calm"} for t in session["turns"]]
+    path = write_json(tmp_path / "extras.json", session)
+    code, _out, err = run(capsys, "--kb", str(kb), "ingest", str(path))
+    assert code == 0, err
+    plain = summit_session("with-extras", TEXTS)
+    for bad, field in (
+        ({**plain, "exportedBy": "another tool"}, "exportedBy"),
+        ({k: v for k, v in session.items() if k != "exportedBy"}, "turns[0].mood"),
+    ):
+        with pytest.raises(ValidationError) as refused:
+            session_from_mapping(bad, "default", Session)
+        assert refused.value.field == field and "not a field" in refused.value.problem
 
 
 @pytest.mark.parametrize("tenant", BAD_IDS)

@@ -493,3 +493,25 @@ def test_streamable_http_with_a_token(http_url: tuple[str, str], example_kb: Kno
                 assert answer.json()["error"]["code"] == "unauthorized"
 
     run(test)
+
+
+def test_two_authorization_headers_are_refused_on_mcp_as_on_v1(http_url: tuple[str, str]) -> None:
+    """``/mcp`` took the first of two ``Authorization`` headers while ``/v1`` refused them:
+    a proxy in front may read the other. Both now answer the same 400 with the JSON error."""
+    import httpx2
+
+    url, token = http_url
+    twice = [("Authorization", f"Bearer {token}"), ("Authorization", f"Bearer {token}")]
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    with httpx2.Client(timeout=30) as http:
+        mcp = http.post(url, json=ping, headers=twice)
+        v1 = http.get(url.removesuffix("/mcp") + "/v1/pages", headers=twice)
+    assert mcp.status_code == 400 and mcp.headers["content-type"].startswith("application/json")
+    assert mcp.json() == {
+        "error": {
+            "code": "invalid",
+            "message": "send one Authorization header, not several",
+            "field": None,
+        }
+    }
+    assert v1.status_code == 400 and v1.json() == mcp.json()

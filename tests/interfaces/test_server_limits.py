@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kbmem.interfaces.app import MAX_LARGE_REQUESTS
+from kbmem.interfaces.routes.common import MAX_LARGE_REQUESTS
 from kbmem.interfaces.server import MemoryServer
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store.repository import KnowledgeBase

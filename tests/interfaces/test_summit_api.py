@@ -3,6 +3,7 @@ spans: a real server on a loopback port over a real knowledge base, spoken to wi
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -221,6 +222,30 @@ def test_openapi_describes_every_route(on: httpx.Client) -> None:
         "BuildContextRequest"
     )
     assert "400" in build["responses"] and "503" in build["responses"]
+    # The query parameters are described from the models the MCP tools take, and typed.
+    listed = {p["name"]: p for p in doc["paths"]["/v1/pages"]["get"]["parameters"]}
+    assert set(listed) == {"at", "limit", "offset"}
+    assert listed["limit"]["schema"] == {"type": "integer", "minimum": 1, "maximum": 1000}
+    history = doc["paths"]["/v1/history"]["get"]["parameters"]
+    assert {p["name"] for p in history} == {"page", "limit", "before"}
+
+
+def test_the_docs_page_loads_nothing_from_another_server(on: httpx.Client) -> None:
+    """``/docs`` was off: FastAPI's page takes Swagger UI from a CDN. It is served with its
+    assets from this server, so it works without internet."""
+    page = on.get("/docs", headers={"Authorization": ""})
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    linked = re.findall(r'(?:src|href)="([^"]+)"', page.text)
+    assert linked and all(url.startswith("/docs/assets/") for url in linked), linked
+    assert "url: '/openapi.json'" in page.text
+    for url in linked:
+        asset = on.get(url, headers={"Authorization": ""})
+        assert asset.status_code == 200 and len(asset.content) > 1000, url
+    script = on.get("/docs/assets/swagger-ui-bundle.js").text
+    # Swagger UI 5 (FastAPI writes OpenAPI 3.1, which Swagger UI 4 cannot render).
+    assert "SwaggerUIBundle" in script and "isOAS31" in script
+    missing = on.get("/docs/assets/../kbmem.yaml")
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
 
 
 def test_old_snake_case_names_are_kept_beside_the_camel_case_ones(on: httpx.Client) -> None:

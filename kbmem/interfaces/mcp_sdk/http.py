@@ -1,9 +1,11 @@
 """The MCP server over Streamable HTTP, for the HTTP API to mount at ``/mcp``.
 
 Every request presents ``Authorization: Bearer <token>``, and the token decides the tenant
-exactly as for ``/v1`` (:class:`~kbmem.interfaces.tokens.TokenStore`): a request without a
-valid one is answered 401 before the SDK sees it, and each tool call acts for the tenant of
-the token that sent it, so a session id gives nobody another tenant's memory.
+exactly as for ``/v1`` (one reading of the header for both, in
+:mod:`kbmem.interfaces.envelope`): a request without a valid one is answered 401 (several
+``Authorization`` headers 400) with the API's JSON error before the SDK sees it, and each
+tool call acts for the tenant of the token that sent it, so a session id gives nobody
+another tenant's memory.
 
 Starlette does not run a mounted app's lifespan, so the mounting app runs
 :meth:`McpHttp.lifespan` in its own (it starts the SDK's session manager and, at the end,
@@ -14,29 +16,24 @@ for serving it alone (tests, the benchmark).
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio.to_thread
 from mcp.server.context import ServerRequestContext
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from kbmem.errors import KbmemError
+from kbmem.interfaces.envelope import ApiError, send_error, tenant_of
 from kbmem.interfaces.mcp_sdk.server import READY_WAIT, KbmemMcp
 from kbmem.interfaces.service import Memory
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store.repository import KnowledgeBase
-
-
-def bearer(headers: Mapping[str, str]) -> str | None:
-    """The bearer token of an ``Authorization`` header, if it has one."""
-    scheme, _, token = headers.get("authorization", "").partition(" ")
-    return token.strip() or None if scheme.lower() == "bearer" else None
 
 
 class McpHttp:
@@ -74,11 +71,11 @@ class McpHttp:
 
     def memory_for(self, ctx: ServerRequestContext[Any, Any]) -> Memory:
         """The memory of the tenant whose token sent this request."""
-        headers = getattr(ctx.request, "headers", None) or {}
-        token = bearer(headers)
-        tenant = self.tokens.tenant_of(token) if token else None
-        if tenant is None:  # the middleware let it through, so the token was just revoked
-            raise KbmemError("the token is not valid (revoked?)")
+        headers = getattr(ctx.request, "headers", None)
+        try:
+            tenant = tenant_of(self.tokens, headers.getlist("authorization") if headers else [])
+        except ApiError:  # the endpoint let it through, so the token was just revoked
+            raise KbmemError("the token is not valid (revoked?)") from None
         return self.memory(tenant)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -86,27 +83,11 @@ class McpHttp:
         if scope["type"] != "http":
             await self._sdk_app(scope, receive, send)
             return
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        token = bearer(headers)
-        tenant = await anyio.to_thread.run_sync(self.tokens.tenant_of, token) if token else None
-        if tenant is None:
-            reason = "the token is not valid" if token else "send 'Authorization: Bearer <token>'"
-            message = f"{reason} (create one with 'kbmem token create')"
-            # The shape of every error of the HTTP API (docs/http-api.md).
-            error = {"code": "unauthorized", "message": message, "field": None}
-            body = json.dumps({"error": error}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b"Bearer"),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+        authorization = Headers(scope=scope).getlist("authorization")
+        try:
+            tenant = await anyio.to_thread.run_sync(tenant_of, self.tokens, authorization)
+        except ApiError as refused:
+            await send_error(send, refused)
             return
         self.memory(tenant)  # opened, and its index prepared, from the first request on
         self.handlers.readiness(self.memory(tenant))

@@ -23,8 +23,11 @@ names it (``session.turns[0].content``); only protocol mistakes are JSON-RPC err
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -33,7 +36,6 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 import anyio
-import anyio.from_thread
 import anyio.to_thread
 import mcp_types as types
 import pydantic
@@ -41,8 +43,8 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from kbmem.errors import Cancelled, KbmemError, NotFound, PageFormatError, ValidationError
-from kbmem.interfaces.mcp_sdk import models as m
+from kbmem.errors import Cancelled, KbmemError, NotFound, PageFormatError
+from kbmem.interfaces import schema as m
 from kbmem.interfaces.service import Memory, check_text, health, kbmem_version
 from kbmem.store.pagestore import tenant_prefix
 from kbmem.sync.background import sync_active
@@ -248,8 +250,8 @@ TOOLS: tuple[ToolSpec, ...] = (
         "One-shot retrieval without the research loop: the best-matching intervals (a turn "
         "of a conversation, or a paragraph of a note) with their text, page, line range, "
         "commit and score. Use it to find where something is said; use research to answer.",
-        m.SearchArgs,
-        m.SearchResult,
+        m.SearchRequest,
+        m.SearchResponse,
         lambda w: w.memory.search(w.args["query"], w.args.get("tool"), w.args.get("k")),
         searches=True,
     ),
@@ -346,35 +348,19 @@ TOOLS: tuple[ToolSpec, ...] = (
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """A pydantic error location as the schema names the field: ``session.turns[0].role``."""
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path or "arguments"
+# The words of a tool's argument errors, as the calling model reads them.
+_ARGUMENT_ERRORS = {"missing": "is required", "extra_forbidden": "is not a parameter here"}
 
 
 def check_arguments(tool: ToolSpec, arguments: dict[str, Any]) -> dict[str, Any]:
     """``arguments`` checked against the tool's model; raises :class:`ValidationError` naming
-    the first field that does not fit. Returns the arguments as given, optional fields sent
-    as null left out (models fill every field they see), and numbers taken as integers made so."""
+    the first field that does not fit, as the schema names it (``session.turns[0].role``).
+    Returns the arguments as given, optional fields sent as null left out (models fill every
+    field they see), and numbers taken as integers made so."""
     for key, value in arguments.items():
         check_text(key, "arguments")
         check_text(value, key)
-    try:
-        checked = tool.arguments.model_validate(arguments)
-    except pydantic.ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        field = field_path(tuple(first["loc"]))
-        message = first["msg"]
-        if first["type"] == "extra_forbidden":
-            message = "is not a parameter here"
-        elif first["type"] == "missing":
-            message = "is required"
-        raise ValidationError(message, field) from None
+    checked = m.parse(tool.arguments, arguments, _ARGUMENT_ERRORS, whole="arguments")
     # The service gets the values as sent (a session is stored as given), minus nulls.
     dumped = checked.model_dump(exclude_unset=True)
     return {k: _as_sent(arguments[k], dumped.get(k)) for k in arguments if arguments[k] is not None}
@@ -498,7 +484,7 @@ class KbmemMcp:
                         f"{tool.name}: kbmem is preparing this memory's index ({status}); "
                         "try again in a little while"
                     )
-            return tool_result(await self._run(ctx, tool, Work(memory, args, *self._sinks(ctx))))
+            return tool_result(await self._run(ctx, tool, memory, args))
         except KbmemError as exc:
             if isinstance(exc, PageFormatError) and tool.name == "read_page":
                 exc.hint = "read_page with raw: true gives the page as stored, to repair it"
@@ -509,32 +495,53 @@ class KbmemMcp:
                 f"{tool.name}: internal error in kbmem; the server's log (stderr) has the details"
             )
 
-    def _sinks(
-        self, ctx: ServerRequestContext[Any, Any]
-    ) -> tuple[threading.Event, Callable[[float, float | None, str], None]]:
+    async def _run(
+        self, ctx: ServerRequestContext[Any, Any], tool: ToolSpec, memory: Memory, args: Any
+    ) -> dict[str, Any]:
+        """The tool's work in a worker thread. Its progress is posted to the event loop
+        without waiting (a research posts one per trace step: a blocking hop each cost the
+        worker a round trip through the loop), and sent, in order, by a task of this call,
+        which has sent them all before the result goes out."""
         cancel = threading.Event()
+        loop = asyncio.get_running_loop()
+        sender, receiver = anyio.create_memory_object_stream[tuple[float, float | None, str]](
+            math.inf
+        )
+
+        def post(item: tuple[float, float | None, str]) -> None:
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                sender.send_nowait(item)
 
         def progress(done: float, total: float | None, message: str) -> None:
             if cancel.is_set():
                 raise Cancelled("the call was cancelled")
+            with contextlib.suppress(RuntimeError):  # the loop is gone: the server stopped
+                loop.call_soon_threadsafe(post, (done, total, message))
+
+        async def report() -> None:
+            async with receiver:
+                async for done, total, message in receiver:
+                    try:
+                        await ctx.session.report_progress(done, total, message)
+                    except Exception:  # the client left; the work's own end will tell
+                        log.debug("progress not sent", exc_info=True)
+
+        work = Work(memory, args, cancel, progress)
+        async with anyio.create_task_group() as reporting:
+            reporting.start_soon(report)
             try:
-                anyio.from_thread.run(ctx.session.report_progress, done, total, message)
-            except Exception:  # the client left; the work's own end will tell
-                log.debug("progress not sent", exc_info=True)
-
-        return cancel, progress
-
-    async def _run(
-        self, ctx: ServerRequestContext[Any, Any], tool: ToolSpec, work: Work
-    ) -> dict[str, Any]:
-        try:
-            # Abandoned on cancel, so that the cancellation is seen now: the worker sees the
-            # flag at its next step and stops (research writes nothing; memorizing is one
-            # commit, finished or not begun).
-            return await anyio.to_thread.run_sync(tool.run, work, abandon_on_cancel=True)
-        except anyio.get_cancelled_exc_class():
-            work.cancel.set()
-            raise
+                # Abandoned on cancel, so that the cancellation is seen now: the worker sees
+                # the flag at its next step and stops (research writes nothing; memorizing is
+                # one commit, finished or not begun).
+                result = await anyio.to_thread.run_sync(tool.run, work, abandon_on_cancel=True)
+            except anyio.get_cancelled_exc_class():
+                cancel.set()
+                raise
+            finally:
+                # After the worker's posts: each was queued on the loop before the worker's
+                # end was, and the loop runs them in turn.
+                sender.close()
+        return result
 
     # -- resources
 

@@ -1,0 +1,174 @@
+"""The guard: what every request passes before routing (see :class:`Guard`)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import unquote
+
+from fastapi import APIRouter, FastAPI
+from fastapi.responses import Response
+from starlette.routing import Match, Route
+from starlette.types import Message, Receive, Scope, Send
+
+from kbmem.interfaces.envelope import error_body, json_response, send_response
+from kbmem.interfaces.limits import MAX_HEAD_BYTES
+from kbmem.interfaces.routes.common import ApiState, Exchange
+from kbmem.telemetry import HTTP_LATENCY, HTTP_REQUESTS
+
+log = logging.getLogger("kbmem.interfaces.app")
+
+KNOWN_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "POST", "DELETE", "PUT", "PATCH"})
+
+
+class Guard:
+    """The outermost layer: an unknown method is 501, ``OPTIONS`` is answered from the routes
+    (204 with ``Allow``, no token needed: the methods are no secret), a path no route has is
+    404 and a method its route does not take 405 (with ``Allow``); each request is counted and
+    timed by route; a response that leaves the client's body unread closes the connection
+    (what follows on it cannot be trusted); the request line is logged without its query
+    string, where a client may have put a token."""
+
+    def __init__(self, app: FastAPI, routers: Iterable[APIRouter]):
+        """``routers``: those the app includes (FastAPI keeps an included router whole, as
+        one entry of the app's routes, so their routes are listed from them)."""
+        self.app = app
+        self.state: ApiState = app.state.api
+        self.routers = tuple(routers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        method: str = scope["method"]
+        # Routed on the path's parts, each decoded alone: an id's "%2F" is part of the id
+        # ("..%2Fx" is one chat id, refused as such), not a folder of the path.
+        raw = scope.get("raw_path") or scope["path"].encode()
+        if raw != b"*":
+            parts = raw.decode("latin-1").split("/")
+            scope["path"] = "/".join(_escape_slash(unquote(part)) for part in parts)
+        headers = dict(scope["headers"])
+        record = Exchange(
+            body_read=headers.get(b"content-length", b"0").strip() in (b"0", b"")
+            and b"transfer-encoding" not in headers
+        )
+        scope["kbmem.exchange"] = record
+        started = time.perf_counter()
+
+        async def guarded_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                record.status = message["status"]
+                client = scope.get("client") or ("-", 0)
+                log.info("%s %s %s %s", client[0], method, scope.get("path", ""), record.status)
+                if not record.body_read:
+                    message = dict(message)
+                    message["headers"] = [*message.get("headers", []), (b"connection", b"close")]
+            await send(message)
+
+        try:
+            await self._answer(scope, receive, guarded_send, method, record)
+        finally:
+            if record.large:
+                self.state.large_slots.release()
+            HTTP_REQUESTS.labels(record.route, method, str(record.status)).inc()
+            HTTP_LATENCY.labels(record.route, method).observe(
+                (time.perf_counter() - started) * 1000
+            )
+
+    async def _answer(
+        self, scope: Scope, receive: Receive, send: Send, method: str, record: Exchange
+    ) -> None:
+        path: str = scope["path"]
+        target = len(scope.get("raw_path") or b"") + len(scope.get("query_string") or b"")
+        if target > MAX_HEAD_BYTES:  # the parser takes a longer line when it comes whole
+            await _send_json(send, 414, error_body("http", "the request's URL is too long"))
+            return
+        if sum(len(k) + len(v) + 4 for k, v in scope["headers"]) > MAX_HEAD_BYTES:
+            await _send_json(send, 431, error_body("http", "the request's headers are too long"))
+            return
+        if method not in KNOWN_METHODS:
+            await _send_json(send, 501, error_body("http", f"Unsupported method ({method!r})"))
+            return
+        if path == "/mcp":
+            # The SDK reads the body whole: its size is checked first, as for /v1.
+            record.route, record.body_read = "/mcp", True
+            length = dict(scope["headers"]).get(b"content-length", b"0").strip()
+            if not length.isdigit() or int(length) > self.state.max_body:
+                message = f"send a body with a Content-Length of at most {self.state.max_body}"
+                await _send_json(send, 413, error_body("too_large", message))
+                return
+            await self.app(scope, receive, send)
+            return
+        if method == "OPTIONS" and path == "*":
+            methods = {m for route in self._routes for m in route[1]}
+            await _send_empty(send, 204, {"Allow": _allow(methods)})
+            return
+        matched = self._methods_of(scope)
+        if matched is None:
+            message = (
+                "name a turn as /v1/turns/<chat-id>/<n>"
+                if path.startswith("/v1/turns/")
+                else f"no such route: {path}"
+            )
+            await _send_json(send, 404, error_body("not_found", message))
+            return
+        record.route, methods = matched
+        if method == "OPTIONS":
+            await _send_empty(send, 204, {"Allow": _allow(methods)})
+            return
+        if ("GET" if method == "HEAD" else method) not in methods:
+            await _send_json(
+                send,
+                405,
+                error_body("method_not_allowed", f"{method} is not allowed here"),
+                {"Allow": _allow(methods)},
+            )
+            return
+        if method == "HEAD":  # as GET; the server sends the headers without the body
+            scope = {**scope, "method": "GET"}
+        await self.app(scope, receive, send)
+
+    @functools.cached_property
+    def _routes(self) -> list[tuple[Route, set[str]]]:
+        """The routes and their methods, listed once: they do not change after start."""
+        routes = [*self.app.router.routes, *(r for router in self.routers for r in router.routes)]
+        return [
+            (route, set(route.methods))
+            for route in routes
+            if isinstance(route, Route) and route.methods  # not /mcp, not a router
+        ]
+
+    def _methods_of(self, scope: Scope) -> tuple[str, set[str]] | None:
+        """The route's label and the methods of the first route whose path matches."""
+        probe = {**scope, "method": "GET"}
+        for route, methods in self._routes:
+            match, _ = route.matches(probe)
+            if match is not Match.NONE:
+                return route.path_format, {m for m in methods if m != "HEAD"}
+        return None
+
+
+def _escape_slash(part: str) -> str:
+    return part.replace("%", "%25").replace("/", "%2F")
+
+
+def _allow(methods: Iterable[str]) -> str:
+    """The ``Allow`` header of a route with ``methods``: HEAD goes with GET, and OPTIONS is
+    answered everywhere."""
+    allowed = set(methods) | {"OPTIONS"}
+    if "GET" in allowed:
+        allowed.add("HEAD")
+    return ", ".join(sorted(allowed))
+
+
+async def _send_json(
+    send: Send, status: int, body: Any, headers: dict[str, str] | None = None
+) -> None:
+    await send_response(send, json_response(status, body, headers))
+
+
+async def _send_empty(send: Send, status: int, headers: dict[str, str]) -> None:
+    await send_response(send, Response(None, status, {"Cache-Control": "no-store", **headers}))
