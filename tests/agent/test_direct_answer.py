@@ -10,7 +10,9 @@ import pytest
 
 from kbmem.dates import date_words, said_dates, written_date
 from kbmem.index.intervals import Interval
-from kbmem.research.direct import NOTHING, WEAK, direct_answer, points_back, question_kind
+from kbmem.research.answer_types import question_kind
+from kbmem.research.direct import NOTHING, WEAK, direct_answer
+from kbmem.research.said import points_back
 from kbmem.research.types import EvidenceItem
 
 
@@ -132,6 +134,8 @@ def test_how_many_counts_distinct_mentions_across_sessions():
     got = direct_answer("How many times has Ilse climbed a ridge?", items)
     assert got.line.startswith("3 ")
     assert len({s.session for s in got.sources}) == 3
+    # Asked how many things, not how many times, the ridge climbed twice counts once.
+    assert direct_answer("How many ridges has Ilse climbed?", items).line.startswith("2 ")
 
 
 def test_who_takes_a_name_other_than_the_one_asked_about():

@@ -1,0 +1,245 @@
+"""The answer taken out of the ranked sentences (kbmem.research.ranking), one extractor per
+kind of answer: a date resolved against the day it was said (kbmem.dates.said_dates), a
+duration, a number and what it counts, a count of the distinct things the best sentences
+name, a person, a place, yes or no with its reason, a list gathered across sessions and
+deduplicated, or the phrase that says what the question does not. Each returns the line
+("" when it finds none) and the sentences it took it from."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+
+from kbmem.dates import SaidDate, date_words, said_dates, written_date
+from kbmem.index.tenant import analyze
+from kbmem.research.ranking import Ranking
+from kbmem.research.said import STOP, points_back
+from kbmem.research.spans import (
+    CALENDAR,
+    DURATION,
+    NEGATION,
+    NUMBER,
+    PLACE,
+    SINCE,
+    WHERE_CLAUSE,
+    content_phrase,
+    is_novel,
+    people,
+    phrase_after,
+    stem_set,
+    unit_after,
+)
+from kbmem.research.types import Said
+
+Extracted = tuple[str, list[Said]]
+LIST_SHARE = 0.6  # of the best sentence's score, for another sentence's item to join a list
+MAX_ITEMS = 6
+# "in the mountains", "at my parents' house": a place said with a determiner, when no
+# sentence names one (a grammatical shape, no list of place words).
+_LOCATIVE = re.compile(
+    r"\b(?:in|at|near|inside|outside)\s+((?:the|a|an|my|our|their|his|her|your)\s+"
+    r"[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*)?)",
+    re.I,
+)
+
+
+def date(r: Ranking) -> Extracted:
+    """The date the best dated sentence gives, resolved against the day it was said (a day
+    named on the calendar over one said relative to today); else the day the best sentence
+    was said, as "around" it."""
+    asked_words = date_words(r.question)
+    for s in r.top("date")[:3]:
+        found = [d for d in said_dates(s.claim, s.day) if not _restates(d, asked_words)]
+        if found:
+            named = [d for d in found if d.exact and re.search(r"\d", d.phrase)]
+            exact = named or [d for d in found if d.exact] or found
+            near = r.nearest(s.claim, [d.phrase for d in exact])
+            when = next(d for d in exact if d.phrase == near)
+            return when.written, [s]
+    best = r.best()
+    if best.day:
+        # Nothing says when: what memory knows is the day it was told.
+        return f"around {written_date(best.day)}", [best]
+    return "", [best]
+
+
+def _restates(found: SaidDate, asked_words: set[str]) -> bool:
+    """Whether a date in a sentence only repeats the time the question already names."""
+    words = {w.lower() for w in re.findall(r"\w+", found.phrase)}
+    return bool(words) and words <= asked_words
+
+
+def duration(r: Ranking) -> Extracted:
+    for s in r.top("duration")[:3]:
+        found = DURATION.search(s.claim) or SINCE.search(s.claim)
+        if found:
+            return found.group(0).strip(), [s]
+    return "", [r.best()]
+
+
+def number(r: Ranking) -> Extracted:
+    for s in r.top("number")[:3]:
+        found = NUMBER.search(s.claim)
+        if found:
+            tail = unit_after(s.claim[found.end() :])
+            return f"{found.group(0)} {tail}".strip(), [s]
+    return "", [r.best()]
+
+
+def count(r: Ranking) -> Extracted:
+    """A number said with the thing counted; else the distinct things the sentences that
+    answer nearly as well as the best one name (the items of ``listed``), counted."""
+    asked = r.weigher.terms - r.weigher.names
+    for s in r.top("count")[:3]:
+        for found in NUMBER.finditer(s.claim):
+            near = s.claim[found.end() : found.end() + 40]
+            if stem_set(near) & asked:
+                return f"{found.group(0)} {unit_after(near)}".strip(), [s]
+    # "How many times" counts occasions: the same thing done in another session is another
+    # time. Otherwise the things are counted, each once.
+    times = bool(re.search(r"\bhow\s+many\s+times\b", r.question, re.I))
+    items, sources = _items(r, per_session=times)
+    if not items:
+        return "", [r.best()]
+    return f"{len(items)} ({', '.join(dict.fromkeys(items))})", sources
+
+
+def person(r: Ranking) -> Extracted:
+    exclude = r.weigher.names
+    for s in r.close_to_best("person"):
+        found = people(s.claim, exclude, r.known)
+        if found:
+            return r.nearest(s.claim, found), [s]
+    # "Who ...?" answered in the first person: the speaker is the person.
+    for _score, _share, s in r.ranked[:3]:
+        if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
+            return s.speaker, [s]
+    return "", [r.best()]
+
+
+def place(r: Ranking) -> Extracted:
+    """A place the best sentence reaches through what happens there, else one a sentence
+    near the best names, else one said with a determiner ("in the mountains")."""
+    bridged = _bridged_place(r)
+    if bridged:
+        return bridged
+    for s in r.close_to_best("place", 5):
+        places = _places(r, s)
+        if places:
+            return r.nearest(s.claim, places), [s]
+    exclude = r.weigher.names | r.weigher.terms
+    for _score, _share, s in r.ranked[:3]:
+        for found in _LOCATIVE.finditer(s.claim):
+            head, *words = found.group(1).split()
+            # The noun phrase ends where a function or time word begins ("the mountains
+            # last week").
+            kept = list(itertools.takewhile(lambda w: is_novel(w, set(), set()), words))
+            if kept and set(analyze(" ".join(kept))) - exclude:
+                return " ".join([head, *kept]), [s]
+    return "", [r.best()]
+
+
+def _bridged_place(r: Ranking) -> Extracted | None:
+    """A place the best sentence names only by what happens there ("in the city where
+    my sister lives"): the named place of the sentence that says that (who said it
+    counts: "I'm flying to Tromsø to see my sister")."""
+    best = r.best()
+    found = WHERE_CLAUSE.search(best.claim)
+    if not found:
+        return None
+    clause = set(analyze(found.group(1))) - set(analyze(" ".join(STOP)))
+    if best.speaker and re.search(r"\b(?:my|our)\b", found.group(1), re.I):
+        clause |= set(analyze(best.speaker))
+    for s in r.all:
+        said = set(analyze(s.text)) | set(analyze(s.speaker))
+        if s is best or len(clause & said) < min(2, len(clause)):
+            continue
+        places = _places(r, s)
+        if places:
+            return r.nearest(s.text, places), [best, s]
+    return None
+
+
+def _places(r: Ranking, s: Said) -> list[str]:
+    exclude = r.weigher.names | r.weigher.terms
+    return [
+        found.group(1)
+        for found in PLACE.finditer(s.claim or s.text)
+        if not set(analyze(found.group(1))) <= exclude
+        and found.group(1).split()[0].lower() not in STOP | CALENDAR
+        and not found.group(1).endswith(("'s", "’s"))
+    ]
+
+
+def yesno(r: Ranking) -> Extracted:
+    """Yes, or no when the best sentence and the question differ in negation; "likely"
+    for a question that asks what would or could be; the reason from the sentence."""
+    best = r.best()
+    text = best.claim if not points_back(best.claim) else f"{best.before} {best.claim}"
+    negated = bool(NEGATION.search(text.lower())) != bool(NEGATION.search(r.question.lower()))
+    verdict = "No" if negated else "Yes"
+    hedge = "Likely " if re.search(r"\b(?:would|could|might|likely)\b", r.question, re.I) else ""
+    reason = phrase_after(text, r.weigher.terms, 10) or content_phrase(text, 10)
+    head = f"{hedge}{verdict.lower()}" if hedge else verdict
+    return f"{head}; {reason}" if reason else head, [best]
+
+
+def listed(r: Ranking) -> Extracted:
+    """One item from each sentence that answers nearly as well as the best, gathered
+    across sessions and deduplicated."""
+    items, sources = _items(r)
+    return ", ".join(items), sources
+
+
+def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]]:
+    """The distinct things the sentences scoring LIST_SHARE of the best one's say (a
+    sentence that points back speaks through the one before it), and their sentences;
+    ``per_session``: a thing said again in another session counts again."""
+    top = r.ranked[0][0]
+    items: list[str] = []
+    seen: list[tuple[str, frozenset[str]]] = []
+    sources: list[Said] = []
+    # An item is of what is asked, not only of whom: its sentence (or the one it points
+    # back to) says one of the question's words other than the names it gives.
+    about = r.weigher.terms - r.weigher.names - r.speakers
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top or len(items) == MAX_ITEMS:
+            break
+        text = s.before if points_back(s.claim) else s.claim
+        if about and not set(analyze(text)) & about:
+            continue
+        item = r.novel(text, 3)
+        key = stem_set(item) - r.weigher.terms
+        where = s.session or s.item.page_id if per_session else ""
+        if not key or any(key & k for w, k in seen if w == where):
+            continue
+        seen.append((where, key))
+        items.append(item)
+        sources.append(s)
+    return items, sources
+
+
+def thing(r: Ranking) -> Extracted:
+    for _score, _share, best in r.ranked[:3]:
+        if points_back(best.claim) and best.before:
+            # "It was magical": what was magical is named in the sentence before.
+            phrase = r.novel(best.before)
+        else:
+            phrase = r.novel(best.claim)
+        if phrase:
+            return phrase, [best]
+    return "", [r.best()]
+
+
+EXTRACTORS: dict[str, Callable[[Ranking], Extracted]] = {
+    "date": date,
+    "duration": duration,
+    "number": number,
+    "count": count,
+    "person": person,
+    "place": place,
+    "yesno": yesno,
+    "list": listed,
+    "thing": thing,
+}
