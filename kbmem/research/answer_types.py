@@ -76,8 +76,9 @@ _EXPECTED = {"date": "time", "count": "number", "number": "number"}
 
 
 def question_kind(question: str) -> str:
-    """The kind of answer ``question`` asks for: person, place, date, duration, number,
-    count, list, yesno or thing (from its wh-word and the words that shape what it asks)."""
+    """The kind of answer ``question`` asks for: person, names, place, date, duration,
+    number, count, list, choice, yesno or thing (from its wh-word and the words that shape
+    what it asks)."""
     q = _OPENERS.sub("", question.strip().lower())
     if re.match(
         r"(?:on|in|at|by|since|until)?\s*(?:what|which)\s+(?:date|day|time|year|month|week)\b", q
@@ -85,16 +86,20 @@ def question_kind(question: str) -> str:
         return "date"
     if re.search(r"\bhow\s+long\s+ago\b", q) or re.match(r"(?:since\s+|by\s+|until\s+)?when\b", q):
         return "date"
-    if re.match(r"what\b.*\b(?:date|day|year)\s*\??$", q):
+    if re.match(r"what\b.*\b(?:date|day|year)\s*\??$", q) and not re.search(
+        r"\b(?:this|last|next|that|every|each)\s+(?:date|day|year)\s*\??$", q
+    ):
         return "date"  # "What is the launch date?"
     if re.match(r"what\b.*\b(?:budget|cost|price|fee|salary|amount|age|score)\b", q):
         return "number"  # the answer to "what is the budget?" is an amount
-    if re.search(r"\bhow\s+long\b", q):
-        return "duration"
+    if re.search(r"\bhow\s+long\b|\bhow\s+many\s+(?:minute|hour|day|week|month|year)s\b", q):
+        return "duration"  # "how many weeks passed" asks for a stretch of time
     if re.search(r"\bhow\s+many\b", q):
         return "count"
     if re.search(r"\bhow\s+(?:much|old|often|far)\b", q):
         return "number"
+    if re.match(r"(?:what|which)\b.*\bnames\b", q):
+        return "names"  # "What are her pets' names?": the names, gathered
     if re.match(r"(?:with\s+)?(?:who|whom|whose)\b", q) or re.search(
         r"\b(?:what|which)\s+(?:person|people|friend|name)\b", q
     ):
@@ -103,6 +108,8 @@ def question_kind(question: str) -> str:
         r"\b(?:what|which)\s+(?:city|country|town|place|state|location)\b", q
     ):
         return "place"
+    if (_YESNO.match(q) or q.startswith("which")) and alternatives(q):
+        return "choice"  # "Would she rather go to a national park or a theme park?"
     if _YESNO.match(q):
         return "yesno"
     # "What has X done?": the perfect asks for what has accumulated, a list; so does a
@@ -110,6 +117,19 @@ def question_kind(question: str) -> str:
     if re.match(r"what\s+(?:has|have)\s+\w+", q) or _asks_plural(q):
         return "list"
     return "thing"
+
+
+def alternatives(question: str) -> tuple[str, str] | None:
+    """The two things a question that ends "… A or B?" offers to choose between, each as
+    many words as B (articles aside), or None."""
+    found = re.search(r"^(.*)\s+or\s+(.+?)\s*\??$", question.strip(), re.I)
+    if not found:
+        return None
+    second = [w for w in found.group(2).split() if w.lower() not in ("a", "an", "the")]
+    first = [w for w in found.group(1).split() if w.lower() not in ("a", "an", "the")]
+    if not second or len(second) > 3 or len(first) <= len(second):
+        return None
+    return " ".join(first[-len(second) :]), " ".join(second)
 
 
 def _asks_plural(q: str) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from kbmem.dates import SaidDate, date_words, said_dates, written_date
 from kbmem.index.tenant import analyze
+from kbmem.research.answer_types import alternatives
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP, points_back
 from kbmem.research.spans import (
@@ -118,6 +119,24 @@ def person(r: Ranking) -> Extracted:
     return "", [r.best()]
 
 
+def names(r: Ranking) -> Extracted:
+    """The names (not the question's own) that the sentences answering nearly as well as
+    the best one give, gathered and deduplicated."""
+    top = r.ranked[0][0]
+    found: list[str] = []
+    sources: list[Said] = []
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top or len(found) == MAX_ITEMS:
+            break
+        # The speakers are who talk, not whom they name.
+        exclude = r.weigher.names | r.speakers
+        new = [n for n in people(s.claim, exclude, r.known) if n not in found]
+        if new:
+            found += new[: MAX_ITEMS - len(found)]
+            sources.append(s)
+    return ", ".join(found), sources
+
+
 def place(r: Ranking) -> Extracted:
     """A place the best sentence reaches through what happens there, else one a sentence
     near the best names, else one said with a determiner ("in the mountains")."""
@@ -185,6 +204,29 @@ def yesno(r: Ranking) -> Extracted:
     return f"{head}; {reason}" if reason else head, [best]
 
 
+def choice(r: Ranking) -> Extracted:
+    """Of the two things the question offers ("a beach or the mountains"), the one the
+    ranked sentences say more for (each sentence counting by its score); the words both
+    share ("park" of "national park or theme park") tell nothing."""
+    offered = alternatives(r.question)
+    if offered is None:
+        return "", [r.best()]
+    terms = [set(analyze(o)) for o in offered]
+    own = [terms[0] - terms[1], terms[1] - terms[0]]
+    support = [0.0, 0.0]
+    sources: list[list[Said]] = [[], []]
+    for score, _share, s in r.ranked:
+        said = set(analyze(s.claim))
+        for n in (0, 1):
+            if own[n] & said:
+                support[n] += score
+                sources[n].append(s)
+    if support[0] == support[1]:
+        return "", [r.best()]
+    n = 0 if support[0] > support[1] else 1
+    return offered[n], sources[n][:3]
+
+
 def listed(r: Ranking) -> Extracted:
     """One item from each sentence that answers nearly as well as the best, gathered
     across sessions and deduplicated."""
@@ -220,7 +262,59 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     return items, sources
 
 
+# "What kind of flooring is …", "What book did …": the noun whose kind the question asks
+# for, before the verb or auxiliary that follows it.
+_ASKED_NOUN = re.compile(
+    r"^(?:what|which)\s+(?:(?:kind|type|sort|form|style)s?\s+of\s+)?"
+    r"((?:[a-z][\w'’-]*\s+){0,2}?[a-z][\w'’-]*)\s+"
+    r"(?:is|are|was|were|do|does|did|has|have|had|can|could|would|will|should)\b",
+    re.I,
+)
+# English's closed classes of determiners, prepositions and conjunctions: a noun phrase
+# starts after them.
+_PHRASE_EDGE = frozenset(
+    "a an the this that these those my your his her its our their some any each every no "
+    "after before during since until through across along among between against without "
+    "within upon via per and or but nor plus yet".split()
+)
+
+
+def asked_noun(question: str) -> str:
+    """The noun a "what N …?" or "what kind of N …?" question asks about ("" if none)."""
+    found = _ASKED_NOUN.match(question.strip())
+    if not found:
+        return ""
+    head = found.group(1).split()[-1]
+    return "" if head.lower() in STOP else head
+
+
+def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
+    """The noun phrase of ``text`` that ends in ``noun`` (by stem) and says, in the words
+    before it, what the question (its terms ``asked``) does not: asked what kind of
+    flooring, "I'm after Marley flooring" answers "Marley flooring". "" if none does."""
+    stems = set(analyze(noun))
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n, token in enumerate(tokens):
+        if not stems or set(analyze(token)) != stems:
+            continue
+        words: list[str] = []
+        for before in reversed(tokens[max(0, n - 3) : n]):
+            low = before.lower()
+            if not re.match(r"[\w'’-]+$", before) or low in STOP | _PHRASE_EDGE:
+                break
+            words.insert(0, before)
+        if any(set(analyze(w)) - asked for w in words):
+            return " ".join([*words, token])
+    return ""
+
+
 def thing(r: Ranking) -> Extracted:
+    noun = asked_noun(r.question)
+    if noun:
+        for _score, _share, s in r.ranked[:3]:
+            phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
+            if phrase:
+                return phrase, [s]
     for _score, _share, best in r.ranked[:3]:
         if points_back(best.claim) and best.before:
             # "It was magical": what was magical is named in the sentence before.
@@ -238,8 +332,10 @@ EXTRACTORS: dict[str, Callable[[Ranking], Extracted]] = {
     "number": number,
     "count": count,
     "person": person,
+    "names": names,
     "place": place,
     "yesno": yesno,
     "list": listed,
+    "choice": choice,
     "thing": thing,
 }

@@ -112,7 +112,7 @@ def gives(kind: str, s: Said) -> bool:
         return bool(DURATION.search(text) or SINCE.search(text))
     if kind in ("number", "count"):
         return bool(NUMBER.search(text))
-    if kind == "person":
+    if kind in ("person", "names"):
         return bool(people(text, set(), frozenset(s.speaker.split()[:1])))
     if kind == "place":
         return bool(PLACE.search(text))
