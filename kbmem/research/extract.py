@@ -21,6 +21,7 @@ from kbmem.research.spans import (
     DURATION,
     NEGATION,
     NUMBER,
+    PHRASE_WORDS,
     PLACE,
     SINCE,
     WHERE_CLAUSE,
@@ -308,13 +309,37 @@ def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
     return ""
 
 
+# "Why …?" is answered by the clause a causal connective opens ("… 'cause I'm passionate
+# about dancing"), or by the subject of a verb of causing ("Losing my job gave me the push").
+_BECAUSE = re.compile(r"(?:\bbecause|'cause|’cause|\bso that)\s+([^.;!?]{3,})", re.I)
+_CAUSER = re.compile(
+    r"^([^.;!?]{3,60}?)\s+(?:gave|made|got|inspired|pushed|motivated|led)\s+(?:me|us)\b", re.I
+)
+
+
+def _reason(text: str) -> str:
+    found = _BECAUSE.search(text)
+    if found:
+        return " ".join(found.group(1).split()[:PHRASE_WORDS])
+    found = _CAUSER.match(text)
+    return " ".join(found.group(1).split()[-PHRASE_WORDS:]) if found else ""
+
+
 def thing(r: Ranking) -> Extracted:
+    """What a "what" question asks: the noun phrase of the kind asked, the reason asked
+    "why", else the phrase that says most the question does not (from the sentence a
+    pointing sentence leans on)."""
     noun = asked_noun(r.question)
     if noun:
         for _score, _share, s in r.ranked[:3]:
             phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
             if phrase:
                 return phrase, [s]
+    if re.match(r"\s*why\b", r.question, re.I):
+        for _score, _share, s in r.ranked[:3]:
+            reason = _reason(s.claim)
+            if reason:
+                return reason, [s]
     for _score, _share, best in r.ranked[:3]:
         if points_back(best.claim) and best.before:
             # "It was magical": what was magical is named in the sentence before.

@@ -245,3 +245,13 @@ def test_a_choice_is_answered_with_the_alternative_memory_says_more_for():
     )
     got = direct_answer("Would Tomas rather live by a lake or the sea?", [item])
     assert got.line.startswith("sea"), got.line
+
+
+def test_why_is_answered_with_the_reason_the_sentence_gives():
+    item = _turns(
+        "s1",
+        "2024-05-01T09:00:00",
+        ("Tomas", "I'm selling the van 'cause the ferry is cheaper now."),
+    )
+    line = direct_answer("Why is Tomas selling the van?", [item]).line
+    assert line.startswith("the ferry is cheaper now"), line
