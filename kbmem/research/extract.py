@@ -1,9 +1,12 @@
 """The answer taken out of the ranked sentences (kbmem.research.ranking), one extractor per
 kind of answer: a date resolved against the day it was said (kbmem.dates.said_dates), a
 duration, a number and what it counts, a count of the distinct things the best sentences
-name, a person, a place, yes or no with its reason, a list gathered across sessions and
-deduplicated, or the phrase that says what the question does not. Each returns the line
-("" when it finds none) and the sentences it took it from."""
+name (or of the occasions, asked "how many times"), a person, names gathered, a place, yes
+or no with its reason, one of the two things an "A or B?" question offers, a list gathered
+across sessions and deduplicated, or for "what" the noun phrase of the kind asked, the
+reason asked "why", or the phrase that says what the question does not. Spans are found by
+the question's grammar and the sentence's, never by lists of topic words. Each returns the
+line ("" when it finds none) and the sentences it took it from."""
 
 from __future__ import annotations
 

@@ -29,7 +29,14 @@ from kbmem.research.offline import (
 from kbmem.research.reading import Reading, read_request
 from kbmem.research.state import ResearchState, holds_as_asked
 from kbmem.research.toolkit import Toolkit, rank_pages
-from kbmem.research.types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
+from kbmem.research.types import (
+    BriefingContext,
+    DirectAnswer,
+    PlanAction,
+    ReflectionDecision,
+    Source,
+    TraceEvent,
+)
 from kbmem.store.repository import KnowledgeBase
 from kbmem.telemetry import record_research
 from kbmem.textutil import count_tokens, truncate_tokens
@@ -400,29 +407,12 @@ class Researcher:
                 decision.missing_words, texts, reading, partial, missing, budgets.max_depth
             )
         open_questions = notes + list(integration.open_questions) + missing + read
-        # The direct answer, once: it leads the key facts a caller over HTTP or MCP reads,
-        # and the offline agent answers with it.
-        answer = None if is_statement(request) else direct_answer(state.request, evidence)
-        lead = answer.fact() if answer else ""
-        if lead:
-            written += count_tokens(lead)
-            if integration.fact_sources:
-                summary = truncate_tokens(
-                    lead_draft(integration.fact_sources, first=2), summary_budget
-                )
         pages_used = list(dict.fromkeys(e.page_id for e in evidence))
         tokens = (
             written
             + sum(count_tokens(q) for q in open_questions)
             + sum(count_tokens(e.excerpt) for e in evidence)
         )
-        # The direct answer came after the budget was shared out: the last researched facts
-        # make room for it, or it goes.
-        while lead and facts and tokens > budgets.max_tokens:
-            tokens -= count_tokens(facts.pop(-1))
-        if lead and tokens > budgets.max_tokens:
-            tokens -= count_tokens(lead)
-            answer = None
         briefing = BriefingContext(
             summary,
             facts,
@@ -436,8 +426,40 @@ class Researcher:
             engine=getattr(self.engine, "name", "offline"),
             partial=partial,
         )
-        briefing.answer = answer
+        if not is_statement(request):
+            # The direct answer, once: it leads the key facts a caller over HTTP or MCP
+            # reads, and the offline agent answers with it.
+            answer = direct_answer(state.request, evidence)
+            _lead_with(briefing, answer, integration.fact_sources, summary_budget, budgets)
         return briefing
+
+
+def _lead_with(
+    briefing: BriefingContext,
+    answer: DirectAnswer,
+    sources: list[Source],
+    summary_budget: int,
+    budgets: Budgets,
+) -> None:
+    """Give ``briefing`` its direct answer. When memory gives one, it is shown first among
+    the key facts: the summary numbers the researched facts from 2 (``sources``: theirs, when
+    the engine wrote the summary from them), and the last researched facts make room for it
+    within the token budget, or it goes (it came after the budget was shared out)."""
+    lead = answer.fact()
+    briefing.answer = answer
+    if not lead:
+        return
+    briefing.tokens_used += count_tokens(lead)
+    if sources:
+        summary = truncate_tokens(lead_draft(sources, first=2), summary_budget)
+        briefing.tokens_used += count_tokens(summary) - count_tokens(briefing.executive_summary)
+        briefing.executive_summary = summary
+    facts = briefing.key_facts
+    while facts and briefing.tokens_used > budgets.max_tokens:
+        briefing.tokens_used -= count_tokens(facts.pop(-1))
+    if briefing.tokens_used > budgets.max_tokens:
+        briefing.tokens_used -= count_tokens(lead)
+        briefing.answer = None
 
 
 def _check_request(request: object) -> None:
