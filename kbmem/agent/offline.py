@@ -16,11 +16,11 @@ from typing import NamedTuple
 
 from kbmem.agent.context import TurnContext
 from kbmem.agent.records import ContextItem
-from kbmem.dates import date_words, stamp_day, written_date
+from kbmem.dates import stamp_day, written_date
 from kbmem.index.tenant import analyze
 from kbmem.memorize.sessions import is_chat, is_own_answer, is_request, is_statement, without_cue
-from kbmem.research.answer_types import answer_type, gives, merit
-from kbmem.research.direct import DirectAnswer, Said, direct_answer, points_back
+from kbmem.research.answer_types import answer_type, gives, merit, question_kind
+from kbmem.research.direct import NOTHING as NOT_SAID
 from kbmem.research.offline import (
     CORRECTION_WEIGHT,
     QUESTION_WORDS,
@@ -33,7 +33,8 @@ from kbmem.research.offline import (
     superseded_on,
 )
 from kbmem.research.reading import read_request
-from kbmem.research.types import BriefingContext, EvidenceItem
+from kbmem.research.said import points_back
+from kbmem.research.types import BriefingContext, DirectAnswer, EvidenceItem, Said
 from kbmem.store.pages import TURN_HEADER, unescape_line
 from kbmem.textutil import split_sentences, truncate_tokens
 
@@ -206,7 +207,10 @@ class OfflineAgent:
             return
         # Asked when, a reader needs when it was said: "yesterday" on 8 May is 7 May.
         dated = answer_type(without_cue(ctx.message)) == "time"
-        direct = direct_answer(without_cue(ctx.message), briefing.evidence)
+        # The researcher's direct answer, as it leads the briefing's key facts.
+        direct = briefing.answer or DirectAnswer(
+            NOT_SAID, [], False, question_kind(without_cue(ctx.message))
+        )
         ctx.note(f"Direct answer ({direct.kind}): {direct.line}")
         quoted = _supporting(direct, chosen)
         for sentence in quoted:
@@ -239,10 +243,7 @@ class OfflineAgent:
         answer for a miss."""
         asked = without_cue(ctx.message)
         reading = read_request(ctx.tools.toolkit, asked, QUESTION_WORDS | MODIFIERS)
-        # A time the question names ("in February 2023") picks sessions; it is no word
-        # memory should hold.
-        dated = date_words(asked)
-        words = [w for w in reading.unknown if not set(w.strip("'").lower().split()) <= dated] + [
+        words = reading.unknown + [
             f"{w} (searched as the nearest word it holds)" for w in reading.near
         ]
         return sorted(words, key=lambda w: asked.find(w.split(" (", 1)[0]))

@@ -26,8 +26,8 @@ from kbmem.agent.records import ContextItem, ToolCallRecord
 from kbmem.dates import said_dates
 from kbmem.errors import KbmemError, ValidationError
 from kbmem.index.intervals import EXPAND_MODES, Interval
-from kbmem.research.direct import read_sentences
 from kbmem.research.researcher import Researcher
+from kbmem.research.said import read_sentences
 from kbmem.research.toolkit import MAX_PAD, TOOLS, Toolkit
 from kbmem.research.types import BriefingContext, EvidenceItem, TraceEvent
 from kbmem.store.repository import KnowledgeBase
@@ -398,8 +398,8 @@ class AgentTools:
 def render_briefing(briefing: BriefingContext, max_tokens: int = MAX_RESULT_TOKENS) -> str:
     """The briefing as the model reads it: summary, facts, open questions, cited evidence."""
     parts = [f"Summary: {briefing.executive_summary}"]
-    if briefing.key_facts:
-        parts.append("Key facts:\n" + "\n".join(f"- {f}" for f in briefing.key_facts))
+    if briefing.shown_facts():
+        parts.append("Key facts:\n" + "\n".join(f"- {f}" for f in briefing.shown_facts()))
     if briefing.open_questions:
         parts.append("Open questions:\n" + "\n".join(f"- {q}" for q in briefing.open_questions))
     if briefing.evidence:

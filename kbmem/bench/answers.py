@@ -63,8 +63,8 @@ def briefing_text(briefing: BriefingContext, max_tokens: int) -> str:
     """The briefing as the model reads it: key facts, then each excerpt (whose turn headers
     carry speaker and time) under its citation, cut to ``max_tokens`` deterministically."""
     parts = []
-    if briefing.key_facts:
-        parts.append("Key facts:\n" + "\n".join(f"- {f}" for f in briefing.key_facts))
+    if briefing.shown_facts():
+        parts.append("Key facts:\n" + "\n".join(f"- {f}" for f in briefing.shown_facts()))
     for item in briefing.evidence:
         parts.append(f"{item.interval.citation()}\n{item.excerpt}")
     return truncate_tokens("\n\n".join(parts), max(max_tokens, 0))

@@ -34,7 +34,7 @@ from kbmem.llm.client import LLMConfig
 from kbmem.research.researcher import Researcher
 from kbmem.research.toolkit import Toolkit
 from kbmem.store.repository import KnowledgeBase
-from kbmem.textutil import count_tokens
+from kbmem.textutil import count_tokens, json_text
 
 NO_MODEL = "--engine llm needs a model (--model or KBMEM_MODEL)"
 SCORES = ("f1", "bleu1", "recall")
@@ -51,6 +51,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="comma-separated conversation file names (without .json) or 1-based positions "
         "in the folder's sorted list: only these",
+    )
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        default=None,
+        help="write each question, its category, the gold answer and the answer given to "
+        "this file, one JSON object a line",
     )
     add_keep_argument(parser)
 
@@ -117,6 +124,7 @@ def run(
     limit: int | None = None,
     conversations: str | None = None,
     dir: Path | None = None,
+    dump: Path | None = None,
 ) -> dict[str, Any]:
     if limit is not None and limit < 1:
         raise ValidationError("must be at least 1", "--limit")
@@ -128,12 +136,17 @@ def run(
         if engine == "llm" and config is None:
             raise ValidationError(NO_MODEL, "--model")
         agent: OfflineAgent | LLMAgent = OfflineAgent() if config is None else LLMAgent(config)
-        return _run(built.kb, files, agent, limit)
+        return _run(built.kb, files, agent, limit, dump)
 
 
 def _run(
-    kb: KnowledgeBase, files: list[Path], agent: OfflineAgent | LLMAgent, limit: int | None
+    kb: KnowledgeBase,
+    files: list[Path],
+    agent: OfflineAgent | LLMAgent,
+    limit: int | None,
+    dump: Path | None = None,
 ) -> dict[str, Any]:
+    rows: list[dict[str, Any]] = []
     totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for path in files:
         questions: list[Question] = load_questions(path)[:limit]
@@ -156,12 +169,24 @@ def _run(
                     "bm25_turn.f1": token_f1(baseline, q.answer),
                     "bm25_turn.recall": answer_recall(baseline, q.answer),
                 }
+                rows.append(
+                    {
+                        "conversation": path.stem,
+                        "category": q.category_name,
+                        "question": q.text,
+                        "gold": q.answer,
+                        "answer": said,
+                        **row,
+                    }
+                )
                 for group in ("overall", q.category_name):
                     totals[group]["n"] += 1
                     for key, value in row.items():
                         totals[group][key] += value
         finally:
             researcher.close()
+    if dump is not None:
+        dump.write_text("".join(json_text(r) + "\n" for r in rows), encoding="utf-8")
     return _report(totals, agent.name)
 
 

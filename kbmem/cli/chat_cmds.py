@@ -256,8 +256,8 @@ def cmd_ask(ctx: Any, args: argparse.Namespace) -> int:
 def render_briefing_text(briefing: Any) -> str:
     """A briefing for people: summary, facts, open questions, cited evidence."""
     out = [f"Briefing: {briefing.request}", "", briefing.executive_summary]
-    if briefing.key_facts:
-        out += ["", "Key facts:"] + [f"  - {f}" for f in briefing.key_facts]
+    if briefing.shown_facts():
+        out += ["", "Key facts:"] + [f"  - {f}" for f in briefing.shown_facts()]
     if briefing.open_questions:
         out += ["", "Open questions:"] + [f"  - {q}" for q in briefing.open_questions]
     out += ["", "Evidence:"]

@@ -1,11 +1,12 @@
-"""What kind of answer a question asks for, and whether a sentence gives one.
+"""What kind of answer a question asks for (``question_kind``: the one typer of questions),
+and whether a sentence gives one.
 
 "When is the offsite?" asks for a time: of the sentences of a turn that speaks of the offsite,
 "Dates as Priya proposed: Tuesday 28 to Thursday 30 April." answers it, though only its
 neighbour says "offsite", and "On-call for the offsite: …" does not, though it does. "How
 many" and "how much" ask for a number. Other questions ask for no kind of answer that a
-pattern can tell ("where": "in the city where my sister lives" names no place), and
-``answer_type`` gives None for them."""
+pattern can tell in any sentence ("where": "in the city where my sister lives" names no
+place), and ``answer_type`` gives None for them."""
 
 from __future__ import annotations
 
@@ -62,26 +63,93 @@ _CALENDAR = re.compile(
     r"|\b\d{4}-\d{2}-\d{2}\b|\b(?:19|20)\d{2}\b|\bQ[1-4]\b"
 )
 PATTERNS = {"time": _TIME, "number": _NUMBER}
-_OPENERS = r"^\s*(?:(?:and|so|but|ok(?:ay)?|also)\s*,?\s+)?"
-_ASKS = (
-    (
-        "time",
-        re.compile(
-            _OPENERS + r"(?:when\b|since\s+when\b|by\s+when\b|until\s+when\b|how\s+long\s+ago\b"
-            r"|(?:on\s+|at\s+|in\s+)?(?:what|which)\s+(?:date|day|time|year|month|week)\b)",
-            re.I,
-        ),
-    ),
-    ("number", re.compile(_OPENERS + r"how\s+(?:many|much)\b", re.I)),
+_OPENERS = re.compile(r"^(?:and|so|but|ok(?:ay)?|also)\s*,?\s+")
+_YESNO = re.compile(
+    r"^\s*(?:is|are|was|were|do|does|did|has|have|had|can|could|would|will|should|might|may)\b",
+    re.I,
 )
+_AUX = frozenset("is are was were do does did has have had can could would will should".split())
+_NOT_PLURAL = frozenset("is was has does this his its us yes always sometimes news".split())
+# What each kind of question expects a sentence to give, for the researcher's and the
+# agent's choice of evidence (gives, merit): a time or a number.
+_EXPECTED = {"date": "time", "count": "number", "number": "number"}
+
+
+def question_kind(question: str) -> str:
+    """The kind of answer ``question`` asks for: person, names, place, date, duration,
+    number, count, list, choice, yesno or thing (from its wh-word and the words that shape
+    what it asks)."""
+    q = _OPENERS.sub("", question.strip().lower())
+    if re.match(
+        r"(?:on|in|at|by|since|until)?\s*(?:what|which)\s+(?:date|day|time|year|month|week)\b", q
+    ):
+        return "date"
+    if re.search(r"\bhow\s+long\s+ago\b", q) or re.match(r"(?:since\s+|by\s+|until\s+)?when\b", q):
+        return "date"
+    if re.match(r"what\b.*\b(?:date|day|year)\s*\??$", q) and not re.search(
+        r"\b(?:this|last|next|that|every|each)\s+(?:date|day|year)\s*\??$", q
+    ):
+        return "date"  # "What is the launch date?"
+    if re.match(r"what\b.*\b(?:budget|cost|price|fee|salary|amount|age|score)\b", q):
+        return "number"  # the answer to "what is the budget?" is an amount
+    if re.search(r"\bhow\s+long\b|\bhow\s+many\s+(?:minute|hour|day|week|month|year)s\b", q):
+        return "duration"  # "how many weeks passed" asks for a stretch of time
+    if re.search(r"\bhow\s+many\b", q):
+        return "count"
+    if re.search(r"\bhow\s+(?:much|old|often|far)\b", q):
+        return "number"
+    if re.match(r"(?:what|which)\b.*\bnames\b", q):
+        return "names"  # "What are her pets' names?": the names, gathered
+    if re.match(r"(?:with\s+)?(?:who|whom|whose)\b", q) or re.search(
+        r"\b(?:what|which)\s+(?:person|people|friend|name)\b", q
+    ):
+        return "person"
+    if re.match(r"(?:from\s+)?where\b", q) or re.search(
+        r"\b(?:what|which)\s+(?:city|country|town|place|state|location)\b", q
+    ):
+        return "place"
+    if (_YESNO.match(q) or q.startswith("which")) and alternatives(q):
+        return "choice"  # "Would she rather go to a national park or a theme park?"
+    if _YESNO.match(q):
+        return "yesno"
+    # "What has X done?": the perfect asks for what has accumulated, a list; so does a
+    # plural after "what" ("what instruments").
+    if re.match(r"what\s+(?:has|have)\s+\w+", q) or _asks_plural(q):
+        return "list"
+    return "thing"
+
+
+def alternatives(question: str) -> tuple[str, str] | None:
+    """The two things a question that ends "… A or B?" offers to choose between, each as
+    many words as B (articles aside), or None."""
+    found = re.search(r"^(.*)\s+or\s+(.+?)\s*\??$", question.strip(), re.I)
+    if not found:
+        return None
+    second = [w for w in found.group(2).split() if w.lower() not in ("a", "an", "the")]
+    first = [w for w in found.group(1).split() if w.lower() not in ("a", "an", "the")]
+    if not second or len(second) > 3 or len(first) <= len(second):
+        return None
+    return " ".join(first[-len(second) :]), " ".join(second)
+
+
+def _asks_plural(q: str) -> bool:
+    """Whether "what"/"which" is followed by a plural noun ("what instruments", "which two
+    books"): the question asks for several things."""
+    found = re.search(r"\b(?:what|which)\s+(\w+)(?:\s+(\w+))?", q)
+    if not found:
+        return False
+    for word in (w for w in found.groups() if w):
+        if word in _AUX:
+            return False
+        if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+            return word not in _NOT_PLURAL
+    return False
 
 
 def answer_type(question: str) -> str | None:
-    """``time`` or ``number`` when the question asks for one, else None."""
-    for kind, pattern in _ASKS:
-        if pattern.match(question):
-            return kind
-    return None
+    """What a sentence must give to answer ``question``: ``time`` (a question of kind date)
+    or ``number`` (count, number), else None."""
+    return _EXPECTED.get(question_kind(question))
 
 
 def gives(kind: str, sentence: str) -> bool:

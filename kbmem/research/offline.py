@@ -22,7 +22,7 @@ from kbmem.memorize.memo import STOPWORDS
 from kbmem.research.answer_types import answer_type, merit
 from kbmem.research.reading import Reading
 from kbmem.research.state import Candidate, ResearchState, holds_as_asked, term_set
-from kbmem.research.types import IntegrationState, PlanAction, ReflectionDecision
+from kbmem.research.types import IntegrationState, PlanAction, ReflectionDecision, Source
 from kbmem.store.pages import TURN_HEADER, unescape_line
 from kbmem.textutil import (
     CAPITAL,
@@ -365,31 +365,22 @@ def replaced_since(
     return min(c.when for c in later)[:10], frozenset(v for c in later for v in values & c.values)
 
 
-@dataclass(frozen=True)
-class Source:
-    """Where a key fact comes from: its interval, whether it states a correction, and the day
-    of the later correction that superseded it ("" if none did)."""
-
-    hit: Hit
-    corrects: bool = False
-    superseded: str = ""
-
-
-def lead_draft(sources: list[Source]) -> str:
+def lead_draft(sources: list[Source], first: int = 1) -> str:
     """Where the key facts come from, for a reader who reads the summary first: "Key fact 1
     is the strongest match (Priya Raghunathan, 2026-02-23); it corrects an earlier
     statement, so prefer it to earlier ones. Key facts 4 and 5 were superseded by a later
     correction. The key facts date from 2026-01-05 to 2026-02-23." ``sources``: each key
-    fact's source, in the order of the facts."""
+    fact's source, in the order of the facts; ``first``: the number of the first of them (2
+    when the direct answer leads the key facts)."""
     if not sources:
         return ""
     lead = sources[0]
     where = ", ".join(x for x in (lead.hit.speaker, lead.hit.timestamp[:10]) if x)
-    draft = f"Key fact 1 is the strongest match ({where or lead.hit.page_id})"
+    draft = f"Key fact {first} is the strongest match ({where or lead.hit.page_id})"
     if lead.corrects:
         draft += "; it corrects an earlier statement, so prefer it to earlier ones"
     draft += "."
-    old = [str(n) for n, source in enumerate(sources, start=1) if source.superseded]
+    old = [str(n) for n, source in enumerate(sources, start=first) if source.superseded]
     if old:
         which = old[0] if len(old) == 1 else ", ".join(old[:-1]) + " and " + old[-1]
         draft += (
@@ -590,7 +581,9 @@ class OfflineEngine:
                 facts.append(fact_text)
                 sources.append(source)
         draft = lead_draft(sources)
-        return IntegrationState(draft, facts, list(state.integration.open_questions), pages)
+        return IntegrationState(
+            draft, facts, list(state.integration.open_questions), pages, fact_sources=sources
+        )
 
     # -- reflect ----------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from kbmem.dates import date_words
 from kbmem.index.tenant import analyze
 from kbmem.research.state import term_set
 
@@ -62,7 +63,13 @@ def read_request(toolkit: Toolkit, request: str, skip: frozenset[str]) -> Readin
     """How memory holds ``request``'s words (``skip``: lower-cased words never judged, such
     as question words). A word is replaced only by a term that reads as itself again, so
     that what judges the replaced text finds the term that memory holds."""
-    words = [w for w in dict.fromkeys(_WORD.findall(request)) if w.lower() not in skip]
+    # A time the request names ("in February 2023") picks sessions: no word memory must hold.
+    dated = date_words(request)
+    words = [
+        w
+        for w in dict.fromkeys(_WORD.findall(request))
+        if w.lower() not in skip and w.strip("'").lower() not in dated
+    ]
     terms = {w: analyze(w) for w in words}
     terms = {w: ts for w, ts in terms.items() if ts}
     if not terms:

@@ -19,11 +19,24 @@ from kbmem.memorize.memorizer import read_memory
 from kbmem.memorize.sessions import is_echo, is_statement, without_cue
 from kbmem.research.briefing import fit_list, select_evidence
 from kbmem.research.direct import direct_answer
-from kbmem.research.offline import QUESTION_WORDS, OfflineEngine, asked_with, request_parts
+from kbmem.research.offline import (
+    QUESTION_WORDS,
+    OfflineEngine,
+    asked_with,
+    lead_draft,
+    request_parts,
+)
 from kbmem.research.reading import Reading, read_request
 from kbmem.research.state import ResearchState, holds_as_asked
 from kbmem.research.toolkit import Toolkit, rank_pages
-from kbmem.research.types import BriefingContext, PlanAction, ReflectionDecision, TraceEvent
+from kbmem.research.types import (
+    BriefingContext,
+    DirectAnswer,
+    PlanAction,
+    ReflectionDecision,
+    Source,
+    TraceEvent,
+)
 from kbmem.store.repository import KnowledgeBase
 from kbmem.telemetry import record_research
 from kbmem.textutil import count_tokens, truncate_tokens
@@ -106,6 +119,24 @@ class Budgets:
             )
 
 
+@dataclass
+class Deadline:
+    """One request's time budget (``at``, on time.perf_counter's clock), passed down the
+    request's steps: a Researcher serves concurrent requests, each with its own."""
+
+    at: float
+    cut_short: bool = False  # the budget ran out: the briefing says it holds what was found
+
+    def left(self) -> float:
+        return max(0.0, self.at - time.perf_counter())
+
+    def passed(self) -> bool:
+        """Whether the budget is spent (noted, for the briefing to say)."""
+        if time.perf_counter() >= self.at:
+            self.cut_short = True
+        return self.cut_short
+
+
 class Researcher:
     """Builds briefings for one tenant. ``engine`` is the planning/integration/reflection
     engine (offline by default; an LLM engine may be given, per step it falls back to the
@@ -121,8 +152,6 @@ class Researcher:
         self.offline = OfflineEngine(self.toolkit, self.k)
         self.engine = engine or self.offline
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="kbmem-search")
-        self._deadline = float("inf")  # of the request being researched (perf_counter)
-        self._cut_short = False
 
     def close(self) -> None:
         self._pool.shutdown(wait=False)
@@ -149,8 +178,7 @@ class Researcher:
         )
         trace = _Trace(on_event)
         started, started_ns = time.perf_counter(), time.time_ns()
-        self._deadline = started + budgets.time_s
-        self._cut_short = False
+        deadline = Deadline(started + budgets.time_s)
         self.toolkit.index.ensure_synced()
         freshness = self.toolkit.index.status()
         # "Quick question: where do the flights leave from?" is about the flights: searched
@@ -158,9 +186,9 @@ class Researcher:
         asked = without_cue(request)
         state = ResearchState(asked, around=self.toolkit.around, max_pages=budgets.max_pages)
         state.reading = read_request(self.toolkit, asked, QUESTION_WORDS)
-        decision, steps = self._investigate(asked, state, budgets.max_depth, trace)
+        decision, steps = self._investigate(asked, state, budgets.max_depth, trace, deadline)
         notes = [freshness.notice()] if freshness.notice() else []
-        if self._cut_short:
+        if deadline.cut_short:
             notes.append(
                 f"Research was cut short by its time budget ({budgets.time_s:g} s); this "
                 "briefing holds what was found by then."
@@ -170,8 +198,8 @@ class Researcher:
         )
         briefing.trace = trace.events
         briefing.index = freshness.as_dict()
-        briefing.cut_short = self._cut_short
-        briefing.partial = briefing.partial or self._cut_short
+        briefing.cut_short = deadline.cut_short
+        briefing.partial = briefing.partial or deadline.cut_short
         trace.emit(
             "done",
             steps,
@@ -187,7 +215,7 @@ class Researcher:
     # -- steps ------------------------------------------------------------------------------
 
     def _investigate(
-        self, asked: str, state: ResearchState, max_depth: int, trace: _Trace
+        self, asked: str, state: ResearchState, max_depth: int, trace: _Trace, deadline: Deadline
     ) -> tuple[ReflectionDecision, int]:
         """The research loop: the plan's searches, then integration and reflection, and the
         follow-up searches reflection asks for, up to ``max_depth`` times. Returns the last
@@ -203,7 +231,7 @@ class Researcher:
         for step in range(max_depth + 1):
             state.step = step
             emit("plan", step, actions=[a.to_dict() for a in actions])
-            self._search(actions, state, emit, step, floors)
+            self._search(actions, state, emit, step, floors, deadline)
             state.integration = self._engine_call("integrate", emit, step, down, asked, state)
             emit(
                 "integrate",
@@ -227,17 +255,11 @@ class Researcher:
             )
             if decision.done or step == max_depth:
                 break
-            if self._out_of_time():
+            if deadline.passed():
                 emit("warning", step, stage="reflect", message="the time budget ran out")
                 break
             steps += 1
         return decision, steps
-
-    def _out_of_time(self) -> bool:
-        """Whether this request's time budget is spent (noted, for the briefing to say)."""
-        if time.perf_counter() >= self._deadline:
-            self._cut_short = True
-        return self._cut_short
 
     def _engine_call(
         self, what: str, emit: Callable[..., None], step: int, down: list[str], *args: Any
@@ -293,6 +315,7 @@ class Researcher:
         emit: Callable[..., None],
         step: int,
         floors: dict[str, float],
+        deadline: Deadline,
     ) -> None:
         """Run the step's searches in parallel, and take their hits into ``state`` in the
         actions' order."""
@@ -310,10 +333,9 @@ class Researcher:
         futures = [self._pool.submit(run_action, self.toolkit, a, floors) for a in actions]
         for n, (action, future) in enumerate(zip(actions, futures, strict=True)):
             try:
-                left = max(0.0, self._deadline - time.perf_counter())
-                hits, pages = future.result(timeout=left)
+                hits, pages = future.result(timeout=deadline.left())
             except TimeoutError:  # concurrent.futures' own, since Python 3.11
-                self._cut_short = True
+                deadline.cut_short = True
                 future.cancel()
                 emit(
                     "tool_result",
@@ -385,27 +407,13 @@ class Researcher:
                 decision.missing_words, texts, reading, partial, missing, budgets.max_depth
             )
         open_questions = notes + list(integration.open_questions) + missing + read
-        # The direct answer first, so a caller over HTTP or MCP reads it before the rest.
-        direct = direct_answer(request, evidence)
-        if direct.sources and not is_statement(request):
-            answer_fact = (
-                f"{DIRECT_HEAD} {direct.line} {direct.sources[0].item.interval.citation()}"
-            )
-            facts = [answer_fact, *facts]
-            written += count_tokens(answer_fact)
-            summary = shifted_fact_numbers(summary)
         pages_used = list(dict.fromkeys(e.page_id for e in evidence))
         tokens = (
             written
             + sum(count_tokens(q) for q in open_questions)
             + sum(count_tokens(e.excerpt) for e in evidence)
         )
-        # The direct answer came after the budget was shared out: the last researched facts
-        # make room for it, or it goes.
-        while tokens > budgets.max_tokens and facts and facts[0].startswith(DIRECT_HEAD):
-            dropped = facts.pop(-1)
-            tokens -= count_tokens(dropped)
-        return BriefingContext(
+        briefing = BriefingContext(
             summary,
             facts,
             open_questions,
@@ -418,20 +426,40 @@ class Researcher:
             engine=getattr(self.engine, "name", "offline"),
             partial=partial,
         )
+        if not is_statement(request):
+            # The direct answer, once: it leads the key facts a caller over HTTP or MCP
+            # reads, and the offline agent answers with it.
+            answer = direct_answer(state.request, evidence)
+            _lead_with(briefing, answer, integration.fact_sources, summary_budget, budgets)
+        return briefing
 
 
-DIRECT_HEAD = "Direct answer:"  # the first key fact, when memory gives one
-_FACT_NUMBERS = re.compile(r"\b(Key facts? )(\d+(?:(?:, | and )\d+)*)")
-
-
-def shifted_fact_numbers(summary: str) -> str:
-    """``summary`` with the key facts it names by number ("Key fact 1", "Key facts 3 and 4")
-    renumbered for one more fact put first."""
-
-    def shift(m: re.Match[str]) -> str:
-        return m.group(1) + re.sub(r"\d+", lambda n: str(int(n.group(0)) + 1), m.group(2))
-
-    return _FACT_NUMBERS.sub(shift, summary)
+def _lead_with(
+    briefing: BriefingContext,
+    answer: DirectAnswer,
+    sources: list[Source],
+    summary_budget: int,
+    budgets: Budgets,
+) -> None:
+    """Give ``briefing`` its direct answer. When memory gives one, it is shown first among
+    the key facts: the summary numbers the researched facts from 2 (``sources``: theirs, when
+    the engine wrote the summary from them), and the last researched facts make room for it
+    within the token budget, or it goes (it came after the budget was shared out)."""
+    lead = answer.fact()
+    briefing.answer = answer
+    if not lead:
+        return
+    briefing.tokens_used += count_tokens(lead)
+    if sources:
+        summary = truncate_tokens(lead_draft(sources, first=2), summary_budget)
+        briefing.tokens_used += count_tokens(summary) - count_tokens(briefing.executive_summary)
+        briefing.executive_summary = summary
+    facts = briefing.key_facts
+    while facts and briefing.tokens_used > budgets.max_tokens:
+        briefing.tokens_used -= count_tokens(facts.pop(-1))
+    if briefing.tokens_used > budgets.max_tokens:
+        briefing.tokens_used -= count_tokens(lead)
+        briefing.answer = None
 
 
 def _check_request(request: object) -> None:

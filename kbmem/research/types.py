@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, Literal
 
 from kbmem.index.intervals import Interval
+from kbmem.index.tenant import Hit
 
 PlanTool = Literal["bm25", "dense", "late", "page_id"]
 PLAN_TOOLS = ("bm25", "dense", "late", "page_id")
@@ -93,11 +95,75 @@ class EvidenceItem:
 
 
 @dataclass
+class Said:
+    """A sentence of memory: its text, who said it, on which day, where it stands (the
+    evidence item and its turn's lines) and the sentence said just before it."""
+
+    text: str
+    speaker: str
+    day: date | None
+    item: EvidenceItem
+    start: int
+    end: int
+    before: str = ""
+    session: str = ""
+    # What the sentence still claims: without what it says is replaced ("21 April, not 14
+    # April as stated"); set when it is read for a question.
+    claim: str = ""
+
+    def citation(self) -> str:
+        """``[page-id:Lx-Ly]`` of the turn or paragraph that holds it."""
+        return f"[{self.item.page_id}:L{self.start}-L{self.end}]"
+
+
+@dataclass
+class DirectAnswer:
+    """The direct answer to a question (kbmem.research.direct): the line, the sentences it
+    was taken from (best first), whether memory says it firmly, and the kind of answer the
+    question asks for (kbmem.research.answer_types.question_kind)."""
+
+    line: str
+    sources: list[Said]
+    firm: bool
+    kind: str
+
+    def fact(self) -> str:
+        """The answer as the briefing's first key fact, cited; "" when memory gives none."""
+        if not self.sources:
+            return ""
+        return f"{DIRECT_HEAD} {self.line} {self.sources[0].item.interval.citation()}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.line,
+            "kind": self.kind,
+            "firm": self.firm,
+            "citations": [s.item.interval.citation() for s in self.sources],
+        }
+
+
+DIRECT_HEAD = "Direct answer:"  # how the direct answer leads the key facts
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a key fact comes from: its interval, whether it states a correction, and the day
+    of the later correction that superseded it ("" if none did)."""
+
+    hit: Hit
+    corrects: bool = False
+    superseded: str = ""
+
+
+@dataclass
 class IntegrationState:
     briefing_draft: str = ""
     key_facts: list[str] = field(default_factory=list)
     open_questions: list[str] = field(default_factory=list)
     used_pages: list[str] = field(default_factory=list)
+    # Each key fact's source, when the engine knows them (the offline engine): the summary
+    # is then written again once it is known whether the direct answer leads the facts.
+    fact_sources: list[Source] = field(default_factory=list)
 
 
 @dataclass
@@ -142,6 +208,15 @@ class BriefingContext:
     # (kbmem.index.freshness.IndexStatus.as_dict); None when no index was read.
     index: dict[str, Any] | None = None
     cut_short: bool = False  # the time budget ran out: the briefing holds what was found by then
+    # The direct answer to the request, computed once by the researcher (None for a
+    # statement); shown as the first key fact when memory gives one (see shown_facts).
+    answer: DirectAnswer | None = None
+
+    def shown_facts(self) -> list[str]:
+        """The key facts as a reader sees them: the direct answer first, when memory gives
+        one, then the researched facts (which the summary numbers from 2 then)."""
+        lead = self.answer.fact() if self.answer else ""
+        return [lead, *self.key_facts] if lead else list(self.key_facts)
 
     def to_dict(self, with_trace: bool = False) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -149,7 +224,8 @@ class BriefingContext:
             "tenantId": self.tenant_id,
             "engine": self.engine,
             "executiveSummary": self.executive_summary,
-            "keyFacts": list(self.key_facts),
+            "keyFacts": self.shown_facts(),
+            "answer": self.answer.to_dict() if self.answer else None,
             "openQuestions": list(self.open_questions),
             "evidence": [e.to_dict() for e in self.evidence],
             "tokensUsed": self.tokens_used,

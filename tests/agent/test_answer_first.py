@@ -36,7 +36,9 @@ def test_which_city_names_the_city_the_reference_points_to(kb: KnowledgeBase) ->
         briefing = researcher.research("In which city will the April offsite take place?")
     finally:
         researcher.close()
-    assert briefing.key_facts[0].startswith("Direct answer: Tromsø"), briefing.key_facts
+    assert briefing.shown_facts()[0].startswith("Direct answer: Tromsø"), briefing.key_facts
+    assert briefing.to_dict()["keyFacts"][0] == briefing.shown_facts()[0]
+    assert briefing.to_dict()["answer"]["text"].startswith("Tromsø")
     answer = _ask(kb, "In which city will the April offsite take place?")
     assert answer.splitlines()[0].startswith("Tromsø"), answer
 
@@ -66,6 +68,14 @@ def test_a_month_the_question_names_is_no_word_memory_lacks(kb: KnowledgeBase) -
     answer = _ask(kb, "What happened with Calloway Sound Lines in June 2031?")
     lacking = answer.split("never mentions", 1)[1] if "never mentions" in answer else ""
     assert "June" not in lacking and "2031" not in lacking, answer
+    # The researcher reads the request so: its briefing does not name them as missing.
+    researcher = Researcher(kb, TENANT)
+    try:
+        briefing = researcher.research("What happened with Calloway Sound Lines in June 2031?")
+    finally:
+        researcher.close()
+    missing = [q for q in briefing.open_questions if "never mentions" in q]
+    assert not any("June" in q or "2031" in q for q in missing), briefing.open_questions
 
 
 def test_memory_that_holds_nothing_says_so_first(kb: KnowledgeBase) -> None:

@@ -10,7 +10,9 @@ import pytest
 
 from kbmem.dates import date_words, said_dates, written_date
 from kbmem.index.intervals import Interval
-from kbmem.research.direct import NOTHING, WEAK, direct_answer, points_back, question_kind
+from kbmem.research.answer_types import question_kind
+from kbmem.research.direct import NOTHING, WEAK, direct_answer
+from kbmem.research.said import points_back
 from kbmem.research.types import EvidenceItem
 
 
@@ -40,6 +42,12 @@ def _turns(session: str, stamp: str, *turns: tuple[str, str]) -> EvidenceItem:
         ("Would Ilse enjoy a pottery class?", "yesno"),
         ("What instruments does Tomas play?", "list"),
         ("What did Ilse bake for the fair?", "thing"),
+        ("What has Tomas built this year?", "list"),
+        ("How many weeks passed between the two regattas?", "duration"),
+        ("What are the names of Ilse's goats?", "names"),
+        ("Since when has Tomas sailed?", "date"),
+        ("Would Tomas rather live by a lake or the sea?", "choice"),
+        ("What did Ilse bake or buy?", "thing"),
     ],
 )
 def test_question_kind_from_wh_word_and_cues(question, kind):
@@ -132,6 +140,8 @@ def test_how_many_counts_distinct_mentions_across_sessions():
     got = direct_answer("How many times has Ilse climbed a ridge?", items)
     assert got.line.startswith("3 ")
     assert len({s.session for s in got.sources}) == 3
+    # Asked how many things, not how many times, the ridge climbed twice counts once.
+    assert direct_answer("How many ridges has Ilse climbed?", items).line.startswith("2 ")
 
 
 def test_who_takes_a_name_other_than_the_one_asked_about():
@@ -195,3 +205,53 @@ def test_weak_evidence_is_marked():
     item = _turns("s1", "2024-01-01T09:00:00", ("Tomas", "The garden party was fun, lots of cake."))
     got = direct_answer("Who baked the cake for the garden party at the harbour?", [item])
     assert got.line == NOTHING or got.line.endswith(WEAK)
+
+
+def test_what_kind_of_is_answered_with_the_noun_phrase_that_names_the_kind():
+    item = _turns(
+        "s1",
+        "2024-03-02T09:00:00",
+        ("Tomas", "The boathouse needs a new floor before the season."),
+        ("Tomas", "I'm after oak flooring, which lasts in damp air."),
+    )
+    assert direct_answer("What kind of flooring is Tomas looking for?", [item]).line == (
+        "oak flooring"
+    )
+
+
+def test_names_are_gathered_from_the_sentences_that_answer():
+    items = [
+        _turns("s1", "2024-01-05T09:00:00", ("Ilse", "Our first goat is called Pepper.")),
+        _turns("s2", "2024-02-05T09:00:00", ("Ilse", "The new goat, Juniper, butts everyone.")),
+    ]
+    line = direct_answer("What are the names of Ilse's goats?", items).line
+    assert "Pepper" in line and "Juniper" in line and "Ilse" not in line, line
+
+
+def test_a_place_said_with_a_determiner_ends_before_the_time_words():
+    item = _turns(
+        "s1", "2024-06-10T09:00:00", ("Ilse", "We camped in the mountains last week, so quiet.")
+    )
+    line = direct_answer("Where did Ilse camp?", [item]).line
+    assert line.startswith("the mountains") and "last" not in line, line
+
+
+def test_a_choice_is_answered_with_the_alternative_memory_says_more_for():
+    item = _turns(
+        "s1",
+        "2024-05-01T09:00:00",
+        ("Tomas", "I grew up by the sea and I miss the sea every day."),
+        ("Tomas", "A lake is fine for a weekend."),
+    )
+    got = direct_answer("Would Tomas rather live by a lake or the sea?", [item])
+    assert got.line.startswith("sea"), got.line
+
+
+def test_why_is_answered_with_the_reason_the_sentence_gives():
+    item = _turns(
+        "s1",
+        "2024-05-01T09:00:00",
+        ("Tomas", "I'm selling the van 'cause the ferry is cheaper now."),
+    )
+    line = direct_answer("Why is Tomas selling the van?", [item]).line
+    assert line.startswith("the ferry is cheaper now"), line

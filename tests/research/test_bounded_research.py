@@ -13,6 +13,7 @@ from kbmem.errors import ValidationError
 from kbmem.interfaces.service import Memory
 from kbmem.research.offline import READ_CHARS
 from kbmem.research.researcher import Researcher
+from kbmem.research.types import TraceEvent
 from kbmem.store.repository import KnowledgeBase
 
 QUESTION = "Who owns the tide-window scheduler?"
@@ -80,6 +81,25 @@ def test_research_stops_at_its_time_budget_with_what_it_has(example_kb: Knowledg
         assert cut.reflection_steps == 0
     finally:
         researcher.close()
+
+
+def test_each_request_keeps_its_own_time_budget(example_kb: KnowledgeBase) -> None:
+    """A Researcher serves requests side by side: a request with a tiny budget, made while
+    another is under way, cuts short only itself (the budget was state of the Researcher,
+    and the second request's deadline became the first one's)."""
+    researcher = Researcher(example_kb, "default")
+    inner: list[bool] = []
+
+    def meanwhile(event: TraceEvent) -> None:
+        if event.kind == "plan" and not inner:
+            inner.append(researcher.research(QUESTION, time_budget_s=0.001).cut_short)
+
+    try:
+        whole = researcher.research(QUESTION, time_budget_s=120, on_event=meanwhile)
+    finally:
+        researcher.close()
+    assert inner == [True]
+    assert not whole.cut_short, whole.open_questions
 
 
 @pytest.mark.parametrize("budget", [0, -1, 601, True, "10"])

@@ -29,7 +29,7 @@ from kbmem.research.offline import (
     states_correction,
     superseded_on,
 )
-from kbmem.research.researcher import DIRECT_HEAD, Researcher, run_action
+from kbmem.research.researcher import Researcher, run_action
 from kbmem.research.state import Candidate, ResearchState, holds_as_asked
 from kbmem.research.types import BriefingContext
 from kbmem.textutil import count_tokens
@@ -39,8 +39,8 @@ TROMSO_PAGE = "2026-01-21-sprint1-review/1"
 
 
 def researched(briefing: BriefingContext) -> list[str]:
-    """The key facts after the direct answer (when the briefing gives one, it comes first)."""
-    return [f for f in briefing.key_facts if not f.startswith(DIRECT_HEAD)]
+    """The researched key facts (the direct answer is a field of its own, shown first)."""
+    return briefing.key_facts
 
 
 @pytest.fixture
@@ -736,7 +736,8 @@ def test_an_earlier_statement_of_a_corrected_value_is_marked_superseded(research
     assert all("(2026-01-05, superseded on 2026-02-23)" in f for f in old)
     rest = [f for f in briefing.key_facts if f not in old]
     assert rest and not any("superseded" in f for f in rest)
-    numbers = [str(n) for n, f in enumerate(briefing.key_facts, start=1) if f in old]
+    # Numbered as a reader sees the facts: after the direct answer, when it leads them.
+    numbers = [str(n) for n, f in enumerate(briefing.shown_facts(), start=1) if f in old]
     assert f"{' and '.join(numbers)} were superseded by a later correction" in (
         briefing.executive_summary
     )

@@ -1,0 +1,369 @@
+"""The answer taken out of the ranked sentences (kbmem.research.ranking), one extractor per
+kind of answer: a date resolved against the day it was said (kbmem.dates.said_dates), a
+duration, a number and what it counts, a count of the distinct things the best sentences
+name (or of the occasions, asked "how many times"), a person, names gathered, a place, yes
+or no with its reason, one of the two things an "A or B?" question offers, a list gathered
+across sessions and deduplicated, or for "what" the noun phrase of the kind asked, the
+reason asked "why", or the phrase that says what the question does not. Spans are found by
+the question's grammar and the sentence's, never by lists of topic words. Each returns the
+line ("" when it finds none) and the sentences it took it from."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+
+from kbmem.dates import SaidDate, date_words, said_dates, written_date
+from kbmem.index.tenant import analyze
+from kbmem.research.answer_types import alternatives
+from kbmem.research.ranking import Ranking
+from kbmem.research.said import STOP, points_back
+from kbmem.research.spans import (
+    CALENDAR,
+    DURATION,
+    NEGATION,
+    NUMBER,
+    PHRASE_WORDS,
+    PLACE,
+    SINCE,
+    WHERE_CLAUSE,
+    content_phrase,
+    is_novel,
+    people,
+    phrase_after,
+    stem_set,
+    unit_after,
+)
+from kbmem.research.types import Said
+
+Extracted = tuple[str, list[Said]]
+LIST_SHARE = 0.6  # of the best sentence's score, for another sentence's item to join a list
+MAX_ITEMS = 6
+# "in the mountains", "at my parents' house": a place said with a determiner, when no
+# sentence names one (a grammatical shape, no list of place words).
+_LOCATIVE = re.compile(
+    r"\b(?:in|at|near|inside|outside)\s+((?:the|a|an|my|our|their|his|her|your)\s+"
+    r"[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*)?)",
+    re.I,
+)
+
+
+def date(r: Ranking) -> Extracted:
+    """The date the best dated sentence gives, resolved against the day it was said (a day
+    named on the calendar over one said relative to today); else the day the best sentence
+    was said, as "around" it."""
+    asked_words = date_words(r.question)
+    for s in r.top("date")[:3]:
+        found = [d for d in said_dates(s.claim, s.day) if not _restates(d, asked_words)]
+        if found:
+            named = [d for d in found if d.exact and re.search(r"\d", d.phrase)]
+            exact = named or [d for d in found if d.exact] or found
+            near = r.nearest(s.claim, [d.phrase for d in exact])
+            when = next(d for d in exact if d.phrase == near)
+            return when.written, [s]
+    best = r.best()
+    if best.day:
+        # Nothing says when: what memory knows is the day it was told.
+        return f"around {written_date(best.day)}", [best]
+    return "", [best]
+
+
+def _restates(found: SaidDate, asked_words: set[str]) -> bool:
+    """Whether a date in a sentence only repeats the time the question already names."""
+    words = {w.lower() for w in re.findall(r"\w+", found.phrase)}
+    return bool(words) and words <= asked_words
+
+
+def duration(r: Ranking) -> Extracted:
+    for s in r.top("duration")[:3]:
+        found = DURATION.search(s.claim) or SINCE.search(s.claim)
+        if found:
+            return found.group(0).strip(), [s]
+    return "", [r.best()]
+
+
+def number(r: Ranking) -> Extracted:
+    for s in r.top("number")[:3]:
+        found = NUMBER.search(s.claim)
+        if found:
+            tail = unit_after(s.claim[found.end() :])
+            return f"{found.group(0)} {tail}".strip(), [s]
+    return "", [r.best()]
+
+
+def count(r: Ranking) -> Extracted:
+    """A number said with the thing counted; else the distinct things the sentences that
+    answer nearly as well as the best one name (the items of ``listed``), counted."""
+    asked = r.weigher.terms - r.weigher.names
+    for s in r.top("count")[:3]:
+        for found in NUMBER.finditer(s.claim):
+            near = s.claim[found.end() : found.end() + 40]
+            if stem_set(near) & asked:
+                return f"{found.group(0)} {unit_after(near)}".strip(), [s]
+    # "How many times" counts occasions: the same thing done in another session is another
+    # time. Otherwise the things are counted, each once.
+    times = bool(re.search(r"\bhow\s+many\s+times\b", r.question, re.I))
+    items, sources = _items(r, per_session=times)
+    if not items:
+        return "", [r.best()]
+    return f"{len(items)} ({', '.join(dict.fromkeys(items))})", sources
+
+
+def person(r: Ranking) -> Extracted:
+    exclude = r.weigher.names
+    for s in r.close_to_best("person"):
+        found = people(s.claim, exclude, r.known)
+        if found:
+            return r.nearest(s.claim, found), [s]
+    # "Who ...?" answered in the first person: the speaker is the person.
+    for _score, _share, s in r.ranked[:3]:
+        if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
+            return s.speaker, [s]
+    return "", [r.best()]
+
+
+def names(r: Ranking) -> Extracted:
+    """The names (not the question's own) that the sentences answering nearly as well as
+    the best one give, gathered and deduplicated."""
+    top = r.ranked[0][0]
+    found: list[str] = []
+    sources: list[Said] = []
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top or len(found) == MAX_ITEMS:
+            break
+        # The speakers are who talk, not whom they name.
+        exclude = r.weigher.names | r.speakers
+        new = [n for n in people(s.claim, exclude, r.known) if n not in found]
+        if new:
+            found += new[: MAX_ITEMS - len(found)]
+            sources.append(s)
+    return ", ".join(found), sources
+
+
+def place(r: Ranking) -> Extracted:
+    """A place the best sentence reaches through what happens there, else one a sentence
+    near the best names, else one said with a determiner ("in the mountains")."""
+    bridged = _bridged_place(r)
+    if bridged:
+        return bridged
+    for s in r.close_to_best("place", 5):
+        places = _places(r, s)
+        if places:
+            return r.nearest(s.claim, places), [s]
+    exclude = r.weigher.names | r.weigher.terms
+    for _score, _share, s in r.ranked[:3]:
+        for found in _LOCATIVE.finditer(s.claim):
+            head, *words = found.group(1).split()
+            # The noun phrase ends where a function or time word begins ("the mountains
+            # last week").
+            kept = list(itertools.takewhile(lambda w: is_novel(w, set(), set()), words))
+            if kept and set(analyze(" ".join(kept))) - exclude:
+                return " ".join([head, *kept]), [s]
+    return "", [r.best()]
+
+
+def _bridged_place(r: Ranking) -> Extracted | None:
+    """A place the best sentence names only by what happens there ("in the city where
+    my sister lives"): the named place of the sentence that says that (who said it
+    counts: "I'm flying to Tromsø to see my sister")."""
+    best = r.best()
+    found = WHERE_CLAUSE.search(best.claim)
+    if not found:
+        return None
+    clause = set(analyze(found.group(1))) - set(analyze(" ".join(STOP)))
+    if best.speaker and re.search(r"\b(?:my|our)\b", found.group(1), re.I):
+        clause |= set(analyze(best.speaker))
+    for s in r.all:
+        said = set(analyze(s.text)) | set(analyze(s.speaker))
+        if s is best or len(clause & said) < min(2, len(clause)):
+            continue
+        places = _places(r, s)
+        if places:
+            return r.nearest(s.text, places), [best, s]
+    return None
+
+
+def _places(r: Ranking, s: Said) -> list[str]:
+    exclude = r.weigher.names | r.weigher.terms
+    return [
+        found.group(1)
+        for found in PLACE.finditer(s.claim or s.text)
+        if not set(analyze(found.group(1))) <= exclude
+        and found.group(1).split()[0].lower() not in STOP | CALENDAR
+        and not found.group(1).endswith(("'s", "’s"))
+    ]
+
+
+def yesno(r: Ranking) -> Extracted:
+    """Yes, or no when the best sentence and the question differ in negation; "likely"
+    for a question that asks what would or could be; the reason from the sentence."""
+    best = r.best()
+    text = best.claim if not points_back(best.claim) else f"{best.before} {best.claim}"
+    negated = bool(NEGATION.search(text.lower())) != bool(NEGATION.search(r.question.lower()))
+    verdict = "No" if negated else "Yes"
+    hedge = "Likely " if re.search(r"\b(?:would|could|might|likely)\b", r.question, re.I) else ""
+    reason = phrase_after(text, r.weigher.terms, 10) or content_phrase(text, 10)
+    head = f"{hedge}{verdict.lower()}" if hedge else verdict
+    return f"{head}; {reason}" if reason else head, [best]
+
+
+def choice(r: Ranking) -> Extracted:
+    """Of the two things the question offers ("a beach or the mountains"), the one the
+    ranked sentences say more for (each sentence counting by its score); the words both
+    share ("park" of "national park or theme park") tell nothing."""
+    offered = alternatives(r.question)
+    if offered is None:
+        return "", [r.best()]
+    terms = [set(analyze(o)) for o in offered]
+    own = [terms[0] - terms[1], terms[1] - terms[0]]
+    support = [0.0, 0.0]
+    sources: list[list[Said]] = [[], []]
+    for score, _share, s in r.ranked:
+        said = set(analyze(s.claim))
+        for n in (0, 1):
+            if own[n] & said:
+                support[n] += score
+                sources[n].append(s)
+    if support[0] == support[1]:
+        return "", [r.best()]
+    n = 0 if support[0] > support[1] else 1
+    return offered[n], sources[n][:3]
+
+
+def listed(r: Ranking) -> Extracted:
+    """One item from each sentence that answers nearly as well as the best, gathered
+    across sessions and deduplicated."""
+    items, sources = _items(r)
+    return ", ".join(items), sources
+
+
+def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]]:
+    """The distinct things the sentences scoring LIST_SHARE of the best one's say (a
+    sentence that points back speaks through the one before it), and their sentences;
+    ``per_session``: a thing said again in another session counts again."""
+    top = r.ranked[0][0]
+    items: list[str] = []
+    seen: list[tuple[str, frozenset[str]]] = []
+    sources: list[Said] = []
+    # An item is of what is asked, not only of whom: its sentence (or the one it points
+    # back to) says one of the question's words other than the names it gives.
+    about = r.weigher.terms - r.weigher.names - r.speakers
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top or len(items) == MAX_ITEMS:
+            break
+        text = s.before if points_back(s.claim) else s.claim
+        if about and not set(analyze(text)) & about:
+            continue
+        item = r.novel(text, 3)
+        key = stem_set(item) - r.weigher.terms
+        where = s.session or s.item.page_id if per_session else ""
+        if not key or any(key & k for w, k in seen if w == where):
+            continue
+        seen.append((where, key))
+        items.append(item)
+        sources.append(s)
+    return items, sources
+
+
+# "What kind of flooring is …", "What book did …": the noun whose kind the question asks
+# for, before the verb or auxiliary that follows it.
+_ASKED_NOUN = re.compile(
+    r"^(?:what|which)\s+(?:(?:kind|type|sort|form|style)s?\s+of\s+)?"
+    r"((?:[a-z][\w'’-]*\s+){0,2}?[a-z][\w'’-]*)\s+"
+    r"(?:is|are|was|were|do|does|did|has|have|had|can|could|would|will|should)\b",
+    re.I,
+)
+# English's closed classes of determiners, prepositions and conjunctions: a noun phrase
+# starts after them.
+_PHRASE_EDGE = frozenset(
+    "a an the this that these those my your his her its our their some any each every no "
+    "after before during since until through across along among between against without "
+    "within upon via per and or but nor plus yet".split()
+)
+
+
+def asked_noun(question: str) -> str:
+    """The noun a "what N …?" or "what kind of N …?" question asks about ("" if none)."""
+    found = _ASKED_NOUN.match(question.strip())
+    if not found:
+        return ""
+    head = found.group(1).split()[-1]
+    return "" if head.lower() in STOP else head
+
+
+def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
+    """The noun phrase of ``text`` that ends in ``noun`` (by stem) and says, in the words
+    before it, what the question (its terms ``asked``) does not: asked what kind of
+    flooring, "I'm after Marley flooring" answers "Marley flooring". "" if none does."""
+    stems = set(analyze(noun))
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n, token in enumerate(tokens):
+        if not stems or set(analyze(token)) != stems:
+            continue
+        words: list[str] = []
+        for before in reversed(tokens[max(0, n - 3) : n]):
+            low = before.lower()
+            if not re.match(r"[\w'’-]+$", before) or low in STOP | _PHRASE_EDGE:
+                break
+            words.insert(0, before)
+        if any(set(analyze(w)) - asked for w in words):
+            return " ".join([*words, token])
+    return ""
+
+
+# "Why …?" is answered by the clause a causal connective opens ("… 'cause I'm passionate
+# about dancing"), or by the subject of a verb of causing ("Losing my job gave me the push").
+_BECAUSE = re.compile(r"(?:\bbecause|'cause|’cause|\bso that)\s+([^.;!?]{3,})", re.I)
+_CAUSER = re.compile(
+    r"^([^.;!?]{3,60}?)\s+(?:gave|made|got|inspired|pushed|motivated|led)\s+(?:me|us)\b", re.I
+)
+
+
+def _reason(text: str) -> str:
+    found = _BECAUSE.search(text)
+    if found:
+        return " ".join(found.group(1).split()[:PHRASE_WORDS])
+    found = _CAUSER.match(text)
+    return " ".join(found.group(1).split()[-PHRASE_WORDS:]) if found else ""
+
+
+def thing(r: Ranking) -> Extracted:
+    """What a "what" question asks: the noun phrase of the kind asked, the reason asked
+    "why", else the phrase that says most the question does not (from the sentence a
+    pointing sentence leans on)."""
+    noun = asked_noun(r.question)
+    if noun:
+        for _score, _share, s in r.ranked[:3]:
+            phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
+            if phrase:
+                return phrase, [s]
+    if re.match(r"\s*why\b", r.question, re.I):
+        for _score, _share, s in r.ranked[:3]:
+            reason = _reason(s.claim)
+            if reason:
+                return reason, [s]
+    for _score, _share, best in r.ranked[:3]:
+        if points_back(best.claim) and best.before:
+            # "It was magical": what was magical is named in the sentence before.
+            phrase = r.novel(best.before)
+        else:
+            phrase = r.novel(best.claim)
+        if phrase:
+            return phrase, [best]
+    return "", [r.best()]
+
+
+EXTRACTORS: dict[str, Callable[[Ranking], Extracted]] = {
+    "date": date,
+    "duration": duration,
+    "number": number,
+    "count": count,
+    "person": person,
+    "names": names,
+    "place": place,
+    "yesno": yesno,
+    "list": listed,
+    "choice": choice,
+    "thing": thing,
+}

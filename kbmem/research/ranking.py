@@ -1,0 +1,220 @@
+"""The sentences of the evidence ranked for one question, for the direct answer
+(kbmem.research.direct): each is weighed by the question's rare words it says (who said it
+counts for a sentence in the first person; the sentence before counts for one that answers
+what was just asked or named), by whether it gives an answer of the kind asked
+(kbmem.research.answer_types.question_kind), by whether it was said in a time the question
+names, and by whether a later correction replaced what it states."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from kbmem.dates import date_windows, date_words, said_dates
+from kbmem.index.tenant import analyze
+from kbmem.research.answer_types import question_kind
+from kbmem.research.offline import (
+    CORRECTION_WEIGHT,
+    replaced_in,
+    stated_values,
+    states_correction,
+)
+from kbmem.research.said import known_names, points_back
+from kbmem.research.spans import (
+    CAPS,
+    DURATION,
+    FRAMING,
+    NUMBER,
+    PLACE,
+    SINCE,
+    is_novel,
+    novel_phrase,
+    people,
+)
+from kbmem.research.types import Said
+
+# A sentence must say this share of the question's weight to answer it at all.
+MIN_SHARE = 0.25
+TYPE_MISS = 0.4  # a sentence that gives no answer of the kind asked counts this much
+OUT_OF_WINDOW = 0.5  # said outside the time the question names
+RANK_PRIOR = 0.2
+SUPERSEDED = 0.3  # a sentence stating a value that a correction replaced
+ECHO_FLOOR = 0.4  # a sentence saying nothing new counts this much of its coverage
+NEWS = 3  # new words for a sentence to count fully
+BEFORE_SHARE = 0.7  # of the question's terms the sentence before says, the share counted
+BEFORE_POINTER = 0.8  # the same, for a sentence that only points back
+QUESTION_WORDS = frozenset(
+    "what which who whom whose when where why how is are was were do does did has have had "
+    "can could would will should shall may might the a an of to in on at for with by from "
+    "about and or any some there that this these those it its".split()
+)
+# Words that shape the answer's kind without saying what it is about.
+SHAPE_WORDS = frozenset(
+    "many much long often far old kind kinds type types sort sorts name names time times "
+    "date day year month week likely place happen".split()
+)
+
+
+def _terms(text: str) -> set[str]:
+    return set(analyze(text))
+
+
+def _names(question: str) -> list[str]:
+    """Capitalised names the question gives (its first word aside)."""
+    words = question.split()
+    rest = " ".join(words[1:]) if words else ""
+    return [m.group(1).rstrip("'’s") for m in CAPS.finditer(rest)]
+
+
+class Weigher:
+    """The question's terms, each weighing by its rarity among the sentences read."""
+
+    def __init__(self, question: str, sentences: list[Said]):
+        asked = [
+            w
+            for w in re.findall(r"[\w'’-]+", re.sub(r"\btake\s+place\b", "", question, flags=re.I))
+            if w.lower() not in QUESTION_WORDS and w.lower() not in SHAPE_WORDS
+        ]
+        dated = date_words(question)
+        self.terms = set(analyze(" ".join(w for w in asked if w.lower() not in dated)))
+        self.names = {t for n in _names(question) for t in analyze(n)}
+        df: dict[str, int] = {}
+        for s in sentences:
+            for t in _terms(s.text) & self.terms:
+                df[t] = df.get(t, 0) + 1
+        total = max(1, len(sentences))
+        self.weight = {t: math.log(1 + total / (1 + df.get(t, 0))) for t in self.terms}
+        self.whole = sum(self.weight.values()) or 1.0
+
+    def share(self, s: Said) -> float:
+        """The question's weight ``s`` says; who said a first-person sentence counts as said
+        (asked what Caroline did, her "I went" is about her), and a sentence that points back
+        takes the terms of the sentence before it at half weight."""
+        said = _terms(s.text)
+        if re.search(r"\b(?:I|my|me|I'm|I've|we|our)\b", s.text):
+            said |= _terms(s.speaker)
+        covered = sum(self.weight[t] for t in said & self.terms)
+        if s.before:
+            # What a sentence answers is often asked or named just before it: "What did
+            # you paint?" — "A sunset!". A sentence that only points back leans on it more.
+            share = BEFORE_POINTER if points_back(s.text) else BEFORE_SHARE
+            covered += share * sum(self.weight[t] for t in (_terms(s.before) - said) & self.terms)
+        return covered / self.whole
+
+
+def gives(kind: str, s: Said) -> bool:
+    """Whether sentence ``s`` gives an answer of ``kind`` (any sentence may give a thing, a
+    list or a yes or no)."""
+    text = s.claim or s.text
+    if kind == "date":
+        return bool(said_dates(text, s.day))
+    if kind == "duration":
+        return bool(DURATION.search(text) or SINCE.search(text))
+    if kind in ("number", "count"):
+        return bool(NUMBER.search(text))
+    if kind in ("person", "names"):
+        return bool(people(text, set(), frozenset(s.speaker.split()[:1])))
+    if kind == "place":
+        return bool(PLACE.search(text))
+    return True
+
+
+class Ranking:
+    """The sentences that answer ``question`` at all (MIN_SHARE of its weight), best first,
+    each as (score, share of the question's weight, sentence)."""
+
+    def __init__(self, question: str, sentences: list[Said]):
+        self.question = question
+        self.kind = question_kind(question)
+        self.weigher = Weigher(question, sentences)
+        self.windows = date_windows(question)
+        self.speakers = {t for s in sentences for t in analyze(s.speaker)}
+        self.known = known_names(sentences)
+        self.all = sentences
+        order: dict[int, int] = {}
+        for s in sentences:
+            order.setdefault(id(s.item), len(order))
+        ranked = []
+        for n, s in enumerate(sentences):
+            scored = None if s.text.endswith("?") else self._score(s, order[id(s.item)])
+            if scored is not None:
+                ranked.append((scored[0], -n, scored[1], s))
+        ranked = _stale_values_down(ranked, sentences)
+        ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
+        self.ranked = [(score, share, s) for score, _n, share, s in ranked]
+
+    def _score(self, s: Said, rank: int) -> tuple[float, float] | None:
+        """The score and share of sentence ``s`` (of the ``rank``-th evidence item), None when
+        it says too little of the question."""
+        corrects = states_correction([s.text])
+        s.claim = replaced_in(s.text)[0] if corrects else s.text
+        share = self.weigher.share(s)
+        if share < MIN_SHARE:
+            return None
+        score = share * (1.0 if gives(self.kind, s) else TYPE_MISS)
+        if self.kind in ("thing", "list"):
+            # A sentence that only says the question back ("I went to a council
+            # meeting for adoption.") introduces the answer; the next one gives it.
+            score *= ECHO_FLOOR + (1 - ECHO_FLOOR) * min(1.0, self.news(s.claim) / NEWS)
+        if corrects:
+            score *= CORRECTION_WEIGHT  # what memory holds now, over what it replaced
+        # The researcher's order of the evidence breaks near ties.
+        score *= 1 + RANK_PRIOR / (1 + rank)
+        if self.windows and s.day and not any(w.contains(s.day) for w in self.windows):
+            score *= OUT_OF_WINDOW
+        return score, share
+
+    def news(self, text: str) -> int:
+        """How many words of ``text`` say what the question does not."""
+        return sum(
+            is_novel(t, self.weigher.terms, self.speakers) and t.lower() not in FRAMING
+            for t in re.findall(r"[\w'’-]+", text.split("[shares", 1)[0])
+        )
+
+    def top(self, kind: str) -> list[Said]:
+        """The ranked sentences that give an answer of ``kind``."""
+        return [s for _score, _share, s in self.ranked if gives(kind, s)]
+
+    def best(self) -> Said:
+        return self.ranked[0][2]
+
+    def close_to_best(self, kind: str, n: int = 3) -> list[Said]:
+        """The first ``n`` sentences giving ``kind`` among those near the best score."""
+        top = self.ranked[0][0]
+        return [s for score, _share, s in self.ranked if gives(kind, s) and score >= 0.5 * top][:n]
+
+    def nearest(self, text: str, options: list[str]) -> str:
+        """Of ``options`` found in ``text``, the one said nearest the question's words."""
+        hits = [
+            m.start()
+            for m in re.finditer(r"[\w'’-]+", text)
+            if set(analyze(m.group(0))) & self.weigher.terms
+        ]
+        if not hits:
+            return options[0]
+
+        def distance(option: str) -> int:
+            at = text.find(option)
+            return min(abs(at - h) for h in hits)
+
+        return min(options, key=distance)
+
+    def novel(self, text: str, words: int = 5) -> str:
+        """The phrase of ``text`` that says most that the question does not."""
+        return novel_phrase(text, self.weigher.terms, self.speakers, words)
+
+
+def _stale_values_down(
+    ranked: list[tuple[float, int, float, Said]], sentences: list[Said]
+) -> list[tuple[float, int, float, Said]]:
+    """``ranked`` with a value that a correction replaced ("not 14 April as stated") counted
+    down wherever else it is said: it is stale."""
+    replaced = {
+        v for s in sentences if s.claim and s.claim != s.text for v in replaced_in(s.text)[1]
+    }
+    if not replaced:
+        return ranked
+    return [
+        (score * SUPERSEDED if stated_values(s.claim) & replaced else score, n, sh, s)
+        for score, n, sh, s in ranked
+    ]

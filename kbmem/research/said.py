@@ -1,0 +1,71 @@
+"""The sentences of the evidence as the direct answer reads them (kbmem.types.Said): each with
+who said it and on which day (its turn's header) and the sentence said just before it; and
+which of them only point back to that one ("It was great!")."""
+
+from __future__ import annotations
+
+import re
+
+from kbmem.dates import stamp_day
+from kbmem.research.types import EvidenceItem, Said
+from kbmem.store.pages import TURN_HEADER, unescape_line
+from kbmem.textutil import split_sentences
+
+STOP = frozenset(
+    "i me my mine we us our ours you your yours he him his she her hers they them their theirs "
+    "it its this that these those a an the and or but so of to in on at for with by from as is "
+    "are was were be been being am do does did done have has had having will would can could "
+    "should shall may might must not no yes just really very so too also then than there here "
+    "what which who whom whose when where why how all any some more most such only own same "
+    "out up down over about into again once because while if thanks thank oh wow hey hi yeah "
+    "great good nice awesome amazing cool glad happy love totally definitely sure well lot "
+    "like get got go going went make made know think feel felt lol haha".split()
+)
+POINTERS = frozenset("it its that this those these they them theirs there one".split())
+
+
+def read_sentences(evidence: list[EvidenceItem]) -> list[Said]:
+    """Every sentence of the evidence's turns (or paragraphs), with speaker and day."""
+    out: list[Said] = []
+    for item in evidence:
+        lines = (item.source_text or item.excerpt).split("\n")
+        base = item.interval.start
+        speaker, stamp, start = "", "", base
+        body: list[str] = []
+        units: list[tuple[str, str, int, int, list[str]]] = []
+        for n, line in enumerate(lines):
+            header = TURN_HEADER.match(line)
+            if header:
+                if body:
+                    units.append((speaker, stamp, start, base + n - 1, body))
+                speaker, stamp, start, body = header.group(2), header.group(3), base + n, []
+            elif line.strip() and not line.startswith("#"):
+                body.append(unescape_line(line))
+        if body:
+            units.append((speaker, stamp, start, base + len(lines) - 1, body))
+        previous = ""
+        for speaker, stamp, start, end, body in units:
+            day = stamp_day(stamp)
+            for text in split_sentences(" ".join(body), cut="prose"):
+                text = text.strip()
+                if not text:
+                    continue
+                out.append(Said(text, speaker, day, item, start, end, previous, item.session_id))
+                previous = text
+    return out
+
+
+def points_back(text: str) -> bool:
+    """Whether a sentence leans on the one before for what it is about ("It was great!")."""
+    words = re.findall(r"[a-z']+", text.lower())
+    content = [w for w in words if w not in STOP]
+    return bool(set(words) & POINTERS) and len(content) <= 3
+
+
+def known_names(sentences: list[Said]) -> frozenset[str]:
+    """Speakers, and words written capitalised inside a sentence (not after its start)."""
+    names = {s.speaker.split()[0] for s in sentences if s.speaker}
+    for s in sentences:
+        for m in re.finditer(r"(?<=[a-z,;] )([A-Z][a-z]+)\b", s.text):
+            names.add(m.group(1))
+    return frozenset(names)
