@@ -207,7 +207,7 @@ class WriteTransactions:
         their HEAD (up to ``CAS_ATTEMPTS`` in all), unless theirs changed one of our paths:
         what kbmem writes was made from the old file, so that is a ConflictError at once.
         A commit built again is built holding the user's index lock, so that no commit by
-        hand can win that race too (only plumbing moving HEAD can)."""
+        hand can start meanwhile (one already started, or plumbing, still can)."""
         paths = sorted(writes)
         base = commit[1] if commit is not None else None  # the HEAD our files were made from
         attempt = 1

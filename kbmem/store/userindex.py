@@ -6,15 +6,21 @@ whenever HEAD shows kbmem's commit, the index must already hold kbmem's files, o
 hand made in between builds on kbmem's commit a tree without them (the soak benchmark lost
 sessions that way). :func:`swap_head` therefore:
 
-1. takes ``index.lock`` the way git does (create-if-absent), so that no ``git commit`` can
-   start moving HEAD meanwhile (it holds that lock until its HEAD has moved) and none can begin
-   (git refuses to run while the lock exists);
+1. takes ``index.lock`` the way git does (create-if-absent), so that no git command writes
+   the index meanwhile and no ``git commit`` can begin (git refuses to run while the lock
+   exists; one that began earlier may still move HEAD, which the compare-and-swap catches);
 2. stages the new index in a copy (``GIT_INDEX_FILE``, ``git reset`` of kbmem's paths) while
    ``git update-ref --stdin`` locks HEAD and checks that it still is the parent;
 3. puts the new index in place, then lets the ref transaction commit: a ``git commit`` that
    read the old HEAD fails its compare-and-swap, one that reads the new HEAD reads the new
    index;
 4. lets go of ``index.lock``.
+
+What remains is git's own: ``git commit`` reads the index before it takes the lock, so one
+that read it just before kbmem's swap and takes the lock just after writes its stale copy
+back: its own commit then fails, HEAD having moved, but the next commit by hand is built from
+an index without kbmem's files. The window is the few milliseconds between git's read and its
+lock, spanning kbmem's whole swap; a stress loop of thousands of commits by hand hit it once.
 
 The lock file is a second name (a hard link) of a file kbmem made, ``index.kbmem-held``, whose
 presence is the journal: a writer killed while holding the lock leaves both names, and the
@@ -51,8 +57,8 @@ class LostSwap(Exception):
 @contextmanager
 def index_lock(git_dir: Path, wait_s: float) -> Iterator[None]:
     """Hold git's lock of the user's index (see the module's contract); LockTimeout when a
-    git command held it for over ``wait_s`` seconds. While it is held, no ``git commit`` can
-    move HEAD (only plumbing such as ``git update-ref`` can)."""
+    git command held it for over ``wait_s`` seconds. While it is held no git command writes
+    the index and no ``git commit`` starts."""
     held = _take(git_dir, wait_s)
     try:
         yield
@@ -129,8 +135,8 @@ def _take(git_dir: Path, wait_s: float) -> Path:
                 held.unlink()
                 raise LockTimeout(
                     f"a git command has held {git_dir / GIT_INDEX_LOCK} for over {wait_s:g} s; "
-                    "kbmem commits once it is done (if no git command is running, the lock "
-                    "was left by one that crashed: remove it)"
+                    "try again when it is done (if no git command is running, the lock was "
+                    "left by one that crashed: remove it)"
                 ) from None
             time.sleep(POLL_S)
 
