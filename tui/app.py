@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 
 # How often the status bar reads the remote sync's state (local reads only; no network).
 SYNC_STATUS_S = 2.0
+# How often the status bar looks whether the index is behind HEAD (another process, or this
+# app's own batch commit, wrote since the last sync).
+INDEX_STATUS_S = 2.0
 # How long quitting waits to send the last commits to the remote (then they go next time).
 SYNC_ON_QUIT_S = 5.0
 
@@ -186,6 +189,7 @@ class KbmemApp(App[None]):
         if self.background:
             # After the first paint: heavy imports in threads still compete for the GIL.
             self.call_after_refresh(self.start_background)
+            self.set_interval(INDEX_STATUS_S, self.refresh_index_status)
         self.start_remote_sync()
 
     def start_background(self) -> None:
@@ -231,6 +235,24 @@ class KbmemApp(App[None]):
     def _index_looked(self, message: IndexSync.Looked) -> None:
         self.set_status(index_commit=message.commit, index_known=True)
 
+    @work(thread=True, exit_on_error=False, group="index-status", exclusive=True)
+    def refresh_index_status(self) -> None:
+        """Show in the status bar how many of the tenant's commits the index lacks (reads
+        only: syncing is the index worker's job, started by a question or a pull)."""
+        if self.quitting.is_set():
+            return
+        try:
+            status = self.index_sync.look()
+        except KbmemError as exc:  # the next sync says what is wrong, in a toast
+            log.info("reading the index's status failed: %s", exc)
+            return
+        building = "" if status.total is None else f"{status.done or 0:,}/{status.total:,}"
+        self.call_from_thread(
+            self.set_status,
+            index_behind=status.pending_commits if status.built else 0,
+            index_building=building,
+        )
+
     @on(IndexSync.Started)
     def _index_sync_started(self, message: IndexSync.Started) -> None:
         self.set_status(syncing=True, sync_progress="")
@@ -244,7 +266,13 @@ class KbmemApp(App[None]):
 
     @on(IndexSync.Finished)
     def _index_sync_finished(self, message: IndexSync.Finished) -> None:
-        self.set_status(syncing=False, sync_progress="", index_commit=message.commit)
+        self.set_status(
+            syncing=False,
+            sync_progress="",
+            index_commit=message.commit,
+            index_behind=0,  # the next look says if HEAD moved on meanwhile
+            index_building="",
+        )
         self.index_progress = None
 
     # -- the git remote ---------------------------------------------------------------------

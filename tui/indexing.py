@@ -17,6 +17,7 @@ from kbmem.errors import Cancelled, KbmemError
 from .render import short_sha
 
 if TYPE_CHECKING:
+    from kbmem.index.freshness import IndexStatus
     from kbmem.index.tenant import SyncReport, TenantIndex
 
     from .app import KbmemApp
@@ -75,6 +76,7 @@ class IndexSync:
         self.app = app
         self.workspace = app.workspace
         self._one_at_a_time = threading.Lock()
+        self._looker: TenantIndex | None = None  # for look(): reads only
 
     def start(self, full: bool = False) -> None:
         """Sync in a worker of the app's (group "index"), unless one runs already or the app
@@ -89,6 +91,15 @@ class IndexSync:
                 thread=True,
                 exit_on_error=False,
             )
+
+    def look(self) -> IndexStatus:
+        """How far the tenant's index is behind HEAD, and a build in any process (call from
+        a worker: the first call imports the index)."""
+        if self._looker is None:
+            from kbmem.index.tenant import TenantIndex
+
+            self._looker = TenantIndex(self.workspace.kb, self.workspace.tenant)
+        return self._looker.status()
 
     def preload_embedder(self) -> None:
         """Load the embedding model in a worker of the app's (group "embedder"), showing

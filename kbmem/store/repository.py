@@ -73,6 +73,7 @@ class KnowledgeBase(WriteTransactions):
         self.settings = settings or load_settings(self.root)
         self.state_dir = self.root / STATE_DIR
         self.state_dir.mkdir(exist_ok=True)
+        self.git_dir = Path(self._main_repo.git_dir)
         exclude_temp_files(Path(self._main_repo.common_dir))
         self._local = threading.local()
         self.objects = ObjectStore(

@@ -5,7 +5,8 @@
 the knowledge base) and a user's uncommitted work it would overwrite, writes the files (temp
 file and rename, flushed in parallel) while the commit's objects are built in-process
 (:mod:`kbmem.store.objects`), then moves HEAD by one compare-and-swap (``git update-ref``) and
-brings the user's index to the new commit so that ``git status`` stays clean. A crash leaves
+the user's index with it under git's own index lock, so that ``git status`` stays clean and a
+commit by hand cannot drop kbmem's files (:mod:`kbmem.store.userindex`). A crash leaves
 the old commit or the new one. A swap lost to a user's commit is built again on theirs (a
 bounded number of times, then ConflictError); loose objects are packed once they pile up.
 """
@@ -18,13 +19,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 
 import git
 
 from kbmem.config import Settings
 from kbmem.errors import ConflictError, StorageError, UncommittedChanges, ValidationError
+from kbmem.store import userindex
 from kbmem.store.files import StagedFiles, atomic_write, symlink_in
 from kbmem.store.locks import HeldLock, acquire, lock_timeout
 from kbmem.store.objects import ObjectStore, blob_id_of, git_date
@@ -40,13 +42,12 @@ FLUSH_THREADS = 8
 # A commit that loses the compare-and-swap of HEAD to someone else's is built again on the new
 # HEAD, this many times in all, before kbmem gives up with a ConflictError.
 CAS_ATTEMPTS = 5
-# A user's git command holding the index lock is waited for this many times this long.
+# A user's git command holding the index lock is waited for this many times this long (when
+# kbmem puts its paths back in that index after a failed write).
 INDEX_LOCK_ATTEMPTS = 100
 INDEX_LOCK_WAIT_S = 0.05
-
-
-class _LostSwap(Exception):
-    """HEAD was moved by someone else between kbmem's read of it and its swap."""
+# kbmem's swap of HEAD waits at least this long for a git command holding the index lock.
+INDEX_LOCK_MIN_WAIT_S = 5.0
 
 
 class WriteTransactions:
@@ -54,6 +55,7 @@ class WriteTransactions:
     the write lock and ``commit_files``. The reads it uses are the knowledge base's."""
 
     root: Path
+    git_dir: Path  # where the user's index lives
     settings: Settings
     state_dir: Path
     objects: ObjectStore
@@ -181,21 +183,15 @@ class WriteTransactions:
             self._refuse_uncommitted(files)
             paths = sorted(files)
             self._write_journal.begin(paths)
-            swap = subprocess.run(
-                [GIT, "update-ref", "-m", f"kbmem: {reflog}", "HEAD", new, old or "0" * 40],
-                cwd=self.root,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-            )
-            if swap.returncode != 0:
+            try:
+                with self._index_lock():
+                    userindex.swap_head(
+                        self.root, self.git_dir, GIT, new, old, paths, f"kbmem: {reflog}", self.head
+                    )
+            except userindex.LostSwap:
                 self._write_journal.end()
-                if self.head() != old:
-                    return False
-                err = swap.stderr.decode(errors="replace").strip()
-                raise StorageError(f"git failed while moving HEAD: {err}")
+                return False
             _write_work_tree(self.root, files)
-            if paths:
-                self._refresh_user_index(paths)
             self._write_journal.end()
         return True
 
@@ -209,21 +205,30 @@ class WriteTransactions:
     ) -> str | None:
         """Swap HEAD to ``commit``; when someone else's commit won the race, build it again on
         their HEAD (up to ``CAS_ATTEMPTS`` in all), unless theirs changed one of our paths:
-        what kbmem writes was made from the old file, so that is a ConflictError at once."""
+        what kbmem writes was made from the old file, so that is a ConflictError at once.
+        A commit built again is built holding the user's index lock, so that no commit by
+        hand can start meanwhile (one already started, or plumbing, still can)."""
         paths = sorted(writes)
+        base = commit[1] if commit is not None else None  # the HEAD our files were made from
         attempt = 1
         while commit is not None:
-            try:
-                return self._swap_head(commit, paths, message)
-            except _LostSwap:
-                self._refuse_raced(commit[1], paths)
-                if attempt >= CAS_ATTEMPTS:
-                    raise ConflictError(
-                        f"HEAD kept moving while kbmem committed ({attempt} attempts): "
-                        "other commits are landing continuously; try again when they stop"
-                    ) from None
+            with self._index_lock():
+                if attempt > 1:
+                    self._refuse_raced(base, paths)
+                    commit = self._build_commit(writes, message, trailers, when)
+                    if commit is None:
+                        return None
+                try:
+                    return self._swap_head(commit, paths, message)
+                except userindex.LostSwap:
+                    pass
+            if attempt >= CAS_ATTEMPTS:
+                self._refuse_raced(base, paths)
+                raise ConflictError(
+                    f"HEAD kept moving while kbmem committed ({attempt} attempts): "
+                    "other commits are landing continuously; try again when they stop"
+                )
             attempt += 1
-            commit = self._build_commit(writes, message, trailers, when)
         return None
 
     def _refuse_raced(self, parent: str | None, paths: list[str]) -> None:
@@ -309,7 +314,10 @@ class WriteTransactions:
 
     def _recover(self) -> None:
         """Repair the work tree after a write that died before its commit (see
-        :class:`~kbmem.store.recovery.WriteJournal`)."""
+        :class:`~kbmem.store.recovery.WriteJournal`), first letting go of the user's index
+        lock if it died holding it."""
+        if userindex.recover(self.git_dir):
+            log.warning("removed the git index lock an interrupted kbmem write held")
         self._write_journal.recover(self)
 
     # -- the commit -------------------------------------------------------------------------
@@ -328,30 +336,19 @@ class WriteTransactions:
         return None if sha is None else (sha, parent)
 
     def _swap_head(self, commit: tuple[str, str | None], paths: list[str], message: str) -> str:
+        """Compare-and-swap of HEAD to ``commit`` (its parent expected), the user's index
+        brought to it in the same step (see :mod:`kbmem.store.userindex`); call it holding
+        :meth:`_index_lock`."""
         sha, parent = commit
-        # Compare-and-swap of HEAD: fails if anyone moved it since we read it. The user's index
-        # is brought to the new commit meanwhile (two short git processes at once rather than
-        # one after the other) and put back if the swap fails.
         reflog = f"kbmem: {message.splitlines()[0]}"
-        swap = subprocess.Popen(
-            [GIT, "update-ref", "-m", reflog, "HEAD", sha, parent or "0" * 40],
-            cwd=self.root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            self._refresh_user_index(paths, sha)
-        finally:
-            _out, err = swap.communicate()
-        if swap.returncode != 0:
-            self._refresh_user_index(paths)
-            if self.head() != parent:
-                raise _LostSwap()
-            raise StorageError(
-                f"git failed while committing: {err.decode(errors='replace').strip()}"
-            )
+        userindex.swap_head(self.root, self.git_dir, GIT, sha, parent, paths, reflog, self.head)
         return sha
+
+    def _index_lock(self) -> AbstractContextManager[None]:
+        # The user's git holds its index for milliseconds; kbmem waits as long as for its
+        # own write lock, and at least a few seconds even when told not to wait for writers.
+        wait = max(float(self.settings.data["git"]["lock_timeout_s"]), INDEX_LOCK_MIN_WAIT_S)
+        return userindex.index_lock(self.git_dir, wait)
 
     def _refresh_user_index(self, paths: list[str], rev: str = "HEAD") -> None:
         """Make the user's index agree with ``rev`` (the new HEAD) for our paths, so that ``git

@@ -349,21 +349,28 @@ def test_temp_files_a_killed_write_leaves_are_never_shown_and_only_they_are_remo
 
 DIE_DURING_SWAP = """
     import os, signal, sys
+    from kbmem.store import userindex
     from kbmem.store.repository import KnowledgeBase
 
-    class DiesDuringSwap(KnowledgeBase):
-        def _refresh_user_index(self, paths, rev="HEAD"):
-            super()._refresh_user_index(paths, rev)
-            os.kill(os.getpid(), signal.SIGKILL)
+    publish = userindex._publish
 
-    kb = DiesDuringSwap(sys.argv[1])
-    kb.commit_files({"tenants/default/notes/a.md": b"new text\\n"}, "Maybe lands")
+    def dies(staged, git_dir):  # the user's index is kbmem's, HEAD locked by git, still old
+        publish(staged, git_dir)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    userindex._publish = dies
+    kb = KnowledgeBase(sys.argv[1])
+    kb.commit_files({"tenants/default/notes/a.md": b"new text\\n"}, "Never lands")
 """
 
 
-def test_a_write_killed_while_head_moves_leaves_the_old_commit_or_the_new(
+def test_a_write_killed_while_head_moves_leaves_the_old_commit_and_no_index_lock(
     empty_kb: KnowledgeBase,
 ) -> None:
+    """Killed holding git's index lock, with the index already kbmem's and HEAD not yet
+    moved: git aborts the half-done swap, and the next writer removes the lock (until then a
+    user's git commit is refused, as git refuses it beside any crashed git command) and puts
+    the index back as HEAD has it."""
     root = empty_kb.root
     before = empty_kb.commit_files({NOTE: b"old text\n"}, "Old")
     dying = _spawn(DIE_DURING_SWAP, str(root))
@@ -373,15 +380,22 @@ def test_a_write_killed_while_head_moves_leaves_the_old_commit_or_the_new(
         if not (root / ".git" / "refs" / "heads" / "main.lock").exists():
             break
         time.sleep(0.05)
-    after = head(root)
+    assert head(root) == before
     fsck(root)
-    expected = b"old text\n" if after == before else b"new text\n"
-    if after != before:
-        assert git(root, "rev-parse", "HEAD~1").strip() == before
+    assert (root / ".git" / "index.lock").exists()
+    assert git(root, "diff", "--cached", "--name-only") == f"{NOTE}\n"  # killed after that
+    (root / "mine.md").write_text("the user's\n")
+    refused = subprocess.run(["git", "add", "mine.md"], cwd=root, capture_output=True, text=True)
+    assert refused.returncode != 0 and "index.lock" in refused.stderr
     with empty_kb.write_lock():
         pass
-    assert empty_kb.read_bytes(NOTE) == expected
-    assert (root / NOTE).read_bytes() == expected
+    assert not (root / ".git" / "index.lock").exists()
+    assert sorted(p.name for p in (root / ".git").glob("index*")) == ["index"]
+    assert empty_kb.read_bytes(NOTE) == b"old text\n"
+    assert (root / NOTE).read_bytes() == b"old text\n"
+    assert status(root) == "?? mine.md\n"
+    git(root, "add", "mine.md")
+    git(root, "commit", "-q", "-m", "The user's own")
     assert status(root) == ""
 
 

@@ -68,8 +68,10 @@ the History screen, with the cited lines highlighted. `c` commits pending turns 
 
 ## Status bar
 
-Knowledge base · tenant · engine and model · the commit the index reflects (or *syncing*) ·
-whether the embedding model has loaded · turns pending until the next batch commit.
+Knowledge base · tenant · engine and model · the commit the index reflects (or *syncing*, or
+*N behind* when newer commits are not indexed yet: answers may miss them until the next
+question syncs it) · whether the embedding model has loaded · turns pending until the next
+batch commit.
 
 Failures never close the app: they show as a notification in the corner. `ctrl+q` quits,
 after committing the pending turns.

@@ -1,6 +1,7 @@
 """The status bar: knowledge base, tenant, engine and model, the commit the index reflects
-(and whether it is syncing), the embedding model, turns pending until the batch commit, and,
-when the memory syncs with a git remote, that sync's summary (nothing otherwise)."""
+(whether it is syncing, or how many commits it is behind HEAD), the embedding model, turns
+pending until the batch commit, and, when the memory syncs with a git remote, that sync's
+summary (nothing otherwise)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,10 @@ class Status:
     index_known: bool = False  # False until the index has been looked at
     syncing: bool = False
     sync_progress: str = ""  # "120/253" intervals, while syncing
+    # The tenant's commits the index does not hold yet (another process wrote since the last
+    # sync), and how far a build elsewhere has got ("1,200/20,000"; "" when none runs).
+    index_behind: int = 0
+    index_building: str = ""
     embedder: str = "loading"  # loading | ready | failed
     pending_turns: int = 0
     batch_turns: int = 5
@@ -54,7 +59,7 @@ LOADING = 2  # "embedder loading…" goes: the first question waits for the mode
 PROVIDER = 3  # the model without its provider: "gpt-4o-mini" for "openai/gpt-4o-mini"
 KB = 4  # the knowledge base's name goes: the person who opened it knows it
 ENGINE = 5  # the model alone, which says the llm engine
-INDEX = 6  # the index only while it is syncing or not built, as "syncing 120/253"
+INDEX = 6  # the index only while syncing, behind or not built: "syncing 120/253", "3 behind"
 TENANT = 7  # the tenant goes
 MODEL = 8  # the engine and its model go, and the remote sync's summary
 FAILED = 9  # "embedder failed" goes (a toast said so)
@@ -102,6 +107,11 @@ def _status_text(status: Status, level: int) -> Text:
     elif status.syncing:
         done = f" {status.sync_progress}" if status.sync_progress else "…"
         index = (f"{'syncing' if level >= INDEX else 'index syncing'}{done}", "bold yellow")
+    elif status.index_commit and status.index_behind:
+        # Never silent: an answer may miss the newest memory until the next sync.
+        building = f" · {status.index_building}" if status.index_building else ""
+        behind = f"{status.index_behind} behind{building}"
+        index = (behind if level >= INDEX else f"index {behind}", "bold yellow")
     elif status.index_commit:
         index = ("" if level >= INDEX else f"index @{status.index_commit[:7]}", "")
     elif status.index_known:
