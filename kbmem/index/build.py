@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hnswlib
 import numpy as np
 from whoosh import index as whoosh_index
 
 from kbmem.errors import ValidationError
-from kbmem.index import embedder
+from kbmem.index import ann, embedder
 from kbmem.index.build_vectors import embed_reusing
 from kbmem.index.checkpoint import EmbedCheckpoints
 from kbmem.index.deltas import fold_delta, next_delta, next_pieces, should_fold
@@ -173,7 +172,7 @@ class Builder:
         items, metas = self.intervals_at(head) if head else ([], {})
         texts = [vector_texts(it.text, it.speaker) for it in items]
         capacity = max(MIN_CAPACITY, int(sum(map(len, texts)) * CAPACITY_GROWTH))
-        vectors = hnswlib.Index(space="cosine", dim=embedder.DIM)
+        vectors = ann.Index(space="cosine", dim=embedder.DIM)
         vectors.init_index(
             max_elements=capacity,
             ef_construction=HNSW_EF_CONSTRUCTION,
@@ -182,7 +181,13 @@ class Builder:
         )
         pieces = self._index_all(path, items, texts, metas, vectors, progress)
         PieceTable.of(list(range(len(items))), pieces).save(path / LATE_FILE)
-        vec: dict[str, Any] = {"base_count": 0, "capacity": capacity, "delta": 0, "dead": 0}
+        vec: dict[str, Any] = {
+            "base_count": 0,
+            "capacity": capacity,
+            "delta": 0,
+            "dead": 0,
+            "ann": ann.ANN_BUILD,
+        }
         if items:
             vec.update(save_base(vectors, path / "vectors.hnsw"))
         vec.update({"delta": 0, "dead": 0, "marked_deleted": 0})
@@ -206,7 +211,7 @@ class Builder:
         items: list[IntervalText],
         texts: list[list[str]],
         metas: dict[str, dict[str, Any]],
-        vectors: hnswlib.Index,
+        vectors: ann.Index,
         progress: Progress | None,
     ) -> list[np.ndarray]:
         """Embed ``items`` chunk by chunk and add them to ``vectors`` and to a new Whoosh

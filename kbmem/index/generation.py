@@ -15,12 +15,11 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-import hnswlib
 import numpy as np
 from whoosh import index as whoosh_index
 
 from kbmem.errors import StorageError
-from kbmem.index import embedder
+from kbmem.index import ann, embedder
 from kbmem.index.hits import term_postings
 from kbmem.index.late import PieceTable
 from kbmem.index.postings import IndexView, segment_leaves
@@ -131,7 +130,7 @@ class Generation:
                 self._view = IndexView(self.searcher().reader())
             return self._view
 
-    def base(self) -> hnswlib.Index | None:
+    def base(self) -> ann.Index | None:
         if not int(self.meta["vectors"]["base_count"]):
             return None
         return shared_base(self.path / "vectors.hnsw", self.meta)
@@ -171,7 +170,7 @@ class Generation:
             return self._delta
 
     def vectors_of(
-        self, key: FilterKey, labels: np.ndarray, base: hnswlib.Index
+        self, key: FilterKey, labels: np.ndarray, base: ann.Index
     ) -> tuple[np.ndarray, np.ndarray]:
         """The base graph's vector labels and vectors of the intervals ``labels``, those that
         pass the filter ``key``. Reading them from hnswlib costs about 35 µs each (50 ms for

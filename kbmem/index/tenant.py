@@ -18,7 +18,7 @@ import numpy as np
 
 from kbmem.errors import Cancelled, StorageError, ValidationError
 from kbmem.ids import check_tenant
-from kbmem.index import embedder, resident
+from kbmem.index import ann, embedder, resident
 from kbmem.index.build import Builder, SyncReport, reporting
 from kbmem.index.freshness import (
     IndexStatus,
@@ -142,6 +142,9 @@ class TenantIndex:
             return None, "there is no index yet"
         if gen.meta.get("embedder") != embedder.embedder_id():
             return None, (f"the index was built with another embedder ({gen.meta.get('embedder')})")
+        written_by = (gen.meta.get("vectors") or {}).get("ann")
+        if written_by != ann.ANN_BUILD:
+            return None, f"the vector graph was written by another ANN build ({written_by})"
         if gen.meta.get("tenant") != self.tenant:
             return None, "the index belongs to another tenant"
         return gen, ""

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hnswlib
 import numpy as np
 
 from kbmem.errors import StorageError
-from kbmem.index import embedder
+from kbmem.index import ann, embedder
 from kbmem.textutil import PIECE_BREAK, SENTENCE_BREAK
 
 # Vector labels of interval L are L * VECTOR_STRIDE + j: j = 0 its whole text, j >= 1 its
@@ -96,7 +95,7 @@ def vector_labels(labels: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return out
 
 
-_BASES: OrderedDict[str, hnswlib.Index] = OrderedDict()
+_BASES: OrderedDict[str, ann.Index] = OrderedDict()
 _BASES_LOCK = threading.Lock()
 _BASES_KEPT = 4
 # hnswlib keeps a query's ``ef`` on the graph object, which searches in other threads share
@@ -113,11 +112,11 @@ def _file_crc(path: Path) -> int:
     return crc
 
 
-def load_vectors(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
+def load_vectors(path: Path, meta: dict[str, Any]) -> ann.Index:
     """The base vector graph of a generation, checked against its meta (size and checksum)
     before hnswlib reads it, so that a damaged file is an error and never a crash."""
     vec = meta.get("vectors") or {}
-    index = hnswlib.Index(space="cosine", dim=embedder.DIM)
+    index = ann.Index(space="cosine", dim=embedder.DIM)
     capacity = max(int(vec.get("capacity", 0)), 16)
     if int(vec.get("base_count", 0)) == 0:
         index.init_index(
@@ -143,7 +142,7 @@ def load_vectors(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
     return index
 
 
-def shared_base(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
+def shared_base(path: Path, meta: dict[str, Any]) -> ann.Index:
     """The base graph, loaded once per process and shared by the generations that hard-link
     it (read-only: a sync that changes the graph loads a private copy)."""
     base_id = str((meta.get("vectors") or {}).get("base_id") or path)
@@ -159,7 +158,7 @@ def shared_base(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
     return index
 
 
-def save_base(index: hnswlib.Index, path: Path) -> dict[str, Any]:
+def save_base(index: ann.Index, path: Path) -> dict[str, Any]:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     index.save_index(str(tmp))
     with open(tmp, "rb") as handle:
@@ -189,7 +188,7 @@ class GraphSearch:
     return (None: any); ``alive`` tells the vectors of live intervals (the graph keeps deleted
     vectors' labels until their slots are reused)."""
 
-    base: hnswlib.Index
+    base: ann.Index
     allowed: Callable[[int], bool] | None
     alive: Callable[[int], bool]
 

