@@ -24,7 +24,14 @@ from kbmem.errors import ValidationError
 from kbmem.index import ann, embedder
 from kbmem.index.build_vectors import embed_reusing
 from kbmem.index.checkpoint import EmbedCheckpoints
-from kbmem.index.deltas import fold_delta, next_delta, next_pieces, should_fold
+from kbmem.index.deltas import (
+    fold_delta,
+    next_delta,
+    next_pieces,
+    next_segments,
+    should_fold,
+    whole_delta,
+)
 from kbmem.index.generation import INDEX_FORMAT, Generation
 from kbmem.index.intervals import IntervalText, cut_page
 from kbmem.index.late import LATE_FILE, PieceTable
@@ -34,7 +41,6 @@ from kbmem.index.vectors import (
     HNSW_EF_CONSTRUCTION,
     HNSW_M,
     save_base,
-    save_delta,
     vector_labels,
     vector_texts,
 )
@@ -186,6 +192,7 @@ class Builder:
             "capacity": capacity,
             "delta": 0,
             "dead": 0,
+            "deltas": [],
             "ann": ann.ANN_BUILD,
         }
         if items:
@@ -308,14 +315,19 @@ class Builder:
         count = self._update_whoosh(gen, path, sorted(removed_paths), items, first, metas)
         meta["late"] = next_pieces(gen, path, dropped, first, pieces)
         base_count = int(vec["base_count"])
-        if should_fold(delta, base_count):
-            vec.update(fold_delta(gen, path, delta))
-            delta = (np.zeros(0, np.int64), delta[1], np.zeros(0, np.int64))
-        elif base_count:
-            link(gen.path / "vectors.hnsw", path / "vectors.hnsw")
-        if len(delta[0]) or len(delta[2]):
-            save_delta(path / "delta.npz", *delta)
-        vec.update({"delta": len(delta[0]), "dead": len(delta[2])})
+        if should_fold(gen, delta, base_count):
+            vec.update(fold_delta(gen, path, whole_delta(gen, delta)))
+            vec["deltas"] = []
+        else:
+            if base_count:
+                link(gen.path / "vectors.hnsw", path / "vectors.hnsw")
+            vec["deltas"] = next_segments(gen, path, delta)
+        vec.update(
+            {
+                "delta": sum(count for _name, count, _dead in vec["deltas"]),
+                "dead": sum(dead for _name, _count, dead in vec["deltas"]),
+            }
+        )
         meta.update({"commit": head, "count": count, "next_label": first + len(items)})
         self.layout.publish(path, meta, cancel)
         self.checkpoints.clear()

@@ -646,7 +646,9 @@ def damage_current(gen_path: Path) -> None:
 
 
 def damage_delta(gen_path: Path) -> None:
-    (gen_path / "delta.npz").write_bytes(b"PK\x03\x04 not a zip")
+    (segment,) = gen_path.glob("delta-*")
+    (segment / "vectors.npy").unlink()  # a new file: the previous generation keeps its own
+    (segment / "vectors.npy").write_bytes(b"\x93NUMPY not an array")
 
 
 def damage_late_truncate(gen_path: Path) -> None:
@@ -1281,16 +1283,18 @@ def test_idle_tenants_indexes_are_released_and_reopened(
     assert resident.open_count() == before - 1  # a dropped index is no longer counted
 
 
-def test_one_page_syncs_write_their_own_pieces_and_merge_tables_logarithmically(
+def test_one_page_syncs_write_their_own_pieces_and_vectors_and_merge_logarithmically(
     empty_kb: KnowledgeBase, tmp_path: Path
 ) -> None:
-    """Each sync writes a word-piece table of its new intervals only (the others are hard
-    links); tables merge when the newest is half the one before, dropping intervals that
-    died, so their count stays logarithmic; and the index answers as a full build does."""
+    """Each sync writes a word-piece table and a vector delta segment of its new intervals
+    only (the others are hard links); tables and segments merge when the newest is half the
+    one before, dropping intervals that died, so their count stays logarithmic; and the
+    index answers as a full build does."""
     kb = empty_kb
     index = TenantIndex(kb, ACME)
     ingest(kb, session(ACME, "s-crane", CRANE_TURNS))
     assert index.sync().mode == "full"
+    base_id = index.current().meta["vectors"]["base_id"]
     for n in range(12):
         if n == 5:  # a page whose intervals die while their pieces sit in a table
             (removed,) = [p for p in kb.list_files(f"tenants/{ACME}/pages") if "s-one-2" in p]
@@ -1299,15 +1303,19 @@ def test_one_page_syncs_write_their_own_pieces_and_merge_tables_logarithmically(
         ingest(kb, session(ACME, f"s-one-{n}", turns))
         gen = index.current()
         before = {name for name, _count in gen.meta["late"]["tables"]}
+        before |= {name for name, _count, _dead in gen.meta["vectors"]["deltas"]}
         assert index.sync().mode == "incremental"
         gen = index.current()
-        tables = gen.meta["late"]["tables"]
-        fresh = [name for name, _count in tables if name not in before]
-        assert len(fresh) == 1  # one table written: the new one, or a merge including it
-        assert len(tables) <= 2 + int(np.log2(n + 2)), tables
-        for name, _count in tables:
-            if name not in fresh:
-                assert all(f.stat().st_nlink > 1 for f in (gen.path / name).iterdir())
+        tables = [name for name, _count in gen.meta["late"]["tables"]]
+        segments = [name for name, _count, _dead in gen.meta["vectors"]["deltas"]]
+        for names in (tables, segments):
+            fresh = [name for name in names if name not in before]
+            assert len(fresh) == 1  # one written: the new one, or a merge including it
+            assert len(names) <= 2 + int(np.log2(n + 2)), names
+            for name in names:
+                if name not in fresh:
+                    assert all(f.stat().st_nlink > 1 for f in (gen.path / name).iterdir())
+        assert gen.meta["vectors"]["base_id"] == base_id  # the graph is never rewritten
     labels = np.concatenate([table.labels for table in index.current().pieces()])
     assert len(labels) == len(set(labels.tolist()))
     full = TenantIndex(follow(kb, tmp_path / "full"), ACME)
