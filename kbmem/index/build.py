@@ -34,7 +34,7 @@ from kbmem.index.deltas import (
 )
 from kbmem.index.generation import INDEX_FORMAT, Generation
 from kbmem.index.intervals import IntervalText, cut_page
-from kbmem.index.late import LATE_FILE, PieceTable
+from kbmem.index.late import LATE_FILE, QuantizedChunk, save_chunks
 from kbmem.index.layout import Layout, link, stop_if_cancelled
 from kbmem.index.postings import make_codec, make_schema, merge_policy
 from kbmem.index.vectors import (
@@ -186,7 +186,7 @@ class Builder:
             allow_replace_deleted=True,
         )
         pieces = self._index_all(path, items, texts, metas, vectors, progress)
-        PieceTable.of(list(range(len(items))), pieces).save(path / LATE_FILE)
+        save_chunks(path / LATE_FILE, pieces)
         vec: dict[str, Any] = {
             "base_count": 0,
             "capacity": capacity,
@@ -220,15 +220,16 @@ class Builder:
         metas: dict[str, dict[str, Any]],
         vectors: ann.Index,
         progress: Progress | None,
-    ) -> list[np.ndarray]:
+    ) -> list[QuantizedChunk]:
         """Embed ``items`` chunk by chunk and add them to ``vectors`` and to a new Whoosh
-        index at ``path``; returns their word pieces. One writer, one segment: the fewest
+        index at ``path``; returns their word pieces, quantized chunk by chunk (as floats they
+        were most of a build's memory: 34 KB an interval). One writer, one segment: the fewest
         postings lists for a query to read. Embedding (the model, one core) and indexing (the
         graph and Whoosh, on another thread) of successive chunks overlap."""
         ix = whoosh_index.create_in(str(path / "whoosh"), make_schema())
         writer = ix.writer(procs=1, limitmb=FULL_WRITER_MB, codec=make_codec())
         pending: queue.Queue[Chunk | None] = queue.Queue(2)
-        pieces: list[np.ndarray] = []
+        pieces: list[QuantizedChunk] = []
         failed: list[BaseException] = []
 
         def index_chunks() -> None:
@@ -239,7 +240,7 @@ class Builder:
                 try:
                     labels = vector_labels(np.arange(start, start + len(chunk)), counts)
                     vectors.add_items(emb, labels, num_threads=1)
-                    pieces.extend(found)
+                    pieces.append(QuantizedChunk.of(found))
                     for n, item in enumerate(chunk):
                         writer.add_document(**self.doc(item, start + n, metas))
                 except BaseException as exc:

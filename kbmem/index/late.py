@@ -71,6 +71,47 @@ def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass
+class QuantizedChunk:
+    """The word pieces of consecutive intervals, quantized as a table stores them: how many
+    pieces each interval has, and their codes and scales, row after row."""
+
+    sizes: np.ndarray  # int64, one per interval
+    codes: np.ndarray  # int8 (sizes.sum(), DIM)
+    scales: np.ndarray  # float32 (sizes.sum(),)
+
+    @classmethod
+    def of(cls, pieces: list[np.ndarray]) -> QuantizedChunk:
+        rows = [p for p in pieces if len(p)]
+        vectors = np.vstack(rows) if rows else np.zeros((0, embedder.DIM), np.float32)
+        sizes = np.array([len(p) for p in pieces], dtype=np.int64)
+        return cls(sizes, *quantize(vectors))
+
+
+def save_chunks(path: Path, chunks: list[QuantizedChunk]) -> int:
+    """Write the table of intervals 0, 1, 2, ... whose pieces ``chunks`` hold in order to the
+    folder ``path`` (new), as ``PieceTable.save`` would, streaming the codes: a full build
+    quantizes chunk by chunk and never holds its pieces twice, nor as floats. Returns the
+    number of intervals."""
+    sizes = np.concatenate([c.sizes for c in chunks]) if chunks else np.zeros(0, np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    rows = int(starts[-1])
+    scales = np.concatenate([c.scales for c in chunks]) if chunks else np.zeros(0, np.float32)
+    path.mkdir()
+    with open(path / "codes.npy", "wb") as handle:
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.int8)),
+                  "fortran_order": False, "shape": (rows, embedder.DIM)}  # fmt: skip
+        np.lib.format.write_array_header_1_0(handle, header)
+        for chunk in chunks:
+            handle.write(np.ascontiguousarray(chunk.codes).tobytes())
+    arrays = {"labels.npy": np.arange(len(sizes), dtype=np.int64), "starts.npy": starts,
+              "scales.npy": scales.astype(np.float32)}  # fmt: skip
+    for name, array in arrays.items():
+        with open(path / name, "wb") as handle:
+            np.save(handle, array, allow_pickle=False)
+    return len(sizes)
+
+
+@dataclass
 class PieceTable:
     """Word-piece vectors of a generation's intervals, by interval label (ascending), as int8
     codes with a scale per piece."""
