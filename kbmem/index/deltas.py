@@ -146,7 +146,7 @@ def next_pieces(
         new = PieceTable.of(list(range(first, first + len(pieces))), pieces)
         tables.append(("", len(new), new))
 
-    def live(name: str, count: int, table: PieceTable | None) -> tuple[list[int], list[np.ndarray]]:
+    def live(name: str, count: int, table: PieceTable | None) -> PieceTable:
         if table is None:
             table = PieceTable.load(gen.path / name, count)
         dead = (gen.view().docs_of(table.labels) < 0) & (table.labels < first)
@@ -154,13 +154,8 @@ def next_pieces(
         return table.without(table.labels[dead])
 
     def merged(parts: list[tuple[str, int, PieceTable | None]]) -> tuple[str, int, PieceTable]:
-        labels: list[int] = []
-        rows: list[np.ndarray] = []
-        for part in parts:
-            kept, kept_rows = live(*part)
-            labels += kept
-            rows += kept_rows
-        return "", len(labels), PieceTable.of(labels, rows)
+        table = PieceTable.joined([live(*part) for part in parts])
+        return "", len(table), table
 
     base_size = tables[0][1] if tables else 0
     later = sum(count for _name, count, _table in tables[1:])

@@ -157,13 +157,31 @@ class PieceTable:
         out: np.ndarray = self.codes[lo:hi].astype(np.float32) * self.scales[lo:hi, None]
         return out
 
-    def without(self, labels: np.ndarray) -> tuple[list[int], list[np.ndarray]]:
-        """The table's labels but ``labels``, and their piece vectors (float32)."""
-        kept = self.labels[~np.isin(self.labels, labels)]
-        rows = np.searchsorted(self.labels, kept)
-        return kept.tolist(), [
-            self._rows(int(self.starts[r]), int(self.starts[r + 1])) for r in rows
-        ]
+    def without(self, labels: np.ndarray) -> PieceTable:
+        """The table but the intervals ``labels``, its codes kept as they are (never widened
+        to floats and quantized again: a merge of the whole index would hold it as floats)."""
+        keep = ~np.isin(self.labels, labels)
+        sizes = np.diff(self.starts)[keep]
+        rows = np.repeat(keep, np.diff(self.starts))
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return PieceTable(self.labels[keep], starts, self.codes[rows], self.scales[rows])
+
+    @classmethod
+    def joined(cls, tables: list[PieceTable]) -> PieceTable:
+        """One table of ``tables``, whose labels follow each other in ascending order."""
+        if not tables:
+            return cls.empty()
+        starts = [tables[0].starts[:1]]
+        offset = 0
+        for table in tables:
+            starts.append(table.starts[1:] + offset)
+            offset += int(table.starts[-1])
+        return cls(
+            np.concatenate([t.labels for t in tables]).astype(np.int64),
+            np.concatenate(starts).astype(np.int64),
+            np.concatenate([np.asarray(t.codes) for t in tables]).astype(np.int8),
+            np.concatenate([t.scales for t in tables]).astype(np.float32),
+        )
 
     def save(self, path: Path) -> None:
         """Write the table to the folder ``path`` (new), one .npy file per array, so that a

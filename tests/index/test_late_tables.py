@@ -43,3 +43,24 @@ def test_an_empty_build_writes_an_empty_table(tmp_path: Path) -> None:
     assert save_chunks(tmp_path / "empty", []) == 0
     table = PieceTable.load(tmp_path / "empty", 0)
     assert len(table) == 0 and table.pieces_of(0) is None
+
+
+def test_merged_tables_keep_their_codes_and_equal_a_table_of_the_live_intervals(
+    tmp_path: Path,
+) -> None:
+    """A sync merges tables without their dead intervals by moving codes, never widening them
+    to floats: the result is the table a build of the live intervals writes."""
+    readings = read_texts(TEXTS)
+    pieces = [r.pieces[content_rows(r.names)] for r in readings]
+    first = PieceTable.of([0, 1, 2], pieces[:3])
+    first.save(tmp_path / "first")
+    later = PieceTable.of([3, 4, 5], pieces[3:])
+    on_disk = PieceTable.load(tmp_path / "first", 3)  # codes memory-mapped, as a sync reads
+    merged = PieceTable.joined([on_disk.without(np.array([0])), later.without(np.array([4]))])
+    merged.save(tmp_path / "merged")
+    live = [1, 2, 3, 5]
+    PieceTable.of(live, [pieces[n] for n in live]).save(tmp_path / "live")
+    for name in TABLE_FILES:
+        assert (tmp_path / "merged" / name).read_bytes() == (
+            tmp_path / "live" / name
+        ).read_bytes(), name
