@@ -1,7 +1,7 @@
 # Two entry points: `make run` for users and `make test` for developers. Both create .venv and
-# install on first use: `make run` the runtime dependencies only (of which only hnswlib
-# compiles: PyPI ships it as source), `make test` the development extras on top (a separate
-# stamp, so `make test` after `make run` installs only the extras).
+# install on first use: `make run` the runtime dependencies only (all wheels on x86_64 Linux
+# with Python 3.11-3.13: hnswlib comes as qhnswlib), `make test` the development extras on
+# top (a separate stamp, so `make test` after `make run` installs only the extras).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin

@@ -273,11 +273,24 @@ def time_full_build(index: TenantIndex) -> tuple[float, int]:
     return seconds, gen.count
 
 
+def written_bytes(path: Path) -> int:
+    """Bytes of the files in generation ``path`` that its sync wrote: the others are hard
+    links of the generation before (kept until the next sync collects it)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            stat = os.stat(os.path.join(root, name))
+            if stat.st_nlink == 1:
+                total += stat.st_size
+    return total
+
+
 def time_one_page_syncs(
     kb: KnowledgeBase, index: TenantIndex, corpus: Corpus, first: int, repeats: int
-) -> list[float]:
-    """Seconds of each incremental sync after a commit that adds one page."""
-    times = []
+) -> tuple[list[float], list[int]]:
+    """Seconds of each incremental sync after a commit that adds one page, and the bytes it
+    wrote to the index."""
+    times, written = [], []
     for n in range(first, first + repeats):
         kb.commit_files(dict([corpus.session_page(n)]), f"Add page {n}")
         started = time.perf_counter()
@@ -285,7 +298,10 @@ def time_one_page_syncs(
         times.append(time.perf_counter() - started)
         if report.mode != "incremental" or report.pages_changed != 1:
             raise RuntimeError(f"expected an incremental one-page sync, got {report}")
-    return times
+        gen = index.current()
+        assert gen is not None
+        written.append(written_bytes(gen.path))
+    return times, written
 
 
 def time_queries(toolkit: Toolkit, queries: list[str], k: int = 10) -> dict[str, dict[str, Any]]:
@@ -334,6 +350,7 @@ class _Stage:
     full_build: dict[str, float] = field(default_factory=dict)
     sync_one: dict[str, float] = field(default_factory=dict)
     sync_one_max: dict[str, float] = field(default_factory=dict)
+    sync_one_written: dict[str, list[int]] = field(default_factory=dict)
     intervals: dict[str, int] = field(default_factory=dict)
     # The number of the next page committed one at a time (past the run's last page).
     extra: int = 0
@@ -351,11 +368,12 @@ def _grow_and_measure(
     seconds, count = time_full_build(index)
     stage.full_build[str(pages)], stage.intervals[str(pages)] = round(seconds, 2), count
     _say(f"full build at {pages} pages: {count} intervals in {seconds:.1f} s")
-    times = time_one_page_syncs(kb, index, corpus, stage.extra, SYNC_REPEATS)
+    times, written = time_one_page_syncs(kb, index, corpus, stage.extra, SYNC_REPEATS)
+    stage.sync_one_written[str(pages)] = written
     stage.extra += SYNC_REPEATS
     stage.sync_one[str(pages)] = round(statistics.median(times), 3)
     stage.sync_one_max[str(pages)] = round(max(times), 3)
-    _say(f"one-page sync at {pages}: {[round(t, 3) for t in times]} s")
+    _say(f"one-page sync at {pages}: {[round(t, 3) for t in times]} s, wrote {written} bytes")
 
 
 def _time_edit(kb: KnowledgeBase, index: TenantIndex) -> float:
@@ -406,6 +424,7 @@ def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
         "embed_intervals_per_s": round(stage.intervals[str(pages)] / built, 1),
         "sync_one_page_s": stage.sync_one,
         "sync_one_page_max_s": stage.sync_one_max,
+        "sync_one_page_written_bytes": stage.sync_one_written,
         "sync_one_edit_s": round(sync_edit, 3),
         "first_hybrid_after_commit_ms": round(first_query_after_commit, 1),
         "query_ms": query_ms,
@@ -437,6 +456,8 @@ def render(result: dict[str, Any]) -> str:
             f"{p} pages {s} s (max {result['sync_one_page_max_s'][p]})"
             for p, s in result["sync_one_page_s"].items()
         ),
+        "bytes a one-page sync wrote to the index: "
+        + ", ".join(f"{p} pages {w}" for p, w in result["sync_one_page_written_bytes"].items()),
         f"one edited page at {n}: {result['sync_one_edit_s']} s;  first hybrid query after a "
         f"commit: {result['first_hybrid_after_commit_ms']} ms",
         f"{'query (ms)':<12}{'p50':>8}{'p95':>8}{'mean':>8}",

@@ -17,25 +17,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hnswlib
 import numpy as np
 from whoosh import index as whoosh_index
 
 from kbmem.errors import ValidationError
-from kbmem.index import embedder
+from kbmem.index import ann, embedder
 from kbmem.index.build_vectors import embed_reusing
 from kbmem.index.checkpoint import EmbedCheckpoints
-from kbmem.index.deltas import fold_delta, next_delta, next_pieces, should_fold
+from kbmem.index.deltas import (
+    fold_delta,
+    next_delta,
+    next_pieces,
+    next_segments,
+    should_fold,
+    whole_delta,
+)
 from kbmem.index.generation import INDEX_FORMAT, Generation
 from kbmem.index.intervals import IntervalText, cut_page
-from kbmem.index.late import LATE_FILE, PieceTable
+from kbmem.index.late import LATE_FILE, QuantizedChunk, save_chunks
 from kbmem.index.layout import Layout, link, stop_if_cancelled
 from kbmem.index.postings import make_codec, make_schema, merge_policy
 from kbmem.index.vectors import (
     HNSW_EF_CONSTRUCTION,
     HNSW_M,
     save_base,
-    save_delta,
     vector_labels,
     vector_texts,
 )
@@ -173,7 +178,7 @@ class Builder:
         items, metas = self.intervals_at(head) if head else ([], {})
         texts = [vector_texts(it.text, it.speaker) for it in items]
         capacity = max(MIN_CAPACITY, int(sum(map(len, texts)) * CAPACITY_GROWTH))
-        vectors = hnswlib.Index(space="cosine", dim=embedder.DIM)
+        vectors = ann.Index(space="cosine", dim=embedder.DIM)
         vectors.init_index(
             max_elements=capacity,
             ef_construction=HNSW_EF_CONSTRUCTION,
@@ -181,8 +186,15 @@ class Builder:
             allow_replace_deleted=True,
         )
         pieces = self._index_all(path, items, texts, metas, vectors, progress)
-        PieceTable.of(list(range(len(items))), pieces).save(path / LATE_FILE)
-        vec: dict[str, Any] = {"base_count": 0, "capacity": capacity, "delta": 0, "dead": 0}
+        save_chunks(path / LATE_FILE, pieces)
+        vec: dict[str, Any] = {
+            "base_count": 0,
+            "capacity": capacity,
+            "delta": 0,
+            "dead": 0,
+            "deltas": [],
+            "ann": ann.ANN_BUILD,
+        }
         if items:
             vec.update(save_base(vectors, path / "vectors.hnsw"))
         vec.update({"delta": 0, "dead": 0, "marked_deleted": 0})
@@ -206,17 +218,18 @@ class Builder:
         items: list[IntervalText],
         texts: list[list[str]],
         metas: dict[str, dict[str, Any]],
-        vectors: hnswlib.Index,
+        vectors: ann.Index,
         progress: Progress | None,
-    ) -> list[np.ndarray]:
+    ) -> list[QuantizedChunk]:
         """Embed ``items`` chunk by chunk and add them to ``vectors`` and to a new Whoosh
-        index at ``path``; returns their word pieces. One writer, one segment: the fewest
+        index at ``path``; returns their word pieces, quantized chunk by chunk (as floats they
+        were most of a build's memory: 34 KB an interval). One writer, one segment: the fewest
         postings lists for a query to read. Embedding (the model, one core) and indexing (the
         graph and Whoosh, on another thread) of successive chunks overlap."""
         ix = whoosh_index.create_in(str(path / "whoosh"), make_schema())
         writer = ix.writer(procs=1, limitmb=FULL_WRITER_MB, codec=make_codec())
         pending: queue.Queue[Chunk | None] = queue.Queue(2)
-        pieces: list[np.ndarray] = []
+        pieces: list[QuantizedChunk] = []
         failed: list[BaseException] = []
 
         def index_chunks() -> None:
@@ -227,7 +240,7 @@ class Builder:
                 try:
                     labels = vector_labels(np.arange(start, start + len(chunk)), counts)
                     vectors.add_items(emb, labels, num_threads=1)
-                    pieces.extend(found)
+                    pieces.append(QuantizedChunk.of(found))
                     for n, item in enumerate(chunk):
                         writer.add_document(**self.doc(item, start + n, metas))
                 except BaseException as exc:
@@ -303,14 +316,19 @@ class Builder:
         count = self._update_whoosh(gen, path, sorted(removed_paths), items, first, metas)
         meta["late"] = next_pieces(gen, path, dropped, first, pieces)
         base_count = int(vec["base_count"])
-        if should_fold(delta, base_count):
-            vec.update(fold_delta(gen, path, delta))
-            delta = (np.zeros(0, np.int64), delta[1], np.zeros(0, np.int64))
-        elif base_count:
-            link(gen.path / "vectors.hnsw", path / "vectors.hnsw")
-        if len(delta[0]) or len(delta[2]):
-            save_delta(path / "delta.npz", *delta)
-        vec.update({"delta": len(delta[0]), "dead": len(delta[2])})
+        if should_fold(gen, delta, base_count):
+            vec.update(fold_delta(gen, path, whole_delta(gen, delta)))
+            vec["deltas"] = []
+        else:
+            if base_count:
+                link(gen.path / "vectors.hnsw", path / "vectors.hnsw")
+            vec["deltas"] = next_segments(gen, path, delta)
+        vec.update(
+            {
+                "delta": sum(count for _name, count, _dead in vec["deltas"]),
+                "dead": sum(dead for _name, _count, dead in vec["deltas"]),
+            }
+        )
         meta.update({"commit": head, "count": count, "next_label": first + len(items)})
         self.layout.publish(path, meta, cancel)
         self.checkpoints.clear()

@@ -3,9 +3,11 @@ when it folds that into new bases.
 
 The new intervals' vectors go to a small delta beside the base graph, together with the labels
 of base intervals that died; searches read the base graph (approximate) plus the delta
-(exact). Once the delta grows past a threshold, a build folds it into a new base graph (dead
-vectors are marked deleted, and their slots are reused by new ones). Word pieces do the same
-with their own delta table."""
+(exact). The delta is a list of segments: a sync writes one of its own and links the others,
+and segments merge by size as the word-piece tables do, so a one-page sync writes what it
+added, not the delta. Once the delta grows past a threshold, a build folds it into a new base
+graph (dead vectors are marked deleted, and their slots are reused by new ones). Word pieces
+do the same with their own tables."""
 
 from __future__ import annotations
 
@@ -18,10 +20,16 @@ import numpy as np
 from kbmem.index.generation import Generation
 from kbmem.index.late import LATE_FILE, TABLE_FILES, PieceTable
 from kbmem.index.layout import link
-from kbmem.index.vectors import VECTOR_STRIDE, load_vectors, save_base
+from kbmem.index.vectors import (
+    DELTA_FILES,
+    VECTOR_STRIDE,
+    DeltaSegment,
+    load_vectors,
+    save_base,
+)
 
 # Vectors (added, plus dead labels) kept beside the base graph before they are folded into it:
-# a search compares every delta vector, and a sync rewrites the delta.
+# a search compares every delta vector.
 DELTA_MAX = 4096
 DELTA_SHARE = 0.05  # ...or this share of the base graph, whichever is larger
 # Intervals whose word pieces are kept in tables beside the base table before they are folded
@@ -35,23 +43,56 @@ Delta = tuple[np.ndarray, np.ndarray, np.ndarray]  # vector labels, vectors, dea
 
 def next_delta(
     gen: Generation, dropped: np.ndarray, labels: np.ndarray, vectors: np.ndarray
-) -> Delta:
-    """``gen``'s delta without the vectors of the ``dropped`` intervals (those in the base die
-    instead) and with the new ``labels``' ``vectors``."""
-    delta_labels, delta_vectors, dead = gen.delta()
-    owners = delta_labels // VECTOR_STRIDE
-    in_delta = np.isin(dropped, owners)
-    keep = ~np.isin(owners, dropped)
-    return (
-        np.concatenate([delta_labels[keep], labels]),
-        np.vstack([delta_vectors[keep], vectors.astype(np.float32)]),
-        np.union1d(dead, dropped[~in_delta]),
+) -> DeltaSegment:
+    """The delta segment of a sync that removes the ``dropped`` intervals from ``gen`` and
+    adds the new ``labels``' ``vectors``: only the labels of ``gen``'s segments are read."""
+    owners = [seg.labels // VECTOR_STRIDE for seg in gen.delta_segments()]
+    in_delta = np.isin(dropped, np.concatenate(owners)) if owners else np.zeros(len(dropped), bool)
+    return DeltaSegment(
+        np.asarray(labels, np.int64),
+        vectors.astype(np.float32),
+        np.unique(dropped[~in_delta]),
+        np.unique(dropped[in_delta]),
     )
 
 
-def should_fold(delta: Delta, base_count: int) -> bool:
-    """Whether the delta has outgrown DELTA_MAX (or DELTA_SHARE of the base graph)."""
-    return len(delta[0]) + len(delta[2]) > max(DELTA_MAX, DELTA_SHARE * base_count)
+def should_fold(gen: Generation, new: DeltaSegment, base_count: int) -> bool:
+    """Whether the delta, with ``new``, has outgrown DELTA_MAX (or DELTA_SHARE of the base
+    graph). Vectors of removed intervals count until a merge drops them."""
+    vec = gen.meta["vectors"]
+    size = int(vec["delta"]) + int(vec["dead"]) + len(new.labels) + len(new.dead)
+    return size > max(DELTA_MAX, DELTA_SHARE * base_count)
+
+
+def whole_delta(gen: Generation, new: DeltaSegment) -> Delta:
+    """``gen``'s segments and ``new`` as one delta, for folding into a new base graph."""
+    whole = DeltaSegment.merged([*gen.delta_segments(), new])
+    return whole.labels, np.asarray(whole.vectors), np.unique(whole.dead)
+
+
+def next_segments(gen: Generation, path: Path, new: DeltaSegment) -> list[list[Any]]:
+    """The delta segments of the generation after ``gen``, in ``path``: ``gen``'s shared by
+    hard link, plus ``new`` (if it holds anything), the last two merged while the newest is at
+    least half the size of the one before (so each vector is rewritten a logarithmic number
+    of times). Returns the meta's ``deltas`` entries."""
+    names = [str(name) for name, _count, _dead in gen.meta["vectors"]["deltas"]]
+    parts: list[tuple[str, DeltaSegment]] = list(zip(names, gen.delta_segments(), strict=True))
+    if new.size():
+        parts.append(("", new))
+    while len(parts) >= 2 and 2 * parts[-1][1].size() >= parts[-2][1].size():
+        parts[-2:] = [("", DeltaSegment.merged([parts[-2][1], parts[-1][1]]))]
+    out: list[list[Any]] = []
+    for name, seg in parts:
+        if name:
+            (path / name).mkdir()
+            for file in DELTA_FILES:
+                link(gen.path / name / file, path / name / file)
+        else:  # written by this sync
+            first = int(seg.labels[0]) // VECTOR_STRIDE if len(seg.labels) else 0
+            name = f"delta-{first}-{uuid.uuid4().hex[:8]}"
+            seg.save(path / name)
+        out.append([name, len(seg.labels), len(seg.dead)])
+    return out
 
 
 def fold_delta(gen: Generation, path: Path, delta: Delta) -> dict[str, Any]:
@@ -105,7 +146,7 @@ def next_pieces(
         new = PieceTable.of(list(range(first, first + len(pieces))), pieces)
         tables.append(("", len(new), new))
 
-    def live(name: str, count: int, table: PieceTable | None) -> tuple[list[int], list[np.ndarray]]:
+    def live(name: str, count: int, table: PieceTable | None) -> PieceTable:
         if table is None:
             table = PieceTable.load(gen.path / name, count)
         dead = (gen.view().docs_of(table.labels) < 0) & (table.labels < first)
@@ -113,13 +154,8 @@ def next_pieces(
         return table.without(table.labels[dead])
 
     def merged(parts: list[tuple[str, int, PieceTable | None]]) -> tuple[str, int, PieceTable]:
-        labels: list[int] = []
-        rows: list[np.ndarray] = []
-        for part in parts:
-            kept, kept_rows = live(*part)
-            labels += kept
-            rows += kept_rows
-        return "", len(labels), PieceTable.of(labels, rows)
+        table = PieceTable.joined([live(*part) for part in parts])
+        return "", len(table), table
 
     base_size = tables[0][1] if tables else 0
     later = sum(count for _name, count, _table in tables[1:])

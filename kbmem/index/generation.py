@@ -4,8 +4,9 @@ vectors, speakers, spellings). A generation never changes once published, so wha
 it can be kept as long as it is open.
 
 On disk a generation is a folder ``gen-<id>/`` holding meta.json; whoosh/ (BM25 postings and the
-interval table); vectors.hnsw (the base vector graph); delta.npz (vectors added since, and the
-labels of base intervals that died); late/ and late-<label>-<id>/ (word-piece tables)."""
+interval table); vectors.hnsw (the base vector graph); delta-<label>-<id>/ (segments of vectors
+added since, and of the labels of intervals that died; kbmem.index.vectors.DeltaSegment); late/
+and late-<label>-<id>/ (word-piece tables)."""
 
 from __future__ import annotations
 
@@ -15,22 +16,21 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-import hnswlib
 import numpy as np
 from whoosh import index as whoosh_index
 
 from kbmem.errors import StorageError
-from kbmem.index import embedder
+from kbmem.index import ann, embedder
 from kbmem.index.hits import term_postings
 from kbmem.index.late import PieceTable
 from kbmem.index.postings import IndexView, segment_leaves
 from kbmem.index.spelling import nearest_spelling
-from kbmem.index.vectors import VECTOR_STRIDE, shared_base
+from kbmem.index.vectors import VECTOR_STRIDE, DeltaSegment, shared_base
 
-# 10: word pieces of content words only, as int8 codes and scales in .npy files (memory-mapped);
-# 9: word-piece vectors for late interaction; 8: hyphenated words also as one word; 7: a
-# vector per sentence
-INDEX_FORMAT = 10
+# 11: the vector delta as append-only segments; 10: word pieces of
+# content words only, as int8 codes and scales in .npy files (memory-mapped); 9: word-piece
+# vectors for late interaction; 8: hyphenated words also as one word; 7: a vector per sentence
+INDEX_FORMAT = 11
 # The vectors of this many recent filters are kept (6 MB per 4,096 vectors): the same filter (a
 # speaker, a session) comes back query after query.
 FILTERED_CACHE = 8
@@ -64,8 +64,9 @@ class Generation:
                 vec["base_bytes"]
             ):
                 raise StorageError("the vector index's size differs from its meta")
-            if int(vec["delta"]) and not (path / "delta.npz").is_file():
-                raise StorageError("the vector delta is missing")
+            for name, _count, _dead in vec["deltas"]:
+                if not (path / str(name)).is_dir():
+                    raise StorageError(f"the vector delta {name} is missing")
             for name, count in self.meta["late"]["tables"]:
                 if int(count) and not (path / str(name)).is_dir():
                     raise StorageError(f"the word-piece vectors {name} are missing")
@@ -83,6 +84,7 @@ class Generation:
         self._lock = threading.Lock()
         self._view: IndexView | None = None
         self._delta: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._segments: list[DeltaSegment] | None = None
         self._speakers: list[str] | None = None
         self._filtered: OrderedDict[FilterKey, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._base_ids: np.ndarray | None = None  # every vector label of the base graph
@@ -131,47 +133,43 @@ class Generation:
                 self._view = IndexView(self.searcher().reader())
             return self._view
 
-    def base(self) -> hnswlib.Index | None:
+    def base(self) -> ann.Index | None:
         if not int(self.meta["vectors"]["base_count"]):
             return None
         return shared_base(self.path / "vectors.hnsw", self.meta)
 
+    def delta_segments(self) -> list[DeltaSegment]:
+        """The vector delta's segments, oldest first (vectors memory-mapped), read once."""
+        with self._lock:
+            if self._segments is None:
+                self._segments = [
+                    DeltaSegment.load(self.path / str(name), int(count), int(dead))
+                    for name, count, dead in self.meta["vectors"]["deltas"]
+                ]
+            return self._segments
+
     def delta(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(vector labels, vectors) added since the base graph, and the labels of base
-        intervals that died since."""
+        """(vector labels, vectors) of the live intervals added since the base graph, and the
+        labels of base intervals that died since."""
+        segments = self.delta_segments()
+        if not segments:
+            return (
+                np.zeros(0, np.int64),
+                np.zeros((0, embedder.DIM), np.float32),
+                np.zeros(0, np.int64),
+            )
+        view = self.view()
         with self._lock:
             if self._delta is None:
-                vec = self.meta["vectors"]
-                if not (int(vec["delta"]) or int(vec["dead"])):
-                    self._delta = (
-                        np.zeros(0, np.int64),
-                        np.zeros((0, embedder.DIM), np.float32),
-                        np.zeros(0, np.int64),
-                    )
-                else:
-                    try:
-                        with np.load(self.path / "delta.npz", allow_pickle=False) as data:
-                            labels, vectors = data["labels"], data["vectors"]
-                            dead = data["dead"]
-                    except Exception as exc:
-                        raise StorageError(
-                            f"vector delta of {self.path} is damaged: {exc}"
-                        ) from exc
-                    if (
-                        len(labels) != int(vec["delta"])
-                        or vectors.shape != (len(labels), embedder.DIM)
-                        or len(dead) != int(vec["dead"])
-                    ):
-                        raise StorageError(f"vector delta of {self.path} does not match meta")
-                    self._delta = (
-                        labels.astype(np.int64),
-                        vectors.astype(np.float32),
-                        dead.astype(np.int64),
-                    )
+                labels = np.concatenate([seg.labels for seg in segments])
+                live = view.docs_of(labels // VECTOR_STRIDE) >= 0
+                vectors = np.vstack([np.asarray(seg.vectors) for seg in segments])
+                dead = np.concatenate([seg.dead for seg in segments])
+                self._delta = (labels[live], np.ascontiguousarray(vectors[live]), dead)
             return self._delta
 
     def vectors_of(
-        self, key: FilterKey, labels: np.ndarray, base: hnswlib.Index
+        self, key: FilterKey, labels: np.ndarray, base: ann.Index
     ) -> tuple[np.ndarray, np.ndarray]:
         """The base graph's vector labels and vectors of the intervals ``labels``, those that
         pass the filter ``key``. Reading them from hnswlib costs about 35 µs each (50 ms for

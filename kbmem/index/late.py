@@ -71,6 +71,47 @@ def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass
+class QuantizedChunk:
+    """The word pieces of consecutive intervals, quantized as a table stores them: how many
+    pieces each interval has, and their codes and scales, row after row."""
+
+    sizes: np.ndarray  # int64, one per interval
+    codes: np.ndarray  # int8 (sizes.sum(), DIM)
+    scales: np.ndarray  # float32 (sizes.sum(),)
+
+    @classmethod
+    def of(cls, pieces: list[np.ndarray]) -> QuantizedChunk:
+        rows = [p for p in pieces if len(p)]
+        vectors = np.vstack(rows) if rows else np.zeros((0, embedder.DIM), np.float32)
+        sizes = np.array([len(p) for p in pieces], dtype=np.int64)
+        return cls(sizes, *quantize(vectors))
+
+
+def save_chunks(path: Path, chunks: list[QuantizedChunk]) -> int:
+    """Write the table of intervals 0, 1, 2, ... whose pieces ``chunks`` hold in order to the
+    folder ``path`` (new), as ``PieceTable.save`` would, streaming the codes: a full build
+    quantizes chunk by chunk and never holds its pieces twice, nor as floats. Returns the
+    number of intervals."""
+    sizes = np.concatenate([c.sizes for c in chunks]) if chunks else np.zeros(0, np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    rows = int(starts[-1])
+    scales = np.concatenate([c.scales for c in chunks]) if chunks else np.zeros(0, np.float32)
+    path.mkdir()
+    with open(path / "codes.npy", "wb") as handle:
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.int8)),
+                  "fortran_order": False, "shape": (rows, embedder.DIM)}  # fmt: skip
+        np.lib.format.write_array_header_1_0(handle, header)
+        for chunk in chunks:
+            handle.write(np.ascontiguousarray(chunk.codes).tobytes())
+    arrays = {"labels.npy": np.arange(len(sizes), dtype=np.int64), "starts.npy": starts,
+              "scales.npy": scales.astype(np.float32)}  # fmt: skip
+    for name, array in arrays.items():
+        with open(path / name, "wb") as handle:
+            np.save(handle, array, allow_pickle=False)
+    return len(sizes)
+
+
+@dataclass
 class PieceTable:
     """Word-piece vectors of a generation's intervals, by interval label (ascending), as int8
     codes with a scale per piece."""
@@ -116,13 +157,31 @@ class PieceTable:
         out: np.ndarray = self.codes[lo:hi].astype(np.float32) * self.scales[lo:hi, None]
         return out
 
-    def without(self, labels: np.ndarray) -> tuple[list[int], list[np.ndarray]]:
-        """The table's labels but ``labels``, and their piece vectors (float32)."""
-        kept = self.labels[~np.isin(self.labels, labels)]
-        rows = np.searchsorted(self.labels, kept)
-        return kept.tolist(), [
-            self._rows(int(self.starts[r]), int(self.starts[r + 1])) for r in rows
-        ]
+    def without(self, labels: np.ndarray) -> PieceTable:
+        """The table but the intervals ``labels``, its codes kept as they are (never widened
+        to floats and quantized again: a merge of the whole index would hold it as floats)."""
+        keep = ~np.isin(self.labels, labels)
+        sizes = np.diff(self.starts)[keep]
+        rows = np.repeat(keep, np.diff(self.starts))
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        return PieceTable(self.labels[keep], starts, self.codes[rows], self.scales[rows])
+
+    @classmethod
+    def joined(cls, tables: list[PieceTable]) -> PieceTable:
+        """One table of ``tables``, whose labels follow each other in ascending order."""
+        if not tables:
+            return cls.empty()
+        starts = [tables[0].starts[:1]]
+        offset = 0
+        for table in tables:
+            starts.append(table.starts[1:] + offset)
+            offset += int(table.starts[-1])
+        return cls(
+            np.concatenate([t.labels for t in tables]).astype(np.int64),
+            np.concatenate(starts).astype(np.int64),
+            np.concatenate([np.asarray(t.codes) for t in tables]).astype(np.int8),
+            np.concatenate([t.scales for t in tables]).astype(np.float32),
+        )
 
     def save(self, path: Path) -> None:
         """Write the table to the folder ``path`` (new), one .npy file per array, so that a

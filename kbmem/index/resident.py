@@ -24,6 +24,10 @@ class Releasable(Protocol):
 
 _open: OrderedDict[int, weakref.ref[Releasable]] = OrderedDict()
 _lock = threading.Lock()
+# The most recently used index (a weak reference, None when it changed or died): a search reads
+# the current generation many times over (every hit it looks around), and each read of the
+# index used last needs neither the lock nor a reordering.
+_newest: weakref.ref[Releasable] | None = None
 
 
 def open_limit() -> int:
@@ -35,6 +39,10 @@ def open_limit() -> int:
 def touch(index: Releasable) -> None:
     """Note that ``index`` serves a read now, and release the least recently used indexes
     beyond the limit (outside the lock: a release takes the index's own lock)."""
+    global _newest
+    newest = _newest
+    if newest is not None and newest() is index:
+        return
     evicted: list[Releasable] = []
     with _lock:
         key = id(index)
@@ -42,7 +50,8 @@ def touch(index: Releasable) -> None:
         if ref is not None and ref() is index:
             _open.move_to_end(key)
         else:
-            _open[key] = weakref.ref(index, functools.partial(_forget, key))
+            _open[key] = ref = weakref.ref(index, functools.partial(_forget, key))
+        _newest = ref
         while len(_open) > open_limit():
             _key, oldest = _open.popitem(last=False)
             found = oldest()
@@ -54,7 +63,9 @@ def touch(index: Releasable) -> None:
 
 def forget(index: Releasable) -> None:
     """Stop counting ``index`` (it released its generation itself)."""
+    global _newest
     with _lock:
+        _newest = None
         ref = _open.get(id(index))
         if ref is not None and ref() is index:
             del _open[id(index)]

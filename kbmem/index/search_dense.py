@@ -5,9 +5,9 @@ filter leaves few intervals. An interval scores as its nearest vector."""
 
 from __future__ import annotations
 
-import hnswlib
 import numpy as np
 
+from kbmem.index import ann
 from kbmem.index.generation import Generation
 from kbmem.index.hits import Hit, allowed_docs, ranked
 from kbmem.index.postings import IndexView
@@ -84,7 +84,7 @@ def _search_delta(
 
 def _search_base(
     gen: Generation,
-    base: hnswlib.Index,
+    base: ann.Index,
     allowed: np.ndarray | None,
     flt: dict[str, str],
     delta_owners: np.ndarray,

@@ -18,7 +18,7 @@ import numpy as np
 
 from kbmem.errors import Cancelled, StorageError, ValidationError
 from kbmem.ids import check_tenant
-from kbmem.index import embedder, resident
+from kbmem.index import ann, embedder, resident
 from kbmem.index.build import Builder, SyncReport, reporting
 from kbmem.index.freshness import (
     IndexStatus,
@@ -103,7 +103,7 @@ class TenantIndex:
         self._worker: threading.Thread | None = None
         self._worker_done = threading.Event()
         self._worker_error: BaseException | None = None
-        self._pending_seen: tuple[str, str, int] | None = None
+        self._pending_seen: tuple[str | None, str, int] | None = None
 
     # -- generations ------------------------------------------------------------------------
 
@@ -142,19 +142,24 @@ class TenantIndex:
             return None, "there is no index yet"
         if gen.meta.get("embedder") != embedder.embedder_id():
             return None, (f"the index was built with another embedder ({gen.meta.get('embedder')})")
+        written_by = (gen.meta.get("vectors") or {}).get("ann")
+        if written_by != ann.ANN_BUILD:
+            return None, f"the vector graph was written by another ANN build ({written_by})"
         if gen.meta.get("tenant") != self.tenant:
             return None, "the index belongs to another tenant"
         return gen, ""
 
     # -- freshness --------------------------------------------------------------------------
 
-    def _pending(self, commit: str, head: str) -> int:
-        """The tenant's commits after ``commit`` up to ``head`` (only its own: how busy other
-        tenants are is none of its business)."""
+    def _pending(self, commit: str | None, head: str) -> int:
+        """The tenant's commits after ``commit`` (all of them if None) up to ``head``: only its
+        own, since how busy other tenants are is none of its business. Kept for the last pair
+        asked: a status is read for every search, and each count is a git process."""
         seen = self._pending_seen
         if seen is not None and seen[:2] == (commit, head):
             return seen[2]
-        out = self.kb.repo.git.rev_list("--count", f"{commit}..{head}", "--", self.store.prefix)
+        revs = f"{commit}..{head}" if commit else head
+        out = self.kb.repo.git.rev_list("--count", revs, "--", self.store.prefix)
         count = int(str(out).strip() or 0)
         self._pending_seen = (commit, head, count)
         return count
@@ -167,16 +172,12 @@ class TenantIndex:
         commit = gen.commit if gen is not None else None
         pending = 0
         if head is not None and commit != head:
-            pending = self._pending(commit, head) if commit else self._pending_all(head)
+            pending = self._pending(commit, head)
         done = total = None
         running = read_progress(self.dir)
         if running is not None and (gen is None or running[0] != commit):
             _target, done, total = running
         return IndexStatus(commit, head, pending, done, total, built=gen is not None)
-
-    def _pending_all(self, head: str) -> int:
-        out = self.kb.repo.git.rev_list("--count", head, "--", self.store.prefix)
-        return int(str(out).strip() or 0)
 
     def start_catch_up(self) -> None:
         """Start the background sync of this tenant unless one is running."""

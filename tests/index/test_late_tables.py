@@ -1,0 +1,66 @@
+"""Word-piece tables written by a full build: quantized chunk by chunk and streamed to disk,
+they are the same files, byte for byte, as a table made of all the pieces at once. Real
+readings of the bundled model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from kbmem.index.late import TABLE_FILES, PieceTable, QuantizedChunk, content_rows, save_chunks
+from kbmem.index.vectors import read_texts
+
+TEXTS = [
+    "John: I started kickboxing classes last month and my coach says I'm improving.",
+    "It is what it is.",  # no content word: an interval without pieces
+    "Maria: We drove to the coast for the weekend and watched the sunset over the cliffs.",
+    "The crane repair budget was approved by the harbour board on Tuesday.",
+    "Thanks!",
+    "Nate: We even played some chess afterward, and I lost three games in a row.",
+]
+
+
+def test_a_table_written_chunk_by_chunk_is_the_table_of_all_pieces(tmp_path: Path) -> None:
+    readings = read_texts(TEXTS)
+    pieces = [r.pieces[content_rows(r.names)] for r in readings]
+    assert any(len(p) == 0 for p in pieces) and any(len(p) > 5 for p in pieces)
+    PieceTable.of(list(range(len(pieces))), pieces).save(tmp_path / "whole")
+    chunks = [QuantizedChunk.of(pieces[i : i + 4]) for i in range(0, len(pieces), 4)]
+    assert save_chunks(tmp_path / "chunked", chunks) == len(TEXTS)
+    for name in TABLE_FILES:
+        assert (tmp_path / "chunked" / name).read_bytes() == (
+            tmp_path / "whole" / name
+        ).read_bytes(), name
+    table = PieceTable.load(tmp_path / "chunked", len(TEXTS))
+    for label, expected in enumerate(pieces):
+        found = table.pieces_of(label)
+        assert found is not None and found.shape == expected.shape
+        assert np.abs(found - expected).max(initial=0.0) <= 1 / 254 + 1e-6
+
+
+def test_an_empty_build_writes_an_empty_table(tmp_path: Path) -> None:
+    assert save_chunks(tmp_path / "empty", []) == 0
+    table = PieceTable.load(tmp_path / "empty", 0)
+    assert len(table) == 0 and table.pieces_of(0) is None
+
+
+def test_merged_tables_keep_their_codes_and_equal_a_table_of_the_live_intervals(
+    tmp_path: Path,
+) -> None:
+    """A sync merges tables without their dead intervals by moving codes, never widening them
+    to floats: the result is the table a build of the live intervals writes."""
+    readings = read_texts(TEXTS)
+    pieces = [r.pieces[content_rows(r.names)] for r in readings]
+    first = PieceTable.of([0, 1, 2], pieces[:3])
+    first.save(tmp_path / "first")
+    later = PieceTable.of([3, 4, 5], pieces[3:])
+    on_disk = PieceTable.load(tmp_path / "first", 3)  # codes memory-mapped, as a sync reads
+    merged = PieceTable.joined([on_disk.without(np.array([0])), later.without(np.array([4]))])
+    merged.save(tmp_path / "merged")
+    live = [1, 2, 3, 5]
+    PieceTable.of(live, [pieces[n] for n in live]).save(tmp_path / "live")
+    for name in TABLE_FILES:
+        assert (tmp_path / "merged" / name).read_bytes() == (
+            tmp_path / "live" / name
+        ).read_bytes(), name
