@@ -102,6 +102,7 @@ class TenantIndex:
         self.first_wait = float(section["first_wait_s"])
         self._worker: threading.Thread | None = None
         self._worker_done = threading.Event()
+        self._worker_started = 0.0
         self._worker_error: BaseException | None = None
         self._pending_seen: tuple[str | None, str, int] | None = None
 
@@ -179,17 +180,20 @@ class TenantIndex:
             _target, done, total = running
         return IndexStatus(commit, head, pending, done, total, built=gen is not None)
 
-    def start_catch_up(self) -> None:
-        """Start the background sync of this tenant unless one is running."""
+    def start_catch_up(self) -> float:
+        """Start the background sync of this tenant unless one is running; when the running
+        one started (``time.monotonic()``)."""
         with self._lock:
             if self._worker is not None and self._worker.is_alive():
-                return
+                return self._worker_started
             self._worker_done.clear()
             self._worker_error = None
+            self._worker_started = time.monotonic()
             self._worker = threading.Thread(
                 target=self._catch_up, name=f"kbmem-index-{self.tenant}", daemon=True
             )
             self._worker.start()
+            return self._worker_started
 
     def _catch_up(self) -> None:
         """Sync until the index reflects HEAD (HEAD may move while it builds)."""
@@ -215,7 +219,8 @@ class TenantIndex:
         did not).
 
         The sync runs in a background thread, one per tenant index, and this waits for it up
-        to ``wait_s`` (default: ``stale_wait``, or ``first_wait`` when there is no index yet).
+        to ``wait_s`` (default: what is left of ``stale_wait``, or of ``first_wait`` when there
+        is no index yet, counted from the start of the running sync).
         A sync still running then goes on, and the older generation is served: ``status()``
         says how far behind it is. With no index to serve, StillIndexing says how far the
         first build has got. A caller that follows the sync itself (``progress``) or may stop
@@ -226,9 +231,15 @@ class TenantIndex:
             return gen
         if progress is not None or cancel is not None:
             return self._sync_here(gen, progress, cancel)
-        self.start_catch_up()
-        limit = wait_s if wait_s is not None else self.stale_wait if gen else self.first_wait
-        self._worker_done.wait(limit)
+        started = self.start_catch_up()
+        if wait_s is None:
+            # The wait is counted from the catch-up's start, not the request's: a large
+            # catch-up delays the requests behind it by at most this much in all, and the
+            # ones that come later are answered at once from the older generation, with the
+            # notice, instead of each waiting the whole time again.
+            budget = self.stale_wait if gen else self.first_wait
+            wait_s = max(0.0, started + budget - time.monotonic())
+        self._worker_done.wait(wait_s)
         gen, _problem = self._usable_current()
         if gen is not None:
             return gen

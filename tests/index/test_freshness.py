@@ -112,6 +112,31 @@ def test_a_request_answers_at_once_from_the_older_index_while_the_sync_runs(
     assert not (index.dir / PROGRESS_FILE).exists()
 
 
+def test_a_long_catch_up_delays_the_requests_behind_it_once_not_each(
+    fresh_root: Path,
+) -> None:
+    """The wait for a catch-up is counted from its start: the first search after a large
+    write waits up to ``stale_wait``, and one that comes after that answers at once from the
+    older index instead of waiting the whole time again (under load, every request would
+    otherwise take ``stale_wait`` for as long as the catch-up runs)."""
+    kb = _kb(fresh_root, stale=2, first=600)
+    index = TenantIndex(kb, TENANT)
+    index.sync()
+    _notes(kb, 100, 1500)
+    started = time.monotonic()
+    index.bm25("item 1234", k=5)
+    first = time.monotonic() - started
+    assert not index.status().fresh, "the catch-up must outlast the wait for this test to say much"
+    started = time.monotonic()
+    index.bm25("item 1235", k=5)
+    second = time.monotonic() - started
+    assert first >= 1.9 and second < 1.0, (first, second)
+    deadline = time.monotonic() + 600
+    while not index.status().fresh and time.monotonic() < deadline:
+        time.sleep(0.5)  # let the build end before the folder goes
+    assert index.status().fresh
+
+
 def test_with_no_index_a_request_waits_a_bounded_time_then_says_how_far(
     fresh_root: Path,
 ) -> None:
