@@ -205,6 +205,7 @@ class Researcher:
             steps,
             tokensUsed=briefing.tokens_used,
             pagesUsed=briefing.pages_used,
+            keyFacts=briefing.shown_facts(),  # as the briefing shows them: the answer first
             evidence=len(briefing.evidence),
             partial=briefing.partial,
             ms=round((time.perf_counter() - started) * 1000, 1),

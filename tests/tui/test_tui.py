@@ -149,6 +149,9 @@ async def _chat_streams(kb: KnowledgeBase) -> None:
             lambda: "Skerrick" in rendered(briefing.query_one(".evidence", Static)),
             "the briefing's excerpts",
         )
+        # Its key facts are the briefing's as it was handed over: the direct answer first.
+        facts = rendered(briefing.query_one(".facts", Static))
+        assert facts.startswith("• Direct answer:") and ANSWER in facts.splitlines()[0]
         evidence = rendered(briefing.query_one(".evidence", Static))
         for page_id, _start, _end in cited:
             assert page_id in evidence

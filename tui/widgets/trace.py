@@ -219,6 +219,8 @@ class ResearchCallView(Vertical):
                 )
             )
         elif kind == "done":
+            if data.get("keyFacts") is not None:  # the final ones, the direct answer first
+                self.key_facts = [str(f) for f in data["keyFacts"]]
             pages = len(data.get("pagesUsed") or [])
             summary = f"{pages} pages, {data.get('tokensUsed', 0)} tokens"
             if self.show_times:
