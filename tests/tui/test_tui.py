@@ -339,7 +339,12 @@ async def _audit(kb: KnowledgeBase) -> None:
         assert app.status.pending_turns == 0
         # Nothing is pending any more: the footer greys the commit key out.
         assert screen.check_action("commit_now", ()) is None
-        await wait_until(pilot, lambda: footer_key(screen, "c").has_class("-disabled"), "grey c")
+        # The footer recomposes when the bindings change: its keys may be briefly absent.
+        await wait_until(
+            pilot,
+            lambda: any(k.key == "c" and k.has_class("-disabled") for k in screen.query(FooterKey)),
+            "grey c",
+        )
 
         # Jump from an interval to its page at that commit.
         first = (await interval_cards(pilot, screen))[0].resolved.item
