@@ -7,7 +7,7 @@ raises the threshold to that block's size (up to 32 MiB on 64-bit systems). Afte
 batch of embeddings has freed its multi-megabyte activations, every later buffer of that size
 (torch's activations, numpy's arrays, a request body) is carved out of the malloc arenas
 instead, and the holes left between long-lived small objects are never given back: a server
-answering chats grew from 365 to 850 MB in 40 seconds with nothing new to hold.
+answering chats grew from 365 to 845 MB in 40 seconds with nothing new to hold.
 
 :func:`return_large_buffers` sets the threshold explicitly, which per mallopt(3) also turns the
 dynamic adjustment off, so large buffers stay mapped only while they are used. An operator's
