@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
 from kbmem.errors import KbmemError, ValidationError
+from kbmem.heap import return_large_buffers
 from kbmem.store.repository import KnowledgeBase
 from kbmem.textutil import SURROGATE, printable
 
@@ -166,6 +167,9 @@ def check_text_arguments(parser: argparse.ArgumentParser, args: argparse.Namespa
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # Before anything large is allocated: a server, a sync or a chat then gives the buffers of
+    # its embedding batches and request bodies back to the system when done with them.
+    return_large_buffers()
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)

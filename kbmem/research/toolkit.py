@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, replace
@@ -33,6 +34,13 @@ MAX_PAD = 50  # units an expand may add on each side; more is reading the page i
 # list.
 PAGE_FUSION_WEIGHTS = {"pages": 1.0, "bm25": 0.5, "dense": 1.0, "dated": 1.0}
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+# What a long-lived toolkit (a server's, per tenant) keeps of the pages it has read: bounded by
+# size as well as by count, since one page can hold a turn of many megabytes (a session may be
+# up to memorizer.max_session_bytes) and 256 such pages would hold gigabytes.
+TEXT_CACHE_FILES = 256
+TEXT_CACHE_BYTES = 64 * 1024 * 1024  # as sys.getsizeof counts a str
+PAGE_TABLE_CACHE_PAGES = 1024
+PAGE_TABLE_CACHE_INTERVALS = 50_000  # each interval's hit carries up to EXCERPT_CHARS
 
 
 @dataclass
@@ -99,7 +107,9 @@ class Toolkit:
         self.index = TenantIndex(kb, tenant)
         self.store = PageStore(kb, tenant)
         self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._texts_bytes = 0
         self._texts_lock = threading.Lock()
+        self._page_table_intervals = 0
         self._page_intervals: OrderedDict[tuple[str, str], tuple[list[Hit], dict[int, int]]] = (
             OrderedDict()
         )
@@ -286,10 +296,17 @@ class Toolkit:
                 return found
         intervals = self.index.intervals_of(page_id)
         found = (intervals, {h.interval.start: n for n, h in enumerate(intervals)})
+        if len(intervals) > PAGE_TABLE_CACHE_INTERVALS:
+            return found  # not kept: it alone is over the budget
         with self._texts_lock:
+            old = self._page_intervals.pop(key, None)
+            self._page_table_intervals += len(intervals) - (len(old[0]) if old else 0)
             self._page_intervals[key] = found
-            while len(self._page_intervals) > 1024:
-                self._page_intervals.popitem(last=False)
+            while (
+                len(self._page_intervals) > PAGE_TABLE_CACHE_PAGES
+                or self._page_table_intervals > PAGE_TABLE_CACHE_INTERVALS
+            ):
+                self._page_table_intervals -= len(self._page_intervals.popitem(last=False)[1][0])
         return found
 
     def term_stats(self, terms: list[str]) -> dict[str, int]:
@@ -321,10 +338,15 @@ class Toolkit:
                 self._texts.move_to_end(key)
                 return self._texts[key]
         text = self.kb.read_bytes(path, commit).decode("utf-8", "replace")
+        size = sys.getsizeof(text)
+        if size > TEXT_CACHE_BYTES:
+            return text  # not kept: it alone is over the budget
         with self._texts_lock:
+            old = self._texts.pop(key, None)
+            self._texts_bytes += size - (sys.getsizeof(old) if old is not None else 0)
             self._texts[key] = text
-            while len(self._texts) > 256:
-                self._texts.popitem(last=False)
+            while len(self._texts) > TEXT_CACHE_FILES or self._texts_bytes > TEXT_CACHE_BYTES:
+                self._texts_bytes -= sys.getsizeof(self._texts.popitem(last=False)[1])
         return text
 
     def _own(self, interval: Interval) -> None:

@@ -4,6 +4,7 @@ back, marked as cut short. The example knowledge base, the real index and embedd
 
 from __future__ import annotations
 
+import sys
 import time
 
 import pytest
@@ -11,8 +12,10 @@ import pytest
 from kbmem.config import load_settings
 from kbmem.errors import ValidationError
 from kbmem.interfaces.service import Memory
+from kbmem.research import toolkit as toolkit_module
 from kbmem.research.offline import READ_CHARS
 from kbmem.research.researcher import Researcher
+from kbmem.research.toolkit import Toolkit
 from kbmem.research.types import TraceEvent
 from kbmem.store.repository import KnowledgeBase
 
@@ -136,3 +139,46 @@ def test_one_huge_turn_does_not_make_every_request_read_it_whole(
         assert any("paint" in fact for fact in briefing.key_facts), briefing.key_facts
     finally:
         researcher.close()
+
+
+def test_a_servers_toolkit_keeps_pages_within_its_byte_budget(
+    empty_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A server's toolkit lives as long as the server: what it keeps of the pages it has read
+    # must stay within a size, however large the pages (one turn can be megabytes).
+    monkeypatch.setattr(toolkit_module, "TEXT_CACHE_BYTES", 3 * 1024 * 1024)
+    toolkit = Toolkit(empty_kb, "default")
+    paths = [f"tenants/default/notes/big-{n}.md" for n in range(6)]
+    commit = empty_kb.commit_files(
+        {
+            p: f"---\ntitle: Big {n}\n---\n{'word ' * 200_000}\n".encode()
+            for n, p in enumerate(paths)
+        },
+        "Big notes",
+    )
+    texts = [toolkit.file_text(p, commit) for p in paths]
+    kept = toolkit._texts
+    assert sum(sys.getsizeof(t) for t in kept.values()) <= 3 * 1024 * 1024
+    assert list(kept) == [(p, commit) for p in paths[-3:]]  # the most recently read
+    assert toolkit.file_text(paths[-1], commit) is texts[-1]  # served from what is kept
+    assert toolkit.file_text(paths[0], commit) == texts[0]  # read again, not lost
+    monkeypatch.setattr(toolkit_module, "TEXT_CACHE_BYTES", 1024)
+    toolkit.file_text(paths[1], commit)  # alone over the budget: read, not kept
+    assert (paths[1], commit) not in toolkit._texts
+
+
+def test_a_servers_toolkit_keeps_page_tables_within_an_interval_budget(
+    example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    toolkit = Toolkit(example_kb, "default")
+    pages = [p for p in toolkit.store.files() if len(toolkit.index.intervals_of(p)) >= 2][:6]
+    assert len(pages) == 6
+    sizes = [len(toolkit.index.intervals_of(p)) for p in pages]
+    budget = sum(sizes[-3:])  # room for the last three pages read, not for a fourth
+    monkeypatch.setattr(toolkit_module, "PAGE_TABLE_CACHE_INTERVALS", budget)
+    for page in pages:
+        hit = toolkit.index.intervals_of(page)[0]
+        assert toolkit.around(hit, 0, 1)[1]  # the page's table, read through the cache
+    kept = toolkit._page_intervals
+    assert sum(len(found[0]) for found in kept.values()) <= budget
+    assert [page for _, page in kept] == pages[-3:]
