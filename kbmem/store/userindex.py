@@ -26,12 +26,18 @@ The lock file is a second name (a hard link) of a file kbmem made, ``index.kbmem
 presence is the journal: a writer killed while holding the lock leaves both names, and the
 next writer (under kbmem's write lock, so the dead writer is the only one that made it)
 removes ``index.lock`` only when it is still that very file, never a lock a git command took
-since.
+since. On a filesystem that has no hard links, the lock is created the way git creates it
+(``O_CREAT | O_EXCL``) and holds the journal's random token instead: it is kbmem's when it
+says that token, which no index git writes into its lock does. A writer killed between
+creating that lock and writing the token leaves it empty, not known as kbmem's: the next write
+then waits and says to remove it, as after a crashed git command.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import secrets
 import shutil
 import subprocess
 import time
@@ -48,6 +54,9 @@ RESET_PATHS = ["--literal-pathspecs", "reset", "-q"]
 PATHS_ON_STDIN = ["--pathspec-from-file=-", "--pathspec-file-nul"]
 # A user's git command holds the index lock for milliseconds; it is polled this often.
 POLL_S = 0.01
+# What link(2) fails with where the filesystem has no hard links (FAT, some network and FUSE
+# filesystems): the lock is then made by exclusive create, as git makes it.
+_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS}
 
 
 class LostSwap(Exception):
@@ -124,11 +133,11 @@ def _take(git_dir: Path, wait_s: float) -> Path:
     """Hold ``index.lock``: our own file, then a second name for it made atomically (the
     link fails while anyone holds the lock), as git's create-if-absent would."""
     held = git_dir / HELD_NAME
-    held.touch()
+    held.write_text(f"kbmem {secrets.token_hex(16)}\n")
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            os.link(held, git_dir / GIT_INDEX_LOCK)
+            _claim(held, git_dir / GIT_INDEX_LOCK)
             return held
         except FileExistsError:
             if time.monotonic() >= deadline:
@@ -141,11 +150,38 @@ def _take(git_dir: Path, wait_s: float) -> Path:
             time.sleep(POLL_S)
 
 
+def _claim(held: Path, lock: Path) -> None:
+    """Create ``lock`` if absent, as kbmem's: a hard link of ``held``, or where the filesystem
+    has none, a new file saying ``held``'s token. FileExistsError while anyone holds it."""
+    try:
+        os.link(held, lock)
+        return
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in _NO_LINKS:
+            raise
+    token = held.read_bytes()
+    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        os.write(fd, token)
+    finally:
+        os.close(fd)
+
+
+def _ours(lock: Path, held: Path) -> bool:
+    """Whether ``lock`` is the one kbmem took with the journal ``held``."""
+    if os.path.samefile(lock, held):
+        return True
+    token = held.read_bytes()
+    return bool(token) and lock.read_bytes() == token
+
+
 def _release(git_dir: Path, held: Path) -> None:
     """Let go of ``index.lock`` if it is still ours, then of our name for it."""
     lock = git_dir / GIT_INDEX_LOCK
     with suppress(FileNotFoundError):
-        if os.path.samefile(lock, held):
+        if _ours(lock, held):
             lock.unlink()
     held.unlink(missing_ok=True)
     (git_dir / NEXT_NAME).unlink(missing_ok=True)

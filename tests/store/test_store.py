@@ -399,6 +399,63 @@ def test_a_write_killed_while_head_moves_leaves_the_old_commit_and_no_index_lock
     assert status(root) == ""
 
 
+# A filesystem without hard links (FAT, some network and FUSE mounts) cannot be mounted
+# here; this fake of one makes link(2) fail the way those do, in the writer's process only.
+NO_HARD_LINKS = """
+    import errno, os, sys
+    from kbmem.store import userindex
+
+    def no_links(src, dst, *args, **kwargs):
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    os.link = no_links
+"""
+
+
+def test_without_hard_links_the_index_lock_is_taken_and_a_dead_writers_lock_recovered(
+    empty_kb: KnowledgeBase,
+) -> None:
+    """Where link(2) fails, writes still work (the lock is made by exclusive create and says
+    the journal's token); a writer killed holding it leaves a lock the next writer knows as
+    kbmem's and removes, while a lock git holds is left alone."""
+    root = empty_kb.root
+    lock = root / ".git" / "index.lock"
+    writes = (
+        NO_HARD_LINKS
+        + """
+    from kbmem.store.repository import KnowledgeBase
+    kb = KnowledgeBase(sys.argv[1])
+    kb.commit_files({"tenants/default/notes/a.md": b"linkless\\n"}, "No links")
+"""
+    )
+    done = _spawn(writes, str(root))
+    _out, err = done.communicate(timeout=60)
+    assert done.returncode == 0, err
+    assert empty_kb.read_bytes(NOTE) == b"linkless\n" and status(root) == ""
+    assert not lock.exists()
+    before = head(root)
+    dying = _spawn(NO_HARD_LINKS + DIE_DURING_SWAP, str(root))
+    dying.communicate(timeout=60)
+    assert dying.returncode == -signal.SIGKILL
+    for _ in range(100):  # git update-ref, started by the dead process, may still be running
+        if not (root / ".git" / "refs" / "heads" / "main.lock").exists():
+            break
+        time.sleep(0.05)
+    assert head(root) == before
+    assert lock.exists() and lock.read_bytes().startswith(b"kbmem ")
+    with empty_kb.write_lock():
+        pass
+    assert not lock.exists()
+    assert status(root) == "" and empty_kb.read_bytes(NOTE) == b"linkless\n"
+    # A lock a git command holds, beside a journal a dead writer left, is not kbmem's.
+    (root / ".git" / "index.kbmem-held").write_bytes(b"kbmem 0123\n")
+    lock.write_bytes(b"DIRC a git index being written")
+    with empty_kb.write_lock():
+        pass
+    assert lock.read_bytes() == b"DIRC a git index being written"
+    lock.unlink()
+
+
 def test_objects_are_written_read_only_like_gits(empty_kb: KnowledgeBase) -> None:
     sha = empty_kb.commit_files({NOTE: b"x"}, "x")
     assert sha is not None
