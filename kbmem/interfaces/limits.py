@@ -16,8 +16,6 @@ a protocol class rather than uvicorn's own knobs is in docs/decisions/http-limit
 - **Parser refusals as JSON** (``{"error": {"code": "http", ...}}``, as every other error):
   414 for a request line longer than the parser takes, 431 for headers, 400 for the rest
   (a Content-Length of ``+17``, two that differ).
-- **One write per answer**: what the connection writes in one step of the event loop (an
-  answer's head, its body and its end) goes out in one ``send`` (see :class:`OneWrite`).
 """
 
 from __future__ import annotations
@@ -67,95 +65,6 @@ class _Connection(h11.Connection):
             raise
 
 
-# Written at once, not held to the end of the step, past this: a stream that writes much without
-# yielding still meets the transport's flow control.
-COALESCE_BYTES = 64 * 1024
-
-
-class OneWrite(asyncio.Transport):
-    """A connection's transport that sends what was written to it in one step of the event
-    loop as one write. uvicorn writes an answer's head and its body separately, and the
-    socket sent each at once: two packets, and a client woken twice per answer (with Nagle's
-    algorithm on, the second waited for the client's delayed ACK). Everything else is the
-    transport's own; closing sends what is held first."""
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop):
-        super().__init__()
-        self._transport = transport
-        self._loop = loop
-        self._held: list[bytes] = []
-        self._size = 0
-
-    def write(self, data: bytes | bytearray | memoryview) -> None:
-        if not data:
-            return
-        if not self._held:
-            self._loop.call_soon(self.flush)
-        self._held.append(bytes(data))
-        self._size += len(data)
-        if self._size > COALESCE_BYTES:
-            self.flush()
-
-    def writelines(self, list_of_data: Any) -> None:
-        for data in list_of_data:
-            self.write(data)
-
-    def flush(self) -> None:
-        if not self._held:
-            return
-        data = b"".join(self._held)
-        self._held.clear()
-        self._size = 0
-        if not self._transport.is_closing():
-            self._transport.write(data)
-
-    def close(self) -> None:
-        self.flush()
-        self._transport.close()
-
-    def abort(self) -> None:
-        self._held.clear()
-        self._size = 0
-        self._transport.abort()
-
-    def is_closing(self) -> bool:
-        return self._transport.is_closing()
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return self._transport.get_extra_info(name, default)
-
-    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
-        self._transport.set_protocol(protocol)
-
-    def get_protocol(self) -> asyncio.BaseProtocol:
-        return self._transport.get_protocol()
-
-    def is_reading(self) -> bool:
-        return self._transport.is_reading()
-
-    def pause_reading(self) -> None:
-        self._transport.pause_reading()
-
-    def resume_reading(self) -> None:
-        self._transport.resume_reading()
-
-    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
-        self._transport.set_write_buffer_limits(high, low)
-
-    def get_write_buffer_size(self) -> int:
-        return self._transport.get_write_buffer_size() + self._size
-
-    def get_write_buffer_limits(self) -> tuple[int, int]:
-        return self._transport.get_write_buffer_limits()
-
-    def can_write_eof(self) -> bool:
-        return self._transport.can_write_eof()
-
-    def write_eof(self) -> None:
-        self.flush()
-        self._transport.write_eof()
-
-
 class GuardedH11Protocol(H11Protocol):
     limits = ConnectionLimits()  # replaced per server (see for_limits)
 
@@ -196,7 +105,6 @@ class GuardedH11Protocol(H11Protocol):
         limits.open += 1
         limits.by_client[address] = limits.by_client.get(address, 0) + 1
         self._counted = address
-        self.transport = OneWrite(transport, self.loop)
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
