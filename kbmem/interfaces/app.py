@@ -77,6 +77,11 @@ def create_app(state: ApiState, mcp: McpHttp | None = None) -> Guard:
         lifespan=lifespan,
         docs_url=None,  # FastAPI's page loads its assets from a CDN; routes.docs does not
         redoc_url=None,
+        # FastAPI's own OpenTelemetry (a span per request and per step of it, request
+        # metrics) is off: the guard counts and times each request by route already, the
+        # span would record the query string, and with an SDK installed it cost more per
+        # request than the rest of the app (docs/http-api.md, Traces).
+        telemetry={"tracing": False, "metrics": False, "logs": False, "operation_spans": False},
     )
     app.state.api = state
 

@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
-from kbmem.interfaces.mcp_sdk.server import TOOLS, KbmemMcp
+from kbmem.interfaces.mcp_sdk.server import PROGRESS_EVERY, TOOLS, KbmemMcp, ProgressPacer
 from kbmem.interfaces.mcp_sdk.stdio import build
 from kbmem.interfaces.server import MemoryServer
 from kbmem.interfaces.service import Memory
@@ -181,6 +181,36 @@ def test_research_reports_progress_and_ping_answers_meanwhile(handlers: KbmemMcp
         assert [p for p, _ in seen] == sorted(p for p, _ in seen)
         assert any(m and m.startswith("plan") for _, m in seen), seen
         assert pings and pings[0] < 2.0
+
+    run(test)
+
+
+def test_progress_is_paced_the_first_report_at_once() -> None:
+    ticks = iter([0.0, 0.1, 0.49, 0.5, 0.6, 1.2, 1.3])
+    pacer = ProgressPacer(every=0.5, clock=lambda: next(ticks))
+    assert [pacer.due() for _ in range(7)] == [True, False, False, True, False, True, False]
+
+
+def test_warm_research_sends_few_progress_reports(handlers: KbmemMcp) -> None:
+    """A warm research (a dozen trace steps in well under a second) reports its first step at
+    once and then at most one report per PROGRESS_EVERY, not one per step."""
+
+    async def test() -> None:
+        seen: list[tuple[float, str | None]] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append((progress, message))
+
+        async with Client(handlers.server) as client:
+            await client.call_tool("research", {"request": QUESTION})  # model and index
+            started = time.monotonic()
+            r = await client.call_tool(
+                "research", {"request": QUESTION}, progress_callback=on_progress
+            )
+            elapsed = time.monotonic() - started
+        assert not r.is_error
+        assert seen and seen[0][0] == 1.0  # the first step, reported at once
+        assert len(seen) <= 1 + elapsed / PROGRESS_EVERY, (len(seen), elapsed)
 
     run(test)
 

@@ -54,7 +54,9 @@ log = logging.getLogger(__name__)
 # How long a call that needs the index waits for the background build, reporting progress,
 # before it answers "indexing, N of M done": well inside the 60 s most clients allow a call.
 READY_WAIT = 20.0
-PROGRESS_EVERY = 0.5  # seconds between progress notifications while waiting
+# Seconds between a call's progress notifications: the first goes at once (a long call is
+# never silent), then at most one per this; a warm research (~70 ms, 16 trace steps) sends one.
+PROGRESS_EVERY = 0.5
 RESOURCE_PAGE = 100  # resources per resources/list page
 RESOURCE_NOT_FOUND = -32002  # the spec's code for resources/read of an unknown resource
 # Listed only when the memory syncs with a git remote (docs/sync.md).
@@ -149,6 +151,26 @@ class Readiness:
 
 
 # -- tools ---------------------------------------------------------------------------------------
+
+
+class ProgressPacer:
+    """Which of a call's progress reports to send: the first at once, then none until
+    ``every`` seconds have passed since the last one sent (what came between is summed up
+    by the next: progress only grows). Each report sent is a JSON-RPC message through the
+    transport's framing and a hop to the event loop, and a research reports every step of
+    its trace."""
+
+    def __init__(self, every: float = PROGRESS_EVERY, clock: Callable[[], float] = time.monotonic):
+        self.every = every
+        self.clock = clock
+        self._last: float | None = None
+
+    def due(self) -> bool:
+        now = self.clock()
+        if self._last is not None and now - self._last < self.every:
+            return False
+        self._last = now
+        return True
 
 
 @dataclass(frozen=True)
@@ -498,10 +520,10 @@ class KbmemMcp:
     async def _run(
         self, ctx: ServerRequestContext[Any, Any], tool: ToolSpec, memory: Memory, args: Any
     ) -> dict[str, Any]:
-        """The tool's work in a worker thread. Its progress is posted to the event loop
-        without waiting (a research posts one per trace step: a blocking hop each cost the
-        worker a round trip through the loop), and sent, in order, by a task of this call,
-        which has sent them all before the result goes out."""
+        """The tool's work in a worker thread. Its progress, paced (:class:`ProgressPacer`),
+        is posted to the event loop without waiting (a blocking hop would cost the worker a
+        round trip through the loop), and sent, in order, by a task of this call, which has
+        sent them all before the result goes out."""
         cancel = threading.Event()
         loop = asyncio.get_running_loop()
         sender, receiver = anyio.create_memory_object_stream[tuple[float, float | None, str]](
@@ -512,9 +534,13 @@ class KbmemMcp:
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                 sender.send_nowait(item)
 
+        pacer = ProgressPacer()
+
         def progress(done: float, total: float | None, message: str) -> None:
             if cancel.is_set():
                 raise Cancelled("the call was cancelled")
+            if not pacer.due():
+                return
             with contextlib.suppress(RuntimeError):  # the loop is gone: the server stopped
                 loop.call_soon_threadsafe(post, (done, total, message))
 
