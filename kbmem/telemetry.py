@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from opentelemetry import trace
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 TRACER_NAME = "memory-gam"
@@ -98,6 +99,24 @@ def span(name: str, **attributes: Any) -> Iterator[trace.Span]:
             if value is not None:
                 current.set_attribute(key, value)
         yield current
+
+
+@contextmanager
+def caller_trace(traceparent: str | None, tracestate: str | None = None) -> Iterator[None]:
+    """Spans started inside continue the caller's trace when a request carries W3C trace
+    context (``traceparent``), so a service calling kbmem sees research as part of its own
+    request; without the header nothing is changed (and nothing is paid)."""
+    if not traceparent:
+        yield
+        return
+    carrier = {"traceparent": traceparent}
+    if tracestate:
+        carrier["tracestate"] = tracestate
+    token = otel_context.attach(propagate.extract(carrier))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 def record_research(

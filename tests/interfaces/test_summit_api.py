@@ -130,6 +130,28 @@ def test_build_context_returns_a_briefing_and_spans(on: httpx.Client) -> None:
     assert all("tool" in (s.attributes or {}) and "hits" in (s.attributes or {}) for s in searches)
 
 
+def test_research_spans_continue_the_callers_trace(on: httpx.Client) -> None:
+    """A caller that sends W3C trace context sees research as part of its own trace; one
+    that sends none gets a trace of its own."""
+    caller_trace, caller_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    for parent in (f"00-{caller_trace}-{caller_span}-01", None):
+        SPANS.clear()
+        answer = on.post(
+            "/memory/build_context",
+            json={"tenantId": "default", "request": "Who is on the team roster?"},
+            headers={"traceparent": parent} if parent else {},
+        )
+        assert answer.status_code == 200, answer.text
+        (root,) = [s for s in SPANS.get_finished_spans() if s.name == "researcher.research"]
+        if parent:
+            assert format(root.context.trace_id, "032x") == caller_trace
+            assert root.parent is not None and format(root.parent.span_id, "016x") == caller_span
+        else:
+            assert format(root.context.trace_id, "032x") != caller_trace and root.parent is None
+        steps = [s for s in SPANS.get_finished_spans() if s.name == "researcher.plan"]
+        assert steps and all(s.context.trace_id == root.context.trace_id for s in steps)
+
+
 def test_fast_mode_does_not_reflect_and_budgets_are_clamped(on: httpx.Client) -> None:
     fast = on.post(
         "/memory/build_context",

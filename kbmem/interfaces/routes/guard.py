@@ -17,7 +17,7 @@ from starlette.types import Message, Receive, Scope, Send
 from kbmem.interfaces.envelope import error_body, json_response, send_response
 from kbmem.interfaces.limits import MAX_HEAD_BYTES
 from kbmem.interfaces.routes.common import ApiState, Exchange
-from kbmem.telemetry import HTTP_LATENCY, HTTP_REQUESTS
+from kbmem.telemetry import HTTP_LATENCY, HTTP_REQUESTS, caller_trace
 
 log = logging.getLogger("kbmem.interfaces.app")
 
@@ -68,8 +68,14 @@ class Guard:
                     message["headers"] = [*message.get("headers", []), (b"connection", b"close")]
             await send(message)
 
+        parent = headers.get(b"traceparent")
+        state = headers.get(b"tracestate")
         try:
-            await self._answer(scope, receive, guarded_send, method, record)
+            with caller_trace(
+                parent.decode("latin-1") if parent else None,
+                state.decode("latin-1") if state else None,
+            ):
+                await self._answer(scope, receive, guarded_send, method, record)
         finally:
             if record.large:
                 self.state.large_slots.release()
