@@ -267,6 +267,11 @@ class OfflineAgent:
         selection.read()
         candidates = sorted(selection.candidates, key=lambda c: (-c[0], c[1]))
         ranked = [sentence for _score, _order, sentence in candidates]
+        if ranked and not stated and briefing.answer is not None:
+            # The one ranking of the briefing's sentences (kbmem.research.ranking), as the
+            # direct answer took its line from it; the agent's reading of the sentences
+            # only says whether memory holds anything on the question, and how to show them.
+            ranked = in_ranking_order(briefing.answer.ranked, ranked)
         chosen = _answer_parts(_best_sentences(ranked), ranked, question.parts)
         return resolve_references(chosen, selection.pool, briefing)
 
@@ -515,6 +520,44 @@ class _Selection:
         if not question.stated:
             score *= merit(text, question.terms, question.expected_of(found))
         return text, found, score, room
+
+
+def in_ranking_order(
+    order: list[Said],
+    candidates: list[Sentence],
+) -> list[Sentence]:
+    """The sentences of ``order`` (the direct answer's ranking, best first) as the agent
+    shows them: the candidate of the same turn or paragraph that quotes it (led by the
+    sentence that gives its subject, cut around the question's words); one that is no
+    candidate (it covers too little of the question by the words memory uses) is left out.
+    Then the candidates the ranking does not hold, in their own order."""
+    by_unit: dict[tuple[str, int], list[Sentence]] = {}
+    for sentence in candidates:
+        by_unit.setdefault(_unit_of(sentence), []).append(sentence)
+    out: list[Sentence] = []
+    used: set[int] = set()
+    for said in order:
+        unit = (said.item.interval.path, said.start)
+        found = _quoting(said.text, by_unit.get(unit, []))
+        if found is not None and id(found) not in used:
+            used.add(id(found))
+            out.append(found)
+    return out + [s for s in candidates if id(s) not in used]
+
+
+def _quoting(text: str, sentences: list[Sentence]) -> Sentence | None:
+    """The sentence of ``sentences`` that quotes ``text`` (whole, cut short, or led by
+    another), or None."""
+    words = text.split()
+    head = " ".join(words[:4])
+    for sentence in sentences:
+        quoted = sentence.text
+        if head and head in quoted:
+            return sentence
+        core = quoted.removesuffix("…").removeprefix("…").strip()
+        if len(core) >= MIN_SAME_CHARS and core in text:
+            return sentence
+    return None
 
 
 def _supporting(direct: DirectAnswer, chosen: list[Sentence]) -> list[Sentence]:

@@ -34,6 +34,7 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     ranking = Ranking(question, sentences)
     if not ranking.ranked:
         return DirectAnswer(NOTHING, [], False, kind)
+    ranked = [s for _score, _share, s in ranking.ranked]
     line, sources = EXTRACTORS[kind](ranking)
     # Firm when the best sentence says enough of the question and a sentence the answer was
     # taken from gives the kind asked (a place named through "the city where my sister
@@ -47,5 +48,5 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
         line, sources = phrase_after(best.claim, ranking.weigher.terms), [best]
         firm = False
     if not line:
-        return DirectAnswer(NOTHING, [], False, kind)
-    return DirectAnswer(line if firm else f"{line} {WEAK}", sources, firm, kind)
+        return DirectAnswer(NOTHING, [], False, kind, ranked)
+    return DirectAnswer(line if firm else f"{line} {WEAK}", sources, firm, kind, ranked)

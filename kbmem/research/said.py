@@ -46,12 +46,16 @@ def read_sentences(evidence: list[EvidenceItem]) -> list[Said]:
         previous = ""
         for speaker, stamp, start, end, body in units:
             day = stamp_day(stamp)
+            opens = True
             for text in split_sentences(" ".join(body), cut="prose"):
                 text = text.strip()
                 if not text:
                     continue
-                out.append(Said(text, speaker, day, item, start, end, previous, item.session_id))
-                previous = text
+                replies = opens and previous.endswith("?")
+                out.append(
+                    Said(text, speaker, day, item, start, end, previous, item.session_id, replies)
+                )
+                previous, opens = text, False
     return out
 
 

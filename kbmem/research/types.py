@@ -107,6 +107,8 @@ class Said:
     end: int
     before: str = ""
     session: str = ""
+    # Whether it opens a turn that replies to a question (the turn before ends asking).
+    replies: bool = False
     # What the sentence still claims: without what it says is replaced ("21 April, not 14
     # April as stated"); set when it is read for a question.
     claim: str = ""
@@ -126,6 +128,9 @@ class DirectAnswer:
     sources: list[Said]
     firm: bool
     kind: str
+    # The evidence's sentences that answer the question, best first (the one ranking the
+    # quotes under the line are taken from as well).
+    ranked: list[Said] = field(default_factory=list)
 
     def fact(self) -> str:
         """The answer as the briefing's first key fact, cited; "" when memory gives none."""

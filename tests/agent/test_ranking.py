@@ -1,0 +1,82 @@
+"""The one ranking of the briefing's sentences (kbmem.research.ranking): its signals on turns
+written for these tests (real page text, the real bundled model), and the offline agent's
+quotes following it on the example knowledge base (real index, real research)."""
+
+from __future__ import annotations
+
+from helpers.turns import TENANT
+
+from kbmem.agent.session import ChatSession
+from kbmem.index.intervals import Interval
+from kbmem.research.ranking import Ranking
+from kbmem.research.researcher import Researcher
+from kbmem.research.said import read_sentences
+from kbmem.research.types import EvidenceItem
+from kbmem.store.repository import KnowledgeBase
+
+
+def _turns(session: str, stamp: str, *turns: tuple[str, str]) -> EvidenceItem:
+    lines: list[str] = []
+    for n, (speaker, text) in enumerate(turns, start=1):
+        lines += [f"### T{n} | {speaker} | {stamp}", text, ""]
+    source = "\n".join(lines)
+    interval = Interval(f"{session}/1", f"pages/{session}/1.md", 10, 10 + len(lines) - 1, "c0ffee")
+    return EvidenceItem(f"{session}/1", source, 1.0, "bm25", interval, session, source)
+
+
+def test_a_turn_that_answers_a_question_is_read_as_a_reply() -> None:
+    item = _turns(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Tomas", "The boathouse looks new. What made you pick that green?"),
+        ("Ilse", "It matches the pines. I also fixed the door."),
+    )
+    said = read_sentences([item])
+    assert [(s.text, s.replies) for s in said] == [
+        ("The boathouse looks new.", False),
+        ("What made you pick that green?", False),
+        ("It matches the pines.", True),
+        ("I also fixed the door.", False),
+    ]
+
+
+def test_asked_about_a_speaker_their_words_come_before_another_s() -> None:
+    # Tomas's sentence says more of the question's words, and comes first; Ilse's is hers.
+    items = [
+        _turns("s1", "2024-03-01T09:00:00", ("Tomas", "We baked rye bread for the harbour fair.")),
+        _turns("s2", "2024-03-02T09:00:00", ("Ilse", "I made a plum tart for the fair.")),
+    ]
+    ranking = Ranking("What did Ilse bake for the harbour fair?", read_sentences(items))
+    assert ranking.best().speaker == "Ilse", [(sc, s.text) for sc, _sh, s in ranking.ranked]
+
+
+def test_a_year_the_correction_states_too_is_no_stale_value() -> None:
+    # "21 April 2026, not 14 April 2026": 14 April is stale, 2026 is not.
+    item = _turns(
+        "s1",
+        "2026-02-23T09:00:00",
+        ("Priya", "Correction: the launch is Tuesday 21 April 2026, not Tuesday 14 April 2026."),
+        ("Priya", "The offsite was pencilled in for a spring week after the launch."),
+        ("Priya", "The offsite is booked for Tuesday 28 April 2026."),
+    )
+    ranking = Ranking("When is the offsite?", read_sentences([item]))
+    assert ranking.best().text == "The offsite is booked for Tuesday 28 April 2026."
+
+
+def test_the_quotes_follow_the_direct_answer_s_ranking(kb: KnowledgeBase) -> None:
+    question = "When is the offsite?"
+    researcher = Researcher(kb, TENANT)
+    try:
+        ranked = researcher.research(question).answer.ranked  # type: ignore[union-attr]
+    finally:
+        researcher.close()
+    with ChatSession(kb, TENANT) as chat:
+        answer = chat.send(question).answer
+    quotes = [line for line in answer.splitlines() if line.startswith("- ")]
+    places = [
+        next((n for n, s in enumerate(ranked) if " ".join(s.text.split()[:4]) in q), None)
+        for q in quotes
+    ]
+    assert quotes and places[0] == 0, (answer, [s.text for s in ranked[:5]])
+    found = [p for p in places if p is not None]
+    assert found == sorted(found), (answer, [s.text for s in ranked[:5]])
