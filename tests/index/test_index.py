@@ -714,6 +714,37 @@ def index_search(index: TenantIndex, tool: str) -> list[Hit]:
     return getattr(index, tool)("crane repair budget approved", 8)
 
 
+def test_an_index_built_by_the_other_forward_pass_is_rebuilt(
+    two_tenants: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model runs in float32 or bfloat16 (``KBMEM_EMBED_PRECISION``, else what the
+    processor does natively): queries are read by the pass that built the index they search,
+    so an index of the other pass is rebuilt, and searched as usual afterwards."""
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    built = TenantIndex(kb, ACME).current()
+    assert built is not None and built.meta["embedder"] == embedder.embedder_id()
+    other = "float32" if embedder.precision() == "bfloat16" else "bfloat16"
+    monkeypatch.setenv("KBMEM_EMBED_PRECISION", other)
+    embedder.precision.cache_clear()
+    embedder.embedder_id.cache_clear()
+    monkeypatch.setattr(embedder, "_model", None)
+    monkeypatch.setattr(embedder, "_queries", type(embedder._queries)())
+    try:
+        index = TenantIndex(kb, ACME)
+        report = index.sync()
+        assert report.mode == "full" and "another embedder" in report.reason
+        rebuilt = index.current()
+        assert rebuilt.meta["embedder"].endswith(f"/{other}")
+        assert (
+            rebuilt.meta["embedder"].rsplit("/", 1)[0] == built.meta["embedder"].rsplit("/", 1)[0]
+        )
+        assert "crane" in " ".join(h.excerpt for h in index.late("crane repair budget", 3))
+        assert TenantIndex(kb, ACME).sync().mode == "none"
+    finally:
+        embedder.precision.cache_clear()
+        embedder.embedder_id.cache_clear()
+
+
 def test_foreign_embedder_or_tenant_triggers_a_rebuild(
     two_tenants: KnowledgeBase, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
