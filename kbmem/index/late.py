@@ -69,13 +69,15 @@ def content_rows(names: tuple[str, ...] | list[str]) -> np.ndarray:
 def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unit vectors as packed codes (uint8, CODE_BYTES a vector) and a float32 scale, the
     step between levels, per vector: ``levels(codes) * scale`` is the vector again, each
-    component within half a step (1/LEVELS of the largest)."""
+    component within half a step (1/(LEVELS - 1) of the largest). The outer levels are the
+    largest component and its negative, so a vector read back from its codes is quantized to
+    the same codes again (a sync reuses pieces the index already holds)."""
     vectors = np.asarray(vectors, dtype=np.float32)
     if not len(vectors):
         return np.zeros((0, CODE_BYTES), np.uint8), np.zeros(0, np.float32)
-    scales = np.abs(vectors).max(axis=1) * (2.0 / LEVELS)
+    scales = np.abs(vectors).max(axis=1) * (2.0 / (LEVELS - 1))
     scales = np.maximum(scales, 1e-12).astype(np.float32)
-    level = np.floor(vectors / scales[:, None]) + LEVELS // 2
+    level = np.rint(vectors / scales[:, None] + (LEVELS - 1) / 2)
     level = np.clip(level, 0, LEVELS - 1).astype(np.uint8)
     planes = np.stack([(level >> bit) & 1 for bit in range(CODE_BITS)], axis=1)
     codes = np.packbits(planes, axis=2).reshape(len(vectors), CODE_BYTES)
