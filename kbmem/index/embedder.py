@@ -148,7 +148,7 @@ def model_path() -> Path:
 
 class _Bert:
     """The packaged BERT weights and tokenizer, run as a plain torch forward pass (eval mode:
-    no dropout) in ``dtype``: the linear layers, attention and GELU in it, the embeddings,
+    no dropout) in ``dtype``: the linear layers and GELU in it, the embeddings, attention,
     residual sums and layer norms in float32. Thread-safe: a pass keeps its state in local
     variables."""
 
@@ -212,8 +212,12 @@ class _Bert:
                 p = f"encoder.layer.{i}."
                 qkv = self._linear(x.to(self.dtype), p + "attention.self.qkv")
                 q, k, v = qkv.view(len(batch), length, 3, heads, size).permute(2, 0, 3, 1, 4)
-                a = fn.scaled_dot_product_attention(q, k, v, attn_mask=keep)
-                a = a.transpose(1, 2).reshape(len(batch), length, DIM)
+                # Attention in float32: in bfloat16 its result depends on the padding (the
+                # kernel sums in blocks of the padded length), and a text would be read
+                # differently in another batch; the products above and below do not.
+                a = fn.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                                    attn_mask=keep)  # fmt: skip
+                a = a.transpose(1, 2).reshape(len(batch), length, DIM).to(self.dtype)
                 x = self._norm(self._linear(a, p + "attention.output.dense").float() + x,
                                p + "attention.output.LayerNorm")  # fmt: skip
                 h = fn.gelu(self._linear(x.to(self.dtype), p + "intermediate.dense"))

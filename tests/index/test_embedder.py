@@ -7,12 +7,11 @@ import json
 import os
 import subprocess
 import sys
-from collections import OrderedDict
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.precision import use_precision
 
 from kbmem.errors import ValidationError
 from kbmem.index import embedder
@@ -37,29 +36,11 @@ def _texts() -> list[str]:
     return texts
 
 
-def use_precision(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    """Run the model in ``value`` from now on (loaded again; the query cache emptied)."""
-    monkeypatch.setenv("KBMEM_EMBED_PRECISION", value)
-    embedder.precision.cache_clear()
-    embedder.embedder_id.cache_clear()
-    monkeypatch.setattr(embedder, "_model", None)
-    monkeypatch.setattr(embedder, "_queries", OrderedDict())
-
-
 def batch_tolerance() -> float:
     """How far a text's vector may move with the batch it is read in: float32's rounding;
     bfloat16 rounds each product to 8 bits of mantissa, and a kernel sums in another order
     for another batch size (a text's own reading is still within cosine 0.99999)."""
     return 1e-4 if embedder.precision() == "float32" else 5e-3
-
-
-@pytest.fixture
-def float32_model(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The float32 forward pass, whatever this processor would choose."""
-    use_precision(monkeypatch, "float32")
-    yield
-    embedder.precision.cache_clear()  # chosen again once the environment is restored
-    embedder.embedder_id.cache_clear()
 
 
 def test_vectors_are_unit_length_and_each_text_keeps_its_own() -> None:

