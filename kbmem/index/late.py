@@ -16,9 +16,9 @@ interval that died stays in its table until that is merged (a search keeps to li
 intervals). A search scores every interval of the tenant exactly, with no approximate index:
 one matrix product of the query's pieces with the table's, block by block.
 
-Only the pieces of content words are kept (those a query's pieces are), each as int8 codes
-with a scale (docs/decisions/compact-late-interaction.md): about a third of the float16
-table's bytes."""
+Only the pieces of content words are kept (those a query's pieces are), each as CODE_BITS
+bits a dimension with a scale (docs/decisions/compact-late-interaction.md): an eighth of the
+float16 table's bytes."""
 
 from __future__ import annotations
 
@@ -34,6 +34,12 @@ from kbmem.index.vectors import read_query
 
 LATE_FILE = "late"
 TABLE_FILES = ("labels.npy", "starts.npy", "codes.npy", "scales.npy")
+# Bits per dimension of a stored piece: each component is one of 2**CODE_BITS evenly spaced
+# levels spanning the piece's largest component. A piece's codes are CODE_BITS planes of DIM
+# bits (bit b of every component's level, packed eight to a byte).
+CODE_BITS = 3
+LEVELS = 1 << CODE_BITS
+CODE_BYTES = CODE_BITS * embedder.DIM // 8
 # Pieces scored per block of a search: the block's codes are widened to float32 for the
 # product (24 MB at this size), never the whole table at once.
 SCORE_BLOCK = 16384
@@ -61,13 +67,33 @@ def content_rows(names: tuple[str, ...] | list[str]) -> np.ndarray:
 
 
 def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unit vectors as int8 codes and a float32 scale per vector (``codes * scale`` is the
-    vector again, each component within half a step, 1/254 of the largest)."""
+    """Unit vectors as packed codes (uint8, CODE_BYTES a vector) and a float32 scale, the
+    step between levels, per vector: ``levels(codes) * scale`` is the vector again, each
+    component within half a step (1/(LEVELS - 1) of the largest). The outer levels are the
+    largest component and its negative, so a vector read back from its codes is quantized to
+    the same codes again (a sync reuses pieces the index already holds)."""
     vectors = np.asarray(vectors, dtype=np.float32)
-    scales = np.abs(vectors).max(axis=1) / 127.0 if len(vectors) else np.zeros(0, np.float32)
+    if not len(vectors):
+        return np.zeros((0, CODE_BYTES), np.uint8), np.zeros(0, np.float32)
+    scales = np.abs(vectors).max(axis=1) * (2.0 / (LEVELS - 1))
     scales = np.maximum(scales, 1e-12).astype(np.float32)
-    codes = np.rint(vectors / scales[:, None]).astype(np.int8)
+    level = np.rint(vectors / scales[:, None] + (LEVELS - 1) / 2)
+    level = np.clip(level, 0, LEVELS - 1).astype(np.uint8)
+    planes = np.stack([(level >> bit) & 1 for bit in range(CODE_BITS)], axis=1)
+    codes = np.packbits(planes, axis=2).reshape(len(vectors), CODE_BYTES)
     return codes, scales
+
+
+def levels(codes: np.ndarray) -> np.ndarray:
+    """The components of packed ``codes`` in steps (float32, (rows, DIM)), centred on 0:
+    -3.5 to 3.5 for three bits."""
+    rows = len(codes)
+    planes = np.unpackbits(np.asarray(codes).reshape(rows, CODE_BITS, embedder.DIM // 8), axis=2)
+    level = planes[:, 0].copy()
+    for bit in range(1, CODE_BITS):
+        level |= planes[:, bit] << bit
+    out: np.ndarray = level.astype(np.float32) - (LEVELS - 1) / 2
+    return out
 
 
 @dataclass
@@ -76,7 +102,7 @@ class QuantizedChunk:
     pieces each interval has, and their codes and scales, row after row."""
 
     sizes: np.ndarray  # int64, one per interval
-    codes: np.ndarray  # int8 (sizes.sum(), DIM)
+    codes: np.ndarray  # uint8 (sizes.sum(), CODE_BYTES)
     scales: np.ndarray  # float32 (sizes.sum(),)
 
     @classmethod
@@ -98,8 +124,8 @@ def save_chunks(path: Path, chunks: list[QuantizedChunk]) -> int:
     scales = np.concatenate([c.scales for c in chunks]) if chunks else np.zeros(0, np.float32)
     path.mkdir()
     with open(path / "codes.npy", "wb") as handle:
-        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.int8)),
-                  "fortran_order": False, "shape": (rows, embedder.DIM)}  # fmt: skip
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)),
+                  "fortran_order": False, "shape": (rows, CODE_BYTES)}  # fmt: skip
         np.lib.format.write_array_header_1_0(handle, header)
         for chunk in chunks:
             handle.write(np.ascontiguousarray(chunk.codes).tobytes())
@@ -113,12 +139,12 @@ def save_chunks(path: Path, chunks: list[QuantizedChunk]) -> int:
 
 @dataclass
 class PieceTable:
-    """Word-piece vectors of a generation's intervals, by interval label (ascending), as int8
-    codes with a scale per piece."""
+    """Word-piece vectors of a generation's intervals, by interval label (ascending), as packed
+    codes with a scale per piece (see ``quantize``)."""
 
     labels: np.ndarray  # int64, ascending
     starts: np.ndarray  # int64, len(labels) + 1: label i's rows are starts[i]:starts[i + 1]
-    codes: np.ndarray  # int8 (rows, DIM), memory-mapped when read from disk
+    codes: np.ndarray  # uint8 (rows, CODE_BYTES), memory-mapped when read from disk
     scales: np.ndarray  # float32 (rows,)
 
     @classmethod
@@ -126,7 +152,7 @@ class PieceTable:
         return cls(
             np.zeros(0, np.int64),
             np.zeros(1, np.int64),
-            np.zeros((0, embedder.DIM), np.int8),
+            np.zeros((0, CODE_BYTES), np.uint8),
             np.zeros(0, np.float32),
         )
 
@@ -154,7 +180,7 @@ class PieceTable:
         return self._rows(int(self.starts[at]), int(self.starts[at + 1]))
 
     def _rows(self, lo: int, hi: int) -> np.ndarray:
-        out: np.ndarray = self.codes[lo:hi].astype(np.float32) * self.scales[lo:hi, None]
+        out: np.ndarray = levels(self.codes[lo:hi]) * self.scales[lo:hi, None]
         return out
 
     def without(self, labels: np.ndarray) -> PieceTable:
@@ -179,7 +205,7 @@ class PieceTable:
         return cls(
             np.concatenate([t.labels for t in tables]).astype(np.int64),
             np.concatenate(starts).astype(np.int64),
-            np.concatenate([np.asarray(t.codes) for t in tables]).astype(np.int8),
+            np.concatenate([np.asarray(t.codes) for t in tables]).astype(np.uint8),
             np.concatenate([t.scales for t in tables]).astype(np.float32),
         )
 
@@ -211,9 +237,9 @@ class PieceTable:
         if (
             len(table.labels) != count
             or len(table.starts) != count + 1
-            or codes.dtype != np.int8
+            or codes.dtype != np.uint8
             or scales.dtype != np.float32
-            or codes.shape != (int(table.starts[-1]), embedder.DIM)
+            or codes.shape != (int(table.starts[-1]), CODE_BYTES)
             or scales.shape != (len(codes),)
             or np.any(np.diff(table.labels) <= 0)
             or np.any(np.diff(table.starts) < 0)
@@ -235,7 +261,7 @@ class PieceTable:
             sims = np.empty((len(query), len(self.codes)), np.float32)
             for lo in range(0, len(self.codes), SCORE_BLOCK):
                 hi = min(lo + SCORE_BLOCK, len(self.codes))
-                block = self.codes[lo:hi].astype(np.float32)
+                block = levels(self.codes[lo:hi])
                 np.multiply(query @ block.T, self.scales[lo:hi], out=sims[:, lo:hi])
             every[has] = np.maximum.reduceat(sims, self.starts[:-1][has], axis=1).mean(axis=0)
         if labels is None:

@@ -475,6 +475,25 @@ class TenantIndex:
             return []  # only stop words or punctuation: nothing to look for
         return self._guarded(lambda gen: dense(gen, query, k, flt, vector, self.tenant))
 
+    def bm25_and_dense(
+        self, query: str, k: int = 10, filters: dict[str, Any] | None = None
+    ) -> dict[str, list[Hit]]:
+        """``bm25`` and ``dense`` of ``query`` (by tool name), from one generation: a hybrid
+        search checks HEAD and the live generation once, not once per ranking."""
+        query, k = check_query(query, k)
+        flt = check_filters(filters)
+        terms = analyze(query)
+        if not terms:
+            return {"bm25": [], "dense": []}
+
+        def read(gen: Generation) -> dict[str, list[Hit]]:
+            return {
+                "bm25": self._bm25(gen, [gen.spelled(t) for t in terms], k, flt),
+                "dense": dense(gen, query, k, flt, None, self.tenant),
+            }
+
+        return self._guarded(read)
+
     def late(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
         """The ``k`` intervals that late interaction (kbmem.index.late) ranks best for ``query``:
         exact, over every live interval that passes the filters."""

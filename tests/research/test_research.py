@@ -1071,3 +1071,27 @@ def test_late_interaction_ranks_intervals_but_not_their_pages(researcher):
     assert state.candidates[only_late.interval.key].unpaged > 0
     assert state.page_scores() == before
     assert pages[1] not in dict(state.page_scores())
+
+
+def test_a_hybrid_search_reads_head_once_and_fuses_both_rankings(researcher, monkeypatch):
+    """A hybrid search takes its BM25 and dense rankings from one generation, checked
+    against HEAD once, and fuses exactly what the two searches give on their own."""
+    from kbmem.research.toolkit import fuse
+
+    toolkit = researcher.toolkit
+    query = "Who owns the tide-window scheduler?"
+    expected = fuse({"bm25": toolkit.bm25(query, 20), "dense": toolkit.dense(query, 20)}, 5)
+    kb = toolkit.index.kb
+    reads = []
+    head = kb.head
+
+    def counted_head():
+        reads.append(1)
+        return head()
+
+    monkeypatch.setattr(kb, "head", counted_head)
+    hits = toolkit.hybrid(query, 5)
+    assert len(reads) == 1
+    assert [h.interval.key for h in hits] == [h.interval.key for h in expected]
+    assert [h.score for h in hits] == [h.score for h in expected]
+    assert hits and any("scheduler" in h.excerpt.lower() for h in hits)
