@@ -9,14 +9,8 @@ from __future__ import annotations
 
 import math
 import re
-import threading
-from collections import OrderedDict
-
-import numpy as np
 
 from kbmem.dates import date_windows, date_words, said_dates
-from kbmem.index import embedder
-from kbmem.index.late import content_rows, query_pieces
 from kbmem.index.tenant import analyze
 from kbmem.memorize.sessions import is_own_answer
 from kbmem.research.answer_types import question_kind
@@ -48,17 +42,6 @@ RANK_PRIOR = 0.2
 SUPERSEDED = 0.3  # a sentence stating a value that a correction replaced
 ECHO_FLOOR = 0.4  # a sentence saying nothing new counts this much of its coverage
 NEWS = 3  # new words for a sentence to count fully
-# What the sentence means beside the words it shares: late interaction of the question's
-# content word pieces with the sentence's (kbmem.index.late), by the bundled model, scaled
-# from 0 for the least similar sentence read (or LATE_SPREAD below the most similar) to 1
-# for the most similar. A sentence that says too little of the question's words still
-# answers when it is among the most similar (MEANING_ADMIT) and says some of them
-# (ADMIT_SHARE): asked whom a club takes in, "I picked them because they welcome beginners"
-# answers without saying "club" or "take". (Adding the similarity to the score as well
-# decided near ties the wrong way: see docs/benchmarks.md, stop 41.)
-LATE_SPREAD = 0.4
-MEANING_ADMIT = 0.8
-ADMIT_SHARE = 0.1
 # Asked about a person who speaks in memory, a sentence another speaker said that does not
 # name them counts this much: "What did A research?" is answered by A, or by B about A.
 OTHER_SPEAKER = 0.7
@@ -66,9 +49,6 @@ OTHER_SPEAKER = 0.7
 # was asked for: it counts this much more.
 REPLY = 1.2
 OWN_ANSWER = 0.5  # kbmem's own earlier answer (memorized with its chat), against its sources
-# Readings of sentences kept between requests (a conversation's sentences recur in the
-# evidence of its questions); each is about 20 pieces of 384 float16 numbers.
-READINGS_KEPT = 4096
 BEFORE_SHARE = 0.7  # of the question's terms the sentence before says, the share counted
 BEFORE_POINTER = 0.8  # the same, for a sentence that only points back
 QUESTION_WORDS = frozenset(
@@ -163,7 +143,6 @@ class Ranking:
         order: dict[int, int] = {}
         for s in sentences:
             order.setdefault(id(s.item), len(order))
-        self.meaning = _meaning(question, sentences)
         ranked = []
         for n, s in enumerate(sentences):
             scored = None if s.text.endswith("?") else self._score(s, order[id(s.item)])
@@ -179,8 +158,7 @@ class Ranking:
         corrects = states_correction([s.text])
         s.claim = replaced_in(s.text)[0] if corrects else s.text
         share = self.weigher.share(s)
-        similar = self.meaning.get(id(s), 0.0)
-        if share < MIN_SHARE and (similar < MEANING_ADMIT or share < ADMIT_SHARE):
+        if share < MIN_SHARE:
             return None
         score = share * (1.0 if gives(self.kind, s) else TYPE_MISS)
         if self.kind in ("thing", "list"):
@@ -249,52 +227,6 @@ class Ranking:
     def novel(self, text: str, words: int = 5) -> str:
         """The phrase of ``text`` that says most that the question does not."""
         return novel_phrase(text, self.weigher.terms, self.speakers, words)
-
-
-def _meaning(question: str, sentences: list[Said]) -> dict[int, float]:
-    """Each sentence's late-interaction similarity to ``question`` (the mean over the
-    question's content pieces of their best cosine among the sentence's), keyed by ``id``,
-    scaled from 0 for the least similar sentence to 1 for the most similar."""
-    readable = [s for s in sentences if not s.text.endswith("?")]
-    asked = query_pieces(question)
-    if not readable or not len(asked):
-        return {}
-    scores = np.array(
-        [
-            float((asked @ pieces.T).max(axis=1).mean())
-            for pieces in _pieces([s.text for s in readable])
-        ]
-    )
-    top = float(scores.max())
-    low = min(float(scores.min()), top - LATE_SPREAD)
-    scaled = np.clip((scores - low) / max(top - low, 1e-6), 0.0, 1.0)
-    return {id(s): float(v) for s, v in zip(readable, scaled, strict=True)}
-
-
-_kept: OrderedDict[str, np.ndarray] = OrderedDict()
-_kept_lock = threading.Lock()
-
-
-def _pieces(texts: list[str]) -> list[np.ndarray]:
-    """The content pieces' vectors of each text (kbmem.index.late.content_rows), read by the
-    model once and kept for the last READINGS_KEPT texts; a text without content pieces has
-    one zero row."""
-    with _kept_lock:
-        missing = [t for t in dict.fromkeys(texts) if t not in _kept]
-    read = embedder.read_texts(missing) if missing else []
-    with _kept_lock:
-        for text, reading in zip(missing, read, strict=True):
-            rows = reading.pieces[content_rows(reading.names)]
-            if not len(rows):
-                rows = np.zeros((1, reading.pieces.shape[1]), np.float32)
-            _kept[text] = rows.astype(np.float16)
-        out = []
-        for text in texts:
-            _kept.move_to_end(text)
-            out.append(_kept[text].astype(np.float32))
-        while len(_kept) > READINGS_KEPT:
-            _kept.popitem(last=False)
-    return out
 
 
 def _stale_values_down(
