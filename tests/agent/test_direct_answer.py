@@ -7,23 +7,12 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from helpers.evidence import turns_item
 
 from kbmem.dates import date_words, said_dates, written_date
-from kbmem.index.intervals import Interval
 from kbmem.research.answer_types import question_kind
 from kbmem.research.direct import NOTHING, WEAK, direct_answer
 from kbmem.research.said import points_back
-from kbmem.research.types import EvidenceItem
-
-
-def _turns(session: str, stamp: str, *turns: tuple[str, str]) -> EvidenceItem:
-    """An evidence item holding ``turns`` (speaker, text) as a session page writes them."""
-    lines: list[str] = []
-    for n, (speaker, text) in enumerate(turns, start=1):
-        lines += [f"### T{n} | {speaker} | {stamp}", text, ""]
-    source = "\n".join(lines)
-    interval = Interval(f"{session}/1", f"pages/{session}/1.md", 10, 10 + len(lines) - 1, "c0ffee")
-    return EvidenceItem(f"{session}/1", source, 1.0, "bm25", interval, session, source)
 
 
 @pytest.mark.parametrize(
@@ -91,7 +80,7 @@ def test_date_words_are_the_question_s_time_words():
 
 
 def test_a_date_question_is_answered_with_the_resolved_day():
-    item = _turns(
+    item = turns_item(
         "s4",
         "2024-09-11T10:00:00",
         ("Ilse", "Guess what, I repainted the boathouse last Saturday!"),
@@ -103,13 +92,13 @@ def test_a_date_question_is_answered_with_the_resolved_day():
 
 
 def test_without_a_date_said_the_answer_is_the_day_it_was_told_and_says_so():
-    item = _turns("s2", "2024-05-02T09:00:00", ("Ilse", "I repainted the boathouse green."))
+    item = turns_item("s2", "2024-05-02T09:00:00", ("Ilse", "I repainted the boathouse green."))
     got = direct_answer("When did Ilse repaint the boathouse?", [item])
     assert got.line.startswith("around Thursday 2 May 2024")
 
 
 def test_a_date_the_question_names_is_not_taken_for_the_answer():
-    item = _turns(
+    item = turns_item(
         "s2",
         "2023-02-20T09:00:00",
         (
@@ -122,7 +111,7 @@ def test_a_date_the_question_names_is_not_taken_for_the_answer():
 
 
 def test_duration_number_and_count():
-    item = _turns(
+    item = turns_item(
         "s1",
         "2024-01-05T09:00:00",
         ("Tomas", "The ferry crossing took 47 minutes in the fog."),
@@ -134,7 +123,9 @@ def test_duration_number_and_count():
 
 def test_how_many_counts_distinct_mentions_across_sessions():
     items = [
-        _turns(f"s{n}", f"2024-0{n}-01T09:00:00", ("Ilse", f"I climbed the {peak} ridge today."))
+        turns_item(
+            f"s{n}", f"2024-0{n}-01T09:00:00", ("Ilse", f"I climbed the {peak} ridge today.")
+        )
         for n, peak in enumerate(["Storr", "Quiraing", "Storr"], start=1)
     ]
     got = direct_answer("How many times has Ilse climbed a ridge?", items)
@@ -145,7 +136,7 @@ def test_how_many_counts_distinct_mentions_across_sessions():
 
 
 def test_who_takes_a_name_other_than_the_one_asked_about():
-    item = _turns(
+    item = turns_item(
         "s3",
         "2024-03-01T09:00:00",
         ("Ilse", "Our roof leaked, so my neighbour Joaquim Berg fixed the roof on Sunday."),
@@ -154,7 +145,7 @@ def test_who_takes_a_name_other_than_the_one_asked_about():
 
 
 def test_where_takes_the_place_named():
-    item = _turns(
+    item = turns_item(
         "s3",
         "2024-03-01T09:00:00",
         ("Tomas", "I grew up in Trondheim, near the fjord."),
@@ -164,16 +155,18 @@ def test_where_takes_the_place_named():
 
 def test_a_list_is_gathered_across_sessions_and_deduplicated():
     items = [
-        _turns("s1", "2024-01-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
-        _turns("s2", "2024-02-01T09:00:00", ("Tomas", "Lately I play the banjo on the porch.")),
-        _turns("s3", "2024-03-01T09:00:00", ("Tomas", "Still, I play the cello most evenings.")),
+        turns_item("s1", "2024-01-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
+        turns_item("s2", "2024-02-01T09:00:00", ("Tomas", "Lately I play the banjo on the porch.")),
+        turns_item(
+            "s3", "2024-03-01T09:00:00", ("Tomas", "Still, I play the cello most evenings.")
+        ),
     ]
     line = direct_answer("What instruments does Tomas play?", items).line.lower()
     assert "cello" in line and "banjo" in line and line.count("cello") == 1
 
 
 def test_yes_no_gives_the_verdict_and_its_reason():
-    item = _turns(
+    item = turns_item(
         "s1", "2024-01-01T09:00:00", ("Tomas", "I did not finish the marathon, my knee gave out.")
     )
     line = direct_answer("Did Tomas finish the marathon?", [item]).line
@@ -182,7 +175,7 @@ def test_yes_no_gives_the_verdict_and_its_reason():
 
 def test_a_sentence_that_points_back_is_read_with_the_one_before():
     assert points_back("It was so great!")
-    item = _turns(
+    item = turns_item(
         "s5",
         "2024-06-01T09:00:00",
         (
@@ -195,20 +188,22 @@ def test_a_sentence_that_points_back_is_read_with_the_one_before():
 
 
 def test_memory_that_does_not_say_is_told_so():
-    item = _turns("s1", "2024-01-01T09:00:00", ("Tomas", "The weather was grey all week."))
+    item = turns_item("s1", "2024-01-01T09:00:00", ("Tomas", "The weather was grey all week."))
     got = direct_answer("Who won the regatta?", [item])
     assert got.line == NOTHING and not got.sources
     assert direct_answer("Who won the regatta?", []).line == NOTHING
 
 
 def test_weak_evidence_is_marked():
-    item = _turns("s1", "2024-01-01T09:00:00", ("Tomas", "The garden party was fun, lots of cake."))
+    item = turns_item(
+        "s1", "2024-01-01T09:00:00", ("Tomas", "The garden party was fun, lots of cake.")
+    )
     got = direct_answer("Who baked the cake for the garden party at the harbour?", [item])
     assert got.line == NOTHING or got.line.endswith(WEAK)
 
 
 def test_what_kind_of_is_answered_with_the_noun_phrase_that_names_the_kind():
-    item = _turns(
+    item = turns_item(
         "s1",
         "2024-03-02T09:00:00",
         ("Tomas", "The boathouse needs a new floor before the season."),
@@ -221,15 +216,15 @@ def test_what_kind_of_is_answered_with_the_noun_phrase_that_names_the_kind():
 
 def test_names_are_gathered_from_the_sentences_that_answer():
     items = [
-        _turns("s1", "2024-01-05T09:00:00", ("Ilse", "Our first goat is called Pepper.")),
-        _turns("s2", "2024-02-05T09:00:00", ("Ilse", "The new goat, Juniper, butts everyone.")),
+        turns_item("s1", "2024-01-05T09:00:00", ("Ilse", "Our first goat is called Pepper.")),
+        turns_item("s2", "2024-02-05T09:00:00", ("Ilse", "The new goat, Juniper, butts everyone.")),
     ]
     line = direct_answer("What are the names of Ilse's goats?", items).line
     assert "Pepper" in line and "Juniper" in line and "Ilse" not in line, line
 
 
 def test_a_place_said_with_a_determiner_ends_before_the_time_words():
-    item = _turns(
+    item = turns_item(
         "s1", "2024-06-10T09:00:00", ("Ilse", "We camped in the mountains last week, so quiet.")
     )
     line = direct_answer("Where did Ilse camp?", [item]).line
@@ -237,7 +232,7 @@ def test_a_place_said_with_a_determiner_ends_before_the_time_words():
 
 
 def test_a_choice_is_answered_with_the_alternative_memory_says_more_for():
-    item = _turns(
+    item = turns_item(
         "s1",
         "2024-05-01T09:00:00",
         ("Tomas", "I grew up by the sea and I miss the sea every day."),
@@ -248,7 +243,7 @@ def test_a_choice_is_answered_with_the_alternative_memory_says_more_for():
 
 
 def test_why_is_answered_with_the_reason_the_sentence_gives():
-    item = _turns(
+    item = turns_item(
         "s1",
         "2024-05-01T09:00:00",
         ("Tomas", "I'm selling the van 'cause the ferry is cheaper now."),

@@ -4,28 +4,18 @@ quotes following it on the example knowledge base (real index, real research).""
 
 from __future__ import annotations
 
+from helpers.evidence import turns_item
 from helpers.turns import TENANT
 
 from kbmem.agent.session import ChatSession
-from kbmem.index.intervals import Interval
 from kbmem.research.ranking import Ranking
 from kbmem.research.researcher import Researcher
 from kbmem.research.said import read_sentences
-from kbmem.research.types import EvidenceItem
 from kbmem.store.repository import KnowledgeBase
 
 
-def _turns(session: str, stamp: str, *turns: tuple[str, str]) -> EvidenceItem:
-    lines: list[str] = []
-    for n, (speaker, text) in enumerate(turns, start=1):
-        lines += [f"### T{n} | {speaker} | {stamp}", text, ""]
-    source = "\n".join(lines)
-    interval = Interval(f"{session}/1", f"pages/{session}/1.md", 10, 10 + len(lines) - 1, "c0ffee")
-    return EvidenceItem(f"{session}/1", source, 1.0, "bm25", interval, session, source)
-
-
 def test_a_turn_that_answers_a_question_is_read_as_a_reply() -> None:
-    item = _turns(
+    item = turns_item(
         "s1",
         "2024-03-01T09:00:00",
         ("Tomas", "The boathouse looks new. What made you pick that green?"),
@@ -43,8 +33,10 @@ def test_a_turn_that_answers_a_question_is_read_as_a_reply() -> None:
 def test_asked_about_a_speaker_their_words_come_before_another_s() -> None:
     # Tomas's sentence says more of the question's words, and comes first; Ilse's is hers.
     items = [
-        _turns("s1", "2024-03-01T09:00:00", ("Tomas", "We baked rye bread for the harbour fair.")),
-        _turns("s2", "2024-03-02T09:00:00", ("Ilse", "I made a plum tart for the fair.")),
+        turns_item(
+            "s1", "2024-03-01T09:00:00", ("Tomas", "We baked rye bread for the harbour fair.")
+        ),
+        turns_item("s2", "2024-03-02T09:00:00", ("Ilse", "I made a plum tart for the fair.")),
     ]
     ranking = Ranking("What did Ilse bake for the harbour fair?", read_sentences(items))
     assert ranking.best().speaker == "Ilse", [(sc, s.text) for sc, _sh, s in ranking.ranked]
@@ -52,7 +44,7 @@ def test_asked_about_a_speaker_their_words_come_before_another_s() -> None:
 
 def test_a_year_the_correction_states_too_is_no_stale_value() -> None:
     # "21 April 2026, not 14 April 2026": 14 April is stale, 2026 is not.
-    item = _turns(
+    item = turns_item(
         "s1",
         "2026-02-23T09:00:00",
         ("Priya", "Correction: the launch is Tuesday 21 April 2026, not Tuesday 14 April 2026."),
