@@ -364,6 +364,18 @@ DIE_DURING_SWAP = """
 """
 
 
+def _killed_mid_swap(script: str, root: Path) -> None:
+    """Run ``script`` until it kills itself, then wait for the git update-ref it started,
+    which may still be running, to end."""
+    dying = _spawn(script, str(root))
+    dying.communicate(timeout=60)
+    assert dying.returncode == -signal.SIGKILL
+    for _ in range(100):
+        if not (root / ".git" / "refs" / "heads" / "main.lock").exists():
+            break
+        time.sleep(0.05)
+
+
 def test_a_write_killed_while_head_moves_leaves_the_old_commit_and_no_index_lock(
     empty_kb: KnowledgeBase,
 ) -> None:
@@ -373,13 +385,7 @@ def test_a_write_killed_while_head_moves_leaves_the_old_commit_and_no_index_lock
     the index back as HEAD has it."""
     root = empty_kb.root
     before = empty_kb.commit_files({NOTE: b"old text\n"}, "Old")
-    dying = _spawn(DIE_DURING_SWAP, str(root))
-    dying.communicate(timeout=60)
-    assert dying.returncode == -signal.SIGKILL
-    for _ in range(100):  # git update-ref, started by the dead process, may still be running
-        if not (root / ".git" / "refs" / "heads" / "main.lock").exists():
-            break
-        time.sleep(0.05)
+    _killed_mid_swap(DIE_DURING_SWAP, root)
     assert head(root) == before
     fsck(root)
     assert (root / ".git" / "index.lock").exists()
@@ -434,13 +440,7 @@ def test_without_hard_links_the_index_lock_is_taken_and_a_dead_writers_lock_reco
     assert empty_kb.read_bytes(NOTE) == b"linkless\n" and status(root) == ""
     assert not lock.exists()
     before = head(root)
-    dying = _spawn(NO_HARD_LINKS + DIE_DURING_SWAP, str(root))
-    dying.communicate(timeout=60)
-    assert dying.returncode == -signal.SIGKILL
-    for _ in range(100):  # git update-ref, started by the dead process, may still be running
-        if not (root / ".git" / "refs" / "heads" / "main.lock").exists():
-            break
-        time.sleep(0.05)
+    _killed_mid_swap(NO_HARD_LINKS + DIE_DURING_SWAP, root)
     assert head(root) == before
     assert lock.exists() and lock.read_bytes().startswith(b"kbmem ")
     with empty_kb.write_lock():
