@@ -7,8 +7,9 @@ import re
 import sys
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from kbmem.dates import date_windows, sessions_in
 from kbmem.errors import NotFound, ValidationError
@@ -98,6 +99,48 @@ def check_tool(tool: str) -> None:
         raise ValidationError(f"unknown tool {tool!r} (known: {', '.join(TOOLS)})", "tool")
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Kept(Generic[K, V]):
+    """Least recently used values, bounded by count and by a total weight (``weigh``); a
+    value over the whole weight alone is not kept. Thread-safe."""
+
+    def __init__(self, items: int, weight: int, weigh: Callable[[V], int]):
+        self.items, self.weight, self.weigh = items, weight, weigh
+        self._values: OrderedDict[K, V] = OrderedDict()
+        self._total = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            value = self._values.get(key)
+            if value is not None:
+                self._values.move_to_end(key)
+            return value
+
+    def order(self) -> list[K]:
+        """The keys kept, least recently used first."""
+        with self._lock:
+            return list(self._values)
+
+    def values(self) -> list[V]:
+        with self._lock:
+            return list(self._values.values())
+
+    def put(self, key: K, value: V) -> None:
+        size = self.weigh(value)
+        if size > self.weight:
+            return
+        with self._lock:
+            old = self._values.pop(key, None)
+            self._total += size - (self.weigh(old) if old is not None else 0)
+            self._values[key] = value
+            while len(self._values) > self.items or self._total > self.weight:
+                self._total -= self.weigh(self._values.popitem(last=False)[1])
+
+
 class Toolkit:
     """Tenant-scoped retrieval tools over the tenant's index (synced to HEAD on use)."""
 
@@ -106,12 +149,11 @@ class Toolkit:
         self.tenant = tenant
         self.index = TenantIndex(kb, tenant)
         self.store = PageStore(kb, tenant)
-        self._texts: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self._texts_bytes = 0
-        self._texts_lock = threading.Lock()
-        self._page_table_intervals = 0
-        self._page_intervals: OrderedDict[tuple[str, str], tuple[list[Hit], dict[int, int]]] = (
-            OrderedDict()
+        self._texts: _Kept[tuple[str, str], str] = _Kept(
+            TEXT_CACHE_FILES, TEXT_CACHE_BYTES, sys.getsizeof
+        )
+        self._page_intervals: _Kept[tuple[str, str], tuple[list[Hit], dict[int, int]]] = _Kept(
+            PAGE_TABLE_CACHE_PAGES, PAGE_TABLE_CACHE_INTERVALS, lambda table: len(table[0])
         )
 
     # -- search -----------------------------------------------------------------------------
@@ -285,24 +327,12 @@ class Toolkit:
     def _page_table(self, page_id: str) -> tuple[list[Hit], dict[int, int]]:
         gen = self.index.serving()
         key = (gen.name, page_id)
-        with self._texts_lock:
-            found = self._page_intervals.get(key)
-            if found is not None:
-                self._page_intervals.move_to_end(key)
-                return found
+        found = self._page_intervals.get(key)
+        if found is not None:
+            return found
         intervals = self.index.intervals_of(page_id)
         found = (intervals, {h.interval.start: n for n, h in enumerate(intervals)})
-        if len(intervals) > PAGE_TABLE_CACHE_INTERVALS:
-            return found  # not kept: it alone is over the budget
-        with self._texts_lock:
-            old = self._page_intervals.pop(key, None)
-            self._page_table_intervals += len(intervals) - (len(old[0]) if old else 0)
-            self._page_intervals[key] = found
-            while (
-                len(self._page_intervals) > PAGE_TABLE_CACHE_PAGES
-                or self._page_table_intervals > PAGE_TABLE_CACHE_INTERVALS
-            ):
-                self._page_table_intervals -= len(self._page_intervals.popitem(last=False)[1][0])
+        self._page_intervals.put(key, found)
         return found
 
     def term_stats(self, terms: list[str]) -> dict[str, int]:
@@ -329,20 +359,11 @@ class Toolkit:
         if not _SHA.match(commit):
             commit = self.kb.resolve(commit)
         key = (path, commit)
-        with self._texts_lock:
-            if key in self._texts:
-                self._texts.move_to_end(key)
-                return self._texts[key]
+        text = self._texts.get(key)
+        if text is not None:
+            return text
         text = self.kb.read_bytes(path, commit).decode("utf-8", "replace")
-        size = sys.getsizeof(text)
-        if size > TEXT_CACHE_BYTES:
-            return text  # not kept: it alone is over the budget
-        with self._texts_lock:
-            old = self._texts.pop(key, None)
-            self._texts_bytes += size - (sys.getsizeof(old) if old is not None else 0)
-            self._texts[key] = text
-            while len(self._texts) > TEXT_CACHE_FILES or self._texts_bytes > TEXT_CACHE_BYTES:
-                self._texts_bytes -= sys.getsizeof(self._texts.popitem(last=False)[1])
+        self._texts.put(key, text)
         return text
 
     def _own(self, interval: Interval) -> None:

@@ -159,26 +159,26 @@ def test_a_servers_toolkit_keeps_pages_within_its_byte_budget(
     texts = [toolkit.file_text(p, commit) for p in paths]
     kept = toolkit._texts
     assert sum(sys.getsizeof(t) for t in kept.values()) <= 3 * 1024 * 1024
-    assert list(kept) == [(p, commit) for p in paths[-3:]]  # the most recently read
+    assert kept.order() == [(p, commit) for p in paths[-3:]]  # the most recently read
     assert toolkit.file_text(paths[-1], commit) is texts[-1]  # served from what is kept
     assert toolkit.file_text(paths[0], commit) == texts[0]  # read again, not lost
-    monkeypatch.setattr(toolkit_module, "TEXT_CACHE_BYTES", 1024)
+    kept.weight = 1024
     toolkit.file_text(paths[1], commit)  # alone over the budget: read, not kept
-    assert (paths[1], commit) not in toolkit._texts
+    assert (paths[1], commit) not in kept.order()
 
 
 def test_a_servers_toolkit_keeps_page_tables_within_an_interval_budget(
-    example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+    example_kb: KnowledgeBase,
 ) -> None:
     toolkit = Toolkit(example_kb, "default")
     pages = [p for p in toolkit.store.files() if len(toolkit.index.intervals_of(p)) >= 2][:6]
     assert len(pages) == 6
     sizes = [len(toolkit.index.intervals_of(p)) for p in pages]
     budget = sum(sizes[-3:])  # room for the last three pages read, not for a fourth
-    monkeypatch.setattr(toolkit_module, "PAGE_TABLE_CACHE_INTERVALS", budget)
+    toolkit._page_intervals.weight = budget
     for page in pages:
         hit = toolkit.index.intervals_of(page)[0]
         assert toolkit.around(hit, 0, 1)[1]  # the page's table, read through the cache
     kept = toolkit._page_intervals
     assert sum(len(found[0]) for found in kept.values()) <= budget
-    assert [page for _, page in kept] == pages[-3:]
+    assert [page for _, page in kept.order()] == pages[-3:]
