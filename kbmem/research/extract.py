@@ -219,11 +219,14 @@ def choice(r: Ranking) -> Extracted:
     own = [terms[0] - terms[1], terms[1] - terms[0]]
     support = [0.0, 0.0]
     sources: list[list[Said]] = [[], []]
-    for score, _share, s in r.ranked:
+    for score, share, s in r.ranked:
         said = set(analyze(s.claim))
+        # A sentence counts by what it says itself: one leaning on the sentence before it
+        # ("A lake is fine" after "I miss the sea") does not speak for what that one says.
+        itself = score * r.weigher.share(s, before=False) / share if share else 0.0
         for n in (0, 1):
             if own[n] & said:
-                support[n] += score
+                support[n] += itself
                 sources[n].append(s)
     if support[0] == support[1]:
         return "", [r.best()]
