@@ -101,7 +101,9 @@ def question_kind(question: str) -> str:
     if re.match(r"(?:what|which)\b.*\bnames\b", q):
         return "names"  # "What are her pets' names?": the names, gathered
     if re.match(r"(?:with\s+)?(?:who|whom|whose)\b", q) or re.search(
-        r"\b(?:what|which)\s+(?:person|people|friend|name)\b", q
+        r"\b(?:what|which)\s+(?:person|people|friend|name)\b"
+        r"|^what(?:\s+is|\s+was|'s)\s+(?:the\s+)?name\s+of\b",
+        q,
     ):
         return "person"
     if re.match(r"(?:from\s+)?where\b", q) or re.search(

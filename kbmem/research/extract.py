@@ -26,6 +26,7 @@ from kbmem.research.spans import (
     NUMBER,
     PHRASE_WORDS,
     PLACE,
+    PREPOSITIONS,
     SINCE,
     WHERE_CLAUSE,
     content_phrase,
@@ -219,11 +220,14 @@ def choice(r: Ranking) -> Extracted:
     own = [terms[0] - terms[1], terms[1] - terms[0]]
     support = [0.0, 0.0]
     sources: list[list[Said]] = [[], []]
-    for score, _share, s in r.ranked:
+    for score, share, s in r.ranked:
         said = set(analyze(s.claim))
+        # A sentence counts by what it says itself: one leaning on the sentence before it
+        # ("A lake is fine" after "I miss the sea") does not speak for what that one says.
+        itself = score * r.weigher.share(s, before=False) / share if share else 0.0
         for n in (0, 1):
             if own[n] & said:
-                support[n] += score
+                support[n] += itself
                 sources[n].append(s)
     if support[0] == support[1]:
         return "", [r.best()]
@@ -313,19 +317,53 @@ def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
 
 
 # "Why …?" is answered by the clause a causal connective opens ("… 'cause I'm passionate
-# about dancing"), or by the subject of a verb of causing ("Losing my job gave me the push").
+# about dancing"), by the subject of a verb of causing ("Losing my job gave me the push"), by
+# the clause before a consequence ("I love both, so combining them …": what follows "so" is
+# what was asked about, so it must say one of the question's words), or by the purpose a
+# verb of wanting gives ("I wanted to feel closer to a community").
 _BECAUSE = re.compile(r"(?:\bbecause|'cause|’cause|\bso that)\s+([^.;!?]{3,})", re.I)
 _CAUSER = re.compile(
     r"^([^.;!?]{3,60}?)\s+(?:gave|made|got|inspired|pushed|motivated|led)\s+(?:me|us)\b", re.I
 )
+_SO = re.compile(r"([^.;!?]{8,}?),?\s+so\s+(?!that\b|much\b|many\b|far\b)([^.;!?]{3,})", re.I)
+_PURPOSE = re.compile(
+    r"\b(?:wanted|want|wants|needed|need|needs|hoped|hope|hoping)\s+(to\s+[^.;!?,]{3,})", re.I
+)
+
+
+REASON_WORDS = 10  # a reason is a clause, longer than a thing's phrase
 
 
 def _reason(text: str) -> str:
+    """The reason a causal connective or a verb of causing in ``text`` gives."""
     found = _BECAUSE.search(text)
     if found:
         return " ".join(found.group(1).split()[:PHRASE_WORDS])
     found = _CAUSER.match(text)
     return " ".join(found.group(1).split()[-PHRASE_WORDS:]) if found else ""
+
+
+def _implied_reason(text: str, asked: set[str]) -> str:
+    """The reason ``text`` implies for what the question (its terms ``asked``) asks "why"
+    of: the clause before "so" when the one after says what was asked, else a purpose."""
+    found = _SO.search(text)
+    if found and set(analyze(found.group(2))) & asked:
+        # The clause itself, after what leads into it ("Besides that, my cousin …").
+        clause = found.group(1).rsplit(",", 1)
+        cause = clause[-1] if len(clause[-1].split()) >= 3 else found.group(1)
+        return " ".join(_trim_end(cause.split()[-REASON_WORDS:]))
+    found = _PURPOSE.search(text)
+    if not found:
+        return ""
+    return " ".join(_trim_end(found.group(1).split()[:REASON_WORDS]))
+
+
+def _trim_end(words: list[str]) -> list[str]:
+    """``words`` without the function words at their end (a clause keeps its subject, and
+    a purpose its "to")."""
+    while words and words[-1].lower() in STOP | PREPOSITIONS:
+        words = words[:-1]
+    return words
 
 
 def thing(r: Ranking) -> Extracted:
@@ -343,6 +381,11 @@ def thing(r: Ranking) -> Extracted:
             reason = _reason(s.claim)
             if reason:
                 return reason, [s]
+        # A reason only implied is taken from the best sentence alone.
+        best = r.best()
+        reason = _implied_reason(best.claim, r.weigher.terms - r.weigher.names)
+        if reason:
+            return reason, [best]
     for _score, _share, best in r.ranked[:3]:
         if points_back(best.claim) and best.before:
             # "It was magical": what was magical is named in the sentence before.

@@ -51,6 +51,8 @@ REPLY = 1.2
 OWN_ANSWER = 0.5  # kbmem's own earlier answer (memorized with its chat), against its sources
 BEFORE_SHARE = 0.7  # of the question's terms the sentence before says, the share counted
 BEFORE_POINTER = 0.8  # the same, for a sentence that only points back
+# Who said a sentence not in the first person counts this much of their name's weight.
+SPEAKER_SHARE = 0.7
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how is are was were do does did has have had "
     "can could would will should shall may might the a an of to in on at for with by from "
@@ -94,15 +96,20 @@ class Weigher:
         self.weight = {t: math.log(1 + total / (1 + df.get(t, 0))) for t in self.terms}
         self.whole = sum(self.weight.values()) or 1.0
 
-    def share(self, s: Said) -> float:
-        """The question's weight ``s`` says; who said a first-person sentence counts as said
-        (asked what Caroline did, her "I went" is about her), and a sentence that points back
-        takes the terms of the sentence before it at half weight."""
+    def share(self, s: Said, before: bool = True) -> float:
+        """The question's weight ``s`` says; who said it counts as said, fully in the first
+        person (asked what Caroline did, her "I went" is about her) and at a share otherwise
+        (her "The new one is blue" is most likely hers too), and a sentence that points back
+        takes the terms of the sentence before it at a share (unless ``before`` is False:
+        what the sentence itself says)."""
         said = _terms(s.text)
-        if re.search(r"\b(?:I|my|me|I'm|I've|we|our)\b", s.text):
-            said |= _terms(s.speaker)
+        speaker = _terms(s.speaker) - said
+        if re.search(r"\b(?:I|[Mm]y|[Mm]e|I'm|I've|[Ww]e|[Oo]ur)\b", s.text):
+            said |= speaker
+            speaker = set()
         covered = sum(self.weight[t] for t in said & self.terms)
-        if s.before:
+        covered += SPEAKER_SHARE * sum(self.weight[t] for t in speaker & self.terms)
+        if s.before and before:
             # What a sentence answers is often asked or named just before it: "What did
             # you paint?" — "A sunset!". A sentence that only points back leans on it more.
             share = BEFORE_POINTER if points_back(s.text) else BEFORE_SHARE

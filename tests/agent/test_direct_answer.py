@@ -37,6 +37,9 @@ from kbmem.research.said import points_back
         ("Since when has Tomas sailed?", "date"),
         ("Would Tomas rather live by a lake or the sea?", "choice"),
         ("What did Ilse bake or buy?", "thing"),
+        ("What is the name of Ilse's goat?", "person"),
+        ("What was the name of the ferry Tomas took?", "person"),
+        ("What's the name of the choir's conductor?", "person"),
     ],
 )
 def test_question_kind_from_wh_word_and_cues(question, kind):
@@ -250,3 +253,33 @@ def test_why_is_answered_with_the_reason_the_sentence_gives():
     )
     line = direct_answer("Why is Tomas selling the van?", [item]).line
     assert line.startswith("the ferry is cheaper now"), line
+
+
+def test_the_name_asked_for_is_the_name_the_sentence_gives():
+    item = turns_item(
+        "s1",
+        "2024-05-01T09:00:00",
+        ("Ilse", "We adopted a goat last spring, her name is Pernille and she eats everything."),
+    )
+    got = direct_answer("What is the name of Ilse's goat?", [item])
+    assert got.line == "Pernille" and got.firm, got.line
+
+
+def test_why_is_answered_with_the_clause_before_so_when_what_follows_says_what_was_asked():
+    item = turns_item(
+        "s1",
+        "2024-05-01T09:00:00",
+        ("Tomas", "Well, the winters here are long and dark, so selling the van pays for a trip."),
+    )
+    line = direct_answer("Why is Tomas selling the van?", [item]).line
+    assert line.startswith("the winters here are long and dark"), line
+
+
+def test_why_is_answered_with_the_purpose_a_verb_of_wanting_gives():
+    item = turns_item(
+        "s1",
+        "2024-05-01T09:00:00",
+        ("Ilse", "I joined the rowing club in May, I wanted to meet people in the harbour."),
+    )
+    line = direct_answer("Why did Ilse join the rowing club?", [item]).line
+    assert line.startswith("to meet people in the harbour"), line

@@ -5,6 +5,7 @@ quotes following it on the example knowledge base (real index, real research).""
 from __future__ import annotations
 
 from helpers.evidence import turns_item
+from helpers.talk import memorize
 from helpers.turns import TENANT
 
 from kbmem.agent.session import ChatSession
@@ -72,3 +73,33 @@ def test_the_quotes_follow_the_direct_answer_s_ranking(kb: KnowledgeBase) -> Non
     assert quotes and places[0] == 0, (answer, [s.text for s in ranked[:5]])
     found = [p for p in places if p is not None]
     assert found == sorted(found), (answer, [s.text for s in ranked[:5]])
+
+
+def test_a_speaker_s_sentence_counts_for_them_in_any_person(empty_kb: KnowledgeBase) -> None:
+    # Ilse names her goats without saying "I" or "my", and Tomas's sentence shares more of
+    # the question's words: her sentences still answer a question about her goats.
+    memorize(
+        empty_kb,
+        TENANT,
+        {
+            "s-goats": (
+                "2026-03-01",
+                [
+                    ("Tomas", "Goats everywhere at the fair, the goats even had names on tags."),
+                    ("Ilse", "We keep two goats at the boathouse now."),
+                    ("Ilse", "The old one is Pepper, and Juniper butts everyone."),
+                ],
+            )
+        },
+    )
+    researcher = Researcher(empty_kb, TENANT)
+    try:
+        answer = researcher.research("What are the names of Ilse's goats?").answer
+    finally:
+        researcher.close()
+    assert answer is not None
+    assert "Pepper" in answer.line and "Juniper" in answer.line, answer.line
+    said = read_sentences([turns_item("s1", "2026-03-01T10:00:00", ("Ilse", "We keep goats."))])
+    own = Ranking("What goats does Ilse keep?", said).weigher
+    # "We" opens the sentence: it is Ilse's, in the first person, and says all of it.
+    assert own.share(said[0]) == 1.0
