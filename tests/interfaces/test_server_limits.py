@@ -5,6 +5,7 @@ server on a loopback port, spoken to with http.client."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
 import logging
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from kbmem.interfaces.limits import JOIN_BYTES, HeadWithBody
 from kbmem.interfaces.routes.common import MAX_LARGE_REQUESTS
 from kbmem.interfaces.server import MemoryServer
 from kbmem.interfaces.tokens import TokenStore
@@ -174,3 +176,48 @@ def test_large_requests_are_taken_a_few_at_a_time(served: MemoryServer) -> None:
         sock.sendall(head + b" " * (3 * 1024 * 1024))
         answer = _read_all(sock)
         assert answer.startswith(b"HTTP/1.1 400") and b"is empty" in answer
+
+
+def test_an_answers_head_goes_out_with_its_body() -> None:
+    """HeadWithBody over a real socket: a write is held until the next write of the same
+    event-loop step, which takes it along in one send, or until the step ends; closing
+    sends what is held, aborting drops it."""
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        theirs.setblocking(False)
+        transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, ours)
+        wrapped = HeadWithBody(transport, loop)
+
+        def received() -> bytes:
+            try:
+                return theirs.recv(1 << 20)
+            except BlockingIOError:
+                return b""
+
+        wrapped.write(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\n")
+        assert received() == b""  # held: the body may follow in this step
+        assert wrapped.get_write_buffer_size() > 0
+        wrapped.write(b"body")
+        await asyncio.sleep(0.05)
+        assert received() == b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nbody"
+        wrapped.write(b"event: trace\n\n")  # a streamed answer's part, alone in its step
+        await asyncio.sleep(0.05)
+        assert received() == b"event: trace\n\n"
+        large = b"x" * (JOIN_BYTES + 1)
+        wrapped.write(b"head")
+        wrapped.write(large)  # not copied to join the head: two sends, in order
+        await asyncio.sleep(0.05)
+        got = b""
+        while len(got) < len(large) + 4:
+            got += received()
+            await asyncio.sleep(0.01)
+        assert got == b"head" + large
+        wrapped.write(b"last words")
+        wrapped.close()
+        await asyncio.sleep(0.05)
+        assert received() == b"last words"
+        theirs.close()
+
+    asyncio.run(scenario())
