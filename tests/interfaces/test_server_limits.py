@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import http.client
+import json
 import logging
 import socket
 import threading
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from kbmem.interfaces.limits import JOIN_BYTES, HeadWithBody
+from kbmem.interfaces.limits import JOIN_BYTES, MAX_HEAD_BYTES, HeadWithBody
 from kbmem.interfaces.routes.common import MAX_LARGE_REQUESTS
 from kbmem.interfaces.server import MemoryServer
 from kbmem.interfaces.tokens import TokenStore
@@ -221,3 +222,40 @@ def test_an_answers_head_goes_out_with_its_body() -> None:
         theirs.close()
 
     asyncio.run(scenario())
+
+
+def test_a_head_that_never_ends_is_refused_once_past_its_bound(served: MemoryServer) -> None:
+    """llhttp bounds no head: the protocol counts a head's bytes as they come and answers
+    414 (still in the request line) or 431 (in the headers) past MAX_HEAD_BYTES, in JSON,
+    without waiting for an end that a hostile client never sends."""
+    for start, status in (
+        (b"GET /v1/pages/" + b"x" * (MAX_HEAD_BYTES + 10), 414),
+        (b"GET /v1/pages HTTP/1.1\r\nX-Pad: " + b"y" * (MAX_HEAD_BYTES + 10), 431),
+        # The same heads whole, in one read: refused when the head ends.
+        (b"GET /v1/pages/" + b"x" * (MAX_HEAD_BYTES + 10) + b" HTTP/1.1\r\n\r\n", 414),
+        (b"GET /v1/pages HTTP/1.1\r\nX-Pad: " + b"y" * (MAX_HEAD_BYTES + 10) + b"\r\n\r\n", 431),
+    ):
+        with socket.create_connection(served.server_address[:2], timeout=30) as sock:
+            sock.sendall(start)  # the first two: no end of line, no end of head
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(f"HTTP/1.1 {status} ".encode()), head
+        assert json.loads(body)["error"]["code"] == "http"
+
+
+def test_what_the_parser_refuses_is_said_in_json(served: MemoryServer) -> None:
+    for request, status, said in (
+        (b"GET /v1/health HTTP/1.1\r\nX-Bad: a\x00b\r\n\r\n", 400, "header"),
+        (b"BREW /v1/health HTTP/1.1\r\nHost: x\r\n\r\n", 501, "method"),
+    ):
+        with socket.create_connection(served.server_address[:2], timeout=30) as sock:
+            sock.sendall(request)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(f"HTTP/1.1 {status} ".encode()), head
+        assert b"connection: close" in head.lower()
+        assert said in json.loads(body)["error"]["message"].lower()
