@@ -44,9 +44,9 @@ SMALL_BODY = 1024 * 1024  # every route's body but a session's
 INLINE_PARSE_BYTES = 64 * 1024  # bodies parsed on the event loop; larger ones in a thread
 MAX_LARGE_REQUESTS = 2  # sessions over SMALL_BODY read and memorized at once; more get 503
 # A search is run on the event loop, without the hop to a worker thread (~0.3 ms of a ~3 ms
-# search), only while it is the server's one request and its kind took less than this last
-# time: it then holds up only requests that arrive meanwhile, and by at most about this much
-# (docs/decisions/search-on-the-event-loop.md).
+# search), only while it is the server's one request and its kind took less than this much
+# CPU time last time: it then holds up only requests that arrive meanwhile, and by about
+# this much (docs/decisions/search-on-the-event-loop.md).
 INLINE_SEARCH_MS = 10.0
 ERROR_CODES = {
     400: "invalid",
@@ -90,7 +90,7 @@ class ApiState:
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Requests being answered (the guard counts them; touched only on the event loop).
     in_flight: int = 0
-    # How long the last search of each (tenant, tool) took, in ms (see INLINE_SEARCH_MS).
+    # The CPU time of the last search of each (tenant, tool), in ms (see INLINE_SEARCH_MS).
     search_ms: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def memory(self, tenant: str) -> Memory:
