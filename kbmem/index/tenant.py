@@ -7,11 +7,13 @@ the builds (``build``, ``build_vectors``, ``deltas``) and the searches (``hits``
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import numpy as np
@@ -82,6 +84,22 @@ SYNC_PEEK = 0.5  # ...and a sync that need not wait (an index to serve meanwhile
 CATCH_UP_ROUNDS = 3  # syncs one background run makes while HEAD keeps moving under it
 
 T = TypeVar("T")
+
+# Set by no_waiting(): a read that finds the index behind HEAD does not wait for the catch-up.
+_NO_WAIT: contextvars.ContextVar[bool] = contextvars.ContextVar("kbmem_no_wait", default=False)
+
+
+@contextlib.contextmanager
+def no_waiting() -> Iterator[None]:
+    """Within this block, a read that finds the index behind HEAD starts the catch-up and is
+    answered from the older generation at once, as when the wait has run out (``status()``
+    says how far behind it is); with no index at all it raises StillIndexing at once. For a
+    caller that must not block, such as a search run on the HTTP server's event loop."""
+    token = _NO_WAIT.set(True)
+    try:
+        yield
+    finally:
+        _NO_WAIT.reset(token)
 
 
 class TenantIndex:
@@ -180,6 +198,12 @@ class TenantIndex:
             _target, done, total = running
         return IndexStatus(commit, head, pending, done, total, built=gen is not None)
 
+    def fresh(self) -> bool:
+        """Whether the index serves HEAD now, so that a read neither waits for a catch-up nor
+        counts commits behind (two small file reads; no git process)."""
+        gen, _problem = self._usable_current()
+        return gen is not None and gen.commit == self.kb.head()
+
     def start_catch_up(self) -> float:
         """Start the background sync of this tenant unless one is running; when the running
         one started (``time.monotonic()``)."""
@@ -232,7 +256,9 @@ class TenantIndex:
         if progress is not None or cancel is not None:
             return self._sync_here(gen, progress, cancel)
         started = self.start_catch_up()
-        if wait_s is None:
+        if _NO_WAIT.get():
+            wait_s = 0.0
+        elif wait_s is None:
             # The wait is counted from the catch-up's start, not the request's: a large
             # catch-up delays the requests behind it by at most this much in all, and the
             # ones that come later are answered at once from the older generation, with the

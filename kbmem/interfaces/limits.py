@@ -2,8 +2,9 @@
 a connection slot with a slow trickle of headers, open more connections than its share, or
 get an answer other than JSON for a request the HTTP parser refuses.
 
-:class:`GuardedH11Protocol` is uvicorn's h11 protocol with three additions (the reason for
-a protocol class rather than uvicorn's own knobs is in docs/decisions/http-limits.md):
+:class:`GuardedProtocol` is uvicorn's httptools protocol (llhttp, the parser of Node.js) with
+these additions (the reason for a protocol class rather than uvicorn's own knobs is in
+docs/decisions/http-limits.md):
 
 - **Connection caps**: at most ``max_connections`` open connections, and at most
   ``per_client`` from one address, counted as each connection is made (before any byte of
@@ -14,8 +15,10 @@ a protocol class rather than uvicorn's own knobs is in docs/decisions/http-limit
   sending. uvicorn's and http.server's timeouts are per read, so a byte a second never
   trips them.
 - **Parser refusals as JSON** (``{"error": {"code": "http", ...}}``, as every other error):
-  414 for a request line longer than the parser takes, 431 for headers, 400 for the rest
-  (a Content-Length of ``+17``, two that differ).
+  414 for a request line longer than ``MAX_HEAD_BYTES``, 431 for headers, 501 for a method
+  the parser does not know, 400 for the rest (a Content-Length of ``+17``, two that differ).
+- **An answer's head sent with its body** (:class:`HeadWithBody`): one ``send`` where
+  uvicorn makes two.
 """
 
 from __future__ import annotations
@@ -24,9 +27,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-import h11
+import httptools
 from uvicorn.config import Config
-from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
 from kbmem.interfaces.envelope import error_json
@@ -51,27 +54,111 @@ class ConnectionLimits:
     by_client: dict[str, int] = field(default_factory=dict)
 
 
-class _Connection(h11.Connection):
-    """h11's connection, remembering the protocol error it raised (uvicorn's handler only
-    says "Invalid HTTP request")."""
-
-    last_error: h11.RemoteProtocolError | None = None
-
-    def next_event(self) -> Any:
-        try:
-            return super().next_event()
-        except h11.RemoteProtocolError as exc:
-            self.last_error = exc
-            raise
+# A held head is sent with the write after it up to this size; a larger body goes in its own
+# write rather than be copied to join the head.
+JOIN_BYTES = 64 * 1024
 
 
-class GuardedH11Protocol(H11Protocol):
+class HeadWithBody(asyncio.Transport):
+    """A connection's transport that sends an answer's head together with its body.
+
+    uvicorn writes a response's status line and headers, then its body, as two writes, and
+    the socket sends each at once: two packets, two system calls, and a client woken twice
+    per answer (in one process, each wake-up also hands the GIL over and back). Here a write
+    is held until the next write of the same step of the event loop, which takes it along,
+    or until the end of that step (a streamed answer's head is not delayed further). What is
+    held is sent first by :meth:`close` and :meth:`write_eof`, and dropped by :meth:`abort`;
+    everything else is the transport's own."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop):
+        super().__init__()
+        self._transport = transport
+        self._loop = loop
+        self._held = b""
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not data:
+            return
+        held, self._held = self._held, b""
+        if held:
+            if len(data) <= JOIN_BYTES:
+                self._transport.write(held + bytes(data))
+                return
+            self._transport.write(held)
+            self._transport.write(data)
+            return
+        self._held = bytes(data)
+        self._loop.call_soon(self.flush)
+
+    def writelines(self, list_of_data: Any) -> None:
+        self.write(b"".join(list_of_data))
+
+    def flush(self) -> None:
+        held, self._held = self._held, b""
+        if held and not self._transport.is_closing():
+            self._transport.write(held)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        self._held = b""
+        self._transport.abort()
+
+    def write_eof(self) -> None:
+        self.flush()
+        self._transport.write_eof()
+
+    def can_write_eof(self) -> bool:
+        return self._transport.can_write_eof()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return self._transport.get_extra_info(name, default)
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._transport.set_protocol(protocol)
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self._transport.get_protocol()
+
+    def is_reading(self) -> bool:
+        return self._transport.is_reading()
+
+    def pause_reading(self) -> None:
+        self._transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        self._transport.resume_reading()
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        self._transport.set_write_buffer_limits(high, low)
+
+    def get_write_buffer_size(self) -> int:
+        return self._transport.get_write_buffer_size() + len(self._held)
+
+    def get_write_buffer_limits(self) -> tuple[int, int]:
+        return self._transport.get_write_buffer_limits()
+
+
+class _Refused(Exception):
+    """A request refused from a parser callback, with its status."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+class GuardedProtocol(HttpToolsProtocol):
     limits = ConnectionLimits()  # replaced per server (see for_limits)
 
     @classmethod
-    def for_limits(cls, limits: ConnectionLimits) -> type[GuardedH11Protocol]:
+    def for_limits(cls, limits: ConnectionLimits) -> type[GuardedProtocol]:
         """This protocol bound to one server's limits (uvicorn instantiates the class)."""
-        return type("GuardedH11Protocol", (cls,), {"limits": limits})
+        return type("GuardedProtocol", (cls,), {"limits": limits})
 
     def __init__(
         self,
@@ -81,11 +168,15 @@ class GuardedH11Protocol(H11Protocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
-        self.conn = _Connection(h11.SERVER, MAX_HEAD_BYTES)
         self._deadline: asyncio.TimerHandle | None = None
         self._counted: str | None = None
+        self._in_head = True  # the bytes coming are (still) a request's head
+        self._head_bytes = 0  # ...and this many of them have come
+        self._line_done = False  # ...and the request line among them has ended
+        self._request_in = False  # the whole request (head and body) has come
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        transport = HeadWithBody(transport, self.loop)
         super().connection_made(transport)
         limits = self.limits
         address = self.client[0] if self.client else ""
@@ -93,14 +184,7 @@ class GuardedH11Protocol(H11Protocol):
             limits.open >= limits.max_connections
             or limits.by_client.get(address, 0) >= limits.per_client
         ):
-            body = error_json("busy", "too many connections; try again")
-            transport.write(
-                b"HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n"
-                b"retry-after: 1\r\nconnection: close\r\n"
-                + f"content-length: {len(body)}\r\n\r\n".encode()
-                + body
-            )
-            transport.close()
+            self._refuse(503, "too many connections; try again", code="busy", retry=True)
             return
         limits.open += 1
         limits.by_client[address] = limits.by_client.get(address, 0) + 1
@@ -121,15 +205,58 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        """uvicorn's, with the parser's refusal said as it was found (uvicorn's own says only
+        "Invalid HTTP request") and a head that grows past MAX_HEAD_BYTES refused (llhttp
+        puts no bound on it)."""
         if self._counted is None:  # refused at connection_made: nothing of it is read
             return
-        super().data_received(data)
-        if self.conn.their_state is h11.DONE:  # the whole request is in: the app's time now
-            self._disarm()
+        self._unset_keepalive_if_required()
+        if self._in_head:
+            self._head_bytes += len(data)
+            self._line_done = self._line_done or b"\n" in data
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserInvalidMethodError:
+            self._refuse(501, "Unsupported method")
+            return
+        except httptools.HttpParserError as exc:
+            cause = exc.__cause__ or exc.__context__
+            if isinstance(cause, _Refused):  # raised by a callback of ours
+                self._refuse(cause.status, str(cause))
+            else:
+                self._refuse(400, str(exc) or "the request could not be read")
+            return
+        except httptools.HttpParserUpgrade:
+            # No protocol to upgrade to: the request is answered as HTTP (as uvicorn does).
+            self._unsupported_upgrade_warning()
+            return
+        if self._in_head and self._head_bytes > MAX_HEAD_BYTES:
+            if self._line_done:
+                self._refuse(431, "the request's headers are too long")
+            else:
+                self._refuse(414, "the request line (the URL) is too long")
+
+    def on_headers_complete(self) -> None:
+        # A head that came whole in one read was not counted yet (llhttp's URL parser refuses
+        # one over 64 KiB as a failed callback, uvicorn's 400).
+        self._in_head = False
+        if len(self.url) > MAX_HEAD_BYTES:
+            raise _Refused(414, "the request line (the URL) is too long")
+        if sum(len(k) + len(v) + 4 for k, v in self.headers) > MAX_HEAD_BYTES:
+            raise _Refused(431, "the request's headers are too long")
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._request_in = True  # the app's time now
+        # What comes next is the next request's head.
+        self._in_head, self._head_bytes, self._line_done = True, 0, False
+        self._disarm()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if not self.transport.is_closing():
+            self._request_in = False
             self._arm()  # the next request on this connection has the same deadline
 
     def _arm(self) -> None:
@@ -143,36 +270,24 @@ class GuardedH11Protocol(H11Protocol):
 
     def _expired(self) -> None:
         self._deadline = None
-        if self.conn.their_state is not h11.DONE and not self.transport.is_closing():
+        if not self._request_in and not self.transport.is_closing():
             self.logger.info("dropped a client that took too long to send its request")
             self.transport.close()
 
     def send_400_response(self, msg: str) -> None:
-        exc = self.conn.last_error if isinstance(self.conn, _Connection) else None
-        status, text = 400, str(exc) if exc else msg
-        if exc is not None and exc.error_status_hint != 400:
-            status = exc.error_status_hint
-        if text == "Receive buffer too long":
-            buffered = bytes(getattr(self.conn, "_receive_buffer", b""))
-            status, text = (
-                (431, "the request's headers are too long")
-                if b"\r\n" in buffered
-                else (414, "the request line (the URL) is too long")
+        self._refuse(400, msg)
+
+    def _refuse(self, status: int, text: str, code: str = "http", retry: bool = False) -> None:
+        """Answer ``status`` with the JSON error and close, unless an answer has begun on
+        this connection (then only close)."""
+        if self.cycle is None or not self.cycle.response_started:
+            body = error_json(code, text)
+            self.transport.write(
+                STATUS_LINE[status]
+                + b"content-type: application/json\r\n"
+                + (b"retry-after: 1\r\n" if retry else b"")
+                + b"connection: close\r\n"
+                + f"content-length: {len(body)}\r\n\r\n".encode()
+                + body
             )
-        body = error_json("http", text)
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
-        ]
-        try:
-            reason = STATUS_PHRASES.get(status, b"")
-            output = self.conn.send(
-                h11.Response(status_code=status, headers=headers, reason=reason)
-            )
-            output += self.conn.send(h11.Data(data=body)) or b""
-            output += self.conn.send(h11.EndOfMessage()) or b""
-            self.transport.write(output or b"")
-        except h11.LocalProtocolError:  # a response had already begun: just close
-            pass
         self.transport.close()

@@ -22,11 +22,10 @@ import uvicorn
 from kbmem.interfaces.app import ApiState, create_app
 from kbmem.interfaces.limits import (
     MAX_CONNECTIONS,
-    MAX_HEAD_BYTES,
     PER_CLIENT,
     REQUEST_DEADLINE_S,
     ConnectionLimits,
-    GuardedH11Protocol,
+    GuardedProtocol,
 )
 from kbmem.interfaces.mcp_sdk.http import McpHttp
 from kbmem.interfaces.service import (
@@ -97,7 +96,7 @@ class MemoryServer:
         )
         config = uvicorn.Config(
             self.app,
-            http=GuardedH11Protocol.for_limits(self.limits),
+            http=GuardedProtocol.for_limits(self.limits),
             lifespan="on",
             log_config=None,
             access_log=False,  # the app logs each request, without its query string
@@ -105,7 +104,6 @@ class MemoryServer:
             date_header=False,
             timeout_keep_alive=5,
             timeout_graceful_shutdown=10,
-            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )
         self._uvicorn = _Uvicorn(config)
         self._stopped = threading.Event()

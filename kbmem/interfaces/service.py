@@ -228,7 +228,27 @@ class Memory(Chats):
         status = self.toolkit.index.status()
         return {**status.as_dict(), "summary": status.short(), "notice": status.notice()}
 
-    def search(self, query: Any, tool: Any = "hybrid", k: Any = 10) -> dict[str, Any]:
+    def search_ready(self) -> bool:
+        """Whether a search now would run without waiting on anything: the tenant's index is
+        open and serves HEAD, and the embedding model is loaded. Otherwise a search may wait
+        for a catch-up (up to ``index.stale_wait_s``), a git process or the model's loading."""
+        from kbmem.index import embedder
+
+        with self._lock:
+            toolkit = self._toolkit
+        return toolkit is not None and embedder.is_loaded() and bool(toolkit.index.fresh())
+
+    def search(
+        self, query: Any, tool: Any = "hybrid", k: Any = 10, *, wait: bool = True
+    ) -> dict[str, Any]:
+        """The ``k`` best hits of ``tool`` for ``query``, with the index's freshness. Without
+        ``wait``, an index found behind HEAD is not waited for: the answer comes from the
+        older generation at once, with the notice (kbmem.index.tenant.no_waiting)."""
+        if not wait:
+            from kbmem.index.tenant import no_waiting
+
+            with no_waiting():
+                return self.search(query, tool, k)
         query = request_text(query, "query")
         tool = "hybrid" if tool is None else tool
         if tool not in SEARCH_TOOLS:

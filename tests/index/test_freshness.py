@@ -20,7 +20,7 @@ from helpers.kbgit import ROOT
 from kbmem.config import load_settings
 from kbmem.index.checkpoint import CHECKPOINT_DIR, CHECKPOINT_INTERVALS
 from kbmem.index.freshness import PROGRESS_FILE
-from kbmem.index.tenant import StillIndexing, TenantIndex
+from kbmem.index.tenant import StillIndexing, TenantIndex, no_waiting
 from kbmem.memorize.template import init_kb
 from kbmem.store.repository import KnowledgeBase
 
@@ -135,6 +135,26 @@ def test_a_long_catch_up_delays_the_requests_behind_it_once_not_each(
     while not index.status().fresh and time.monotonic() < deadline:
         time.sleep(0.5)  # let the build end before the folder goes
     assert index.status().fresh
+
+
+def test_a_read_that_must_not_wait_is_answered_from_the_older_index(fresh_root: Path) -> None:
+    """Under ``no_waiting`` (a search on the HTTP server's event loop) a read that finds the
+    index behind HEAD starts the catch-up and answers from the older generation at once, even
+    with a long ``stale_wait``; ``fresh`` says beforehand whether a read would have to wait."""
+    kb = _kb(fresh_root, stale=600, first=600)
+    index = TenantIndex(kb, TENANT)
+    index.sync()
+    assert index.fresh()
+    _notes(kb, 100, 600)
+    assert not index.fresh()
+    started = time.monotonic()
+    with no_waiting():
+        hits = index.bm25("item 105", k=3)
+    assert time.monotonic() - started < 5
+    assert not any("Item 105:" in h.excerpt for h in hits)  # the older index has items 0-19
+    index._worker_done.wait(600)  # the catch-up it started ends, and the index is fresh
+    assert index.fresh() and index.status().fresh
+    assert any("Item 105:" in h.excerpt for h in index.bm25("item 105", k=3))
 
 
 def test_with_no_index_a_request_waits_a_bounded_time_then_says_how_far(

@@ -13,6 +13,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -1299,3 +1300,66 @@ def test_a_server_listens_on_ipv6_loopback(example_kb: KnowledgeBase) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_lone_quick_search_is_answered_on_the_event_loop(
+    served: MemoryServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search runs without the hop to a worker thread only while it is the server's one
+    request, its kind was quick last time and its index serves HEAD; otherwise, in a worker
+    (the event loop must not wait for a catch-up, nor hold up other requests for long)."""
+    from kbmem.interfaces.routes import research
+
+    monkeypatch.setattr(research, "INLINE_SEARCH_MS", 60_000.0)  # "quick" on a loaded machine
+    api = client(served)
+    memory = served.memory("default")
+    original = memory.search
+    ran_in: list[str] = []
+
+    def search(*args: Any, **kwargs: Any) -> Any:
+        ran_in.append(threading.current_thread().name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(memory, "search", search)
+    loop_thread = threading.current_thread().name  # not the server's: a name to differ from
+
+    def searched() -> str:
+        status, body, _ = api.call("POST", "/v1/search", {"query": "pilot customer", "k": 3})
+        assert status == 200 and body["hits"], body
+        return ran_in[-1]
+
+    first = searched()  # its kind's time is not known yet: a worker
+    alone = searched()
+    assert "AnyIO worker" in first and "AnyIO worker" not in alone and alone != loop_thread
+    assert alone == searched()  # the server's event loop thread, each time
+
+    # Another request in flight (its body not all sent yet): the search goes to a worker.
+    with socket.create_connection(served.server_address[:2], timeout=30) as held:
+        held.sendall(
+            b"POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {api.token}\r\nContent-Length: 40\r\n\r\n".encode()
+            + b'{"query": '
+        )
+        deadline = time.monotonic() + 30
+        while served.state.in_flight < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "AnyIO worker" in searched()
+        held.sendall(b'"pilot", "k": 2}'.ljust(30))
+        assert held.recv(4096).startswith(b"HTTP/1.1 200")
+    deadline = time.monotonic() + 30
+    while served.state.in_flight and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert searched() == alone
+
+    # The index behind HEAD (a commit the server has not indexed): a worker, which may wait.
+    commit_edit(
+        served.kb.root,
+        f"tenants/default/{ROSTER}",
+        lambda old: old + b"\nA new line about the ferry timetable.\n",
+    )
+    assert not memory.search_ready()
+    assert "AnyIO worker" in searched()
+    deadline = time.monotonic() + 120
+    while not memory.search_ready() and time.monotonic() < deadline:
+        time.sleep(0.05)  # the catch-up that search started
+    assert searched() == alone

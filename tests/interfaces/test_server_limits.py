@@ -5,8 +5,10 @@ server on a loopback port, spoken to with http.client."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import http.client
+import json
 import logging
 import socket
 import threading
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from kbmem.interfaces.limits import JOIN_BYTES, MAX_HEAD_BYTES, HeadWithBody
 from kbmem.interfaces.routes.common import MAX_LARGE_REQUESTS
 from kbmem.interfaces.server import MemoryServer
 from kbmem.interfaces.tokens import TokenStore
@@ -174,3 +177,85 @@ def test_large_requests_are_taken_a_few_at_a_time(served: MemoryServer) -> None:
         sock.sendall(head + b" " * (3 * 1024 * 1024))
         answer = _read_all(sock)
         assert answer.startswith(b"HTTP/1.1 400") and b"is empty" in answer
+
+
+def test_an_answers_head_goes_out_with_its_body() -> None:
+    """HeadWithBody over a real socket: a write is held until the next write of the same
+    event-loop step, which takes it along in one send, or until the step ends; closing
+    sends what is held, aborting drops it."""
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair()
+        theirs.setblocking(False)
+        transport, _ = await loop.connect_accepted_socket(asyncio.Protocol, ours)
+        wrapped = HeadWithBody(transport, loop)
+
+        def received() -> bytes:
+            try:
+                return theirs.recv(1 << 20)
+            except BlockingIOError:
+                return b""
+
+        wrapped.write(b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\n")
+        assert received() == b""  # held: the body may follow in this step
+        assert wrapped.get_write_buffer_size() > 0
+        wrapped.write(b"body")
+        await asyncio.sleep(0.05)
+        assert received() == b"HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\nbody"
+        wrapped.write(b"event: trace\n\n")  # a streamed answer's part, alone in its step
+        await asyncio.sleep(0.05)
+        assert received() == b"event: trace\n\n"
+        large = b"x" * (JOIN_BYTES + 1)
+        wrapped.write(b"head")
+        wrapped.write(large)  # not copied to join the head: two sends, in order
+        await asyncio.sleep(0.05)
+        got = b""
+        while len(got) < len(large) + 4:
+            got += received()
+            await asyncio.sleep(0.01)
+        assert got == b"head" + large
+        wrapped.write(b"last words")
+        wrapped.close()
+        await asyncio.sleep(0.05)
+        assert received() == b"last words"
+        theirs.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_head_that_never_ends_is_refused_once_past_its_bound(served: MemoryServer) -> None:
+    """llhttp bounds no head: the protocol counts a head's bytes as they come and answers
+    414 (still in the request line) or 431 (in the headers) past MAX_HEAD_BYTES, in JSON,
+    without waiting for an end that a hostile client never sends."""
+    for start, status in (
+        (b"GET /v1/pages/" + b"x" * (MAX_HEAD_BYTES + 10), 414),
+        (b"GET /v1/pages HTTP/1.1\r\nX-Pad: " + b"y" * (MAX_HEAD_BYTES + 10), 431),
+        # The same heads whole, in one read: refused when the head ends.
+        (b"GET /v1/pages/" + b"x" * (MAX_HEAD_BYTES + 10) + b" HTTP/1.1\r\n\r\n", 414),
+        (b"GET /v1/pages HTTP/1.1\r\nX-Pad: " + b"y" * (MAX_HEAD_BYTES + 10) + b"\r\n\r\n", 431),
+    ):
+        with socket.create_connection(served.server_address[:2], timeout=30) as sock:
+            sock.sendall(start)  # the first two: no end of line, no end of head
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(f"HTTP/1.1 {status} ".encode()), head
+        assert json.loads(body)["error"]["code"] == "http"
+
+
+def test_what_the_parser_refuses_is_said_in_json(served: MemoryServer) -> None:
+    for request, status, said in (
+        (b"GET /v1/health HTTP/1.1\r\nX-Bad: a\x00b\r\n\r\n", 400, "header"),
+        (b"BREW /v1/health HTTP/1.1\r\nHost: x\r\n\r\n", 501, "method"),
+    ):
+        with socket.create_connection(served.server_address[:2], timeout=30) as sock:
+            sock.sendall(request)
+            answer = b""
+            while chunk := sock.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(f"HTTP/1.1 {status} ".encode()), head
+        assert b"connection: close" in head.lower()
+        assert said in json.loads(body)["error"]["message"].lower()

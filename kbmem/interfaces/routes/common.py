@@ -43,6 +43,11 @@ log = logging.getLogger("kbmem.interfaces.app")
 SMALL_BODY = 1024 * 1024  # every route's body but a session's
 INLINE_PARSE_BYTES = 64 * 1024  # bodies parsed on the event loop; larger ones in a thread
 MAX_LARGE_REQUESTS = 2  # sessions over SMALL_BODY read and memorized at once; more get 503
+# A search is run on the event loop, without the hop to a worker thread (~0.3 ms of a ~3 ms
+# search), only while it is the server's one request and its kind took less than this much
+# CPU time last time: it then holds up only requests that arrive meanwhile, and by about
+# this much (docs/decisions/search-on-the-event-loop.md).
+INLINE_SEARCH_MS = 10.0
 ERROR_CODES = {
     400: "invalid",
     403: "forbidden",
@@ -83,6 +88,10 @@ class ApiState:
     )
     memories: dict[str, Memory] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Requests being answered (the guard counts them; touched only on the event loop).
+    in_flight: int = 0
+    # The CPU time of the last search of each (tenant, tool), in ms (see INLINE_SEARCH_MS).
+    search_ms: dict[tuple[str, str], float] = field(default_factory=dict)
 
     def memory(self, tenant: str) -> Memory:
         with self.lock:

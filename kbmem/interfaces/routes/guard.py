@@ -70,6 +70,7 @@ class Guard:
 
         parent = headers.get(b"traceparent")
         state = headers.get(b"tracestate")
+        self.state.in_flight += 1
         try:
             with caller_trace(
                 parent.decode("latin-1") if parent else None,
@@ -77,6 +78,7 @@ class Guard:
             ):
                 await self._answer(scope, receive, guarded_send, method, record)
         finally:
+            self.state.in_flight -= 1
             if record.large:
                 self.state.large_slots.release()
             HTTP_REQUESTS.labels(record.route, method, str(record.status)).inc()
