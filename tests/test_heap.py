@@ -67,3 +67,62 @@ def test_the_kbmem_command_returns_freed_buffers_that_plain_python_keeps() -> No
 def test_an_operators_own_setting_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(ENVIRONMENT_SETTING, "1048576")
     assert return_large_buffers() is False
+
+
+# Bulk work (an index build's embedding) reuses large buffers from the arenas while it runs
+# and gives them back when it ends: printed are whether the bulk setting was taken, the page
+# faults of allocating 8 buffers of 4 MiB again inside the bulk block and again after it, and
+# the MB the process still holds after it.
+BULK_PATTERN = """
+import contextlib, io, resource, sys
+import numpy as np
+from kbmem import heap
+
+def rss_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) // 1024
+
+def faults_of_churn():
+    started = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    buffers = [np.ones(4 << 20, np.uint8) for _ in range(8)]
+    del buffers
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - started
+
+if sys.argv[1] == "kbmem":
+    from kbmem.cli import main
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+        main(["--help"])
+before = rss_mb()
+held = heap.hold_large_buffers()
+faults_of_churn()
+inside = faults_of_churn()
+heap.release_large_buffers()
+after = rss_mb() - before
+print(held, inside, faults_of_churn(), after)
+"""
+
+
+def test_bulk_work_reuses_large_buffers_and_gives_them_back_when_it_ends() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env["PYTHONPATH"] = str(ROOT)
+
+    def run(mode: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", BULK_PATTERN, mode],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            timeout=120,
+        )
+        return done.stdout.split()
+
+    held, inside, outside, after = run("kbmem")
+    assert held == "True"
+    pages = 8 * (4 << 20) // 4096
+    assert int(inside) < pages // 32  # the second batch reuses the first one's memory
+    assert int(outside) >= pages // 4  # afterwards each buffer is mapped (and faulted) anew
+    assert int(after) <= 16  # and what the bulk work freed is given back
+    # Without the kbmem command's start-up (glibc's own dynamic threshold), nothing is set.
+    assert run("plain")[0] == "False"

@@ -34,7 +34,7 @@ from kbmem.index.deltas import (
 )
 from kbmem.index.generation import INDEX_FORMAT, Generation
 from kbmem.index.intervals import IntervalText, cut_page
-from kbmem.index.late import LATE_FILE, QuantizedChunk, save_chunks
+from kbmem.index.late import LATE_FILE, QuantizedChunk, TableWriter
 from kbmem.index.layout import Layout, link, stop_if_cancelled
 from kbmem.index.postings import make_codec, make_schema, merge_policy
 from kbmem.index.vectors import (
@@ -51,10 +51,15 @@ from kbmem.store.repository import KnowledgeBase
 log = logging.getLogger("kbmem")
 
 # -- a full build -------------------------------------------------------------------------------
-SEGMENT_DOCS = 2000  # intervals embedded per step of a build (and per progress report)
+# Intervals embedded per step of a build (and per progress report). A step's word pieces wait
+# as floats (34 KB an interval) for the indexing thread, up to three steps at once.
+SEGMENT_DOCS = 1000
 CAPACITY_GROWTH = 1.25  # room in a new vector graph for later folds, over the vectors it holds
 MIN_CAPACITY = 16
-FULL_WRITER_MB = 256  # Whoosh's indexing memory for a full build (one segment, one writer)
+# Whoosh's indexing memory for a full build (one segment, one writer): its own estimate of its
+# postings, which Python objects exceed by about half. Beyond it, sorted runs go to disk and
+# are merged at the commit; 256 MB of them was a quarter of a 10,000-page build's memory.
+FULL_WRITER_MB = 64
 INCREMENTAL_WRITER_MB = 128  # ...and for an incremental one (a few pages)
 
 Progress = Callable[[int, int], None]
@@ -185,8 +190,7 @@ class Builder:
             M=HNSW_M,
             allow_replace_deleted=True,
         )
-        pieces = self._index_all(path, items, texts, metas, vectors, progress)
-        save_chunks(path / LATE_FILE, pieces)
+        self._index_all(path, items, texts, metas, vectors, progress)
         vec: dict[str, Any] = {
             "base_count": 0,
             "capacity": capacity,
@@ -220,16 +224,17 @@ class Builder:
         metas: dict[str, dict[str, Any]],
         vectors: ann.Index,
         progress: Progress | None,
-    ) -> list[QuantizedChunk]:
-        """Embed ``items`` chunk by chunk and add them to ``vectors`` and to a new Whoosh
-        index at ``path``; returns their word pieces, quantized chunk by chunk (as floats they
-        were most of a build's memory: 34 KB an interval). One writer, one segment: the fewest
-        postings lists for a query to read. Embedding (the model, one core) and indexing (the
-        graph and Whoosh, on another thread) of successive chunks overlap."""
+    ) -> None:
+        """Embed ``items`` chunk by chunk and add them to ``vectors``, to a new Whoosh index
+        at ``path`` and to its table of word pieces (quantized and written chunk by chunk: as
+        floats they were most of a build's memory, 34 KB an interval, and even as codes 3 KB).
+        One writer, one segment: the fewest postings lists for a query to read. Embedding (the
+        model) and indexing (the graph, Whoosh and the pieces, on another thread) of
+        successive chunks overlap."""
         ix = whoosh_index.create_in(str(path / "whoosh"), make_schema())
         writer = ix.writer(procs=1, limitmb=FULL_WRITER_MB, codec=make_codec())
         pending: queue.Queue[Chunk | None] = queue.Queue(2)
-        pieces: list[QuantizedChunk] = []
+        pieces = TableWriter(path / LATE_FILE)
         failed: list[BaseException] = []
 
         def index_chunks() -> None:
@@ -240,7 +245,7 @@ class Builder:
                 try:
                     labels = vector_labels(np.arange(start, start + len(chunk)), counts)
                     vectors.add_items(emb, labels, num_threads=1)
-                    pieces.append(QuantizedChunk.of(found))
+                    pieces.add(QuantizedChunk.of(found))
                     for n, item in enumerate(chunk):
                         writer.add_document(**self.doc(item, start + n, metas))
                 except BaseException as exc:
@@ -264,11 +269,12 @@ class Builder:
             if failed:
                 raise failed[0]
             writer.commit()
+            pieces.close()
         except BaseException:
             writer.cancel()
+            pieces.cancel()
             raise
         ix.close()
-        return pieces
 
     # -- incremental --------------------------------------------------------------------------
 

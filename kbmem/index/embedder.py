@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from kbmem import heap
 from kbmem.errors import ValidationError
 from kbmem.textutil import SURROGATE
 
@@ -118,25 +119,32 @@ def bulk_threads() -> int:
 @contextmanager
 def bulk(count: int) -> Iterator[None]:
     """Every core for the embedding of ``count`` texts, in one call or in several within
-    this block (an index build embeds in steps, to report progress). torch's setting is the
-    process's: a query embedded meanwhile shares it, and bulk work is one block at a time."""
+    this block (an index build embeds in steps, to report progress), and activations reused
+    from malloc's arenas rather than mapped afresh (kbmem.heap.hold_large_buffers; the
+    arenas are trimmed when the block ends). torch's setting is the process's: a query
+    embedded meanwhile shares it, and bulk work is one block at a time."""
     global _bulk_depth
-    if count < BULK_TEXTS or bulk_threads() <= threads():
+    if count < BULK_TEXTS:
         yield
         return
     import torch
 
     _load()  # which sets the query threads: first, or it would undo the setting below
+    more = bulk_threads() > threads()
     with _bulk_lock:
         _bulk_depth += 1
         if _bulk_depth == 1:
-            torch.set_num_threads(bulk_threads())
+            if more:
+                torch.set_num_threads(bulk_threads())
+            heap.hold_large_buffers()
         try:
             yield
         finally:
             _bulk_depth -= 1
             if _bulk_depth == 0:
-                torch.set_num_threads(threads())
+                if more:
+                    torch.set_num_threads(threads())
+                heap.release_large_buffers()
 
 
 def model_path() -> Path:
@@ -210,13 +218,13 @@ class _Bert:
             keep = mask[:, None, None, :]
             for i in range(self.layers):
                 p = f"encoder.layer.{i}."
-                qkv = self._linear(x.to(self.dtype), p + "attention.self.qkv")
-                q, k, v = qkv.view(len(batch), length, 3, heads, size).permute(2, 0, 3, 1, 4)
                 # Attention in float32: in bfloat16 its result depends on the padding (the
                 # kernel sums in blocks of the padded length), and a text would be read
-                # differently in another batch; the products above and below do not.
-                a = fn.scaled_dot_product_attention(q.float(), k.float(), v.float(),
-                                                    attn_mask=keep)  # fmt: skip
+                # differently in another batch; the products above and below do not. One
+                # cast of the product, not one of each strided view of it.
+                qkv = self._linear(x.to(self.dtype), p + "attention.self.qkv").float()
+                q, k, v = qkv.view(len(batch), length, 3, heads, size).permute(2, 0, 3, 1, 4)
+                a = fn.scaled_dot_product_attention(q, k, v, attn_mask=keep)
                 a = a.transpose(1, 2).reshape(len(batch), length, DIM).to(self.dtype)
                 x = self._norm(self._linear(a, p + "attention.output.dense").float() + x,
                                p + "attention.output.LayerNorm")  # fmt: skip

@@ -23,6 +23,7 @@ float16 table's bytes."""
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,28 +114,61 @@ class QuantizedChunk:
         return cls(sizes, *quantize(vectors))
 
 
+class TableWriter:
+    """A table written as a full build finds its intervals' pieces, chunk by chunk: each
+    chunk's codes go to disk at once (a build of 60,000 intervals would hold 190 MB of them
+    until the end), only the sizes and scales (12 bytes a piece) stay in memory. ``close``
+    writes the table at ``path`` (new), as ``PieceTable.save`` would."""
+
+    RAW = ".codes.raw"
+
+    def __init__(self, path: Path):
+        path.mkdir()
+        self.path = path
+        (path / self.RAW).write_bytes(b"")
+        self._sizes: list[np.ndarray] = []
+        self._scales: list[np.ndarray] = []
+        self._rows = 0
+
+    def add(self, chunk: QuantizedChunk) -> None:
+        """The next intervals' pieces (labels follow those added before)."""
+        with open(self.path / self.RAW, "ab") as raw:
+            raw.write(np.ascontiguousarray(chunk.codes, dtype=np.uint8).tobytes())
+        self._sizes.append(chunk.sizes)
+        self._scales.append(chunk.scales)
+        self._rows += len(chunk.codes)
+
+    def close(self) -> int:
+        """Write the table's files; returns the number of intervals."""
+        raw = self.path / self.RAW
+        with open(self.path / "codes.npy", "wb") as handle, open(raw, "rb") as source:
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)),
+                      "fortran_order": False, "shape": (self._rows, CODE_BYTES)}  # fmt: skip
+            np.lib.format.write_array_header_1_0(handle, header)
+            shutil.copyfileobj(source, handle, 1 << 22)
+        raw.unlink()
+        sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, np.int64)
+        starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        scales = np.concatenate(self._scales) if self._scales else np.zeros(0, np.float32)
+        arrays = {"labels.npy": np.arange(len(sizes), dtype=np.int64), "starts.npy": starts,
+                  "scales.npy": scales.astype(np.float32)}  # fmt: skip
+        for name, array in arrays.items():
+            with open(self.path / name, "wb") as handle:
+                np.save(handle, array, allow_pickle=False)
+        return len(sizes)
+
+    def cancel(self) -> None:
+        """Stop writing (a failed build): the raw codes are removed."""
+        (self.path / self.RAW).unlink(missing_ok=True)
+
+
 def save_chunks(path: Path, chunks: list[QuantizedChunk]) -> int:
     """Write the table of intervals 0, 1, 2, ... whose pieces ``chunks`` hold in order to the
-    folder ``path`` (new), as ``PieceTable.save`` would, streaming the codes: a full build
-    quantizes chunk by chunk and never holds its pieces twice, nor as floats. Returns the
-    number of intervals."""
-    sizes = np.concatenate([c.sizes for c in chunks]) if chunks else np.zeros(0, np.int64)
-    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    rows = int(starts[-1])
-    scales = np.concatenate([c.scales for c in chunks]) if chunks else np.zeros(0, np.float32)
-    path.mkdir()
-    with open(path / "codes.npy", "wb") as handle:
-        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)),
-                  "fortran_order": False, "shape": (rows, CODE_BYTES)}  # fmt: skip
-        np.lib.format.write_array_header_1_0(handle, header)
-        for chunk in chunks:
-            handle.write(np.ascontiguousarray(chunk.codes).tobytes())
-    arrays = {"labels.npy": np.arange(len(sizes), dtype=np.int64), "starts.npy": starts,
-              "scales.npy": scales.astype(np.float32)}  # fmt: skip
-    for name, array in arrays.items():
-        with open(path / name, "wb") as handle:
-            np.save(handle, array, allow_pickle=False)
-    return len(sizes)
+    folder ``path`` (new), as ``PieceTable.save`` would. Returns the number of intervals."""
+    writer = TableWriter(path)
+    for chunk in chunks:
+        writer.add(chunk)
+    return writer.close()
 
 
 @dataclass

@@ -13,6 +13,7 @@ from kbmem.index.late import (
     TABLE_FILES,
     PieceTable,
     QuantizedChunk,
+    TableWriter,
     content_rows,
     save_chunks,
 )
@@ -50,6 +51,28 @@ def test_a_table_written_chunk_by_chunk_is_the_table_of_all_pieces(tmp_path: Pat
         assert found is not None and found.shape == expected.shape
         for got, piece in zip(found, expected, strict=True):  # within half a step
             assert np.abs(got - piece).max() <= np.abs(piece).max() / (LEVELS - 1) + 1e-6
+
+
+def test_a_build_writes_each_chunk_of_codes_as_it_comes(tmp_path: Path) -> None:
+    """A full build's table writer keeps no codes in memory: each chunk's go to disk when
+    it is added, and a build that fails leaves none behind."""
+    readings = read_texts(TEXTS)
+    pieces = [r.pieces[content_rows(r.names)] for r in readings]
+    writer = TableWriter(tmp_path / "late")
+    raw = tmp_path / "late" / TableWriter.RAW
+    sizes = []
+    for i in range(0, len(pieces), 2):
+        chunk = QuantizedChunk.of(pieces[i : i + 2])
+        writer.add(chunk)
+        sizes.append(raw.stat().st_size)
+        assert sizes[-1] == sum(len(p) for p in pieces[: i + 2]) * chunk.codes.shape[1]
+    assert writer.close() == len(TEXTS) and not raw.exists()
+    table = PieceTable.load(tmp_path / "late", len(TEXTS))
+    assert int(table.starts[-1]) == sum(len(p) for p in pieces)
+    failed = TableWriter(tmp_path / "failed")
+    failed.add(QuantizedChunk.of(pieces))
+    failed.cancel()
+    assert list((tmp_path / "failed").iterdir()) == []
 
 
 def test_an_empty_build_writes_an_empty_table(tmp_path: Path) -> None:
