@@ -43,18 +43,23 @@ print(rss_mb() - before)
 """
 
 
-def held_mb(mode: str) -> int:
+def printed(pattern: str, mode: str) -> list[str]:
+    """What ``pattern`` prints, run in a fresh interpreter (no malloc setting inherited)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run(
-        [sys.executable, "-c", PATTERN, mode],
+        [sys.executable, "-c", pattern, mode],
         capture_output=True,
         text=True,
         env=env,
         check=True,
         timeout=120,
     )
-    return int(done.stdout.split()[-1])
+    return done.stdout.split()
+
+
+def held_mb(mode: str) -> int:
+    return int(printed(PATTERN, mode)[-1])
 
 
 def test_the_kbmem_command_returns_freed_buffers_that_plain_python_keeps() -> None:
@@ -104,25 +109,11 @@ print(held, inside, faults_of_churn(), after)
 
 
 def test_bulk_work_reuses_large_buffers_and_gives_them_back_when_it_ends() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    env["PYTHONPATH"] = str(ROOT)
-
-    def run(mode: str) -> list[str]:
-        done = subprocess.run(
-            [sys.executable, "-c", BULK_PATTERN, mode],
-            capture_output=True,
-            text=True,
-            env=env,
-            check=True,
-            timeout=120,
-        )
-        return done.stdout.split()
-
-    held, inside, outside, after = run("kbmem")
+    held, inside, outside, after = printed(BULK_PATTERN, "kbmem")
     assert held == "True"
     pages = 8 * (4 << 20) // 4096
     assert int(inside) < pages // 32  # the second batch reuses the first one's memory
     assert int(outside) >= pages // 4  # afterwards each buffer is mapped (and faulted) anew
     assert int(after) <= 16  # and what the bulk work freed is given back
     # Without the kbmem command's start-up (glibc's own dynamic threshold), nothing is set.
-    assert run("plain")[0] == "False"
+    assert printed(BULK_PATTERN, "plain")[0] == "False"
