@@ -23,7 +23,6 @@ float16 table's bytes."""
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,35 +117,43 @@ class TableWriter:
     """A table written as a full build finds its intervals' pieces, chunk by chunk: each
     chunk's codes go to disk at once (a build of 60,000 intervals would hold 190 MB of them
     until the end), only the sizes and scales (12 bytes a piece) stay in memory. ``close``
-    writes the table at ``path`` (new), as ``PieceTable.save`` would."""
+    writes the table at ``path`` (new), byte for byte as ``PieceTable.save`` would: numpy's
+    header leaves room for the row count to grow in place, so it is written first with none
+    and again at the end with the count."""
 
-    RAW = ".codes.raw"
+    CODES = "codes.npy"
 
     def __init__(self, path: Path):
         path.mkdir()
         self.path = path
-        (path / self.RAW).write_bytes(b"")
+        self._codes = open(path / self.CODES, "wb")  # noqa: SIM115 (closed by close/cancel)
+        self._header(0)
+        self._codes.flush()
+        self._head = self._codes.tell()
         self._sizes: list[np.ndarray] = []
         self._scales: list[np.ndarray] = []
         self._rows = 0
 
+    def _header(self, rows: int) -> None:
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)),
+                  "fortran_order": False, "shape": (rows, CODE_BYTES)}  # fmt: skip
+        np.lib.format.write_array_header_1_0(self._codes, header)
+
     def add(self, chunk: QuantizedChunk) -> None:
         """The next intervals' pieces (labels follow those added before)."""
-        with open(self.path / self.RAW, "ab") as raw:
-            raw.write(np.ascontiguousarray(chunk.codes, dtype=np.uint8).tobytes())
+        self._codes.write(np.ascontiguousarray(chunk.codes, dtype=np.uint8).tobytes())
+        self._codes.flush()
         self._sizes.append(chunk.sizes)
         self._scales.append(chunk.scales)
         self._rows += len(chunk.codes)
 
     def close(self) -> int:
         """Write the table's files; returns the number of intervals."""
-        raw = self.path / self.RAW
-        with open(self.path / "codes.npy", "wb") as handle, open(raw, "rb") as source:
-            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.uint8)),
-                      "fortran_order": False, "shape": (self._rows, CODE_BYTES)}  # fmt: skip
-            np.lib.format.write_array_header_1_0(handle, header)
-            shutil.copyfileobj(source, handle, 1 << 22)
-        raw.unlink()
+        with self._codes:
+            self._codes.seek(0)
+            self._header(self._rows)
+            if self._codes.tell() != self._head:  # numpy pads for 21 digits: cannot happen
+                raise RuntimeError("the word-piece table's header changed length")
         sizes = np.concatenate(self._sizes) if self._sizes else np.zeros(0, np.int64)
         starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         scales = np.concatenate(self._scales) if self._scales else np.zeros(0, np.float32)
@@ -158,17 +165,9 @@ class TableWriter:
         return len(sizes)
 
     def cancel(self) -> None:
-        """Stop writing (a failed build): the raw codes are removed."""
-        (self.path / self.RAW).unlink(missing_ok=True)
-
-
-def save_chunks(path: Path, chunks: list[QuantizedChunk]) -> int:
-    """Write the table of intervals 0, 1, 2, ... whose pieces ``chunks`` hold in order to the
-    folder ``path`` (new), as ``PieceTable.save`` would. Returns the number of intervals."""
-    writer = TableWriter(path)
-    for chunk in chunks:
-        writer.add(chunk)
-    return writer.close()
+        """Stop writing (a failed build): the codes written so far are removed."""
+        self._codes.close()
+        (self.path / self.CODES).unlink(missing_ok=True)
 
 
 @dataclass

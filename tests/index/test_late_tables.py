@@ -15,9 +15,16 @@ from kbmem.index.late import (
     QuantizedChunk,
     TableWriter,
     content_rows,
-    save_chunks,
 )
 from kbmem.index.vectors import read_texts
+
+
+def written(path: Path, chunks: list[QuantizedChunk]) -> int:
+    writer = TableWriter(path)
+    for chunk in chunks:
+        writer.add(chunk)
+    return writer.close()
+
 
 TEXTS = [
     "John: I started kickboxing classes last month and my coach says I'm improving.",
@@ -35,7 +42,7 @@ def test_a_table_written_chunk_by_chunk_is_the_table_of_all_pieces(tmp_path: Pat
     assert any(len(p) == 0 for p in pieces) and any(len(p) > 5 for p in pieces)
     PieceTable.of(list(range(len(pieces))), pieces).save(tmp_path / "whole")
     chunks = [QuantizedChunk.of(pieces[i : i + 4]) for i in range(0, len(pieces), 4)]
-    assert save_chunks(tmp_path / "chunked", chunks) == len(TEXTS)
+    assert written(tmp_path / "chunked", chunks) == len(TEXTS)
     for name in TABLE_FILES:
         assert (tmp_path / "chunked" / name).read_bytes() == (
             tmp_path / "whole" / name
@@ -59,14 +66,14 @@ def test_a_build_writes_each_chunk_of_codes_as_it_comes(tmp_path: Path) -> None:
     readings = read_texts(TEXTS)
     pieces = [r.pieces[content_rows(r.names)] for r in readings]
     writer = TableWriter(tmp_path / "late")
-    raw = tmp_path / "late" / TableWriter.RAW
-    sizes = []
+    codes = tmp_path / "late" / TableWriter.CODES
+    head = codes.stat().st_size
     for i in range(0, len(pieces), 2):
         chunk = QuantizedChunk.of(pieces[i : i + 2])
         writer.add(chunk)
-        sizes.append(raw.stat().st_size)
-        assert sizes[-1] == sum(len(p) for p in pieces[: i + 2]) * chunk.codes.shape[1]
-    assert writer.close() == len(TEXTS) and not raw.exists()
+        on_disk = codes.stat().st_size - head
+        assert on_disk == sum(len(p) for p in pieces[: i + 2]) * chunk.codes.shape[1]
+    assert writer.close() == len(TEXTS)
     table = PieceTable.load(tmp_path / "late", len(TEXTS))
     assert int(table.starts[-1]) == sum(len(p) for p in pieces)
     failed = TableWriter(tmp_path / "failed")
@@ -76,7 +83,7 @@ def test_a_build_writes_each_chunk_of_codes_as_it_comes(tmp_path: Path) -> None:
 
 
 def test_an_empty_build_writes_an_empty_table(tmp_path: Path) -> None:
-    assert save_chunks(tmp_path / "empty", []) == 0
+    assert written(tmp_path / "empty", []) == 0
     table = PieceTable.load(tmp_path / "empty", 0)
     assert len(table) == 0 and table.pieces_of(0) is None
 
