@@ -470,17 +470,53 @@ def verb_object(question: str, text: str, asked: set[str]) -> str:
     return ""
 
 
+def gerund(text: str, asked: set[str]) -> str:
+    """The first verb's -ing form in ``text`` that the question (its terms ``asked``) does
+    not say, with the word that qualifies it ("horseback riding"): what an activity is
+    called ("hiking with my friends", "our camping trip"); "" if none."""
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n, token in enumerate(tokens):
+        low = token.lower()
+        if (
+            len(low) < 6
+            or not low.endswith("ing")
+            or low.endswith("thing")
+            or low in STOP | FUNCTION_WORDS | _NOT_GERUNDS
+            or set(analyze(token)) & asked
+        ):
+            continue
+        before = tokens[n - 1] if n else ""
+        qualified = (
+            re.match(r"[a-z][\w'’-]*$", before)
+            and before.lower() not in STOP | FUNCTION_WORDS | _PHRASE_EDGE | PREPOSITIONS
+            and not before.lower().endswith(("ed", "ing", "ly"))
+        )
+        return f"{before} {token}" if qualified else token
+    return ""
+
+
+# Words in -ing that are no verb's form.
+_NOT_GERUNDS = frozenset("during morning evening bring spring string ceiling".split())
+
+
 def thing(r: Ranking) -> Extracted:
-    """What a "what" question asks: the noun phrase of the kind asked, the reason asked
-    "why", the object the question's grammar asks for in the best sentence (of the
-    preposition it ends in, or of its verb), else the phrase that says most the question
-    does not (from the sentence a pointing sentence leans on)."""
+    """What a "what" question asks: the noun phrase of the kind asked (an activity: the
+    verb's object, or a verb's -ing form), the reason asked "why", the object the
+    question's grammar asks for in the best sentence (of the preposition it ends in, or of
+    its verb), else the phrase that says most the question does not (from the sentence a
+    pointing sentence leans on)."""
     noun = asked_noun(r.question)
     if noun:
         for _score, _share, s in r.ranked[:3]:
             phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
             if phrase:
                 return phrase, [s]
+        if noun.lower() == "activity":
+            best = r.best()
+            asked = r.weigher.terms | r.weigher.names
+            done = verb_object(r.question, best.claim, asked) or gerund(best.claim, asked)
+            if done:
+                return done, [best]
     if re.match(r"\s*why\b", r.question, re.I):
         for _score, _share, s in r.ranked[:3]:
             reason = _reason(s.claim)

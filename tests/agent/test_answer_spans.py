@@ -15,7 +15,7 @@ from helpers.talk import memorize
 from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import stranded_object, verb_object
+from kbmem.research.extract import gerund, stranded_object, verb_object
 from kbmem.research.spans import novel_phrase
 
 
@@ -109,3 +109,16 @@ def test_a_memorized_conversation_is_answered_with_the_verb_s_object(tmp_path: P
         raised = chat.send("What did the harbour fun run raise money for?")
     assert made.answer.split("\n", 1)[0].split(" (")[0] == "bowls", made.answer
     assert raised.answer.split("\n", 1)[0].split(" (")[0] == "lifeboat crew", raised.answer
+
+
+def test_an_activity_is_named_by_a_verb_s_ing_form() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Tomas", "Ilse and I had a blast on our kayaking trip last summer."),
+    )
+    got = direct_answer("What activity did Tomas and Ilse enjoy last summer?", [item])
+    assert got.line.split(" (")[0] == "kayaking"
+    # With the word that qualifies it, and none that the question says itself.
+    assert gerund("I've done weight training so far.", set()) == "weight training"
+    assert gerund("We went hiking during the morning.", {"hike"}) == ""
