@@ -4,7 +4,8 @@ duration, a number and what it counts, a count of the distinct things the best s
 name (or of the occasions, asked "how many times"), a person, names gathered, a place, yes
 or no with its reason, one of the two things an "A or B?" question offers, a list gathered
 across sessions and deduplicated, or for "what" the noun phrase of the kind asked, the
-reason asked "why", or the phrase that says what the question does not. Spans are found by
+reason asked "why", the object of the preposition the question ends in or of the verb it
+asks about, or the phrase that says what the question does not. Spans are found by
 the question's grammar and the sentence's, never by lists of topic words. Each returns the
 line ("" when it finds none) and the sentences it took it from."""
 
@@ -15,6 +16,7 @@ import re
 from collections.abc import Callable
 
 from kbmem.dates import SaidDate, date_words, said_dates, written_date
+from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives
 from kbmem.research.ranking import Ranking
@@ -28,9 +30,12 @@ from kbmem.research.spans import (
     PLACE,
     PREPOSITIONS,
     SINCE,
+    TIME_WORD,
     WHERE_CLAUSE,
     content_phrase,
+    coordinated,
     is_novel,
+    joined,
     people,
     phrase_after,
     stem_set,
@@ -142,6 +147,9 @@ def names(r: Ranking) -> Extracted:
     return ", ".join(found), sources
 
 
+_APPOSITION = re.compile(r"\s*,\s*([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)\s*(?:[.,;:!?)]|$)")
+
+
 def place(r: Ranking) -> Extracted:
     """A place the best sentence reaches through what happens there, else one a sentence
     near the best names, else one said with a determiner ("in the mountains")."""
@@ -159,6 +167,10 @@ def place(r: Ranking) -> Extracted:
             # The noun phrase ends where a function or time word begins ("the mountains
             # last week").
             kept = list(itertools.takewhile(lambda w: is_novel(w, set(), set()), words))
+            # "in my home country, Sweden": a name set beside the phrase names the place.
+            named = _APPOSITION.match(s.claim[found.end() :])
+            if kept and named and set(analyze(named.group(1))) - exclude:
+                return named.group(1), [s]
             if kept and set(analyze(" ".join(kept))) - exclude:
                 return " ".join([head, *kept]), [s]
     return "", [r.best()]
@@ -244,8 +256,10 @@ def listed(r: Ranking) -> Extracted:
 
 def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]]:
     """The distinct things the sentences scoring LIST_SHARE of the best one's say (a
-    sentence that points back speaks through the one before it), and their sentences;
-    ``per_session``: a thing said again in another session counts again."""
+    sentence that points back speaks through the one before it): the object of the verb
+    the question asks about where a sentence says it, else its short phrase that says most
+    the question does not; and their sentences. ``per_session``: a thing said again in
+    another session counts again."""
     top = r.ranked[0][0]
     items: list[str] = []
     seen: list[tuple[str, frozenset[str]]] = []
@@ -259,7 +273,9 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
         text = s.before if points_back(s.claim) else s.claim
         if about and not set(analyze(text)) & about:
             continue
-        item = r.novel(text, 3)
+        item = verb_object(r.question, text, r.weigher.terms | r.weigher.names) or r.novel(
+            text, 3, whole_list=False
+        )
         key = stem_set(item) - r.weigher.terms
         where = s.session or s.item.page_id if per_session else ""
         if not key or any(key & k for w, k in seen if w == where):
@@ -366,9 +382,128 @@ def _trim_end(words: list[str]) -> list[str]:
     return words
 
 
+# A question that ends in a preposition ("What did the race raise awareness for?") asks for
+# its object: in a sentence that says the word before it and then the preposition, the
+# words after that preposition, to the clause's end.
+_STRANDED = re.compile(r"([\w'’-]+)\s+([a-z]+)\s*\?*\s*$", re.I)
+_STRANDED_PREPOSITION = re.compile(r"\b(?:" + "|".join(sorted(PREPOSITIONS)) + r")\s*\?*\s*$", re.I)
+_CLAUSE_WORDS = frozenset(
+    "is are was were be been and but so because which that who when while where if as "
+    "since than then".split()
+)
+OBJECT_WORDS = 6
+
+
+def stranded_object(question: str, text: str, asked: set[str]) -> str:
+    """The object of the preposition ``question`` ends in, as ``text`` says it after the
+    question's word before that preposition (``asked``: the question's terms, none of which
+    the object may be made of); "" when the question ends otherwise or ``text`` does not."""
+    found = _STRANDED.search(question.strip())
+    if not found or found.group(2).lower() not in PREPOSITIONS:
+        return ""
+    word, prep = set(analyze(found.group(1))), found.group(2).lower()
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n, token in enumerate(tokens):
+        if not word or not set(analyze(token)) & word:
+            continue
+        after = [t.lower() for t in tokens[n + 1 : n + 4]]
+        if prep not in after:
+            continue
+        phrase = _object_after(tokens, n + 2 + after.index(prep), asked, gerund=False)
+        if phrase:
+            return phrase
+    return ""
+
+
+def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = True) -> str:
+    """The phrase that starts at token ``at`` (after its function words), to the first
+    preposition (a lone gerund keeps its own: "volunteering at a shelter"), time word or
+    clause word, with the whole list it is an item of (spans.coordinated); "" when it says
+    nothing the question (its terms ``asked``) does not."""
+    while at < len(tokens) and tokens[at].lower() in _PHRASE_EDGE | STOP:
+        at += 1
+    end = at
+    while end < len(tokens) and end - at < OBJECT_WORDS:
+        t, low = tokens[end], tokens[end].lower()
+        if not re.match(r"[\w'’-]+$", t) or low in _CLAUSE_WORDS or TIME_WORD.match(low):
+            break
+        lone_gerund = gerund and end == at + 1 and tokens[at].lower().endswith("ing")
+        if low in PREPOSITIONS and not lone_gerund:
+            break
+        end += 1
+    words = _trim_end(tokens[at:end])
+    if not words or not set(analyze(" ".join(words))) - asked:
+        return ""
+    first, last = coordinated(tokens, at, at + len(words) - 1)
+    return joined(tokens[first : last + 1])
+
+
+# "What did Caroline research?", "What did Mel and her kids make during …?": the verb after
+# the auxiliary and a named subject (with whom they did it), when the question says no
+# object of it (it ends, or a preposition, an adverb or a time follows).
+_VERB_ENDS = PREPOSITIONS | frozenset(
+    "after before during since until through across along among between against without "
+    "within upon together last this that when while yesterday today".split()
+)
+_ASKED_VERB = re.compile(
+    r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){0,2}\s+(?:did|does|do|has|have|had|will|would|can)\s+"
+    r"[A-Z][\w-]*(?:\s+(?:and|&)\s+(?:(?:his|her|their)\s+[a-z][\w'’-]*|[A-Z][\w-]*))?"
+    r"\s+([a-z][\w'’-]*)(?=\s*\?|\s+(?:" + "|".join(sorted(_VERB_ENDS)) + r"|[a-z]+ly)\b)"
+)
+
+
+def verb_object(question: str, text: str, asked: set[str]) -> str:
+    """What a "what did X do?" question asks for: the object of its verb, as ``text``
+    says it right after that verb (in any form: "made our own pots" for "make"; see
+    _object_after); "" when the question is of another shape or ``text`` does not say the
+    verb with an object of words the question does not have (``asked``)."""
+    found = _ASKED_VERB.match(question)
+    if not found or found.group(1).lower() in FUNCTION_WORDS | PREPOSITIONS | _CLAUSE_WORDS:
+        return ""
+    verb = set(analyze(found.group(1)))
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n, token in enumerate(tokens):
+        if verb and set(analyze(token)) == verb:
+            phrase = _object_after(tokens, n + 1, asked)
+            if phrase:
+                return phrase
+    return ""
+
+
+def gerund(text: str, asked: set[str]) -> str:
+    """The first verb's -ing form in ``text`` that the question (its terms ``asked``) does
+    not say, with the word that qualifies it ("horseback riding"): what an activity is
+    called ("hiking with my friends", "our camping trip"); "" if none."""
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n, token in enumerate(tokens):
+        low = token.lower()
+        if (
+            len(low) < 6
+            or not low.endswith("ing")
+            or low.endswith("thing")
+            or low in STOP | FUNCTION_WORDS | _NOT_GERUNDS
+            or set(analyze(token)) & asked
+        ):
+            continue
+        before = tokens[n - 1] if n else ""
+        qualified = (
+            re.match(r"[a-z][\w'’-]*$", before)
+            and before.lower() not in STOP | FUNCTION_WORDS | _PHRASE_EDGE | PREPOSITIONS
+            and not before.lower().endswith(("ed", "ing", "ly"))
+        )
+        return f"{before} {token}" if qualified else token
+    return ""
+
+
+# Words in -ing that are no verb's form.
+_NOT_GERUNDS = frozenset("during morning evening bring spring string ceiling".split())
+
+
 def thing(r: Ranking) -> Extracted:
-    """What a "what" question asks: the noun phrase of the kind asked, the reason asked
-    "why", else the phrase that says most the question does not (from the sentence a
+    """What a "what" question asks: the noun phrase of the kind asked (an activity: the
+    verb's object, or a verb's -ing form), the reason asked "why", the object the
+    question's grammar asks for in the best sentence (of the preposition it ends in, or of
+    its verb), else the phrase that says most the question does not (from the sentence a
     pointing sentence leans on)."""
     noun = asked_noun(r.question)
     if noun:
@@ -376,6 +511,12 @@ def thing(r: Ranking) -> Extracted:
             phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
             if phrase:
                 return phrase, [s]
+        if noun.lower() == "activity":
+            best = r.best()
+            asked = r.weigher.terms | r.weigher.names
+            done = verb_object(r.question, best.claim, asked) or gerund(best.claim, asked)
+            if done:
+                return done, [best]
     if re.match(r"\s*why\b", r.question, re.I):
         for _score, _share, s in r.ranked[:3]:
             reason = _reason(s.claim)
@@ -386,6 +527,15 @@ def thing(r: Ranking) -> Extracted:
         reason = _implied_reason(best.claim, r.weigher.terms - r.weigher.names)
         if reason:
             return reason, [best]
+    # The object the question's grammar asks for, from the best sentence.
+    best = r.best()
+    asked = r.weigher.terms | r.weigher.names
+    if _STRANDED_PREPOSITION.search(r.question):
+        phrase = stranded_object(r.question, best.claim, asked)
+    else:
+        phrase = verb_object(r.question, best.claim, asked)
+    if phrase:
+        return phrase, [best]
     for _score, _share, best in r.ranked[:3]:
         if points_back(best.claim) and best.before:
             # "It was magical": what was magical is named in the sentence before.

@@ -231,9 +231,10 @@ class Ranking:
 
         return min(options, key=distance)
 
-    def novel(self, text: str, words: int = 5) -> str:
-        """The phrase of ``text`` that says most that the question does not."""
-        return novel_phrase(text, self.weigher.terms, self.speakers, words)
+    def novel(self, text: str, words: int = 5, whole_list: bool = True) -> str:
+        """The phrase of ``text`` that says most that the question does not (with the whole
+        list it is an item of, unless ``whole_list`` is False)."""
+        return novel_phrase(text, self.weigher.terms, self.speakers, words, whole_list)
 
 
 def _stale_values_down(

@@ -1,9 +1,11 @@
 """Answer spans: the words of a sentence that give the answer of one kind (a duration, a
 number and what it counts, a name, a place) or say what the question does not (a phrase,
-a title in quotes), with the function words at its ends trimmed."""
+a title in quotes, the whole list a phrase is an item of), with the function words at its
+ends trimmed."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from kbmem.dates import MONTHS, WEEKDAYS
@@ -55,7 +57,7 @@ def people(text: str, exclude: set[str], known: frozenset[str] = frozenset()) ->
 CALENDAR = frozenset(WEEKDAYS) | frozenset(MONTHS) | frozenset(m[:3] for m in MONTHS)
 
 
-_TIME_WORD = re.compile(
+TIME_WORD = re.compile(
     r"^(?:yesterday|today|tonight|tomorrow|recently|lately|ago|last|next|week|weekend|month|"
     r"year|day|night|morning|evening|afternoon|monday|tuesday|wednesday|thursday|friday|"
     r"saturday|sunday|fri|sat|sun|btw|im|ive|its|thats|lots?)$",
@@ -67,7 +69,7 @@ def is_novel(token: str, terms: set[str], names: set[str]) -> bool:
     """Whether a token says something the question does not: a content word (no function
     word, time word or filler) outside the question's terms and the speakers' names."""
     low = token.lower().replace("’", "'")
-    if not re.match(r"^[\w'-]+$", low) or low in STOP or _TIME_WORD.match(low.replace("'", "")):
+    if not re.match(r"^[\w'-]+$", low) or low in STOP or TIME_WORD.match(low.replace("'", "")):
         return False
     if len(low) < 3 and not low.isdigit():
         return False
@@ -84,7 +86,9 @@ FRAMING = frozenset(
 )
 
 
-def novel_phrase(text: str, terms: set[str], names: set[str], words: int = 5) -> str:
+def novel_phrase(
+    text: str, terms: set[str], names: set[str], words: int = 5, whole_list: bool = True
+) -> str:
     """The run of at most ``words`` words of ``text`` that says most that the question does
     not (its own words, the speakers' names, fillers and time words aside), nearest after the
     question's own words (the answer to "what is Jon reading?" follows "reading"); a title
@@ -114,7 +118,90 @@ def novel_phrase(text: str, terms: set[str], names: set[str], words: int = 5) ->
                 best = (score, a, b)
     if best is None:
         return ""
-    return " ".join(tokens[best[1] : best[2] + 1])
+    a, b = coordinated(tokens, best[1], best[2]) if whole_list else best[1:]
+    return joined(tokens[a : b + 1])
+
+
+_CLAUSE_END = frozenset('.;:!?()[]"')
+_COORDINATORS = frozenset({"and", "or", "&"})
+PREPOSITIONS = frozenset("to of for in on at with about into onto from by than like".split())
+_SUBJECT = frozenset("i we you he she they it i'm we're you're he's she's they're it's".split())
+# An item before the one found starts after the last of these in its segment ("and it
+# stands for love": "love"; "We hiked the ridge": "hiked the ridge").
+_ITEM_EDGE = (
+    PREPOSITIONS
+    | _SUBJECT
+    | frozenset("and or but so because that which who is are was were be been".split())
+)
+ITEM_WORDS = 5  # an item of a list said in a sentence: a short phrase
+LIST_WORDS = 16  # a list is cut after this many words
+
+
+def coordinated(tokens: list[str], a: int, b: int) -> tuple[int, int]:
+    """The tokens ``a`` to ``b`` widened to the whole list they are an item of, when they
+    stand in one ("love, faith and strength": commas between short phrases, closed by "and"
+    or "or"), within their clause; else as they are. An item before the one found is its
+    segment's words after the last preposition, subject or clause word ("it stands for
+    love" gives "love"), and a segment that needs such a cut is the list's first."""
+    lo = a
+    while lo > 0 and tokens[lo - 1] not in _CLAUSE_END:
+        lo -= 1
+    hi = b
+    while hi + 1 < len(tokens) and tokens[hi + 1] not in _CLAUSE_END:
+        hi += 1
+    commas = [n for n in range(lo, hi + 1) if tokens[n] == ","]
+    if not commas:
+        return a, b
+    bounds = [lo - 1, *commas, hi + 1]
+    segments = [(x + 1, y - 1) for x, y in itertools.pairwise(bounds) if y - 1 >= x + 1]
+    at = next((n for n, (x, y) in enumerate(segments) if x <= a <= y), None)
+    if at is None:
+        return a, b
+    # A list has three items or more: three segments, or two whose last is two items
+    # itself ("A, B and C"); a segment saying who does something ("and then I went home")
+    # is a clause of its own, no item.
+    inner = [
+        n
+        for n, (x, y) in enumerate(segments)
+        if any(t.lower() in _COORDINATORS for t in tokens[x + 1 : y])
+    ]
+    if len(segments) < 3 and not inner:
+        return a, b
+    x, y = segments[at]
+    if y - x + 1 > LIST_WORDS or _SUBJECT.intersection(t.lower() for t in tokens[a : y + 1]):
+        return a, b  # a clause, not an item
+    # The rest of its segment is the list's last item when it holds the "and" or "or".
+    closes = any(t.lower() in _COORDINATORS for t in tokens[b + 1 : y + 1])
+    first, last = a, y if closes else b
+    # Who does something, said before the phrase in its segment ("and it stands for hope"):
+    # the phrase is the list's first item.
+    leads = _SUBJECT.intersection(t.lower() for t in tokens[x:a])
+    for x, y in [] if leads else reversed(segments[:at]):
+        run = x
+        for n in range(y, x - 1, -1):
+            if tokens[n].lower() in _ITEM_EDGE:
+                run = n + 1
+                break
+        if run > y or y - run + 1 > ITEM_WORDS:
+            break
+        first = run
+        if run != x:
+            break
+    for x, y in segments[at + 1 :]:
+        if y - x + 1 > ITEM_WORDS + 1 or _SUBJECT.intersection(
+            t.lower() for t in tokens[x : y + 1]
+        ):
+            break
+        last = y
+    words = [t for t in tokens[first : last + 1] if t != ","]
+    if len(words) > LIST_WORDS or (first == a and last == b):
+        return a, b
+    return first, last
+
+
+def joined(tokens: list[str]) -> str:
+    """Tokens as text, a comma written against the word before it."""
+    return " ".join(tokens).replace(" , ", ", ")
 
 
 def phrase_after(text: str, terms: set[str], words: int = PHRASE_WORDS) -> str:
@@ -144,9 +231,6 @@ def trim(words: list[str]) -> list[str]:
     while words and words[-1].lower() in STOP | PREPOSITIONS:
         words = words[:-1]
     return words
-
-
-PREPOSITIONS = frozenset("to of for in on at with about into onto from by than like".split())
 
 
 def content_phrase(text: str, words: int) -> str:

@@ -1,0 +1,124 @@
+"""The span the direct answer cuts from its sentence by the question's grammar: the object
+of a stranded preposition ("… raise money for?"), the object of the asked verb ("What did
+X make?" → "made our own bowls"), the whole list a phrase is an item of, and a name set
+beside a place phrase. On synthetic turns (no index), then end to end on a memorized
+conversation with the real indexes and the offline agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers.evidence import turns_item
+from helpers.talk import memorize
+
+from kbmem.agent.session import ChatSession
+from kbmem.memorize.template import init_kb
+from kbmem.research.direct import direct_answer
+from kbmem.research.extract import gerund, stranded_object, verb_object
+from kbmem.research.spans import novel_phrase
+
+
+def test_a_stranded_preposition_asks_for_its_object() -> None:
+    text = "Raising money for the lifeboat crew is so rewarding - thanks for coming!"
+    assert stranded_object("What did the fun run raise money for?", text, set()) == (
+        "lifeboat crew"
+    )
+    # Another preposition after the word, or none at the question's end: nothing.
+    assert stranded_object("What did the fun run raise money with?", text, set()) == ""
+    assert stranded_object("What did the fun run raise?", text, set()) == ""
+
+
+def test_the_asked_verb_s_object_in_any_form_of_the_verb() -> None:
+    text = "We all made our own bowls, it was messy and fun!"
+    assert verb_object("What did Ilse and her kids make at the workshop?", text, set()) == "bowls"
+    # A gerund keeps its complement; a time word ends the object.
+    text = "I just started volunteering at the lifeboat station once a month."
+    assert verb_object("What did Tomas start recently?", text, set()) == (
+        "volunteering at the lifeboat station"
+    )
+    # The question names the verb's object itself: not asked this way.
+    assert verb_object("What did Ilse make a quilt of?", "I made it of silk.", set()) == ""
+    # The object says only what the question does: nothing new.
+    assert verb_object("What did Ilse paint?", "I painted it.", set()) == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("It was a gift, and it stands for hope, luck and patience.", "hope, luck and patience"),
+        (
+            "We hiked the ridge, swam in the cove and even went on a boat trip.",
+            "hiked the ridge, swam in the cove and even went on a boat trip",
+        ),
+        # Two clauses joined by "and", each with its own subject, are no list.
+        ("Yes, I did go, and it was fun.", "fun"),
+        ("I went to a cafe, and then I went home.", "cafe"),
+    ],
+)
+def test_a_phrase_in_a_list_is_given_with_the_whole_list(text: str, expected: str) -> None:
+    assert novel_phrase(text, set(), set()) == expected
+
+
+def test_a_what_answer_gives_the_list_the_sentence_says() -> None:
+    item = turns_item(
+        "s1",
+        "2024-04-02T09:00:00",
+        ("Ilse", "My grandmother's ring is special to me."),
+        ("Ilse", "She gave it to me when I was small, and it stands for hope, luck and patience."),
+    )
+    got = direct_answer("What does Ilse's ring stand for?", [item])
+    assert got.line == "hope, luck and patience"
+
+
+def test_a_name_beside_a_place_phrase_names_the_place() -> None:
+    item = turns_item(
+        "s1",
+        "2024-04-02T09:00:00",
+        ("Ilse", "This brooch was a gift from my aunt, who lives in her home village, Kilmory."),
+    )
+    got = direct_answer("Which town does Ilse's aunt live in?", [item])
+    assert got.line.split(" (")[0] == "Kilmory"
+
+
+def test_a_memorized_conversation_is_answered_with_the_verb_s_object(tmp_path: Path) -> None:
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    memorize(
+        kb,
+        "acme",
+        {
+            "s-clay": (
+                "2026-03-01",
+                [
+                    ("Ilse", "The pottery workshop with the kids was on Saturday."),
+                    ("Tomas", "How did it go?"),
+                    ("Ilse", "We all made our own bowls, it was messy and fun!"),
+                ],
+            ),
+            "s-sea": (
+                "2026-03-08",
+                [
+                    ("Tomas", "I ran the harbour fun run last weekend."),
+                    ("Ilse", "Raising money for the lifeboat crew is so rewarding!"),
+                ],
+            ),
+        },
+    )
+    with ChatSession(kb, "acme") as chat:
+        made = chat.send("What did Ilse and her kids make during the pottery workshop?")
+        raised = chat.send("What did the harbour fun run raise money for?")
+    assert made.answer.split("\n", 1)[0].split(" (")[0] == "bowls", made.answer
+    assert raised.answer.split("\n", 1)[0].split(" (")[0] == "lifeboat crew", raised.answer
+
+
+def test_an_activity_is_named_by_a_verb_s_ing_form() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Tomas", "Ilse and I had a blast on our kayaking trip last summer."),
+    )
+    got = direct_answer("What activity did Tomas and Ilse enjoy last summer?", [item])
+    assert got.line.split(" (")[0] == "kayaking"
+    # With the word that qualifies it, and none that the question says itself.
+    assert gerund("I've done weight training so far.", set()) == "weight training"
+    assert gerund("We went hiking during the morning.", {"hike"}) == ""
