@@ -41,6 +41,9 @@ BULK_TEXTS = 256
 # A batch holds at most this many word pieces (texts times the longest's pieces): texts are
 # sorted by length first, so a batch of short sentences is large and one of long turns small.
 BATCH_PIECES = 8192
+# Threads that read batches at once in bulk work (see ``bulk``): each holds one batch's
+# activations, so more cores than this split each reader's products among them instead.
+BULK_READERS = 4
 QUERY_CACHE = 256  # queries whose readings (see read_query) are kept
 _lock = threading.Lock()
 _queries: OrderedDict[str, Future[QueryReading]] = OrderedDict()
@@ -123,10 +126,11 @@ def bulk_threads() -> int:
 @contextmanager
 def bulk(count: int) -> Iterator[None]:
     """Every core for the embedding of ``count`` texts, in one call or in several within
-    this block (an index build embeds in steps, to report progress): ``bulk_threads()``
-    threads each run whole batches through the model, each product on one core (torch's
+    this block (an index build embeds in steps, to report progress): ``workers()`` threads
+    each run whole batches through the model, each product on one core (on
+    ``bulk_threads() // workers()`` cores where there are more than BULK_READERS). torch's
     setting is the process's: a query embedded meanwhile shares it, and bulk work is one
-    block at a time). Activations are reused from malloc's arenas rather than mapped afresh
+    block at a time. Activations are reused from malloc's arenas rather than mapped afresh
     (kbmem.heap.hold_large_buffers; the arenas are trimmed when the block ends).
 
     A batch to a thread, rather than each product split across the cores, because torch's
@@ -140,27 +144,25 @@ def bulk(count: int) -> Iterator[None]:
     import torch
 
     _load()  # which sets the query threads: first, or it would undo the setting below
-    fewer = threads() > 1
+    each = max(1, bulk_threads() // min(bulk_threads(), BULK_READERS))
     with _bulk_lock:
         _bulk_depth += 1
         if _bulk_depth == 1:
-            if fewer:
-                torch.set_num_threads(1)
+            torch.set_num_threads(each)
             heap.hold_large_buffers()
         try:
             yield
         finally:
             _bulk_depth -= 1
             if _bulk_depth == 0:
-                if fewer:
-                    torch.set_num_threads(threads())
+                torch.set_num_threads(threads())
                 heap.release_large_buffers()
 
 
 def workers() -> int:
-    """Threads that read batches at once: ``bulk_threads()`` inside a ``bulk`` block, else
-    one (a query's batch, its products on ``threads()`` cores)."""
-    return bulk_threads() if _bulk_depth > 0 else 1
+    """Threads that read batches at once: ``bulk_threads()`` (at most BULK_READERS) inside a
+    ``bulk`` block, else one (a query's batch, its products on ``threads()`` cores)."""
+    return min(bulk_threads(), BULK_READERS) if _bulk_depth > 0 else 1
 
 
 def model_path() -> Path:

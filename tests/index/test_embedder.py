@@ -153,9 +153,13 @@ def test_bulk_work_uses_every_core_then_gives_queries_their_threads(monkeypatch)
         seen.append((embedder.workers(), torch.get_num_threads()))
         with embedder.bulk(embedder.BULK_TEXTS - 1):  # a query, or a few texts
             seen.append((embedder.workers(), torch.get_num_threads()))
+        # More cores than readers: each reader's products split among the rest.
+        monkeypatch.setenv("KBMEM_EMBED_BULK_THREADS", str(2 * embedder.BULK_READERS))
+        with embedder.bulk(len(many)):
+            seen.append((embedder.workers(), torch.get_num_threads()))
     finally:
         torch.set_num_threads(embedder.threads())
-    assert seen == [(2, 1), (2, 1), (2, 1), (1, 2), (1, 2)]
+    assert seen == [(2, 1), (2, 1), (2, 1), (1, 2), (1, 2), (embedder.BULK_READERS, 2)]
     assert len(readers) == 2 and all(name.startswith("kbmem-embed") for name in readers)
     np.testing.assert_allclose(both, one_thread, atol=1e-5)  # the same vectors, sooner
 
