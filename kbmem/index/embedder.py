@@ -77,7 +77,7 @@ def precision() -> str:
     """The arithmetic of the model's linear layers and attention: ``KBMEM_EMBED_PRECISION``
     (float32 or bfloat16), else bfloat16 where the processor multiplies bfloat16 natively
     (avx512_bf16 or amx_bf16: the forward pass of a build takes about half the time, and a
-    text's vector stays within cosine 0.99999 of float32's) and float32 elsewhere (where
+    text's vector stays within cosine 0.9999 of float32's) and float32 elsewhere (where
     bfloat16 is emulated and slower). Part of ``embedder_id``: a query is read by the same
     pass as the index it searches, and an index built by the other is rebuilt."""
     value = os.environ.get("KBMEM_EMBED_PRECISION", "").strip().lower()
@@ -174,9 +174,9 @@ def model_path() -> Path:
 
 class _Bert:
     """The packaged BERT weights and tokenizer, run as a plain torch forward pass (eval mode:
-    no dropout) in ``dtype``: the linear layers and GELU in it, the embeddings, attention,
-    residual sums and layer norms in float32. Thread-safe: a pass keeps its state in local
-    variables."""
+    no dropout) in ``dtype``: the linear layers, GELU and the stream between layers in it
+    (layer norms compute in float32), the embeddings and attention in float32. Thread-safe: a
+    pass keeps its state in local variables."""
 
     def __init__(self, path: Path, dtype: str = "float32"):
         import torch
