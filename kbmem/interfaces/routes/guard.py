@@ -140,7 +140,7 @@ class Guard:
             )
             return
         # The router is told which route this is rather than matching the path again
-        # (FastAPI's own routing matches an included router's routes twice: docs/http-api.md).
+        # (FastAPI matched it twice more: docs/decisions/route-matched-once.md).
         scope[MATCHED] = (route, child_scope)
         await self.app(scope, receive, send)
 
