@@ -5,8 +5,9 @@ real :class:`~kbmem.interfaces.server.MemoryServer` with a real token). Each of 
 rounds asks the template's next question four ways, taken in turn so that both sides see the
 same machine: ``Memory.research`` and ``POST /v1/research``, ``Memory.search`` and ``POST
 /v1/search`` (hybrid, k 10; a search is fast, so the API's own cost shows most there). Reported:
-p50/p95 of each, and the HTTP p50 as a ratio of the in-process p50. The first call of each kind
-(model and index loading) is not timed.
+p50/p95 of each (to 0.01 ms), the HTTP p50 as a ratio of the in-process p50, and the median of
+the rounds' own ratios (HTTP over in process, the two calls of one round). The first call of
+each kind (model and index loading) is not timed.
 
 Spans are recorded as in production with the OpenTelemetry SDK, when it is installed, and an
 exporter that drops them; each round also times :func:`kbmem.telemetry.record_research` (the
@@ -18,6 +19,7 @@ import argparse
 import http.client
 import json
 import os
+import statistics
 import tempfile
 import threading
 import time
@@ -102,11 +104,17 @@ def run(requests: int = 40) -> dict[str, Any]:
     result: dict[str, Any] = {"requests": requests}
     result["telemetry_ms_p50"] = round(percentile(times.pop("telemetry"), 50), 3)
     for name, values in times.items():
-        result[f"{name}_ms_p50"] = round(percentile(values, 50), 1)
-        result[f"{name}_ms_p95"] = round(percentile(values, 95), 1)
+        result[f"{name}_ms_p50"] = round(percentile(values, 50), 2)
+        result[f"{name}_ms_p95"] = round(percentile(values, 95), 2)
     for kind in KINDS:
+        over_http, in_process = times[f"{kind}_http"], times[f"{kind}_inproc"]
+        # The ratio of the two medians, each taken unrounded; and the median of each
+        # round's own ratio (the two calls of a round run back to back, under one load).
         result[f"{kind}_http_over_inproc_p50"] = round(
-            result[f"{kind}_http_ms_p50"] / result[f"{kind}_inproc_ms_p50"], 3
+            percentile(over_http, 50) / percentile(in_process, 50), 3
+        )
+        result[f"{kind}_http_over_inproc_pairs_p50"] = round(
+            statistics.median(h / i for h, i in zip(over_http, in_process, strict=True)), 3
         )
     result["telemetry_share_of_research"] = round(
         result["telemetry_ms_p50"] / result["research_inproc_ms_p50"], 4
@@ -120,10 +128,11 @@ def render(result: dict[str, Any]) -> str:
     lines = [f"HTTP API against the same call in process, {result['requests']} rounds"]
     for kind in KINDS:
         lines.append(
-            f"{kind:<9} in process p50 {result[f'{kind}_inproc_ms_p50']:.1f} ms  "
-            f"p95 {result[f'{kind}_inproc_ms_p95']:.1f} ms   over HTTP p50 "
-            f"{result[f'{kind}_http_ms_p50']:.1f} ms  p95 {result[f'{kind}_http_ms_p95']:.1f} ms"
-            f"   ({result[f'{kind}_http_over_inproc_p50']:.2f}x)"
+            f"{kind:<9} in process p50 {result[f'{kind}_inproc_ms_p50']:.2f} ms  "
+            f"p95 {result[f'{kind}_inproc_ms_p95']:.2f} ms   over HTTP p50 "
+            f"{result[f'{kind}_http_ms_p50']:.2f} ms  p95 {result[f'{kind}_http_ms_p95']:.2f} ms"
+            f"   ({result[f'{kind}_http_over_inproc_p50']:.3f}x; per round, median "
+            f"{result[f'{kind}_http_over_inproc_pairs_p50']:.3f}x)"
         )
     lines.append(
         f"telemetry p50 {result['telemetry_ms_p50']:.3f} ms per research "

@@ -49,7 +49,7 @@ from kbmem.interfaces.envelope import ApiError, error_body, json_response
 from kbmem.interfaces.mcp_sdk.http import McpHttp
 from kbmem.interfaces.routes import docs, gam, pages, research, writes
 from kbmem.interfaces.routes.common import ApiState, error_of
-from kbmem.interfaces.routes.guard import Guard
+from kbmem.interfaces.routes.guard import Guard, Matched
 from kbmem.interfaces.schema import schemas
 from kbmem.interfaces.service import kbmem_version
 
@@ -143,4 +143,6 @@ def create_app(state: ApiState, mcp: McpHttp | None = None) -> Guard:
         name = ".".join(str(p) for p in loc) or "body"
         return json_response(400, error_body("invalid", str(first.get("msg", "")).lower(), name))
 
+    # The guard matches each request's route once; the router then only hands it on.
+    app.router.middleware_stack = Matched(app.router)
     return Guard(app, routers)

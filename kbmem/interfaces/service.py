@@ -254,10 +254,12 @@ class Memory(Chats):
         if tool not in SEARCH_TOOLS:
             raise ValidationError(f"must be one of {', '.join(SEARCH_TOOLS)}", "tool")
         k = int_arg(10 if k is None else k, "k", 1, 100)
-        # How far behind HEAD the index is, read before the search: a catch-up published
-        # between the two then costs a notice too many, never a stale answer without one.
-        index = self.toolkit.index.status().as_dict()
-        hits = self.toolkit.search(query, tool, k)
+        # The status and the search see one HEAD (and the caller's, if it read one already):
+        # the hits are those of the commit the status names, or the notice says how far
+        # behind it they are.
+        with self.kb.one_head():
+            index = self.toolkit.index.status().as_dict()
+            hits = self.toolkit.search(query, tool, k)
         return {"query": query, "tool": tool, "hits": [hit_dict(h) for h in hits], "index": index}
 
     def research_call(

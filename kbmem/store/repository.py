@@ -9,6 +9,7 @@ commit, :mod:`kbmem.store.files` writes files whole and :mod:`kbmem.store.locks`
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Generator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from io import BufferedReader
 from pathlib import Path
@@ -41,6 +43,8 @@ _STEP = re.compile(r"([~^])([0-9]*)")
 _LOG_FORMAT = "--format=%x1e%H%x1f%aI%x1f%an%x1f%B%x1f"
 # The bytes git log's output is read in.
 _LOG_CHUNK = 1 << 16
+# HEAD as first read in a KnowledgeBase.one_head block, by knowledge base (its root).
+_ONE_HEAD: ContextVar[dict[Path, str | None] | None] = ContextVar("kbmem_one_head", default=None)
 
 
 @dataclass(frozen=True)
@@ -114,8 +118,36 @@ class KnowledgeBase(WriteTransactions):
             self._local.repo = repo
         return repo
 
+    @contextlib.contextmanager
+    def one_head(self) -> Generator[None]:
+        """A block of reads that sees one HEAD: the first :meth:`head` in it (in this thread,
+        or task, and those it starts with a copy of its context) reads HEAD, the others get
+        the same commit. One read is about 0.1 ms (GitPython resolves the ref's path); a
+        search read it two or three times. While a write holds the lock (in this process),
+        HEAD is read afresh, and read again at the next read after it."""
+        if _ONE_HEAD.get() is not None:
+            yield
+            return
+        token = _ONE_HEAD.set({})
+        try:
+            yield
+        finally:
+            _ONE_HEAD.reset(token)
+
     def head(self) -> str | None:
-        """The commit HEAD points at, or None before the first commit."""
+        """The commit HEAD points at, or None before the first commit (inside
+        :meth:`one_head`, as first read there)."""
+        seen = _ONE_HEAD.get()
+        if seen is None:
+            return self._read_head()
+        if self._lock_depth:  # a write may move HEAD: read it, and again after the write
+            seen.pop(self.root, None)
+            return self._read_head()
+        if self.root not in seen:
+            seen[self.root] = self._read_head()
+        return seen[self.root]
+
+    def _read_head(self) -> str | None:
         try:
             # Reads the ref files directly, without asking git what type the object has.
             return SymbolicReference.dereference_recursive(self.repo, "HEAD")

@@ -24,6 +24,7 @@ import pytest
 from helpers.kbgit import commit_edit, git, kbmem, summit_session
 from helpers.shapes import CAMEL_CASE, keys_of
 from helpers.turns import commit_chat, commit_turn
+from prometheus_client.parser import text_string_to_metric_families
 
 from kbmem.agent import journal
 from kbmem.agent.records import TurnRecord
@@ -1300,6 +1301,59 @@ def test_a_server_listens_on_ipv6_loopback(example_kb: KnowledgeBase) -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _requests_counted(server: MemoryServer) -> dict[tuple[str, str, str], float]:
+    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=30)
+    conn.request("GET", "/metrics")  # open on loopback
+    text = conn.getresponse().read().decode()
+    conn.close()
+    return {
+        (s.labels["route"], s.labels["method"], s.labels["status"]): s.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "gam_http_requests"
+        for s in family.samples
+        if s.name == "gam_http_requests_total"
+    }
+
+
+def test_each_request_is_routed_once_and_counted_by_its_route(
+    served: MemoryServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The guard finds the route and the router hands the request to it without matching
+    its path again; the request is counted under the route's pattern, its method and status."""
+    from fastapi.routing import APIRouter
+
+    routed: list[str] = []
+    original = APIRouter.app
+
+    async def app(self: APIRouter, scope: Any, receive: Any, send: Any) -> None:
+        routed.append(scope.get("path", scope["type"]))  # the router looked the route up
+        await original(self, scope, receive, send)
+
+    monkeypatch.setattr(APIRouter, "app", app)
+    api = client(served)
+    before = _requests_counted(served)
+    assert api.call("GET", f"/v1/pages/{ROSTER}")[0] == 200
+    assert api.call("HEAD", f"/v1/pages/{ROSTER}")[0] == 200
+    assert api.call("GET", "/v1/pages/notes/none.md")[0] == 404  # the route's own 404
+    assert api.call("POST", "/v1/search", {"query": "pilot customer", "k": 2})[0] == 200
+    assert api.call("POST", "/v1/chats/c1/messages", {"message": 5})[0] == 400
+    assert api.call("GET", "/v1/search")[0] == 405
+    assert api.call("GET", "/v1/nothing")[0] == 404
+    after = _requests_counted(served)
+    assert routed == []  # /metrics and every /v1 request went straight to its route
+    grew = {key: after[key] - before.get(key, 0) for key in after if after[key] != before.get(key)}
+    assert grew == {
+        ("/v1/pages/{page_id}", "GET", "200"): 1,
+        ("/v1/pages/{page_id}", "HEAD", "200"): 1,
+        ("/v1/pages/{page_id}", "GET", "404"): 1,
+        ("/v1/search", "POST", "200"): 1,
+        ("/v1/chats/{chat_id}/messages", "POST", "400"): 1,
+        ("/v1/search", "GET", "405"): 1,
+        ("unmatched", "GET", "404"): 1,
+        ("/metrics", "GET", "200"): 1,  # the first reading of /metrics
+    }
 
 
 def test_a_lone_quick_search_is_answered_on_the_event_loop(

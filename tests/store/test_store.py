@@ -495,6 +495,37 @@ def test_writers_always_read_what_git_has(empty_kb: KnowledgeBase) -> None:
     fsck(root)
 
 
+COMMIT_ONE = """
+    import sys
+    from kbmem.store.repository import KnowledgeBase
+    KnowledgeBase(sys.argv[1]).commit_files({sys.argv[2]: b"v2"}, "Two")
+"""
+
+
+def test_a_block_of_reads_sees_one_head_and_a_write_in_it_moves_it(
+    empty_kb: KnowledgeBase,
+) -> None:
+    """Inside ``one_head`` HEAD is read once: a commit by another process is not seen until
+    the block ends, while a write of this one, in the block, is seen at once."""
+    root = empty_kb.root
+    empty_kb.commit_files({NOTE: b"v1\n"}, "One")
+    first = head(root)
+    with empty_kb.one_head():
+        assert empty_kb.head() == first
+        other = _spawn(COMMIT_ONE, str(root), NOTE)
+        _out, err = other.communicate(timeout=120)
+        assert other.returncode == 0, err
+        second = head(root)
+        assert second != first and empty_kb.head() == first  # as first read in the block
+        with empty_kb.one_head():  # a nested block is the same block
+            assert empty_kb.head() == first
+        empty_kb.commit_files({NOTE: b"v3\n"}, "Three")
+        third = head(root)
+        assert git(root, "rev-parse", "HEAD~1").strip() == second  # the write read git's HEAD
+        assert empty_kb.head() == third
+    assert empty_kb.head() == third == head(root)
+
+
 def test_names_that_look_like_patterns_touch_only_themselves(empty_kb: KnowledgeBase) -> None:
     """A path with '*' or a leading ':' is a file name to kbmem, never a git pathspec that
     could reach the user's other staged files."""

@@ -11,7 +11,7 @@ from urllib.parse import unquote
 
 from fastapi import APIRouter, FastAPI
 from fastapi.responses import Response
-from starlette.routing import Match, Route
+from starlette.routing import Match, Route, Router
 from starlette.types import Message, Receive, Scope, Send
 
 from kbmem.interfaces.envelope import error_body, json_response, send_response
@@ -21,6 +21,7 @@ from kbmem.telemetry import HTTP_LATENCY, HTTP_REQUESTS, caller_trace
 
 log = logging.getLogger("kbmem.interfaces.app")
 
+MATCHED = "kbmem.route"  # the route the guard found, and its scope (see Matched)
 KNOWN_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "POST", "DELETE", "PUT", "PATCH"})
 
 
@@ -114,8 +115,10 @@ class Guard:
             methods = {m for route in self._routes for m in route[1]}
             await _send_empty(send, 204, {"Allow": _allow(methods)})
             return
-        matched = self._methods_of(scope)
-        if matched is None:
+        if method == "HEAD":  # as GET; the server sends the headers without the body
+            scope = {**scope, "method": "GET"}
+        route, child_scope = self._match(scope)
+        if route is None:
             message = (
                 "name a turn as /v1/turns/<chat-id>/<n>"
                 if path.startswith("/v1/turns/")
@@ -123,11 +126,12 @@ class Guard:
             )
             await _send_json(send, 404, error_body("not_found", message))
             return
-        record.route, methods = matched
-        if method == "OPTIONS":
-            await _send_empty(send, 204, {"Allow": _allow(methods)})
-            return
-        if ("GET" if method == "HEAD" else method) not in methods:
+        record.route = route.path_format
+        if child_scope is None:  # the path is a route's, the method is not
+            methods = self._methods_at(scope)
+            if method == "OPTIONS":
+                await _send_empty(send, 204, {"Allow": _allow(methods)})
+                return
             await _send_json(
                 send,
                 405,
@@ -135,8 +139,9 @@ class Guard:
                 {"Allow": _allow(methods)},
             )
             return
-        if method == "HEAD":  # as GET; the server sends the headers without the body
-            scope = {**scope, "method": "GET"}
+        # The router is told which route this is rather than matching the path again
+        # (FastAPI matched it twice more: docs/decisions/route-matched-once.md).
+        scope[MATCHED] = (route, child_scope)
         await self.app(scope, receive, send)
 
     @functools.cached_property
@@ -149,14 +154,48 @@ class Guard:
             if isinstance(route, Route) and route.methods  # not /mcp, not a router
         ]
 
-    def _methods_of(self, scope: Scope) -> tuple[str, set[str]] | None:
-        """The route's label and the methods of the first route whose path matches."""
+    def _match(self, scope: Scope) -> tuple[Route | None, Scope | None]:
+        """The route that answers the request and the scope it adds (its endpoint, path
+        parameters), as Starlette's router would choose it: the first whose path and method
+        match. A path some route has with a method none takes: that route and None. No
+        route for the path: (None, None)."""
+        partial = None
+        for route, _methods in self._routes:
+            match, child_scope = route.matches(scope)
+            if match is Match.FULL:
+                return route, child_scope
+            if match is Match.PARTIAL and partial is None:
+                partial = route
+        return partial, None
+
+    def _methods_at(self, scope: Scope) -> set[str]:
+        """The methods of every route whose path matches the request's."""
         probe = {**scope, "method": "GET"}
+        found: set[str] = set()
         for route, methods in self._routes:
-            match, _ = route.matches(probe)
-            if match is not Match.NONE:
-                return route.path_format, {m for m in methods if m != "HEAD"}
-        return None
+            if route.matches(probe)[0] is not Match.NONE:
+                found |= methods
+        return {m for m in found if m != "HEAD"}
+
+
+class Matched:
+    """The innermost layer of the app, where its router was: a request the guard has matched
+    (``scope[MATCHED]``) goes straight to its route, as the router would send it; any other
+    (``/mcp``, the lifespan) through the router."""
+
+    def __init__(self, router: Router):
+        self.router = router
+        self.routing = router.middleware_stack
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        found = scope.pop(MATCHED, None)
+        if found is None:
+            await self.routing(scope, receive, send)
+            return
+        route, child_scope = found
+        scope.setdefault("router", self.router)
+        scope.update(child_scope)
+        await route.handle(scope, receive, send)
 
 
 def _escape_slash(part: str) -> str:

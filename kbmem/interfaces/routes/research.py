@@ -63,14 +63,15 @@ async def search(request: Request) -> Response:
                 state.search_ms.clear()
             state.search_ms[kind] = (time.thread_time() - started) * 1000
 
-    if (
-        state.in_flight == 1
-        and state.search_ms.get(kind, INLINE_SEARCH_MS) < INLINE_SEARCH_MS
-        and memory.search_ready()
-    ):
-        # Alone, quick last time, and nothing to wait for: the thread hop would cost more
-        # than it spares anyone (INLINE_SEARCH_MS).
-        return json_response(200, timed(wait=False))
+    with memory.kb.one_head():  # the check and the search read HEAD once between them
+        if (
+            state.in_flight == 1
+            and state.search_ms.get(kind, INLINE_SEARCH_MS) < INLINE_SEARCH_MS
+            and memory.search_ready()
+        ):
+            # Alone, quick last time, and nothing to wait for: the thread hop would cost
+            # more than it spares anyone (INLINE_SEARCH_MS).
+            return json_response(200, timed(wait=False))
     return json_response(200, await run(timed, True))
 
 
