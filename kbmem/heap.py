@@ -82,7 +82,18 @@ def release_large_buffers() -> None:
     if not _fixed:
         return
     _set_thresholds(MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES)
+    give_back_free_memory()
+
+
+def give_back_free_memory() -> bool:
+    """Give the free memory inside malloc's arenas back to the system (``malloc_trim(0)``,
+    which also releases free pages between blocks still in use, not only the top of the
+    heap): after work that freed much between long-lived blocks, such as an index build.
+    On glibc only; returns whether it ran."""
+    if platform.libc_ver()[0] != "glibc":
+        return False
     libc = ctypes.CDLL(None)
     libc.malloc_trim.argtypes = [ctypes.c_size_t]
     libc.malloc_trim.restype = ctypes.c_int
     libc.malloc_trim(0)
+    return True

@@ -12,7 +12,7 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 from whoosh import index as whoosh_index
 
-from kbmem.errors import ValidationError
+from kbmem import heap
+from kbmem.errors import StorageError, ValidationError
 from kbmem.index import ann, embedder
 from kbmem.index.build_vectors import embed_reusing
 from kbmem.index.checkpoint import EmbedCheckpoints
@@ -40,6 +41,7 @@ from kbmem.index.postings import make_codec, make_schema, merge_policy
 from kbmem.index.vectors import (
     HNSW_EF_CONSTRUCTION,
     HNSW_M,
+    keep_base,
     save_base,
     vector_labels,
     vector_texts,
@@ -51,8 +53,8 @@ from kbmem.store.repository import KnowledgeBase
 log = logging.getLogger("kbmem")
 
 # -- a full build -------------------------------------------------------------------------------
-# Intervals embedded per step of a build (and per progress report). A step's word pieces wait
-# as floats (34 KB an interval) for the indexing thread, up to three steps at once.
+# Intervals read, embedded and indexed per step of a full build (and per progress report); up
+# to four steps are held at once (one read, two waiting, one being indexed).
 SEGMENT_DOCS = 1000
 CAPACITY_GROWTH = 1.25  # room in a new vector graph for later folds, over the vectors it holds
 MIN_CAPACITY = 16
@@ -63,7 +65,13 @@ FULL_WRITER_MB = 64
 INCREMENTAL_WRITER_MB = 128  # ...and for an incremental one (a few pages)
 
 Progress = Callable[[int, int], None]
-Chunk = tuple[int, list[IntervalText], np.ndarray, np.ndarray, list[np.ndarray]]
+# One step of a full build: its intervals and the headers of their pages...
+Step = tuple[list[IntervalText], dict[str, dict[str, Any]]]
+# ...and as it waits for the indexing thread: its first label, intervals, headers, vectors,
+# vectors per interval and word pieces.
+Chunk = tuple[
+    int, list[IntervalText], dict[str, dict[str, Any]], np.ndarray, np.ndarray, QuantizedChunk
+]
 
 
 @dataclass
@@ -115,17 +123,12 @@ class Builder:
         self.checkpoints = EmbedCheckpoints(layout.dir)
 
     def intervals_at(
-        self, commit: str, paths: Iterable[str] | None = None
+        self, commit: str, paths: Iterable[str]
     ) -> tuple[list[IntervalText], dict[str, dict[str, Any]]]:
-        """Intervals of every page (or of ``paths``) at ``commit`` and each page's header;
-        broken pages are skipped with a warning."""
+        """Intervals of the pages ``paths`` at ``commit`` and each page's header; broken
+        pages are skipped with a warning."""
         out: list[IntervalText] = []
         metas: dict[str, dict[str, Any]] = {}
-        if paths is None:
-            for record in self.store.iter_pages(commit):
-                metas[record.page_id] = record.page.meta
-                out += cut_page(record.page, record.page_id, record.path, commit, record.blob)
-            return out, metas
         for path in paths:
             page_id = self.store.page_id_of(path)
             if page_id is None:
@@ -177,12 +180,14 @@ class Builder:
     def full(
         self, head: str | None, progress: Progress | None, cancel: threading.Event | None = None
     ) -> SyncReport:
-        """Build a generation of ``head`` from scratch and publish it."""
+        """Build a generation of ``head`` from scratch and publish it. The pages are read
+        twice, never held: once to count the intervals and their vectors (the graph is made
+        at its final size, since hnswlib's resize copies it), then step by step as they are
+        embedded and indexed."""
         path = self.layout.new_dir(head)
         (path / "whoosh").mkdir()
-        items, metas = self.intervals_at(head) if head else ([], {})
-        texts = [vector_texts(it.text, it.speaker) for it in items]
-        capacity = max(MIN_CAPACITY, int(sum(map(len, texts)) * CAPACITY_GROWTH))
+        pages, count, vector_count = self.count_at(head) if head else (0, 0, 0)
+        capacity = max(MIN_CAPACITY, int(vector_count * CAPACITY_GROWTH))
         vectors = ann.Index(space="cosine", dim=embedder.DIM)
         vectors.init_index(
             max_elements=capacity,
@@ -190,7 +195,10 @@ class Builder:
             M=HNSW_M,
             allow_replace_deleted=True,
         )
-        self._index_all(path, items, texts, metas, vectors, progress)
+        steps = self.steps_at(head, SEGMENT_DOCS) if head else iter(())
+        indexed = self._index_all(path, steps, count, vectors, progress)
+        if indexed != count:  # the same commit read twice: only a bug gets here
+            raise StorageError(f"a build of {head} found {indexed} intervals, then {count}")
         vec: dict[str, Any] = {
             "base_count": 0,
             "capacity": capacity,
@@ -199,7 +207,7 @@ class Builder:
             "deltas": [],
             "ann": ann.ANN_BUILD,
         }
-        if items:
+        if count:
             vec.update(save_base(vectors, path / "vectors.hnsw"))
         vec.update({"delta": 0, "dead": 0, "marked_deleted": 0})
         meta = {
@@ -207,30 +215,59 @@ class Builder:
             "tenant": self.tenant,
             "commit": head,
             "embedder": embedder.embedder_id(),
-            "count": len(items),
-            "next_label": len(items),
+            "count": count,
+            "next_label": count,
             "vectors": vec,
-            "late": {"base": len(items), "delta": 0, "tables": [[LATE_FILE, len(items)]]},
+            "late": {"base": count, "delta": 0, "tables": [[LATE_FILE, count]]},
         }
         self.layout.publish(path, meta, cancel)
+        if count:
+            # The graph just built is the one the next search would read from disk.
+            keep_base(self.layout.dir, vec["base_id"], vectors)
         self.checkpoints.clear()
-        return SyncReport(self.tenant, head, "full", len(metas), len(items), 0)
+        return SyncReport(self.tenant, head, "full", pages, count, 0)
+
+    def count_at(self, commit: str) -> tuple[int, int, int]:
+        """How many pages, intervals and vectors the index of ``commit`` holds (the pages
+        read and let go)."""
+        pages = intervals = vector_count = 0
+        for record in self.store.iter_pages(commit):
+            pages += 1
+            for item in cut_page(record.page, record.page_id, record.path, commit, record.blob):
+                intervals += 1
+                vector_count += len(vector_texts(item.text, item.speaker))
+        return pages, intervals, vector_count
+
+    def steps_at(self, commit: str, size: int) -> Iterator[Step]:
+        """The intervals of every page at ``commit``, ``size`` at a time, each step with the
+        headers of the pages it holds intervals of (a page can span steps)."""
+        items: list[IntervalText] = []
+        metas: dict[str, dict[str, Any]] = {}
+        for record in self.store.iter_pages(commit):
+            metas[record.page_id] = record.page.meta
+            items += cut_page(record.page, record.page_id, record.path, commit, record.blob)
+            while len(items) >= size:
+                yield items[:size], metas
+                items = items[size:]
+                metas = {record.page_id: record.page.meta} if items else {}
+        if items:
+            yield items, metas
 
     def _index_all(
         self,
         path: Path,
-        items: list[IntervalText],
-        texts: list[list[str]],
-        metas: dict[str, dict[str, Any]],
+        steps: Iterator[Step],
+        total: int,
         vectors: ann.Index,
         progress: Progress | None,
-    ) -> None:
-        """Embed ``items`` chunk by chunk and add them to ``vectors``, to a new Whoosh index
-        at ``path`` and to its table of word pieces (quantized and written chunk by chunk: as
+    ) -> int:
+        """Embed the intervals of ``steps`` (``total`` of them) step by step and add them to
+        ``vectors``, to a new Whoosh index at ``path`` and to its table of word pieces
+        (quantized before a step waits for the indexing thread, and written step by step: as
         floats they were most of a build's memory, 34 KB an interval, and even as codes 3 KB).
         One writer, one segment: the fewest postings lists for a query to read. Embedding (the
         model) and indexing (the graph, Whoosh and the pieces, on another thread) of
-        successive chunks overlap."""
+        successive steps overlap. Returns how many intervals were indexed."""
         ix = whoosh_index.create_in(str(path / "whoosh"), make_schema())
         writer = ix.writer(procs=1, limitmb=FULL_WRITER_MB, codec=make_codec())
         pending: queue.Queue[Chunk | None] = queue.Queue(2)
@@ -239,13 +276,13 @@ class Builder:
 
         def index_chunks() -> None:
             while (job := pending.get()) is not None:
-                start, chunk, emb, counts, found = job
+                start, chunk, metas, emb, counts, codes = job
                 if failed:
                     continue
                 try:
                     labels = vector_labels(np.arange(start, start + len(chunk)), counts)
                     vectors.add_items(emb, labels, num_threads=1)
-                    pieces.add(QuantizedChunk.of(found))
+                    pieces.add(codes)
                     for n, item in enumerate(chunk):
                         writer.add_document(**self.doc(item, start + n, metas))
                 except BaseException as exc:
@@ -253,16 +290,16 @@ class Builder:
 
         worker = threading.Thread(target=index_chunks, name="kbmem-index-build", daemon=True)
         worker.start()
+        done = 0
         try:
             try:
-                for i in range(0, len(items), SEGMENT_DOCS):
+                for chunk, metas in steps:
                     if failed:
                         break
-                    chunk = items[i : i + SEGMENT_DOCS]
-                    found = self.checkpoints.embed(
-                        texts[i : i + SEGMENT_DOCS], progress, i, len(items)
-                    )
-                    pending.put((i, chunk, *found))
+                    texts = [vector_texts(it.text, it.speaker) for it in chunk]
+                    emb, counts, found = self.checkpoints.embed(texts, progress, done, total)
+                    pending.put((done, chunk, metas, emb, counts, QuantizedChunk.of(found)))
+                    done += len(chunk)
             finally:
                 pending.put(None)
                 worker.join()
@@ -274,7 +311,12 @@ class Builder:
             writer.cancel()
             pieces.cancel()
             raise
+        finally:
+            # Whoosh's pool and the steps' buffers, freed now, are holes in malloc's arenas
+            # that nothing else would give back (kbmem.heap.give_back_free_memory).
+            heap.give_back_free_memory()
         ix.close()
+        return done
 
     # -- incremental --------------------------------------------------------------------------
 
@@ -322,8 +364,10 @@ class Builder:
         count = self._update_whoosh(gen, path, sorted(removed_paths), items, first, metas)
         meta["late"] = next_pieces(gen, path, dropped, first, pieces)
         base_count = int(vec["base_count"])
+        folded: ann.Index | None = None
         if should_fold(gen, delta, base_count):
-            vec.update(fold_delta(gen, path, whole_delta(gen, delta)))
+            fields, folded = fold_delta(gen, path, whole_delta(gen, delta))
+            vec.update(fields)
             vec["deltas"] = []
         else:
             if base_count:
@@ -337,6 +381,9 @@ class Builder:
         )
         meta.update({"commit": head, "count": count, "next_label": first + len(items)})
         self.layout.publish(path, meta, cancel)
+        if folded is not None:
+            # The folded graph is the new base: kept, so that it is not read again beside it.
+            keep_base(self.layout.dir, vec["base_id"], folded)
         self.checkpoints.clear()
         changed = len(removed_paths | added_paths)
         return SyncReport(self.tenant, head, "incremental", changed, len(items), len(dropped))

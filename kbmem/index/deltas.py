@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from kbmem.index import ann
 from kbmem.index.generation import Generation
 from kbmem.index.late import LATE_FILE, TABLE_FILES, PieceTable
 from kbmem.index.layout import link
@@ -95,9 +96,10 @@ def next_segments(gen: Generation, path: Path, new: DeltaSegment) -> list[list[A
     return out
 
 
-def fold_delta(gen: Generation, path: Path, delta: Delta) -> dict[str, Any]:
-    """A new base graph written to ``path``: ``gen``'s (a private copy) with the dead marked
-    deleted and the delta added into free or deleted slots. Returns the meta's vector fields."""
+def fold_delta(gen: Generation, path: Path, delta: Delta) -> tuple[dict[str, Any], ann.Index]:
+    """A new base graph written to ``path``: ``gen``'s (a private copy, since searches of
+    ``gen`` read the shared one meanwhile) with the dead marked deleted and the delta added
+    into free or deleted slots. Returns the meta's vector fields and the new graph."""
     labels, vectors, dead = delta
     vec = gen.meta["vectors"]
     index = load_vectors(gen.path / "vectors.hnsw", gen.meta)
@@ -119,7 +121,7 @@ def fold_delta(gen: Generation, path: Path, delta: Delta) -> dict[str, Any]:
         marked -= reusable
     out = save_base(index, path / "vectors.hnsw")
     out["marked_deleted"] = max(0, marked)
-    return out
+    return out, index
 
 
 def next_pieces(

@@ -87,6 +87,7 @@ class Generation:
         self._segments: list[DeltaSegment] | None = None
         self._speakers: list[str] | None = None
         self._filtered: OrderedDict[FilterKey, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._base: ann.Index | None = None
         self._base_ids: np.ndarray | None = None  # every vector label of the base graph
         self._pieces: list[PieceTable] | None = None
         self._spelled: dict[str, str] = {}
@@ -134,9 +135,20 @@ class Generation:
             return self._view
 
     def base(self) -> ann.Index | None:
+        """The base vector graph (kbmem.index.vectors.shared_base), held from its first read
+        as long as this generation is open: the shared cache lets go of it once a newer
+        base of the tenant is loaded, and reading it again would hold it twice."""
         if not int(self.meta["vectors"]["base_count"]):
             return None
-        return shared_base(self.path / "vectors.hnsw", self.meta)
+        with self._lock:
+            found = self._base
+        if found is None:
+            found = shared_base(self.path / "vectors.hnsw", self.meta)
+            with self._lock:
+                if self._base is None:
+                    self._base = found
+                found = self._base
+        return found
 
     def delta_segments(self) -> list[DeltaSegment]:
         """The vector delta's segments, oldest first (vectors memory-mapped), read once."""

@@ -95,7 +95,10 @@ def vector_labels(labels: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return out
 
 
-_BASES: OrderedDict[str, ann.Index] = OrderedDict()
+# Base graphs loaded, by base id, with the index folder of the tenant each belongs to: the
+# newest of each tenant (an older one, replaced by a full build or a fold, stays only as long
+# as a generation still open holds it), of at most _BASES_KEPT tenants.
+_BASES: OrderedDict[str, tuple[Path, ann.Index]] = OrderedDict()
 _BASES_LOCK = threading.Lock()
 _BASES_KEPT = 4
 # hnswlib keeps a query's ``ef`` on the graph object, which searches in other threads share
@@ -149,13 +152,24 @@ def shared_base(path: Path, meta: dict[str, Any]) -> ann.Index:
     with _BASES_LOCK:
         if base_id in _BASES:
             _BASES.move_to_end(base_id)
-            return _BASES[base_id]
+            return _BASES[base_id][1]
     index = load_vectors(path, meta)
+    keep_base(path.parent.parent, base_id, index)
+    return index
+
+
+def keep_base(tenant_dir: Path, base_id: str, index: ann.Index) -> None:
+    """Keep ``index`` as the base graph ``base_id`` of the tenant whose index folder is
+    ``tenant_dir`` (a build hands over the graph it wrote, so that it is not read again),
+    in place of any other base of that tenant: once a new base is published, an older one
+    serves only the generations still open that hold it, and they keep their own
+    reference (kbmem.index.generation.Generation.base)."""
     with _BASES_LOCK:
-        _BASES[base_id] = index
+        for other in [key for key, (where, _) in _BASES.items() if where == tenant_dir]:
+            del _BASES[other]
+        _BASES[base_id] = (tenant_dir, index)
         while len(_BASES) > _BASES_KEPT:
             _BASES.popitem(last=False)
-    return index
 
 
 def save_base(index: ann.Index, path: Path) -> dict[str, Any]:

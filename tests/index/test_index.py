@@ -36,6 +36,7 @@ from tokenizers import Tokenizer
 
 from kbmem.errors import Cancelled, NotFound, StorageError, ValidationError
 from kbmem.index import ann, embedder, resident
+from kbmem.index import build as build_module
 from kbmem.index import deltas as deltas_module
 from kbmem.index import hits as hits_module
 from kbmem.index import search_dense as dense_module
@@ -460,6 +461,79 @@ KILLED_SYNC = textwrap.dedent(
 def copy_kb(kb: KnowledgeBase, target: Path) -> KnowledgeBase:
     shutil.copytree(kb.root, target, symlinks=True)
     return KnowledgeBase(target)
+
+
+# -- a full build's memory -----------------------------------------------------------------
+
+
+def stored(index: TenantIndex) -> list[dict]:
+    """Every interval's stored fields (label, page header fields, text), by label."""
+    gen = index.current()
+    assert gen is not None
+    return sorted(gen.searcher().documents(), key=lambda doc: int(doc["label"]))
+
+
+@pytest.mark.usefixtures("float32_model")
+def test_a_full_build_read_in_small_steps_answers_as_one_read_at_once(
+    two_tenants: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full build reads the pages step by step rather than holding them all: with steps of
+    two intervals (so that every session page spans steps, and its header must reach each
+    one), it holds and answers exactly what a build in one step does, and reports its
+    progress against the whole count from the first step."""
+    one = TenantIndex(copy_kb(two_tenants, tmp_path / "one"), ACME)
+    assert one.sync(full=True).mode == "full"
+    expected = snapshot(one)
+    monkeypatch.setattr(build_module, "SEGMENT_DOCS", 2)
+    steps = TenantIndex(copy_kb(two_tenants, tmp_path / "steps"), ACME)
+    reports: list[tuple[int, int]] = []
+    report = steps.sync(full=True, progress=lambda done, total: reports.append((done, total)))
+    assert report.mode == "full" and report.intervals_added == one.current().count
+    assert report.pages_changed == 3  # two sessions and a note
+    assert_same(snapshot(steps), expected, "steps of two intervals")
+    assert stored(steps) == stored(one)
+    assert {total for _done, total in reports} == {one.current().count}
+    assert [done for done, _total in reports] == sorted(done for done, _total in reports)
+
+
+def test_a_tenant_keeps_one_base_graph_the_one_its_build_or_fold_wrote(
+    two_tenants: KnowledgeBase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph a full build or a fold writes is the one its searches then read (not read
+    again from disk beside it), and it replaces the tenant's older base in the process's
+    cache; a generation still open keeps the graph it was searching with."""
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    index = TenantIndex(kb, ACME)
+
+    def cached() -> list[str]:
+        return [key for key, (where, _) in vector_module._BASES.items() if where == index.dir]
+
+    index.sync(full=True)
+    old = index.current()
+    old_base = old.base()
+    assert cached() == [old.meta["vectors"]["base_id"]]
+    assert vector_module._BASES[cached()[0]][1] is old_base
+
+    monkeypatch.setattr(deltas_module, "DELTA_MAX", 0)
+    monkeypatch.setattr(deltas_module, "DELTA_SHARE", 0.0)
+    ingest(kb, session(ACME, "s-gale", [("Ann", "A gale closed the crane for a day.")]))
+    assert index.sync().mode == "incremental"
+    new = index.current()
+    assert new.meta["vectors"]["base_id"] != old.meta["vectors"]["base_id"]  # folded
+    assert cached() == [new.meta["vectors"]["base_id"]]
+    new_base = new.base()
+    assert new_base is not old_base and vector_module._BASES[cached()[0]][1] is new_base
+    assert new_base.get_current_count() > old_base.get_current_count()
+    assert old.base() is old_base  # the old generation, still open, reads what it read
+    assert index.dense("gale closed the crane", 3)[0].interval.key.startswith(
+        f"tenants/{ACME}/pages/s-gale/"
+    )
+    # A process that reads the folded graph from disk answers as the one that wrote it.
+    vector_module._BASES.clear()
+    fresh = TenantIndex(kb, ACME)
+    assert keys(fresh.dense("crane repair budget approved", 8)) == keys(
+        index.dense("crane repair budget approved", 8)
+    )
 
 
 def test_killed_sync_leaves_the_old_index_serving(
