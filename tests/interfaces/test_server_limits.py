@@ -19,7 +19,7 @@ import pytest
 
 from kbmem.interfaces.limits import JOIN_BYTES, MAX_HEAD_BYTES, HeadWithBody
 from kbmem.interfaces.routes.common import MAX_LARGE_REQUESTS
-from kbmem.interfaces.server import MemoryServer
+from kbmem.interfaces.server import MemoryServer, event_loop_factory
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store.repository import KnowledgeBase
 
@@ -261,3 +261,13 @@ def test_what_the_parser_refuses_is_said_in_json(served: MemoryServer) -> None:
         assert head.startswith(f"HTTP/1.1 {status} ".encode()), head
         assert b"connection: close" in head.lower()
         assert said in json.loads(body)["error"]["message"].lower()
+
+
+def test_the_server_answers_on_uvloops_event_loop(served: MemoryServer) -> None:
+    """uvloop is a dependency where it builds (not Windows), and the server runs on its
+    loop: the loop a request is answered on is uvloop's, as the server says."""
+    import uvloop
+
+    assert _health(served) == 200
+    assert isinstance(served.loop, uvloop.Loop)
+    assert event_loop_factory() is uvloop.new_event_loop
