@@ -40,7 +40,10 @@ MAX_PIECES = 256  # the model's max_seq_length (sentence_bert_config.json), [CLS
 BULK_TEXTS = 256
 # A batch holds at most this many word pieces (texts times the longest's pieces): texts are
 # sorted by length first, so a batch of short sentences is large and one of long turns small.
-BATCH_PIECES = 8192
+# A build's 300 pages took 22.7 to 23.6 s of CPU in batches of 1,024 or 2,048 pieces, 25.6 to
+# 26.7 s in batches of 8,192 (docs/benchmarks.md, stop 43): a small batch's activations stay
+# in the processor's caches between the products of a layer.
+BATCH_PIECES = 2048
 # Threads that read batches at once in bulk work (see ``bulk``): each holds one batch's
 # activations, so more cores than this split each reader's products among them instead.
 BULK_READERS = 4
