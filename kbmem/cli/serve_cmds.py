@@ -88,6 +88,8 @@ def cmd_serve(ctx: Any, args: argparse.Namespace) -> int:
     state = "on" if server.gam_enabled else "off (they answer 503)"
     print(f"kbmem: MEMORY_GAM_ENABLED is {state}: the /memory/* routes", file=sys.stderr)
     print(f"kbmem: MCP (Streamable HTTP) at {server.url}/mcp", file=sys.stderr)
+    loop = "uvloop" if server.loop_factory else "asyncio"
+    print(f"kbmem: event loop {loop} (KBMEM_HTTP_LOOP: auto, uvloop, asyncio)", file=sys.stderr)
     if configure_tracing():
         print("kbmem: sending traces to the OTEL_* exporter", file=sys.stderr, flush=True)
     syncing = start_background_sync(kb)  # None: no remote, or sync off

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from typing import Any
 
 import uvicorn
 
+from kbmem.errors import ValidationError
 from kbmem.interfaces.app import ApiState, create_app
 from kbmem.interfaces.limits import (
     MAX_CONNECTIONS,
@@ -37,15 +39,33 @@ from kbmem.interfaces.service import (
 from kbmem.interfaces.summit import gam_enabled
 from kbmem.interfaces.tokens import TokenStore
 from kbmem.store.repository import KnowledgeBase
+from kbmem.textutil import printable
+
+LOOPS = ("auto", "uvloop", "asyncio")
 
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's loop where it is installed (a dependency on every platform but Windows), as
-    ``uvicorn --loop auto`` chooses; else None, asyncio's own. uvloop's socket and timer
-    handling in C took a third off what HTTP adds to a search (docs/benchmarks.md)."""
+    """The event loop the server runs on, as ``KBMEM_HTTP_LOOP`` says: ``auto`` (the
+    default) takes uvloop's where it is installed (a dependency on every platform but
+    Windows), as ``uvicorn --loop auto`` does, else asyncio's own (None); ``uvloop`` or
+    ``asyncio`` insist on one (an operator's way back should uvloop misbehave somewhere).
+    uvloop's socket and timer handling in C took a third off what HTTP adds to a search
+    (docs/benchmarks.md)."""
+    choice = os.environ.get("KBMEM_HTTP_LOOP", "").strip().lower() or "auto"
+    if choice not in LOOPS:
+        raise ValidationError(
+            f"{printable(choice)!r} is not an event loop kbmem knows: {', '.join(LOOPS)}",
+            "KBMEM_HTTP_LOOP",
+        )
+    if choice == "asyncio":
+        return None
     try:
         import uvloop
     except ImportError:
+        if choice == "uvloop":
+            raise ValidationError(
+                "uvloop is asked for but not installed", "KBMEM_HTTP_LOOP"
+            ) from None
         return None
     factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
     return factory
@@ -76,6 +96,7 @@ class MemoryServer:
         model: str | None = None,
         chat_idle_seconds: float = CHAT_IDLE_SECONDS,
     ):
+        self.loop_factory = event_loop_factory()  # a bad KBMEM_HTTP_LOOP fails here, at start
         self.kb = kb
         self.model = model
         self.tokens = TokenStore(kb.state_dir)
@@ -145,7 +166,7 @@ class MemoryServer:
         uvloop's event loop where it is installed (see :func:`event_loop_factory`)."""
         self._stopped.clear()
         try:
-            with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+            with asyncio.Runner(loop_factory=self.loop_factory) as runner:
                 self.loop = runner.get_loop()
                 runner.run(self._uvicorn.serve(sockets=[self.socket]))
         finally:

@@ -1064,10 +1064,12 @@ def test_kbmem_serve_runs_until_sigterm_and_commits_on_the_way_out(
         head = example_kb.head()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0
+        said = line + proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()
     assert example_kb.head() != head
+    assert "kbmem: event loop uvloop" in said, said
     assert f"chat {chat_id}" in git(example_kb.root, "log", "-1", "--format=%s")
 
 
@@ -1283,6 +1285,19 @@ def test_a_server_that_cannot_listen_says_why(
         done = kbmem("--kb", str(example_kb.root), "serve", "--host", host, "--port", port)
     assert done.returncode == 2, done.stderr
     assert f"kbmem: error: {field}: cannot listen on {host}:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_unknown_event_loop_is_refused_at_start(example_kb: KnowledgeBase) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "kbmem.cli", "--kb", str(example_kb.root), "serve", "--port", "0"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "KBMEM_HTTP_LOOP": "trio"},
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "kbmem: error: KBMEM_HTTP_LOOP: 'trio' is not an event loop" in done.stderr
     assert "Traceback" not in done.stderr
 
 

@@ -16,7 +16,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import uvloop
 
+from kbmem.errors import ValidationError
 from kbmem.interfaces.limits import JOIN_BYTES, MAX_HEAD_BYTES, HeadWithBody
 from kbmem.interfaces.routes.common import MAX_LARGE_REQUESTS
 from kbmem.interfaces.server import MemoryServer, event_loop_factory
@@ -266,8 +268,34 @@ def test_what_the_parser_refuses_is_said_in_json(served: MemoryServer) -> None:
 def test_the_server_answers_on_uvloops_event_loop(served: MemoryServer) -> None:
     """uvloop is a dependency where it builds (not Windows), and the server runs on its
     loop: the loop a request is answered on is uvloop's, as the server says."""
-    import uvloop
-
     assert _health(served) == 200
     assert isinstance(served.loop, uvloop.Loop)
     assert event_loop_factory() is uvloop.new_event_loop
+
+
+@pytest.mark.parametrize(
+    ("setting", "loop"), [("asyncio", asyncio.BaseEventLoop), ("UVloop ", uvloop.Loop)]
+)
+def test_kbmem_http_loop_chooses_the_loop(
+    example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch, setting: str, loop: type
+) -> None:
+    """An operator can insist on either loop (asyncio's is the way back should uvloop
+    misbehave somewhere); the server answers on the one chosen."""
+    monkeypatch.setenv("KBMEM_HTTP_LOOP", setting)
+    server = MemoryServer(("127.0.0.1", 0), example_kb)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        assert _health(server) == 200
+        assert isinstance(server.loop, loop)
+        assert isinstance(server.loop, uvloop.Loop) == (loop is uvloop.Loop)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_unknown_kbmem_http_loop_is_refused_when_the_server_is_made(
+    example_kb: KnowledgeBase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KBMEM_HTTP_LOOP", "trio")
+    with pytest.raises(ValidationError, match=r"KBMEM_HTTP_LOOP: 'trio' is not an event loop"):
+        MemoryServer(("127.0.0.1", 0), example_kb)
