@@ -60,25 +60,38 @@ def test_a_phrase_in_a_list_is_given_with_the_whole_list(text: str, expected: st
     assert novel_phrase(text, set(), set()) == expected
 
 
-def test_a_what_answer_gives_the_list_the_sentence_says() -> None:
-    item = turns_item(
-        "s1",
-        "2024-04-02T09:00:00",
-        ("Ilse", "My grandmother's ring is special to me."),
-        ("Ilse", "She gave it to me when I was small, and it stands for hope, luck and patience."),
-    )
-    got = direct_answer("What does Ilse's ring stand for?", [item])
-    assert got.line == "hope, luck and patience"
-
-
-def test_a_name_beside_a_place_phrase_names_the_place() -> None:
-    item = turns_item(
-        "s1",
-        "2024-04-02T09:00:00",
-        ("Ilse", "This brooch was a gift from my aunt, who lives in her home village, Kilmory."),
-    )
-    got = direct_answer("Which town does Ilse's aunt live in?", [item])
-    assert got.line.split(" (")[0] == "Kilmory"
+@pytest.mark.parametrize(
+    ("turns", "question", "expected"),
+    [
+        (  # a "what" answer gives the whole list the sentence says
+            [
+                ("Ilse", "My grandmother's ring is special to me."),
+                (
+                    "Ilse",
+                    "She gave it to me as a child, and it stands for hope, luck and patience.",
+                ),
+            ],
+            "What does Ilse's ring stand for?",
+            "hope, luck and patience",
+        ),
+        (  # a name beside a place phrase names the place
+            [("Ilse", "This brooch was a gift from my aunt, who lives in her village, Kilmory.")],
+            "Which town does Ilse's aunt live in?",
+            "Kilmory",
+        ),
+        (  # an activity is named by a verb's -ing form
+            [("Tomas", "Ilse and I had a blast on our kayaking trip last summer.")],
+            "What activity did Tomas and Ilse enjoy last summer?",
+            "kayaking",
+        ),
+    ],
+    ids=["list", "place-name", "activity"],
+)
+def test_the_span_is_what_the_question_asks_for(
+    turns: list[tuple[str, str]], question: str, expected: str
+) -> None:
+    item = turns_item("s1", "2024-07-02T09:00:00", *turns)
+    assert direct_answer(question, [item]).line.split(" (")[0] == expected
 
 
 def test_a_memorized_conversation_is_answered_with_the_verb_s_object(tmp_path: Path) -> None:
@@ -111,14 +124,7 @@ def test_a_memorized_conversation_is_answered_with_the_verb_s_object(tmp_path: P
     assert raised.answer.split("\n", 1)[0].split(" (")[0] == "lifeboat crew", raised.answer
 
 
-def test_an_activity_is_named_by_a_verb_s_ing_form() -> None:
-    item = turns_item(
-        "s1",
-        "2024-07-02T09:00:00",
-        ("Tomas", "Ilse and I had a blast on our kayaking trip last summer."),
-    )
-    got = direct_answer("What activity did Tomas and Ilse enjoy last summer?", [item])
-    assert got.line.split(" (")[0] == "kayaking"
+def test_an_activity_s_name_keeps_the_word_that_qualifies_it() -> None:
     # With the word that qualifies it, and none that the question says itself.
     assert gerund("I've done weight training so far.", set()) == "weight training"
     assert gerund("We went hiking during the morning.", {"hike"}) == ""
