@@ -40,7 +40,7 @@ DEFAULTS: dict[str, Any] = {
     # How long a request waits for the index to catch up with HEAD before it answers from the
     # older index with a notice (stale), or, with no index at all, fails saying how far the
     # first build has got (first); see docs/architecture.md, "Index freshness".
-    "index": {"stale_wait_s": 10, "first_wait_s": 120},
+    "index": {"stale_wait_s": 2, "first_wait_s": 120},
     "chat": {"batch_turns": 5},
     "llm": {
         "model": None,

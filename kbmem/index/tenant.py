@@ -13,6 +13,7 @@ import errno
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -102,8 +103,29 @@ def no_waiting() -> Iterator[None]:
         _NO_WAIT.reset(token)
 
 
+# The TenantIndex each (KnowledgeBase object, tenant) shares (TenantIndex.shared), kept while
+# someone holds it. The key is the knowledge base's id: an entry lives only as long as its
+# index, and the index holds the knowledge base, so the id cannot be reused meanwhile.
+_shared: weakref.WeakValueDictionary[tuple[int, str], TenantIndex] = weakref.WeakValueDictionary()
+_shared_lock = threading.Lock()
+
+
 class TenantIndex:
     """The hybrid index of one tenant. Thread-safe for readers within a process."""
+
+    @classmethod
+    def shared(cls, kb: KnowledgeBase, tenant: str) -> TenantIndex:
+        """The one index of ``tenant`` that every reader of ``kb`` in this process shares
+        (the service's searches and each of its chats): one catch-up thread per tenant, one
+        open generation, one place in the resident indexes (kbmem.index.resident). A
+        separate ``TenantIndex(kb, tenant)`` has its own, and syncs on its own."""
+        key = (id(kb), check_tenant(tenant))
+        with _shared_lock:
+            index = _shared.get(key)
+            if index is None or index.kb is not kb:
+                index = cls(kb, tenant)
+                _shared[key] = index
+            return index
 
     def __init__(self, kb: KnowledgeBase, tenant: str):
         self.kb = kb

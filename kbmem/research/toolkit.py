@@ -147,7 +147,7 @@ class Toolkit:
     def __init__(self, kb: KnowledgeBase, tenant: str):
         self.kb = kb
         self.tenant = tenant
-        self.index = TenantIndex(kb, tenant)
+        self.index = TenantIndex.shared(kb, tenant)
         self.store = PageStore(kb, tenant)
         self._texts: _Kept[tuple[str, str], str] = _Kept(
             TEXT_CACHE_FILES, TEXT_CACHE_BYTES, sys.getsizeof

@@ -21,6 +21,7 @@ from kbmem.config import load_settings
 from kbmem.index.checkpoint import CHECKPOINT_DIR, CHECKPOINT_INTERVALS
 from kbmem.index.freshness import PROGRESS_FILE
 from kbmem.index.tenant import StillIndexing, TenantIndex, no_waiting
+from kbmem.interfaces.service import Memory
 from kbmem.memorize.template import init_kb
 from kbmem.store.repository import KnowledgeBase
 
@@ -155,6 +156,40 @@ def test_a_read_that_must_not_wait_is_answered_from_the_older_index(fresh_root: 
     index._worker_done.wait(600)  # the catch-up it started ends, and the index is fresh
     assert index.fresh() and index.status().fresh
     assert any("Item 105:" in h.excerpt for h in index.bm25("item 105", k=3))
+
+
+def test_a_service_and_its_chats_share_one_index_and_one_catch_up(fresh_root: Path) -> None:
+    """Every reader of one knowledge base in a process reads the tenant's one index: the
+    service's searches and each chat's research. Each chat with an index of its own started
+    a catch-up of its own after every write (each waiting on the others' sync lock) and
+    pushed the others out of the open indexes (kbmem.index.resident)."""
+    kb = _kb(fresh_root, stale=600, first=600)
+    memory = Memory(kb, TENANT)
+    try:
+        chat_ids = [memory.open_chat()[0] for _ in range(3)]
+        index = memory.toolkit.index
+        for chat_id in chat_ids:
+            assert memory._chats[chat_id].session.researcher.toolkit.index is index
+        index.sync()
+        _notes(kb, 100, 600)
+        assert not index.fresh()
+        researchers = [memory._chats[c].session.researcher for c in chat_ids]
+        with no_waiting():
+            researchers[0].toolkit.bm25("item 105", k=3)  # starts the catch-up
+            started = index._worker_started
+            for researcher in researchers[1:]:
+                researcher.toolkit.bm25("item 106", k=3)  # join it
+        assert index._worker_started == started
+        assert memory.search("item 105", "bm25", 3)["hits"]  # waits for it: fresh
+        assert index.fresh() and index._worker_started == started
+    finally:
+        memory.close()
+    # A TenantIndex made directly, another tenant's and another KnowledgeBase object's are
+    # their own.
+    assert TenantIndex.shared(kb, TENANT) is index
+    assert TenantIndex(kb, TENANT) is not index
+    assert TenantIndex.shared(kb, "other") is not index
+    assert TenantIndex.shared(KnowledgeBase(kb.root, kb.settings), TENANT) is not index
 
 
 def test_with_no_index_a_request_waits_a_bounded_time_then_says_how_far(
