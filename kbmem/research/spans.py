@@ -60,7 +60,7 @@ CALENDAR = frozenset(WEEKDAYS) | frozenset(MONTHS) | frozenset(m[:3] for m in MO
 TIME_WORD = re.compile(
     r"^(?:yesterday|today|tonight|tomorrow|recently|lately|ago|last|next|week|weekend|month|"
     r"year|day|night|morning|evening|afternoon|monday|tuesday|wednesday|thursday|friday|"
-    r"saturday|sunday|fri|sat|sun|btw|im|ive|its|thats|lots?)$",
+    r"saturday|sunday|fri|sat|sun|every|btw|im|ive|its|thats|lots?)$",
     re.I,
 )
 
@@ -86,6 +86,16 @@ FRAMING = frozenset(
 )
 
 
+def quoted_title(text: str, asked: set[str]) -> str:
+    """The first title in quotes in ``text`` that says more than the question's terms
+    ``asked``; "" if none."""
+    for found in _QUOTED.finditer(text):
+        title = found.group(1) or found.group(2)
+        if not set(analyze(title)) <= asked:
+            return title
+    return ""
+
+
 def novel_phrase(
     text: str, terms: set[str], names: set[str], words: int = 5, whole_list: bool = True
 ) -> str:
@@ -93,10 +103,9 @@ def novel_phrase(
     not (its own words, the speakers' names, fillers and time words aside), nearest after the
     question's own words (the answer to "what is Jon reading?" follows "reading"); a title
     in quotes that the question does not give is taken whole. "" when it says nothing new."""
-    for found in _QUOTED.finditer(text):
-        title = found.group(1) or found.group(2)
-        if not set(analyze(title)) <= terms | names:
-            return title
+    title = quoted_title(text, terms | names)
+    if title:
+        return title
     tokens = re.findall(r"[\w'’-]+|[.,;:!?()\[\]\"]", text)
     marks = [is_novel(t, terms, names) and t.lower() not in FRAMING for t in tokens]
     hits = [n for n, t in enumerate(tokens) if set(analyze(t)) & terms]
