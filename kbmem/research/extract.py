@@ -32,12 +32,10 @@ from kbmem.research.spans import (
     SINCE,
     TIME_WORD,
     WHERE_CLAUSE,
-    content_phrase,
     coordinated,
     is_novel,
     joined,
     people,
-    phrase_after,
     quoted_title,
     stem_set,
     unit_after,
@@ -45,6 +43,9 @@ from kbmem.research.spans import (
 from kbmem.research.types import Said
 
 Extracted = tuple[str, list[Said]]
+# The best sentence must say this share of the question's weight for the answer to be firm
+# (kbmem.research.direct), and for a yes or no to take its reason from it.
+FIRM_SHARE = 0.5
 LIST_SHARE = 0.6  # of the best sentence's score, for another sentence's item to join a list
 MAX_ITEMS = 6
 # "in the mountains", "at my parents' house": a place said with a determiner, when no
@@ -211,15 +212,39 @@ def _places(r: Ranking, s: Said) -> list[str]:
 
 def yesno(r: Ranking) -> Extracted:
     """Yes, or no when the best sentence and the question differ in negation; "likely"
-    for a question that asks what would or could be; the reason from the sentence."""
+    for a question that asks what would or could be; the reason from the sentence when it
+    says enough of the question (FIRM_SHARE) to be one."""
     best = r.best()
     text = best.claim if not points_back(best.claim) else f"{best.before} {best.claim}"
     negated = bool(NEGATION.search(text.lower())) != bool(NEGATION.search(r.question.lower()))
     verdict = "No" if negated else "Yes"
     hedge = "Likely " if re.search(r"\b(?:would|could|might|likely)\b", r.question, re.I) else ""
-    reason = phrase_after(text, r.weigher.terms, 10) or content_phrase(text, 10)
+    # A sentence that says little of the question gives no reason: words taken from it
+    # would read as one (the line then says the evidence is weak, kbmem.research.direct).
+    reason = _said_reason(r, text) if r.ranked[0][1] >= FIRM_SHARE else ""
     head = f"{hedge}{verdict.lower()}" if hedge else verdict
     return f"{head}; {reason}" if reason else head, [best]
+
+
+_CLAUSE_CUT = re.compile(r"\s*(?:[,;:!?]|\s[-–—]\s|\bbut\b|\bso\b|\bbecause\b)\s*", re.I)
+_LEAD = re.compile(r"^(?:(?:yes|yeah|yep|no|nope|oh|well|and|also|actually)\b[\s,!.]*)+", re.I)
+
+
+def _said_reason(r: Ranking, text: str) -> str:
+    """The reason a yes or no rests on, in the evidence's words: the clause of ``text`` that
+    says most the question does not ("I didn't finish, my knee gave out": "my knee gave
+    out"), at most REASON_WORDS words."""
+    # A picture's caption is what was shown: its words count as said.
+    plain = re.sub(r"\\?\[shares an image:\s*(.*?)\\?\]", r": \1", text)
+    clauses = [_LEAD.sub("", c.strip(" .")) for c in _CLAUSE_CUT.split(plain)]
+    clauses = [c for c in clauses if c]
+    if not clauses:
+        return ""
+    best = max(clauses, key=r.news)  # the first of equals
+    if not r.news(best):
+        # Nothing but the question's words: the clause that says them is the reason.
+        best = max(clauses, key=lambda c: len(set(analyze(c)) & r.weigher.terms))
+    return " ".join(best.split()[:REASON_WORDS])
 
 
 def choice(r: Ranking) -> Extracted:

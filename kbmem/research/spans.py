@@ -82,7 +82,7 @@ _QUOTED = re.compile(r'"([^"]{2,60})"|“([^”]{2,60})”')
 FRAMING = frozenset(
     "now since still even ever bit stuff thing things something anything everything way "
     "kinda sorta pretty quite gonna wanna let let's want wanted hope hoping shares image "
-    "photo picture chat chatted talked spoke".split()
+    "photo picture pic look check chat chatted talked spoke".split()
 )
 
 

@@ -121,3 +121,41 @@ def test_a_memorized_conversation_is_answered_by_the_question_s_grammar(tmp_path
         calm = chat.send("How does Ilse stay calm before a race?")
     assert sorted(_line(played.answer).split(", ")) == ["banjo", "cello"], played.answer
     assert _line(calm.answer) == "by breathing slowly and counting my steps", calm.answer
+
+
+@pytest.mark.parametrize(
+    ("turns", "question", "expected"),
+    [
+        (  # the reason is the clause that says what the question does not
+            [("Tomas", "I didn't finish the Berlin marathon, my knee gave out.")],
+            "Did Tomas finish the Berlin marathon?",
+            "No; my knee gave out",
+        ),
+        (  # a sentence saying only the question's words is its own reason
+            [("Tomas", "Yes, I finished the Berlin marathon on Sunday!")],
+            "Did Tomas finish the Berlin marathon?",
+            "Yes; I finished the Berlin marathon on Sunday",
+        ),
+        (  # a picture's caption is what was shown; "look at this" says nothing itself
+            [("Tomas", "Look at this! [shares an image: a photo of a medal from the marathon]")],
+            "Did Tomas get a medal at the marathon?",
+            "Yes; a photo of a medal from the marathon",
+        ),
+        (  # "would" asks for an inference: hedged
+            [("Ilse", "I never want to touch clay again, the pottery class was a mess.")],
+            "Would Ilse enjoy a pottery class?",
+            "Likely no; I never want to touch clay again",
+        ),
+        (  # evidence that says little of the question gives no reason, and says it is weak
+            [("Ilse", "The weather was lovely at the harbour.")],
+            "Would Ilse enjoy a pottery class at the harbour?",
+            "Likely yes (weak evidence)",
+        ),
+    ],
+    ids=["negated", "echo", "caption", "hedged", "weak"],
+)
+def test_yes_or_no_gives_its_reason_in_the_evidence_s_words(
+    turns: list[tuple[str, str]], question: str, expected: str
+) -> None:
+    item = turns_item("s1", "2024-07-02T09:00:00", *turns)
+    assert direct_answer(question, [item]).line == expected
