@@ -24,6 +24,7 @@ from kbmem.research.said import STOP, points_back
 from kbmem.research.spans import (
     CALENDAR,
     DURATION,
+    FREQUENCY,
     NEGATION,
     NUMBER,
     PHRASE_WORDS,
@@ -92,6 +93,13 @@ def duration(r: Ranking) -> Extracted:
 
 
 def number(r: Ranking) -> Extracted:
+    """A frequency asked "how often"; else the number the best sentences giving one say,
+    with what it counts."""
+    if re.search(r"\bhow\s+often\b", r.question, re.I):
+        for _score, _share, s in r.ranked[:3]:
+            found = FREQUENCY.search(s.claim)
+            if found:
+                return found.group(0), [s]
     for s in r.top("number")[:3]:
         found = NUMBER.search(s.claim)
         if found:

@@ -28,6 +28,16 @@ NUMBER = re.compile(
     r"|dozen|hundred|thousand|million|twice|once)\b",
     re.I,
 )
+# "How often …?" asks for a frequency: how many times in a stretch of time, or every such
+# stretch ("once or twice a year", "a few times a week", "every weekend").
+_PERIOD = r"(?:day|night|morning|evening|week|weekend|month|year|season|summer|winter)"
+_TIMES = r"(?:once|twice|(?:a\s+)?(?:few|couple\s+of|\w+)\s+times)"
+FREQUENCY = re.compile(
+    rf"\b(?:(?:at\s+least|about|around|roughly)\s+)?"
+    rf"(?:{_TIMES}(?:\s+or\s+{_TIMES})?\s+(?:a|an|per|every|each)\s+{_PERIOD}"
+    rf"|(?:every|each)\s+(?:other\s+)?{_PERIOD}|daily|weekly|monthly|yearly|annually)\b",
+    re.I,
+)
 PLACE = re.compile(
     r"\b(?:in|at|to|near|around|visited|visit|visiting)\s+"
     r"((?:the\s+)?[A-Z][\w'’-]+(?:\s+(?:[A-Z][\w'’-]+|of|de|la))*)"

@@ -79,8 +79,27 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
             "How does Ilse describe the pottery studio?",
             "amazing",
         ),
+        (  # "how often" asks for a frequency, not the first number said
+            [
+                ("Tomas", "One of my kids loves the lido."),
+                ("Tomas", "We go to the lido a few times a week in summer."),
+            ],
+            "How often does Tomas go to the lido?",
+            "a few times a week",
+        ),
+        (
+            [("Ilse", "We don't go to the coast often, usually only once or twice a year.")],
+            "How often does Ilse go to the coast?",
+            "once or twice a year",
+        ),
     ],
-    ids=["list-of-objects", "stranded-before-a-date", "how-linking-verb"],
+    ids=[
+        "list-of-objects",
+        "stranded-before-a-date",
+        "how-linking-verb",
+        "how-often",
+        "how-often-either",
+    ],
 )
 def test_the_line_follows_the_question_s_grammar(
     turns: list[tuple[str, str]], question: str, expected: str
