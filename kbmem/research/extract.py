@@ -163,6 +163,8 @@ _APPOSITION = re.compile(r"\s*,\s*([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)\s*(?:
 def place(r: Ranking) -> Extracted:
     """A place the best sentence reaches through what happens there, else one a sentence
     near the best names, else one said with a determiner ("in the mountains")."""
+    if re.match(r"\s*where\s+(?:has|have)\b", r.question, re.I):
+        return _places_gathered(r)
     bridged = _bridged_place(r)
     if bridged:
         return bridged
@@ -170,20 +172,46 @@ def place(r: Ranking) -> Extracted:
         places = _places(r, s)
         if places:
             return r.nearest(s.claim, places), [s]
-    exclude = r.weigher.names | r.weigher.terms
     for _score, _share, s in r.ranked[:3]:
-        for found in _LOCATIVE.finditer(s.claim):
-            head, *words = found.group(1).split()
-            # The noun phrase ends where a function or time word begins ("the mountains
-            # last week").
-            kept = list(itertools.takewhile(lambda w: is_novel(w, set(), set()), words))
-            # "in my home country, Sweden": a name set beside the phrase names the place.
-            named = _APPOSITION.match(s.claim[found.end() :])
-            if kept and named and set(analyze(named.group(1))) - exclude:
-                return named.group(1), [s]
-            if kept and set(analyze(" ".join(kept))) - exclude:
-                return " ".join([head, *kept]), [s]
+        found = _said_place(r, s)
+        if found:
+            return found, [s]
     return "", [r.best()]
+
+
+def _said_place(r: Ranking, s: Said) -> str:
+    """A place ``s`` says with a determiner ("in the mountains"), or the name set beside
+    it ("in my home country, Sweden"); "" if none says more than the question."""
+    exclude = r.weigher.names | r.weigher.terms
+    for found in _LOCATIVE.finditer(s.claim):
+        head, *words = found.group(1).split()
+        # The noun phrase ends where a function or time word begins ("the mountains
+        # last week").
+        kept = list(itertools.takewhile(lambda w: is_novel(w, set(), set()), words))
+        named = _APPOSITION.match(s.claim[found.end() :])
+        if kept and named and set(analyze(named.group(1))) - exclude:
+            return named.group(1)
+        if kept and set(analyze(" ".join(kept))) - exclude:
+            return " ".join([head, *kept])
+    return ""
+
+
+def _places_gathered(r: Ranking) -> Extracted:
+    """Asked "where has X been?", the perfect asks for what has accumulated: the places
+    the sentences answering nearly as well as the best one name, each once."""
+    top = r.ranked[0][0]
+    found: list[str] = []
+    sources: list[Said] = []
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top or len(found) == MAX_ITEMS:
+            break
+        named = _places(r, s)
+        place = r.nearest(s.claim, named) if named else _said_place(r, s)
+        key = stem_set(place)
+        if place and not any(key & stem_set(f) for f in found):
+            found.append(place)
+            sources.append(s)
+    return ", ".join(found), sources
 
 
 def _bridged_place(r: Ranking) -> Extracted | None:

@@ -54,6 +54,15 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
 @pytest.mark.parametrize(
     ("turns", "question", "expected"),
     [
+        (  # "where has …?" asks for the places gathered, each once
+            [
+                ("Ilse", "We camped in the mountains last week, it was lovely."),
+                ("Tomas", "Did you camp anywhere else?"),
+                ("Ilse", "Yes, we camped at the lake and in the mountains again."),
+            ],
+            "Where has Ilse camped?",
+            "the lake, the mountains",
+        ),
         (  # a list gathers what the asked verb takes (in the order its sentences rank)
             [
                 ("Ilse", "Yes, I play the cello!"),
@@ -94,6 +103,7 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
         ),
     ],
     ids=[
+        "where-has",
         "list-of-objects",
         "stranded-before-a-date",
         "how-linking-verb",
