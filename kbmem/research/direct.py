@@ -12,7 +12,7 @@ carries it (BriefingContext.answer)."""
 from __future__ import annotations
 
 from kbmem.research.answer_types import question_kind
-from kbmem.research.extract import EXTRACTORS
+from kbmem.research.extract import EXTRACTORS, FIRM_SHARE
 from kbmem.research.ranking import Ranking, gives
 from kbmem.research.said import read_sentences
 from kbmem.research.spans import phrase_after
@@ -20,9 +20,6 @@ from kbmem.research.types import DirectAnswer, EvidenceItem
 
 NOTHING = "Memory does not say."
 WEAK = "(weak evidence)"
-# The best sentence must say this share of the question's weight for the answer to be firm;
-# below it the line says the evidence is weak.
-FIRM_SHARE = 0.5
 
 
 def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:

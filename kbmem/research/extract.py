@@ -15,7 +15,7 @@ import itertools
 import re
 from collections.abc import Callable
 
-from kbmem.dates import SaidDate, date_words, said_dates, written_date
+from kbmem.dates import MONTHS, WEEKDAYS, SaidDate, date_words, said_dates, written_date
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives
@@ -24,6 +24,7 @@ from kbmem.research.said import STOP, points_back
 from kbmem.research.spans import (
     CALENDAR,
     DURATION,
+    FREQUENCY,
     NEGATION,
     NUMBER,
     PHRASE_WORDS,
@@ -32,18 +33,20 @@ from kbmem.research.spans import (
     SINCE,
     TIME_WORD,
     WHERE_CLAUSE,
-    content_phrase,
     coordinated,
     is_novel,
     joined,
     people,
-    phrase_after,
+    quoted_title,
     stem_set,
     unit_after,
 )
 from kbmem.research.types import Said
 
 Extracted = tuple[str, list[Said]]
+# The best sentence must say this share of the question's weight for the answer to be firm
+# (kbmem.research.direct), and for a yes or no to take its reason from it.
+FIRM_SHARE = 0.5
 LIST_SHARE = 0.6  # of the best sentence's score, for another sentence's item to join a list
 MAX_ITEMS = 6
 # "in the mountains", "at my parents' house": a place said with a determiner, when no
@@ -90,6 +93,13 @@ def duration(r: Ranking) -> Extracted:
 
 
 def number(r: Ranking) -> Extracted:
+    """A frequency asked "how often"; else the number the best sentences giving one say,
+    with what it counts."""
+    if re.search(r"\bhow\s+often\b", r.question, re.I):
+        for _score, _share, s in r.ranked[:3]:
+            found = FREQUENCY.search(s.claim)
+            if found:
+                return found.group(0), [s]
     for s in r.top("number")[:3]:
         found = NUMBER.search(s.claim)
         if found:
@@ -153,6 +163,8 @@ _APPOSITION = re.compile(r"\s*,\s*([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)\s*(?:
 def place(r: Ranking) -> Extracted:
     """A place the best sentence reaches through what happens there, else one a sentence
     near the best names, else one said with a determiner ("in the mountains")."""
+    if re.match(r"\s*where\s+(?:has|have)\b", r.question, re.I):
+        return _places_gathered(r)
     bridged = _bridged_place(r)
     if bridged:
         return bridged
@@ -160,20 +172,46 @@ def place(r: Ranking) -> Extracted:
         places = _places(r, s)
         if places:
             return r.nearest(s.claim, places), [s]
-    exclude = r.weigher.names | r.weigher.terms
     for _score, _share, s in r.ranked[:3]:
-        for found in _LOCATIVE.finditer(s.claim):
-            head, *words = found.group(1).split()
-            # The noun phrase ends where a function or time word begins ("the mountains
-            # last week").
-            kept = list(itertools.takewhile(lambda w: is_novel(w, set(), set()), words))
-            # "in my home country, Sweden": a name set beside the phrase names the place.
-            named = _APPOSITION.match(s.claim[found.end() :])
-            if kept and named and set(analyze(named.group(1))) - exclude:
-                return named.group(1), [s]
-            if kept and set(analyze(" ".join(kept))) - exclude:
-                return " ".join([head, *kept]), [s]
+        found = _said_place(r, s)
+        if found:
+            return found, [s]
     return "", [r.best()]
+
+
+def _said_place(r: Ranking, s: Said) -> str:
+    """A place ``s`` says with a determiner ("in the mountains"), or the name set beside
+    it ("in my home country, Sweden"); "" if none says more than the question."""
+    exclude = r.weigher.names | r.weigher.terms
+    for found in _LOCATIVE.finditer(s.claim):
+        head, *words = found.group(1).split()
+        # The noun phrase ends where a function or time word begins ("the mountains
+        # last week").
+        kept = list(itertools.takewhile(lambda w: is_novel(w, set(), set()), words))
+        named = _APPOSITION.match(s.claim[found.end() :])
+        if kept and named and set(analyze(named.group(1))) - exclude:
+            return named.group(1)
+        if kept and set(analyze(" ".join(kept))) - exclude:
+            return " ".join([head, *kept])
+    return ""
+
+
+def _places_gathered(r: Ranking) -> Extracted:
+    """Asked "where has X been?", the perfect asks for what has accumulated: the places
+    the sentences answering nearly as well as the best one name, each once."""
+    top = r.ranked[0][0]
+    found: list[str] = []
+    sources: list[Said] = []
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top or len(found) == MAX_ITEMS:
+            break
+        named = _places(r, s)
+        place = r.nearest(s.claim, named) if named else _said_place(r, s)
+        key = stem_set(place)
+        if place and not any(key & stem_set(f) for f in found):
+            found.append(place)
+            sources.append(s)
+    return ", ".join(found), sources
 
 
 def _bridged_place(r: Ranking) -> Extracted | None:
@@ -210,15 +248,39 @@ def _places(r: Ranking, s: Said) -> list[str]:
 
 def yesno(r: Ranking) -> Extracted:
     """Yes, or no when the best sentence and the question differ in negation; "likely"
-    for a question that asks what would or could be; the reason from the sentence."""
+    for a question that asks what would or could be; the reason from the sentence when it
+    says enough of the question (FIRM_SHARE) to be one."""
     best = r.best()
     text = best.claim if not points_back(best.claim) else f"{best.before} {best.claim}"
     negated = bool(NEGATION.search(text.lower())) != bool(NEGATION.search(r.question.lower()))
     verdict = "No" if negated else "Yes"
     hedge = "Likely " if re.search(r"\b(?:would|could|might|likely)\b", r.question, re.I) else ""
-    reason = phrase_after(text, r.weigher.terms, 10) or content_phrase(text, 10)
+    # A sentence that says little of the question gives no reason: words taken from it
+    # would read as one (the line then says the evidence is weak, kbmem.research.direct).
+    reason = _said_reason(r, text) if r.ranked[0][1] >= FIRM_SHARE else ""
     head = f"{hedge}{verdict.lower()}" if hedge else verdict
     return f"{head}; {reason}" if reason else head, [best]
+
+
+_CLAUSE_CUT = re.compile(r"\s*(?:[,;:!?]|\s[-–—]\s|\bbut\b|\bso\b|\bbecause\b)\s*", re.I)
+_LEAD = re.compile(r"^(?:(?:yes|yeah|yep|no|nope|oh|well|and|also|actually)\b[\s,!.]*)+", re.I)
+
+
+def _said_reason(r: Ranking, text: str) -> str:
+    """The reason a yes or no rests on, in the evidence's words: the clause of ``text`` that
+    says most the question does not ("I didn't finish, my knee gave out": "my knee gave
+    out"), at most REASON_WORDS words."""
+    # A picture's caption is what was shown: its words count as said.
+    plain = re.sub(r"\\?\[shares an image:\s*(.*?)\\?\]", r": \1", text)
+    clauses = [_LEAD.sub("", c.strip(" .")) for c in _CLAUSE_CUT.split(plain)]
+    clauses = [c for c in clauses if c]
+    if not clauses:
+        return ""
+    best = max(clauses, key=r.news)  # the first of equals
+    if not r.news(best):
+        # Nothing but the question's words: the clause that says them is the reason.
+        best = max(clauses, key=lambda c: len(set(analyze(c)) & r.weigher.terms))
+    return " ".join(best.split()[:REASON_WORDS])
 
 
 def choice(r: Ranking) -> Extracted:
@@ -267,15 +329,21 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     # An item is of what is asked, not only of whom: its sentence (or the one it points
     # back to) says one of the question's words other than the names it gives.
     about = r.weigher.terms - r.weigher.names - r.speakers
+    candidates: list[tuple[Said, str, bool]] = []
     for score, _share, s in r.ranked:
-        if score < LIST_SHARE * top or len(items) == MAX_ITEMS:
+        if score < LIST_SHARE * top:
             break
         text = s.before if points_back(s.claim) else s.claim
         if about and not set(analyze(text)) & about:
             continue
-        item = verb_object(r.question, text, r.weigher.terms | r.weigher.names) or r.novel(
-            text, 3, whole_list=False
-        )
+        typed = _typed_item(r, text)
+        candidates.append((s, typed or r.novel(text, 3, whole_list=False), bool(typed)))
+    # Items are things of one kind: once a sentence gives what the question's grammar asks
+    # for (its verb's object, a noun of the kind asked, a title, a name), the phrases taken
+    # from sentences that give none are fragments, not items.
+    if any(typed for _s, _item, typed in candidates):
+        candidates = [c for c in candidates if c[2]]
+    for s, item, _typed in candidates:
         key = stem_set(item) - r.weigher.terms
         where = s.session or s.item.page_id if per_session else ""
         if not key or any(key & k for w, k in seen if w == where):
@@ -283,13 +351,36 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
         seen.append((where, key))
         items.append(item)
         sources.append(s)
+        if len(items) == MAX_ITEMS:
+            break
     return items, sources
+
+
+def _typed_item(r: Ranking, text: str) -> str:
+    """What ``text`` gives of the kind a list question asks for: the object of its verb,
+    the noun phrase of the noun it asks about ("what instruments": "a bass guitar"), a
+    title in quotes, or a name; "" if none."""
+    asked = r.weigher.terms | r.weigher.names
+    found = verb_object(untimed(r.question), text, asked)
+    if found:
+        return found
+    noun = asked_noun(untimed(r.question))
+    if noun:
+        found = noun_phrase(text, noun, asked)
+        if found:
+            return found
+    title = quoted_title(text, asked)
+    if title:
+        return title
+    named = people(text, asked | r.speakers, r.known)
+    return named[0] if named else ""
 
 
 # "What kind of flooring is …", "What book did …": the noun whose kind the question asks
 # for, before the verb or auxiliary that follows it.
 _ASKED_NOUN = re.compile(
-    r"^(?:what|which)\s+(?:(?:kind|type|sort|form|style)s?\s+of\s+)?"
+    r"^(?:(?:in|on|at|for|with|from|to|by|of)\s+)?(?:what|which)\s+"
+    r"(?:(?:kind|type|sort|form|style)s?\s+of\s+)?"
     r"((?:[a-z][\w'’-]*\s+){0,2}?[a-z][\w'’-]*)\s+"
     r"(?:is|are|was|were|do|does|did|has|have|had|can|could|would|will|should)\b",
     re.I,
@@ -301,6 +392,27 @@ _PHRASE_EDGE = frozenset(
     "after before during since until through across along among between against without "
     "within upon via per and or but nor plus yet".split()
 )
+
+
+# A time the question names at its end ("… accepted for on May 23, 2023?", "… in July
+# 2023?", "… last weekend?") says when, not what: the question's grammar is read without it.
+_TRAILING_TIME = re.compile(
+    r"(?:\s+(?:on|in|during|at|around|by|since|until|before|after))?"
+    r"(?:\s+(?:the|of|\d{1,4}(?:st|nd|rd|th)?|"
+    + "|".join(sorted(set(MONTHS) | set(WEEKDAYS)))
+    + r"|last|this|next|past|week|weekend|month|year|summer|winter|spring|fall|autumn"
+    r"|yesterday|today|recently|ago),?)+\s*\?*\s*$",
+    re.I,
+)
+
+
+def untimed(question: str) -> str:
+    """``question`` without the times it names at its end (see _TRAILING_TIME)."""
+    shorter = question.strip()
+    while True:
+        question, shorter = shorter, _TRAILING_TIME.sub("?", shorter)
+        if shorter == question:
+            return question
 
 
 def asked_noun(question: str) -> str:
@@ -470,6 +582,14 @@ def verb_object(question: str, text: str, asked: set[str]) -> str:
     return ""
 
 
+def grammar_object(question: str, text: str, asked: set[str]) -> str:
+    """The object ``question``'s grammar asks for, as ``text`` says it: of the preposition
+    it ends in, else of its verb."""
+    if _STRANDED_PREPOSITION.search(question):
+        return stranded_object(question, text, asked)
+    return verb_object(question, text, asked)
+
+
 def gerund(text: str, asked: set[str]) -> str:
     """The first verb's -ing form in ``text`` that the question (its terms ``asked``) does
     not say, with the word that qualifies it ("horseback riding"): what an activity is
@@ -490,9 +610,65 @@ def gerund(text: str, asked: set[str]) -> str:
             re.match(r"[a-z][\w'’-]*$", before)
             and before.lower() not in STOP | FUNCTION_WORDS | _PHRASE_EDGE | PREPOSITIONS
             and not before.lower().endswith(("ed", "ing", "ly"))
+            and not TIME_WORD.match(before)
         )
         return f"{before} {token}" if qualified else token
     return ""
+
+
+# "How …?" asks for a manner or a state: the means a "by" phrase gives ("by reminding
+# myself of my progress"), or what a linking verb says its subject is ("The studio looks
+# amazing", "I felt tiny and in awe").
+_MEANS = re.compile(r"\bby\s+([a-z]+ing\b[^.;!?]*)", re.I)
+_LINKING = re.compile(
+    r"(?:\b(?:is|are|was|were|am|looks?|looked|seems?|seemed|feels?|felt|became|becomes)"
+    r"|['’](?:s|m|re))\s+(?:(?:so|really|very|super|pretty|quite|just|totally|all|such|still|always|also|even|now)\s+)*",
+    re.I,
+)
+
+
+def manner(text: str, asked: set[str]) -> str:
+    """What a "how" question asks of ``text``: the means its "by" phrase gives, else the
+    complement of its first linking verb that says something the question (its terms
+    ``asked``) does not; "" if neither."""
+    found = _MEANS.search(text)
+    if found:
+        words = _trim_end(found.group(1).split(",")[0].split()[:OBJECT_WORDS])
+        if set(analyze(" ".join(words))) - asked:
+            return "by " + " ".join(words)
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for link in _LINKING.finditer(text):
+        at = len(re.findall(r"[\w'’-]+|[^\w\s]", text[: link.end()]))
+        while at < len(tokens) and tokens[at].lower() in _PHRASE_EDGE:
+            at += 1
+        following = tokens[at + 1].lower() if at + 1 < len(tokens) else ""
+        if (
+            at < len(tokens)
+            and tokens[at].lower().endswith("ing")
+            and following in PREPOSITIONS | _PHRASE_EDGE | _SUBJECT_WORDS
+        ):
+            continue  # "I'm still searching for": what the subject does, not what it is
+        # A state is often said in words a phrase of content skips ("so happy", "amazing").
+        end = at
+        while end < len(tokens) and end - at < OBJECT_WORDS:
+            low = tokens[end].lower()
+            if (
+                not re.match(r"[\w'’-]+$", low)
+                or low in _CLAUSE_WORDS | PREPOSITIONS | _SUBJECT_WORDS | _WH_WORDS
+                or TIME_WORD.match(low)
+            ):
+                break
+            end += 1
+        words = tokens[at:end]
+        while words and words[-1].lower() in _PHRASE_EDGE:
+            words = words[:-1]
+        if words and set(analyze(" ".join(words))) - asked:
+            return " ".join(words)
+    return ""
+
+
+_SUBJECT_WORDS = frozenset("i we you he she they it me us him her them".split())
+_WH_WORDS = frozenset("how what why who whom whose which".split())
 
 
 # Words in -ing that are no verb's form.
@@ -505,16 +681,21 @@ def thing(r: Ranking) -> Extracted:
     question's grammar asks for in the best sentence (of the preposition it ends in, or of
     its verb), else the phrase that says most the question does not (from the sentence a
     pointing sentence leans on)."""
-    noun = asked_noun(r.question)
+    question = untimed(r.question)
+    noun = asked_noun(question)
     if noun:
-        for _score, _share, s in r.ranked[:3]:
+        for n, (_score, _share, s) in enumerate(r.ranked[:3]):
             phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
+            if not phrase and n == 0:
+                # The best sentence may give it as the object the question's grammar asks
+                # for ("What kind of experience did she get accepted for?").
+                phrase = grammar_object(question, s.claim, r.weigher.terms | r.weigher.names)
             if phrase:
                 return phrase, [s]
         if noun.lower() == "activity":
             best = r.best()
             asked = r.weigher.terms | r.weigher.names
-            done = verb_object(r.question, best.claim, asked) or gerund(best.claim, asked)
+            done = verb_object(question, best.claim, asked) or gerund(best.claim, asked)
             if done:
                 return done, [best]
     if re.match(r"\s*why\b", r.question, re.I):
@@ -527,13 +708,16 @@ def thing(r: Ranking) -> Extracted:
         reason = _implied_reason(best.claim, r.weigher.terms - r.weigher.names)
         if reason:
             return reason, [best]
+    if re.match(r"\s*how\b", r.question, re.I):
+        asked = r.weigher.terms | r.weigher.names
+        best = r.best()
+        found = manner(best.claim, asked)
+        if found:
+            return found, [best]
     # The object the question's grammar asks for, from the best sentence.
     best = r.best()
     asked = r.weigher.terms | r.weigher.names
-    if _STRANDED_PREPOSITION.search(r.question):
-        phrase = stranded_object(r.question, best.claim, asked)
-    else:
-        phrase = verb_object(r.question, best.claim, asked)
+    phrase = grammar_object(question, best.claim, asked)
     if phrase:
         return phrase, [best]
     for _score, _share, best in r.ranked[:3]:

@@ -25,6 +25,7 @@ from kbmem.research.spans import (
     CAPS,
     DURATION,
     FRAMING,
+    FREQUENCY,
     NUMBER,
     PLACE,
     SINCE,
@@ -125,7 +126,9 @@ def gives(kind: str, s: Said) -> bool:
         return bool(said_dates(text, s.day))
     if kind == "duration":
         return bool(DURATION.search(text) or SINCE.search(text))
-    if kind in ("number", "count"):
+    if kind == "number":
+        return bool(NUMBER.search(text) or FREQUENCY.search(text))
+    if kind == "count":
         return bool(NUMBER.search(text))
     if kind in ("person", "names"):
         return bool(people(text, set(), frozenset(s.speaker.split()[:1])))

@@ -28,6 +28,16 @@ NUMBER = re.compile(
     r"|dozen|hundred|thousand|million|twice|once)\b",
     re.I,
 )
+# "How often …?" asks for a frequency: how many times in a stretch of time, or every such
+# stretch ("once or twice a year", "a few times a week", "every weekend").
+_PERIOD = r"(?:day|night|morning|evening|week|weekend|month|year|season|summer|winter)"
+_TIMES = r"(?:once|twice|(?:a\s+)?(?:few|couple\s+of|\w+)\s+times)"
+FREQUENCY = re.compile(
+    rf"\b(?:(?:at\s+least|about|around|roughly)\s+)?"
+    rf"(?:{_TIMES}(?:\s+or\s+{_TIMES})?\s+(?:a|an|per|every|each)\s+{_PERIOD}"
+    rf"|(?:every|each)\s+(?:other\s+)?{_PERIOD}|daily|weekly|monthly|yearly|annually)\b",
+    re.I,
+)
 PLACE = re.compile(
     r"\b(?:in|at|to|near|around|visited|visit|visiting)\s+"
     r"((?:the\s+)?[A-Z][\w'’-]+(?:\s+(?:[A-Z][\w'’-]+|of|de|la))*)"
@@ -60,7 +70,7 @@ CALENDAR = frozenset(WEEKDAYS) | frozenset(MONTHS) | frozenset(m[:3] for m in MO
 TIME_WORD = re.compile(
     r"^(?:yesterday|today|tonight|tomorrow|recently|lately|ago|last|next|week|weekend|month|"
     r"year|day|night|morning|evening|afternoon|monday|tuesday|wednesday|thursday|friday|"
-    r"saturday|sunday|fri|sat|sun|btw|im|ive|its|thats|lots?)$",
+    r"saturday|sunday|fri|sat|sun|every|btw|im|ive|its|thats|lots?)$",
     re.I,
 )
 
@@ -82,8 +92,18 @@ _QUOTED = re.compile(r'"([^"]{2,60})"|“([^”]{2,60})”')
 FRAMING = frozenset(
     "now since still even ever bit stuff thing things something anything everything way "
     "kinda sorta pretty quite gonna wanna let let's want wanted hope hoping shares image "
-    "photo picture chat chatted talked spoke".split()
+    "photo picture pic look check chat chatted talked spoke".split()
 )
+
+
+def quoted_title(text: str, asked: set[str]) -> str:
+    """The first title in quotes in ``text`` that says more than the question's terms
+    ``asked``; "" if none."""
+    for found in _QUOTED.finditer(text):
+        title = found.group(1) or found.group(2)
+        if not set(analyze(title)) <= asked:
+            return title
+    return ""
 
 
 def novel_phrase(
@@ -93,10 +113,9 @@ def novel_phrase(
     not (its own words, the speakers' names, fillers and time words aside), nearest after the
     question's own words (the answer to "what is Jon reading?" follows "reading"); a title
     in quotes that the question does not give is taken whole. "" when it says nothing new."""
-    for found in _QUOTED.finditer(text):
-        title = found.group(1) or found.group(2)
-        if not set(analyze(title)) <= terms | names:
-            return title
+    title = quoted_title(text, terms | names)
+    if title:
+        return title
     tokens = re.findall(r"[\w'’-]+|[.,;:!?()\[\]\"]", text)
     marks = [is_novel(t, terms, names) and t.lower() not in FRAMING for t in tokens]
     hits = [n for n, t in enumerate(tokens) if set(analyze(t)) & terms]
