@@ -16,10 +16,12 @@ from kbmem.index.intervals import IntervalText
 from kbmem.index.late import content_rows
 from kbmem.index.vectors import read_texts, vector_labels, vector_texts
 
-# Texts per call of the model: a checkpoint's chunk (kbmem.index.checkpoint) in one call. The
-# readers wait for each other at the end of a call, and a call's batches spread its pieces
-# evenly among them only within the call.
-EMBED_CALL = 2048
+# Texts per call of the model: a checkpoint's chunk (kbmem.index.checkpoint; 400 intervals,
+# at most 927 texts in the scale benchmark's 2,000 pages) in one call. The readers wait for
+# each other at the end of a call, and a call's batches spread its pieces evenly among them
+# only within the call. A call's readings are held until it ends (a text's word pieces
+# included): a larger call would hold more.
+EMBED_CALL = 1024
 # A small build (the example's 1,099 texts) is embedded in about this many calls instead, so
 # that its progress shows counts and an estimate before it is nearly done. Counted on the
 # whole build's texts, not the chunk's: a large build's chunks were read 256 texts a call.
