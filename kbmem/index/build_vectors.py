@@ -16,11 +16,15 @@ from kbmem.index.intervals import IntervalText
 from kbmem.index.late import content_rows
 from kbmem.index.vectors import read_texts, vector_labels, vector_texts
 
-# Texts per call of the model. It sorts each call's texts by length and pads each batch to its
-# longest: calls of 1,024 texts mix short sentences with long turns less than calls of 256.
+# Texts per call of the model: a checkpoint's chunk (kbmem.index.checkpoint; 400 intervals,
+# at most 927 texts in the scale benchmark's 2,000 pages) in one call. The readers wait for
+# each other at the end of a call, and a call's batches spread its pieces evenly among them
+# only within the call. A call's readings are held until it ends (a text's word pieces
+# included): a larger call would hold more.
 EMBED_CALL = 1024
 # A small build (the example's 1,099 texts) is embedded in about this many calls instead, so
-# that its progress shows counts and an estimate before it is nearly done.
+# that its progress shows counts and an estimate before it is nearly done. Counted on the
+# whole build's texts, not the chunk's: a large build's chunks were read 256 texts a call.
 SMALL_BUILD_CALLS = 8
 SMALL_CALL_MIN = 256
 
@@ -46,7 +50,9 @@ def embed(
     chunks = []
     pieces: list[np.ndarray] = []
     ends = np.cumsum(counts)
-    step = min(EMBED_CALL, max(SMALL_CALL_MIN, -(-len(flat) // SMALL_BUILD_CALLS)))
+    # The build's texts, from this chunk's share of its intervals.
+    build_texts = len(flat) * max(total, len(counts)) // max(len(counts), 1)
+    step = min(EMBED_CALL, max(SMALL_CALL_MIN, -(-build_texts // SMALL_BUILD_CALLS)))
     if progress:
         progress(done, total or len(counts))  # the total, before the first call's wait
     with embedder.bulk(len(flat)):

@@ -14,6 +14,7 @@ first screen paints)."""
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import os
 import threading
@@ -38,11 +39,11 @@ MAX_PIECES = 256  # the model's max_seq_length (sentence_bert_config.json), [CLS
 # core: its batches keep the cores busy, so nothing spin-waits (see ``threads``). The example
 # knowledge base's 1,099 texts took 20 s with one thread and 11 s with two, on two cores.
 BULK_TEXTS = 256
-# A batch holds at most this many word pieces (texts times the longest's pieces): texts are
-# sorted by length first, so a batch of short sentences is large and one of long turns small.
-# A build's 300 pages took 22.7 to 23.6 s of CPU in batches of 1,024 or 2,048 pieces, 25.6 to
-# 26.7 s in batches of 8,192 (docs/benchmarks.md, stop 43): a small batch's activations stay
-# in the processor's caches between the products of a layer.
+# A batch holds about this many word pieces, packed (nothing padded: see _Bert.forward), so a
+# batch of short sentences holds many texts and one of long turns few. A build's 300 pages
+# took 22.7 to 23.6 s of CPU in (padded) batches of 1,024 or 2,048 pieces, 25.6 to 26.7 s in
+# batches of 8,192 (docs/benchmarks.md, stop 43): a small batch's activations stay in the
+# processor's caches between the products of a layer.
 BATCH_PIECES = 2048
 # Threads that read batches at once in bulk work (see ``bulk``): each holds one batch's
 # activations, so more cores than this split each reader's products among them instead.
@@ -71,8 +72,10 @@ def embedder_id() -> str:
 
 PRECISIONS = ("float32", "bfloat16")
 # What changed in a precision's pass since it was first named, so that an index built before
-# is rebuilt: bfloat16 between the layers, and the products fused with bias and GELU.
-PASS_CHANGES = {"float32": "", "bfloat16": "/stream-fused"}
+# is rebuilt: bfloat16 between the layers, and the products fused with bias and GELU (stop
+# 43); attention in bfloat16 too, each text read alone in its packed batch (stop 44). The
+# float32 pass moved by rounding only (attention without padding): its indexes stay valid.
+PASS_CHANGES = {"float32": "", "bfloat16": "/stream-fused/attention16"}
 
 
 @functools.cache
@@ -177,8 +180,8 @@ def model_path() -> Path:
 
 class _Bert:
     """The packaged BERT weights and tokenizer, run as a plain torch forward pass (eval mode:
-    no dropout) in ``dtype``: the linear layers, GELU and the stream between layers in it
-    (layer norms compute in float32), the embeddings and attention in float32. Thread-safe: a
+    no dropout) in ``dtype``: the linear layers, GELU, attention and the stream between
+    layers in it (layer norms compute in float32), the embeddings in float32. Thread-safe: a
     pass keeps its state in local variables."""
 
     def __init__(self, path: Path, dtype: str = "float32"):
@@ -236,39 +239,47 @@ class _Bert:
         return list(self.tokenizer.encode_batch([t.strip() for t in texts]))
 
     def forward(self, batch: list[list[int]]) -> Any:
-        """The last hidden states of ``batch`` (lists of piece ids), padded to the longest:
-        a (texts, pieces, DIM) tensor."""
+        """The last hidden states of ``batch`` (lists of piece ids), packed: a (pieces, DIM)
+        tensor of every text's rows one after the other, nothing padded. The products, sums
+        and layer norms read each row alone; attention reads each text alone, in one call per
+        run of texts of the same length (sorted by length, a batch makes few calls). So a
+        text's states are those it gets read alone, to the bit, in any batch
+        (docs/decisions/lean-embedder.md, stop 44)."""
         torch = self.torch
         fn = torch.nn.functional
         w = self.weights
-        length = max(len(ids) for ids in batch)
-        ids = torch.zeros((len(batch), length), dtype=torch.long)
-        mask = torch.zeros((len(batch), length), dtype=torch.bool)
-        for n, row in enumerate(batch):
-            ids[n, : len(row)] = torch.tensor(row, dtype=torch.long)
-            mask[n, : len(row)] = True
+        lengths = [len(ids) for ids in batch]
+        runs: list[tuple[int, int, int]] = []  # first row, texts, pieces each
+        row = 0
+        for length, texts in itertools.groupby(lengths):
+            count = len(list(texts))
+            runs.append((row, count, length))
+            row += count * length
         heads, size = self.heads, DIM // self.heads
         with torch.inference_mode():
+            ids = torch.tensor([piece for ids in batch for piece in ids], dtype=torch.long)
+            positions = torch.cat([torch.arange(length) for length in lengths])
             x = (
                 w["embeddings.word_embeddings.weight"][ids]
-                + w["embeddings.position_embeddings.weight"][:length]
+                + w["embeddings.position_embeddings.weight"][positions]
                 + w["embeddings.token_type_embeddings.weight"][0]
             )
             # The stream between layers is kept in self.dtype: in bfloat16, the casts to and
             # from float32 around each product took a quarter of the pass (and a layer norm
             # reads bfloat16, computes in float32 and writes bfloat16).
             x = self._norm(x, "embeddings.LayerNorm").to(self.dtype)
-            keep = mask[:, None, None, :]
             for i in range(self.layers):
                 p = f"encoder.layer.{i}."
-                # Attention in float32: in bfloat16 its result depends on the padding (the
-                # kernel sums in blocks of the padded length), and a text would be read
-                # differently in another batch; the products above and below do not. One
-                # cast of the product, not one of each strided view of it.
-                qkv = self._linear(x, p + "attention.self.qkv").float()
-                q, k, v = qkv.view(len(batch), length, 3, heads, size).permute(2, 0, 3, 1, 4)
-                a = fn.scaled_dot_product_attention(q, k, v, attn_mask=keep)
-                a = a.transpose(1, 2).reshape(len(batch), length, DIM).to(self.dtype)
+                qkv = self._linear(x, p + "attention.self.qkv")
+                a = torch.empty((row, DIM), dtype=self.dtype)
+                for first, count, length in runs:
+                    rows = slice(first, first + count * length)
+                    q, k, v = qkv[rows].view(count, length, 3, heads, size).permute(2, 0, 3, 1, 4)
+                    a[rows] = (
+                        fn.scaled_dot_product_attention(q, k, v)
+                        .transpose(1, 2)
+                        .reshape(count * length, DIM)
+                    )
                 x = self._norm(self._linear(a, p + "attention.output.dense") + x,
                                p + "attention.output.LayerNorm")  # fmt: skip
                 h = self._linear(x, p + "intermediate.dense", gelu=True)
@@ -330,10 +341,10 @@ class Reading:
     names: tuple[str, ...]
 
 
-def read_texts(texts: list[str], batch_size: int = 64) -> list[Reading]:
-    """The model's reading of each text. Texts are sorted by length and batched so that a
-    batch pads little (at most ``batch_size`` texts and BATCH_PIECES padded pieces); bulk work
-    runs on every core (see ``bulk``)."""
+def read_texts(texts: list[str]) -> list[Reading]:
+    """The model's reading of each text. Texts are sorted by length and packed into batches
+    of about BATCH_PIECES pieces, as many batches as keep every reader busy to the end (see
+    ``batches``); bulk work runs on every core (see ``bulk``)."""
     if not texts:
         return []
     # A lone surrogate (bytes that were not UTF-8) is no character: the tokenizer raises on
@@ -341,51 +352,73 @@ def read_texts(texts: list[str], batch_size: int = 64) -> list[Reading]:
     texts = [SURROGATE.sub("\ufffd", t) if SURROGATE.search(t) else t for t in texts]
     model = _load()
     encodings = model.tokens(texts)
-    order = sorted(range(len(texts)), key=lambda n: len(encodings[n].ids))
+    lengths = [len(encoding.ids) for encoding in encodings]
     out: list[Reading | None] = [None] * len(texts)
-    batches: list[list[int]] = []
-    at = 0
-    while at < len(order):
-        longest = len(encodings[order[min(len(order), at + batch_size) - 1]].ids)
-        size = max(1, min(batch_size, BATCH_PIECES // max(longest, 1)))
-        batches.append(order[at : at + size])
-        at += size
 
     def read(group: list[int]) -> None:
         hidden = model.forward([encodings[n].ids for n in group]).numpy()
-        for row, n in zip(hidden, group, strict=True):
-            out[n] = _reading(row, encodings[n])
+        for n, reading in zip(group, _readings(hidden, [encodings[n] for n in group]), strict=True):
+            out[n] = reading
 
     with bulk(len(texts)):
-        count = min(workers(), len(batches))
-        if count > 1:
-            with ThreadPoolExecutor(count, thread_name_prefix="kbmem-embed") as pool:
-                for _ in pool.map(read, batches):
+        readers = workers()
+        groups = batches(lengths, readers)
+        if min(readers, len(groups)) > 1:
+            with ThreadPoolExecutor(readers, thread_name_prefix="kbmem-embed") as pool:
+                for _ in pool.map(read, groups):
                     pass
         else:
-            for group in batches:
+            for group in groups:
                 read(group)
     return [r for r in out if r is not None]
 
 
-def _reading(row: np.ndarray, encoding: Any) -> Reading:
-    rows = row[: len(encoding.ids)]
-    mean = rows.mean(axis=0)
-    inner = rows[1:-1]
-    norms = np.linalg.norm(inner, axis=1, keepdims=True)
-    return Reading(
-        (mean / max(float(np.linalg.norm(mean)), 1e-12)).astype(np.float32),
-        (inner / np.maximum(norms, 1e-12)).astype(np.float32),
-        tuple(encoding.tokens[1:-1]),
-    )
+def batches(lengths: list[int], readers: int = 1) -> list[list[int]]:
+    """Texts of ``lengths`` pieces (their indexes) cut into batches, shortest texts first
+    within each: about BATCH_PIECES pieces a batch, their count a multiple of ``readers``,
+    and the pieces spread evenly, so that the readers finish together (a batch left for one
+    reader at the end of a call leaves the other cores idle). The batches of the longest
+    texts come first: attention's share of a batch grows with its texts' length."""
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    total = sum(lengths)
+    count = -(-total // BATCH_PIECES)
+    count = min(len(order), -(-count // readers) * readers)
+    ends = np.cumsum([lengths[n] for n in order])
+    # Cut where the running count of pieces comes nearest each k / count of the total.
+    bounds = {0, len(order)}
+    for k in range(1, count):
+        target = total * k / count
+        at = int(np.searchsorted(ends, target))  # the first text that reaches it
+        bounds.add(at if at and target - ends[at - 1] < ends[at] - target else at + 1)
+    out = [order[lo:hi] for lo, hi in itertools.pairwise(sorted(bounds))]
+    return out[::-1]
 
 
-def embed(texts: list[str], batch_size: int = 64) -> np.ndarray:
+def _readings(hidden: np.ndarray, encodings: list[Any]) -> list[Reading]:
+    """Each text's reading from the packed hidden states of its batch (see _Bert.forward)."""
+    lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
+    starts = np.cumsum(lengths) - lengths
+    means = np.add.reduceat(hidden, starts, axis=0) / lengths[:, None]
+    means /= np.maximum(np.linalg.norm(means, axis=1, keepdims=True), 1e-12)
+    units = hidden / np.maximum(np.linalg.norm(hidden, axis=1, keepdims=True), 1e-12)
+    return [
+        Reading(
+            means[n].astype(np.float32),
+            units[start + 1 : start + length - 1].astype(np.float32),
+            tuple(encoding.tokens[1:-1]),
+        )
+        for n, (start, length, encoding) in enumerate(
+            zip(starts.tolist(), lengths.tolist(), encodings, strict=True)
+        )
+    ]
+
+
+def embed(texts: list[str]) -> np.ndarray:
     """Unit-length float32 vectors, one row per text (the model reads the first 256 word
     pieces of each)."""
     if not texts:
         return np.zeros((0, DIM), dtype=np.float32)
-    return np.vstack([r.vector for r in read_texts(texts, batch_size)])
+    return np.vstack([r.vector for r in read_texts(texts)])
 
 
 QueryReading = Reading  # what the model makes of a query

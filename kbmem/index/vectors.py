@@ -34,7 +34,13 @@ PIECE_MIN_WORDS = 3  # shorter sentences ("Thanks!", "Wow.") say nothing worth a
 # sentences are often each other's nearest neighbours.
 VECTORS_PER_HIT = 3
 HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 200
+# Candidates kept while a vector is inserted, and the least a search keeps: on the 26,739
+# vectors of the scale benchmark's 2,000 pages, a graph built with 100 took half the CPU of
+# one built with 200 (7.3 against 14.0 s, a tenth of that build's), and searched with 80 it
+# finds as many of the true 30 nearest as the graph of 200 searched with 64 (0.954 against
+# 0.952 over 300 queries; docs/benchmarks.md, stop 44).
+HNSW_EF_CONSTRUCTION = 100
+SEARCH_EF = 80
 # The model reads 256 word pieces (a thousand characters or so of prose), but its tokenizer
 # reads the whole text first (tens of seconds for a 10 MB turn). Texts are cut to this many
 # characters.
@@ -141,7 +147,7 @@ def load_vectors(path: Path, meta: dict[str, Any]) -> ann.Index:
         raise StorageError(f"vector index {path} cannot be read: {exc}") from exc
     if index.get_current_count() != vec.get("base_count"):
         raise StorageError(f"vector index {path} does not match its meta")
-    index.set_ef(64)
+    index.set_ef(SEARCH_EF)
     return index
 
 
@@ -277,7 +283,7 @@ class GraphSearch:
         if k <= 0:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
         base, allowed, query = self.base, self.allowed, vec.reshape(1, -1)
-        ef = max(64, 2 * k)
+        ef = max(SEARCH_EF, 2 * k)
         with _KNN_LOCK:
             base.set_ef(ef)
             try:

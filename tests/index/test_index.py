@@ -1299,7 +1299,7 @@ def test_a_dense_search_returns_k_intervals_however_many_sentences_match(
 def test_a_search_keeps_its_own_ef_while_other_threads_search_the_same_graph() -> None:
     """hnswlib keeps ``ef`` on the graph object, and copies of a knowledge base (and the
     researcher's parallel actions) share one loaded graph: a wide search (k=200, ef 400) must
-    give the same neighbours while other threads keep running narrow ones (ef 64), not what
+    give the same neighbours while other threads keep running narrow ones (ef 80), not what
     an ef of 200 gives. Random vectors, where an approximate search is visibly approximate."""
     rng = np.random.default_rng(0)
     n, dim = 3000, 384
