@@ -44,6 +44,12 @@ BULK_TEXTS = 256
 # 26.7 s in batches of 8,192 (docs/benchmarks.md, stop 43): a small batch's activations stay
 # in the processor's caches between the products of a layer.
 BATCH_PIECES = 2048
+# Products compiled per shape of batch that oneDNN (and ideep, torch's layer over it) keep;
+# their own defaults are 1,024 each. A build meets hundreds of shapes (texts times pieces) and
+# each kept one held about 2 MB; within a batch a product serves all six layers, which a few
+# entries per reading thread cover (docs/decisions/onednn-primitive-cache.md).
+COMPILED_SHAPES_KEPT = 32
+COMPILED_SHAPES_SETTINGS = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
 # Threads that read batches at once in bulk work (see ``bulk``): each holds one batch's
 # activations, so more cores than this split each reader's products among them instead.
 BULK_READERS = 4
@@ -302,6 +308,10 @@ def _load() -> _Bert:
         if _model is None:
             # The tokenizer's own threads would warn on every later fork (git subprocesses).
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            # Read by oneDNN and ideep when they first compile a product, so set before; an
+            # operator's own setting wins.
+            for setting in COMPILED_SHAPES_SETTINGS:
+                os.environ.setdefault(setting, str(COMPILED_SHAPES_KEPT))
             import torch
 
             torch.set_num_threads(threads())
