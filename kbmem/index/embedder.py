@@ -42,8 +42,10 @@ BULK_TEXTS = 256
 # sorted by length first, so a batch of short sentences is large and one of long turns small.
 # A build's 300 pages took 22.7 to 23.6 s of CPU in batches of 1,024 or 2,048 pieces, 25.6 to
 # 26.7 s in batches of 8,192 (docs/benchmarks.md, stop 43): a small batch's activations stay
-# in the processor's caches between the products of a layer.
-BATCH_PIECES = 2048
+# in the processor's caches between the products of a layer. 1,024 rather than 2,048: each
+# reading thread holds one batch's activations, and 12,000 texts peaked 120 MB lower for the
+# same CPU time (stop 44).
+BATCH_PIECES = 1024
 # Products compiled per shape of batch that oneDNN (and ideep, torch's layer over it) keep;
 # their own defaults are 1,024 each. A build meets hundreds of shapes (texts times pieces) and
 # each kept one held about 2 MB; within a batch a product serves all six layers, which a few
