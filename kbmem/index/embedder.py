@@ -48,9 +48,10 @@ BULK_TEXTS = 256
 BATCH_PIECES = 1024
 # Products compiled per shape of batch that oneDNN (and ideep, torch's layer over it) keep;
 # their own defaults are 1,024 each. A build meets hundreds of shapes (texts times pieces) and
-# each kept one held about 2 MB; within a batch a product serves all six layers, which a few
-# entries per reading thread cover (docs/decisions/onednn-primitive-cache.md).
-COMPILED_SHAPES_KEPT = 32
+# each kept one held about 2 MB. Within a batch a product serves all six layers; 128 entries
+# also keep the shapes of queries of up to about 30 pieces, which 32 did not (a query then
+# paid a compile: docs/decisions/onednn-primitive-cache.md).
+COMPILED_SHAPES_KEPT = 128
 COMPILED_SHAPES_SETTINGS = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
 # Threads that read batches at once in bulk work (see ``bulk``): each holds one batch's
 # activations, so more cores than this split each reader's products among them instead.
