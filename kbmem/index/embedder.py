@@ -43,8 +43,17 @@ BULK_TEXTS = 256
 # batch of short sentences holds many texts and one of long turns few. A build's 300 pages
 # took 22.7 to 23.6 s of CPU in (padded) batches of 1,024 or 2,048 pieces, 25.6 to 26.7 s in
 # batches of 8,192 (docs/benchmarks.md, stop 43): a small batch's activations stay in the
-# processor's caches between the products of a layer.
-BATCH_PIECES = 2048
+# processor's caches between the products of a layer. 1,024 rather than 2,048: each reading
+# thread holds one batch's activations, and 12,000 texts peaked 120 MB lower for the same CPU
+# time (stop 44).
+BATCH_PIECES = 1024
+# Products compiled per shape of batch that oneDNN (and ideep, torch's layer over it) keep;
+# their own defaults are 1,024 each. A build meets hundreds of shapes (texts times pieces) and
+# each kept one held about 2 MB. Within a batch a product serves all six layers; 128 entries
+# also keep the shapes of queries of up to about 30 pieces, which 32 did not (a query then
+# paid a compile: docs/decisions/onednn-primitive-cache.md).
+COMPILED_SHAPES_KEPT = 128
+COMPILED_SHAPES_SETTINGS = ("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "LRU_CACHE_CAPACITY")
 # Threads that read batches at once in bulk work (see ``bulk``): each holds one batch's
 # activations, so more cores than this split each reader's products among them instead.
 BULK_READERS = 4
@@ -313,6 +322,10 @@ def _load() -> _Bert:
         if _model is None:
             # The tokenizer's own threads would warn on every later fork (git subprocesses).
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            # Read by oneDNN and ideep when they first compile a product, so set before; an
+            # operator's own setting wins.
+            for setting in COMPILED_SHAPES_SETTINGS:
+                os.environ.setdefault(setting, str(COMPILED_SHAPES_KEPT))
             import torch
 
             torch.set_num_threads(threads())
