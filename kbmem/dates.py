@@ -253,6 +253,11 @@ def date_words(text: str) -> set[str]:
     return {w for w in words if w in names or _YEAR.fullmatch(w)}
 
 
+def named_years(text: str) -> set[int]:
+    """The years ``text`` names ("in 2023")."""
+    return {int(y) for y in _YEAR.findall(text)}
+
+
 def stamp_day(stamp: str) -> date | None:
     """The day of an ISO 8601 stamp ("2023-05-08T13:56:00"), None when it is not one."""
     try:

@@ -11,11 +11,20 @@ line ("" when it finds none) and the sentences it took it from."""
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import re
 from collections.abc import Callable
 
-from kbmem.dates import MONTHS, WEEKDAYS, SaidDate, date_words, said_dates, written_date
+from kbmem.dates import (
+    MONTHS,
+    WEEKDAYS,
+    SaidDate,
+    date_words,
+    named_years,
+    said_dates,
+    written_date,
+)
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives
@@ -109,21 +118,122 @@ def number(r: Ranking) -> Extracted:
 
 
 def count(r: Ranking) -> Extracted:
-    """A number said with the thing counted; else the distinct things the sentences that
-    answer nearly as well as the best one name (the items of ``listed``), counted."""
-    asked = r.weigher.terms - r.weigher.names
-    for s in r.top("count")[:3]:
+    """How many of the things asked: a number said of them (the largest, when sentences
+    say several: a part is shown or told more often than the whole, and a count only grows);
+    else, asked "how many times", the distinct days the asked person says the asked thing
+    in their own words; else the distinct things the sentences that answer nearly as well
+    as the best one name (the items of ``listed``), counted. Written in digits, with what
+    was counted."""
+    noun = counted_noun(r.question)
+    top = r.ranked[0][0]
+    stated: list[tuple[int, str, Said]] = []
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top:
+            break
         for found in NUMBER.finditer(s.claim):
-            near = s.claim[found.end() : found.end() + 40]
-            if stem_set(near) & asked:
-                return f"{found.group(0)} {unit_after(near)}".strip(), [s]
-    # "How many times" counts occasions: the same thing done in another session is another
-    # time. Otherwise the things are counted, each once.
-    times = bool(re.search(r"\bhow\s+many\s+times\b", r.question, re.I))
-    items, sources = _items(r, per_session=times)
+            value = number_value(found.group(0))
+            after = re.findall(r"[\w'’-]+", s.claim[found.end() :])[:3]
+            at = next((n for n, w in enumerate(after) if noun and stem_set(w) == noun), -1)
+            # The counted noun right after the number, or after the words qualifying it
+            # ("three young children"), none of them a word that ends the phrase.
+            if value is not None and at >= 0 and not set(after[:at]) & (STOP | PREPOSITIONS):
+                stated.append((value, " ".join(after[: at + 1]), s))
+    if stated:
+        value, unit, s = max(stated, key=lambda v: v[0])
+        return f"{value} {unit}", [s]
+    if noun == stem_set("times"):
+        days = _occasions(r)
+        if days:
+            return f"{len(days)}: {_days_written(sorted(days))}", list(days.values())
+    items, sources = _items(r, per_session=noun == stem_set("times"))
     if not items:
         return "", [r.best()]
-    return f"{len(items)} ({', '.join(dict.fromkeys(items))})", sources
+    return f"{len(items)}: {', '.join(dict.fromkeys(items))}", sources
+
+
+def _days_written(days: list[datetime.date]) -> str:
+    """Days as people list them, the year said once: "6 July, 20 July 2023"."""
+    return ", ".join(
+        f"{d.day} {d:%B}"
+        + (f" {d.year}" if n == len(days) - 1 or days[n + 1].year != d.year else "")
+        for n, d in enumerate(days)
+    )
+
+
+_COUNT_AUX = re.compile(
+    r"\b(?:has|have|had|does|do|did|is|are|was|were|will|would|can|could|should|in|of|at|on|"
+    r"for|from|with|to|by|during|since|between)\b"
+)
+
+
+def counted_noun(question: str) -> frozenset[str]:
+    """The stem of the noun "how many" asks about: the last word of the phrase after it,
+    before the verb or preposition that follows ("How many video games has …" → game)."""
+    m = re.search(r"\bhow\s+many\s+((?:[\w'’-]+\s*){1,3})", question, re.I)
+    if not m:
+        return frozenset()
+    words: list[str] = []
+    for w in m.group(1).split():
+        if _COUNT_AUX.fullmatch(w.lower()) or (words and w.lower().endswith("ed")):
+            break
+        words.append(w)
+    return stem_set(words[-1]) if words else frozenset()
+
+
+_NUMBER_WORDS = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+} | {"once": 1, "twice": 2, "dozen": 12}
+
+
+def number_value(word: str) -> int | None:
+    """The whole number a number word or digits say; None for others ("3.5", "hundred")."""
+    if word.isdigit():
+        return int(word)
+    return _NUMBER_WORDS.get(word.lower())
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|me|my|we|us|our|I'm|I've|we're|we've)\b", re.I)
+
+
+def _occasions(r: Ranking) -> dict[datetime.date, Said]:
+    """The days on which a sentence says, in its own words (a picture's caption shows,
+    it does not tell of a time), the most telling of the question's nouns (else words)
+    other than the names, within the time the question names; asked about a speaker, said
+    by them of themselves. Each day is one occasion."""
+    about = r.weigher.terms - r.weigher.names - r.speakers - stem_set("times")
+    if not about:
+        return {}
+    # The thing done is named by a noun (the word after a determiner: "gone to the beach"),
+    # the doing by verbs said of many things.
+    nouns = {
+        t
+        for m in re.finditer(
+            r"\b(?:the|a|an|my|our|his|her|their|its)\s+([\w'’-]+)", r.question, re.I
+        )
+        for t in analyze(m.group(1))
+    } & about
+    rarest = max(nouns or about, key=lambda t: r.weigher.weight[t])
+    years = named_years(r.question)
+    days: dict[datetime.date, Said] = {}
+    for _score, _share, s in r.ranked:
+        own = s.claim.split("[shares", 1)[0]
+        if not s.day or rarest not in set(analyze(own)):
+            continue
+        if r.windows and not any(w.contains(s.day) for w in r.windows):
+            continue
+        if years and s.day.year not in years:
+            continue
+        # What the person asked about did is told by them, of themselves (a sentence to
+        # another, "the beach inspired you", tells of the listener's time).
+        if r.asked_speakers and not (
+            set(analyze(s.speaker)) & r.asked_speakers and _FIRST_PERSON.search(own)
+        ):
+            continue
+        days.setdefault(s.day, s)
+    return days
 
 
 def person(r: Ranking) -> Extracted:
