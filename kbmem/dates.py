@@ -136,6 +136,13 @@ def written_date(day: date) -> str:
     return f"{WEEKDAYS[day.weekday()].capitalize()} {day.day} {day:%B} {day.year}"
 
 
+def anchor_date(day: date) -> str:
+    """A day a time is told relative to ("the week before 14 March 2026"): without its
+    weekday, which names the day meant when the answer is that day, not when it is a
+    reference point for a stretch around it."""
+    return f"{day.day} {day:%B} {day.year}"
+
+
 def _count(word: str) -> int:
     word = word.lower()
     return int(word) if word.isdigit() else _COUNT_WORDS.get(word.removeprefix("a "), 1)
@@ -149,7 +156,7 @@ def _relative(found: re.Match[str], said_on: date) -> tuple[str, bool]:
     """What one relative expression means, said on ``said_on``: the written time and whether
     it is one day."""
     word, wd_lead, wd, lead, unit, count, units = found.groups()
-    anchor = written_date(said_on)
+    anchor = anchor_date(said_on)
     if word:
         word = word.lower()
         shift = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(word)
@@ -157,7 +164,7 @@ def _relative(found: re.Match[str], said_on: date) -> tuple[str, bool]:
             return written_date(said_on + timedelta(days=shift)), True
         if word in ("the other day", "recently", "lately"):
             return f"shortly before {anchor}", False
-        return anchor, True  # today, tonight, this morning …
+        return written_date(said_on), True  # today, tonight, this morning …
     if wd:
         target = WEEKDAYS.index(wd.lower())
         if wd_lead.lower() == "next":
@@ -186,7 +193,8 @@ def _relative(found: re.Match[str], said_on: date) -> tuple[str, bool]:
     if units == "month":
         month_index = said_on.year * 12 + said_on.month - 1 - n
         return f"{_month_name(month_index % 12 + 1)} {month_index // 12}", False
-    return f"{n} {units}{'s' if n > 1 else ''} before {anchor}", False
+    # The count as said ("two weeks before", "3 days before").
+    return f"{count.lower()} {units}{'s' if n > 1 else ''} before {anchor}", False
 
 
 _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}(?![\w,]*\s+\d{{4}})")

@@ -20,10 +20,10 @@ from kbmem.dates import (
     MONTHS,
     WEEKDAYS,
     SaidDate,
+    anchor_date,
     date_words,
     named_years,
     said_dates,
-    written_date,
 )
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
@@ -83,7 +83,7 @@ def date(r: Ranking) -> Extracted:
     best = r.best()
     if best.day:
         # Nothing says when: what memory knows is the day it was told.
-        return f"around {written_date(best.day)}", [best]
+        return f"around {anchor_date(best.day)}", [best]
     return "", [best]
 
 

@@ -62,10 +62,10 @@ def test_relative_dates_resolve_against_the_day_they_were_said():
     }
     assert written["Yesterday"] == "Tuesday 10 September 2024"
     assert written["last Friday"] == "Friday 6 September 2024"
-    assert written["two weeks ago"] == "2 weeks before Wednesday 11 September 2024"
+    assert written["two weeks ago"] == "two weeks before 11 September 2024"
     assert written["3 days ago"] == "Sunday 8 September 2024"
     assert written["last year"] == "2023"
-    assert written["last week"] == "the week before Wednesday 11 September 2024"
+    assert written["last week"] == "the week before 11 September 2024"
 
 
 def test_absolute_dates_need_no_day_said_and_relative_ones_do():
@@ -97,7 +97,7 @@ def test_a_date_question_is_answered_with_the_resolved_day():
 def test_without_a_date_said_the_answer_is_the_day_it_was_told_and_says_so():
     item = turns_item("s2", "2024-05-02T09:00:00", ("Ilse", "I repainted the boathouse green."))
     got = direct_answer("When did Ilse repaint the boathouse?", [item])
-    assert got.line.startswith("around Thursday 2 May 2024")
+    assert got.line.startswith("around 2 May 2024")
 
 
 def test_a_date_the_question_names_is_not_taken_for_the_answer():
