@@ -79,12 +79,18 @@ def date(r: Ranking) -> Extracted:
             exact = named or [d for d in found if d.exact] or found
             near = r.nearest(s.claim, [d.phrase for d in exact])
             when = next(d for d in exact if d.phrase == near)
+            if _HOW_LONG_AGO.search(r.question) and when.phrase.lower().endswith("ago"):
+                # Asked how long ago, the answer is the stretch as said, then when that was.
+                return f"{when.phrase} ({when.written})", [s]
             return when.written, [s]
     best = r.best()
     if best.day:
         # Nothing says when: what memory knows is the day it was told.
         return f"around {anchor_date(best.day)}", [best]
     return "", [best]
+
+
+_HOW_LONG_AGO = re.compile(r"\bhow\s+long\s+ago\b", re.I)
 
 
 def _restates(found: SaidDate, asked_words: set[str]) -> bool:

@@ -311,3 +311,13 @@ def test_the_name_asked_for_is_the_name_the_sentence_gives():
     )
     got = direct_answer("What is the name of Ilse's goat?", [item])
     assert got.line == "Pernille" and got.firm, got.line
+
+
+def test_how_long_ago_is_answered_with_the_stretch_as_said_and_when_that_was():
+    item = turns_item(
+        "s1", "2024-09-11T09:00:00", ("Ilse", "My uncle built this boat for me ten years ago.")
+    )
+    got = direct_answer("How long ago did Ilse get her boat?", [item])
+    assert got.line == "ten years ago (2014)"
+    # Asked when, the same words give the year.
+    assert direct_answer("When did Ilse get her boat?", [item]).line.startswith("2014")
