@@ -109,7 +109,8 @@ _COUNT_WORDS = {
 _COUNT = (
     r"(\d{1,2}|a few|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
 )
-_WD = "(" + "|".join(WEEKDAYS) + ")"
+# A weekday as people write it, in full or cut short ("last Fri", "next Tues").
+_WD = "(" + "|".join(WEEKDAYS) + "|mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)"
 _RELATIVE = re.compile(
     r"\b(?:(yesterday|today|tonight|tomorrow|last night|this morning|this afternoon"
     r"|this evening|the other day|recently|lately)"
@@ -166,7 +167,7 @@ def _relative(found: re.Match[str], said_on: date) -> tuple[str, bool]:
             return f"shortly before {anchor}", False
         return written_date(said_on), True  # today, tonight, this morning …
     if wd:
-        target = WEEKDAYS.index(wd.lower())
+        target = next(n for n, name in enumerate(WEEKDAYS) if name.startswith(wd.lower()[:3]))
         if wd_lead.lower() == "next":
             ahead = (target - said_on.weekday()) % 7 or 7
             return written_date(said_on + timedelta(days=ahead)), True

@@ -58,6 +58,7 @@ Extracted = tuple[str, list[Said]]
 FIRM_SHARE = 0.5
 LIST_SHARE = 0.6  # of the best sentence's score, for another sentence's item to join a list
 MAX_ITEMS = 6
+DATED_SHARE = 0.6  # of the best share, for a dated sentence to answer "when" over it
 # "in the mountains", "at my parents' house": a place said with a determiner, when no
 # sentence names one (a grammatical shape, no list of place words).
 _LOCATIVE = re.compile(
@@ -72,7 +73,12 @@ def date(r: Ranking) -> Extracted:
     named on the calendar over one said relative to today); else the day the best sentence
     was said, as "around" it."""
     asked_words = date_words(r.question)
+    # The sentence that says most of the question; a dated one that says much less of it
+    # speaks of another event, and the day this one was said is the better answer.
+    told = max(r.ranked, key=lambda ranked: ranked[1])
     for s in r.top("date")[:3]:
+        if r.weigher.share(s) < DATED_SHARE * told[1]:
+            return f"around {anchor_date(told[2].day)}" if told[2].day else "", [told[2]]
         found = [d for d in said_dates(s.claim, s.day) if not _restates(d, asked_words)]
         if found:
             named = [d for d in found if d.exact and re.search(r"\d", d.phrase)]

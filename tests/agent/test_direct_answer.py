@@ -321,3 +321,26 @@ def test_how_long_ago_is_answered_with_the_stretch_as_said_and_when_that_was():
     assert got.line == "ten years ago (2014)"
     # Asked when, the same words give the year.
     assert direct_answer("When did Ilse get her boat?", [item]).line.startswith("2014")
+
+
+def test_a_weekday_cut_short_is_resolved_too():
+    said_on = date(2024, 9, 11)  # a Wednesday
+    found = said_dates("Last Fri I sailed; next Tues we race.", said_on)
+    assert [d.written for d in found] == ["Friday 6 September 2024", "Tuesday 17 September 2024"]
+
+
+def test_when_is_the_day_the_event_was_told_over_a_date_said_of_another_event():
+    items = [
+        turns_item(
+            "s1",
+            "2024-05-02T09:00:00",
+            ("Ilse", "I had an interview at the harbour yesterday."),
+        ),
+        turns_item(
+            "s2",
+            "2024-06-20T09:00:00",
+            ("Ilse", "Guess what: the harbour board accepted me as a pilot!"),
+        ),
+    ]
+    got = direct_answer("When was Ilse accepted as a harbour pilot by the board?", items)
+    assert got.line.startswith("around 20 June 2024"), got.line
