@@ -76,7 +76,13 @@ def date(r: Ranking) -> Extracted:
     # The sentence that says most of the question; a dated one that says much less of it
     # speaks of another event, and the day this one was said is the better answer.
     told = max(r.ranked, key=lambda ranked: ranked[1])
-    for s in r.top("date")[:3]:
+    dated = r.top("date")[:3]
+    if _ASKS_AHEAD.search(r.question):
+        # Asked of a plan, a sentence that speaks of a time ahead of its day answers first.
+        dated.sort(
+            key=lambda s: not any(_AHEAD.search(d.phrase) for d in said_dates(s.claim, s.day))
+        )
+    for s in dated:
         if r.weigher.share(s) < DATED_SHARE * told[1]:
             return f"around {anchor_date(told[2].day)}" if told[2].day else "", [told[2]]
         found = [d for d in said_dates(s.claim, s.day) if not _restates(d, asked_words)]
@@ -96,6 +102,12 @@ def date(r: Ranking) -> Extracted:
     return "", [best]
 
 
+# A question of what is planned or coming ("When is X planning to …", "When will …",
+# "When is X going to …") and a time said ahead of the day it is said ("next month").
+_ASKS_AHEAD = re.compile(
+    r"^\s*when\b.*\b(?:plan(?:s|ning|ned)?\s+(?:to|on)|will|going\s+to)\b", re.I
+)
+_AHEAD = re.compile(r"\b(?:next|tomorrow|coming|upcoming|soon)\b", re.I)
 _HOW_LONG_AGO = re.compile(r"\bhow\s+long\s+ago\b", re.I)
 
 

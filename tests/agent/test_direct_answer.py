@@ -344,3 +344,23 @@ def test_when_is_the_day_the_event_was_told_over_a_date_said_of_another_event():
     ]
     got = direct_answer("When was Ilse accepted as a harbour pilot by the board?", items)
     assert got.line.startswith("around 20 June 2024"), got.line
+
+
+def test_asked_of_a_plan_a_time_ahead_answers_over_one_gone_by():
+    items = [
+        turns_item(
+            "s1",
+            "2024-05-02T09:00:00",
+            ("Ilse", "We went sailing to the islands a few weeks ago, so calm."),
+        ),
+        turns_item(
+            "s2",
+            "2024-06-20T09:00:00",
+            ("Ilse", "We're thinking about sailing to the islands next month."),
+        ),
+    ]
+    got = direct_answer("When is Ilse planning on sailing to the islands?", items)
+    assert got.line == "July 2024"
+    # Asked what was done, the time gone by answers.
+    got = direct_answer("When did Ilse go sailing to the islands?", items)
+    assert got.line.startswith("a few weeks before 2 May 2024")
