@@ -58,6 +58,7 @@ Extracted = tuple[str, list[Said]]
 FIRM_SHARE = 0.5
 LIST_SHARE = 0.6  # of the best sentence's score, for another sentence's item to join a list
 MAX_ITEMS = 6
+TOLD_TIE = 0.95  # of the best, for an earlier telling of the same event to answer "when"
 DATED_SHARE = 0.6  # of the best share, for a dated sentence to answer "when" over it
 # "in the mountains", "at my parents' house": a place said with a determiner, when no
 # sentence names one (a grammatical shape, no list of place words).
@@ -75,7 +76,7 @@ def date(r: Ranking) -> Extracted:
     asked_words = date_words(r.question)
     # The sentence that says most of the question; a dated one that says much less of it
     # speaks of another event, and the day this one was said is the better answer.
-    told = max(r.ranked, key=lambda ranked: ranked[1])
+    told = _first_told(r.ranked, 1)
     dated = r.top("date")[:3]
     if _ASKS_AHEAD.search(r.question):
         # Asked of a plan, a sentence that speaks of a time ahead of its day answers first.
@@ -95,11 +96,20 @@ def date(r: Ranking) -> Extracted:
                 # Asked how long ago, the answer is the stretch as said, then when that was.
                 return f"{when.phrase} ({when.written})", [s]
             return when.written, [s]
-    best = r.best()
+    best = _first_told(r.ranked, 0)[2]
     if best.day:
         # Nothing says when: what memory knows is the day it was told.
         return f"around {anchor_date(best.day)}", [best]
     return "", [best]
+
+
+def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float, float, Said]:
+    """Of the ranked sentences best by score (``by`` 0) or share (1), and those within
+    TOLD_TIE of it, the one told first: an event is told when it happens and recalled
+    later ("My store is open!", then months on "I opened a store")."""
+    top = max(entry[by] for entry in ranked)
+    near = [entry for entry in ranked if entry[by] >= TOLD_TIE * top]
+    return min(near, key=lambda entry: entry[2].day or datetime.date.max)
 
 
 # A question of what is planned or coming ("When is X planning to …", "When will …",

@@ -364,3 +364,13 @@ def test_asked_of_a_plan_a_time_ahead_answers_over_one_gone_by():
     # Asked what was done, the time gone by answers.
     got = direct_answer("When did Ilse go sailing to the islands?", items)
     assert got.line.startswith("a few weeks before 2 May 2024")
+
+
+def test_without_a_date_said_an_event_told_twice_is_dated_by_its_first_telling():
+    items = [
+        turns_item("s3", "2024-07-01T09:00:00", ("Tomas", "The harbour was busy today.")),
+        turns_item("s2", "2024-06-20T09:00:00", ("Ilse", "I opened a bakery by the harbour!")),
+        turns_item("s1", "2024-03-16T09:00:00", ("Ilse", "My bakery by the harbour is open!")),
+    ]
+    got = direct_answer("When did Ilse open her bakery by the harbour?", items)
+    assert got.line.startswith("around 16 March 2024"), got.line
