@@ -107,8 +107,12 @@ def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float
     """Of the ranked sentences best by score (``by`` 0) or share (1), and those within
     TOLD_TIE of it, the one told first: an event is told when it happens and recalled
     later ("My store is open!", then months on "I opened a store")."""
-    top = max(entry[by] for entry in ranked)
-    near = [entry for entry in ranked if entry[by] >= TOLD_TIE * top]
+
+    def measure(entry: tuple[float, float, Said]) -> float:
+        return entry[1] if by else entry[0]
+
+    top = max(measure(entry) for entry in ranked)
+    near = [entry for entry in ranked if measure(entry) >= TOLD_TIE * top]
     return min(near, key=lambda entry: entry[2].day or datetime.date.max)
 
 
