@@ -109,7 +109,8 @@ _COUNT_WORDS = {
 _COUNT = (
     r"(\d{1,2}|a few|a couple of|couple of|an?|one|two|three|four|five|six|seven|eight|nine|ten)"
 )
-_WD = "(" + "|".join(WEEKDAYS) + ")"
+# A weekday as people write it, in full or cut short ("last Fri", "next Tues").
+_WD = "(" + "|".join(WEEKDAYS) + "|mon|tues?|wed|thu(?:rs?)?|fri|sat|sun)"
 _RELATIVE = re.compile(
     r"\b(?:(yesterday|today|tonight|tomorrow|last night|this morning|this afternoon"
     r"|this evening|the other day|recently|lately)"
@@ -136,6 +137,13 @@ def written_date(day: date) -> str:
     return f"{WEEKDAYS[day.weekday()].capitalize()} {day.day} {day:%B} {day.year}"
 
 
+def anchor_date(day: date) -> str:
+    """A day a time is told relative to ("the week before 14 March 2026"): without its
+    weekday, which names the day meant when the answer is that day, not when it is a
+    reference point for a stretch around it."""
+    return f"{day.day} {day:%B} {day.year}"
+
+
 def _count(word: str) -> int:
     word = word.lower()
     return int(word) if word.isdigit() else _COUNT_WORDS.get(word.removeprefix("a "), 1)
@@ -149,7 +157,7 @@ def _relative(found: re.Match[str], said_on: date) -> tuple[str, bool]:
     """What one relative expression means, said on ``said_on``: the written time and whether
     it is one day."""
     word, wd_lead, wd, lead, unit, count, units = found.groups()
-    anchor = written_date(said_on)
+    anchor = anchor_date(said_on)
     if word:
         word = word.lower()
         shift = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(word)
@@ -157,9 +165,9 @@ def _relative(found: re.Match[str], said_on: date) -> tuple[str, bool]:
             return written_date(said_on + timedelta(days=shift)), True
         if word in ("the other day", "recently", "lately"):
             return f"shortly before {anchor}", False
-        return anchor, True  # today, tonight, this morning …
+        return written_date(said_on), True  # today, tonight, this morning …
     if wd:
-        target = WEEKDAYS.index(wd.lower())
+        target = next(n for n, name in enumerate(WEEKDAYS) if name.startswith(wd.lower()[:3]))
         if wd_lead.lower() == "next":
             ahead = (target - said_on.weekday()) % 7 or 7
             return written_date(said_on + timedelta(days=ahead)), True
@@ -186,7 +194,8 @@ def _relative(found: re.Match[str], said_on: date) -> tuple[str, bool]:
     if units == "month":
         month_index = said_on.year * 12 + said_on.month - 1 - n
         return f"{_month_name(month_index % 12 + 1)} {month_index // 12}", False
-    return f"{n} {units}{'s' if n > 1 else ''} before {anchor}", False
+    # The count as said ("two weeks before", "3 days before").
+    return f"{count.lower()} {units}{'s' if n > 1 else ''} before {anchor}", False
 
 
 _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}(?![\w,]*\s+\d{{4}})")
@@ -251,6 +260,11 @@ def date_words(text: str) -> set[str]:
     words = {w.lower() for w in re.findall(r"[\w]+", text)}
     names = set(MONTHS) | {m[:3] for m in MONTHS} | set(WEEKDAYS)
     return {w for w in words if w in names or _YEAR.fullmatch(w)}
+
+
+def named_years(text: str) -> set[int]:
+    """The years ``text`` names ("in 2023")."""
+    return {int(y) for y in _YEAR.findall(text)}
 
 
 def stamp_day(stamp: str) -> date | None:

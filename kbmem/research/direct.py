@@ -35,9 +35,12 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     line, sources = EXTRACTORS[kind](ranking)
     # Firm when the best sentence says enough of the question and a sentence the answer was
     # taken from gives the kind asked (a place named through "the city where my sister
-    # lives" is given by the sentence that names it).
+    # lives" is given by the sentence that names it). A count made by counting is given by
+    # its sentences together, each one of what was counted.
     firm = (
-        bool(line) and ranking.ranked[0][1] >= FIRM_SHARE and any(gives(kind, s) for s in sources)
+        bool(line)
+        and ranking.ranked[0][1] >= FIRM_SHARE
+        and (kind == "count" or any(gives(kind, s) for s in sources))
     )
     if not line:
         # Nothing of the kind asked: the words of the best sentence after the question's.

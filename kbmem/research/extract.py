@@ -11,11 +11,20 @@ line ("" when it finds none) and the sentences it took it from."""
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import re
 from collections.abc import Callable
 
-from kbmem.dates import MONTHS, WEEKDAYS, SaidDate, date_words, said_dates, written_date
+from kbmem.dates import (
+    MONTHS,
+    WEEKDAYS,
+    SaidDate,
+    anchor_date,
+    date_words,
+    named_years,
+    said_dates,
+)
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives
@@ -49,6 +58,8 @@ Extracted = tuple[str, list[Said]]
 FIRM_SHARE = 0.5
 LIST_SHARE = 0.6  # of the best sentence's score, for another sentence's item to join a list
 MAX_ITEMS = 6
+TOLD_TIE = 0.95  # of the best, for an earlier telling of the same event to answer "when"
+DATED_SHARE = 0.6  # of the best share, for a dated sentence to answer "when" over it
 # "in the mountains", "at my parents' house": a place said with a determiner, when no
 # sentence names one (a grammatical shape, no list of place words).
 _LOCATIVE = re.compile(
@@ -63,19 +74,55 @@ def date(r: Ranking) -> Extracted:
     named on the calendar over one said relative to today); else the day the best sentence
     was said, as "around" it."""
     asked_words = date_words(r.question)
-    for s in r.top("date")[:3]:
+    # The sentence that says most of the question; a dated one that says much less of it
+    # speaks of another event, and the day this one was said is the better answer.
+    told = _first_told(r.ranked, 1)
+    dated = r.top("date")[:3]
+    if _ASKS_AHEAD.search(r.question):
+        # Asked of a plan, a sentence that speaks of a time ahead of its day answers first.
+        dated.sort(
+            key=lambda s: not any(_AHEAD.search(d.phrase) for d in said_dates(s.claim, s.day))
+        )
+    for s in dated:
+        if r.weigher.share(s) < DATED_SHARE * told[1]:
+            return f"around {anchor_date(told[2].day)}" if told[2].day else "", [told[2]]
         found = [d for d in said_dates(s.claim, s.day) if not _restates(d, asked_words)]
         if found:
             named = [d for d in found if d.exact and re.search(r"\d", d.phrase)]
             exact = named or [d for d in found if d.exact] or found
             near = r.nearest(s.claim, [d.phrase for d in exact])
             when = next(d for d in exact if d.phrase == near)
+            if _HOW_LONG_AGO.search(r.question) and when.phrase.lower().endswith("ago"):
+                # Asked how long ago, the answer is the stretch as said, then when that was.
+                return f"{when.phrase} ({when.written})", [s]
             return when.written, [s]
-    best = r.best()
+    best = _first_told(r.ranked, 0)[2]
     if best.day:
         # Nothing says when: what memory knows is the day it was told.
-        return f"around {written_date(best.day)}", [best]
+        return f"around {anchor_date(best.day)}", [best]
     return "", [best]
+
+
+def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float, float, Said]:
+    """Of the ranked sentences best by score (``by`` 0) or share (1), and those within
+    TOLD_TIE of it, the one told first: an event is told when it happens and recalled
+    later ("My store is open!", then months on "I opened a store")."""
+
+    def measure(entry: tuple[float, float, Said]) -> float:
+        return entry[1] if by else entry[0]
+
+    top = max(measure(entry) for entry in ranked)
+    near = [entry for entry in ranked if measure(entry) >= TOLD_TIE * top]
+    return min(near, key=lambda entry: entry[2].day or datetime.date.max)
+
+
+# A question of what is planned or coming ("When is X planning to …", "When will …",
+# "When is X going to …") and a time said ahead of the day it is said ("next month").
+_ASKS_AHEAD = re.compile(
+    r"^\s*when\b.*\b(?:plan(?:s|ning|ned)?\s+(?:to|on)|will|going\s+to)\b", re.I
+)
+_AHEAD = re.compile(r"\b(?:next|tomorrow|coming|upcoming|soon)\b", re.I)
+_HOW_LONG_AGO = re.compile(r"\bhow\s+long\s+ago\b", re.I)
 
 
 def _restates(found: SaidDate, asked_words: set[str]) -> bool:
@@ -109,21 +156,122 @@ def number(r: Ranking) -> Extracted:
 
 
 def count(r: Ranking) -> Extracted:
-    """A number said with the thing counted; else the distinct things the sentences that
-    answer nearly as well as the best one name (the items of ``listed``), counted."""
-    asked = r.weigher.terms - r.weigher.names
-    for s in r.top("count")[:3]:
+    """How many of the things asked: a number said of them (the largest, when sentences
+    say several: a part is shown or told more often than the whole, and a count only grows);
+    else, asked "how many times", the distinct days the asked person says the asked thing
+    in their own words; else the distinct things the sentences that answer nearly as well
+    as the best one name (the items of ``listed``), counted. Written in digits, with what
+    was counted."""
+    noun = counted_noun(r.question)
+    top = r.ranked[0][0]
+    stated: list[tuple[int, str, Said]] = []
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top:
+            break
         for found in NUMBER.finditer(s.claim):
-            near = s.claim[found.end() : found.end() + 40]
-            if stem_set(near) & asked:
-                return f"{found.group(0)} {unit_after(near)}".strip(), [s]
-    # "How many times" counts occasions: the same thing done in another session is another
-    # time. Otherwise the things are counted, each once.
-    times = bool(re.search(r"\bhow\s+many\s+times\b", r.question, re.I))
-    items, sources = _items(r, per_session=times)
+            value = number_value(found.group(0))
+            after = re.findall(r"[\w'’-]+", s.claim[found.end() :])[:3]
+            at = next((n for n, w in enumerate(after) if noun and stem_set(w) == noun), -1)
+            # The counted noun right after the number, or after the words qualifying it
+            # ("three young children"), none of them a word that ends the phrase.
+            if value is not None and at >= 0 and not set(after[:at]) & (STOP | PREPOSITIONS):
+                stated.append((value, " ".join(after[: at + 1]), s))
+    if stated:
+        value, unit, s = max(stated, key=lambda v: v[0])
+        return f"{value} {unit}", [s]
+    if noun == stem_set("times"):
+        days = _occasions(r)
+        if days:
+            return f"{len(days)}: {_days_written(sorted(days))}", list(days.values())
+    items, sources = _items(r, per_session=noun == stem_set("times"))
     if not items:
         return "", [r.best()]
-    return f"{len(items)} ({', '.join(dict.fromkeys(items))})", sources
+    return f"{len(items)}: {', '.join(dict.fromkeys(items))}", sources
+
+
+def _days_written(days: list[datetime.date]) -> str:
+    """Days as people list them, the year said once: "6 July, 20 July 2023"."""
+    return ", ".join(
+        f"{d.day} {d:%B}"
+        + (f" {d.year}" if n == len(days) - 1 or days[n + 1].year != d.year else "")
+        for n, d in enumerate(days)
+    )
+
+
+_COUNT_AUX = re.compile(
+    r"\b(?:has|have|had|does|do|did|is|are|was|were|will|would|can|could|should|in|of|at|on|"
+    r"for|from|with|to|by|during|since|between)\b"
+)
+
+
+def counted_noun(question: str) -> frozenset[str]:
+    """The stem of the noun "how many" asks about: the last word of the phrase after it,
+    before the verb or preposition that follows ("How many video games has …" → game)."""
+    m = re.search(r"\bhow\s+many\s+((?:[\w'’-]+\s*){1,3})", question, re.I)
+    if not m:
+        return frozenset()
+    words: list[str] = []
+    for w in m.group(1).split():
+        if _COUNT_AUX.fullmatch(w.lower()) or (words and w.lower().endswith("ed")):
+            break
+        words.append(w)
+    return stem_set(words[-1]) if words else frozenset()
+
+
+_NUMBER_WORDS = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+} | {"once": 1, "twice": 2, "dozen": 12}
+
+
+def number_value(word: str) -> int | None:
+    """The whole number a number word or digits say; None for others ("3.5", "hundred")."""
+    if word.isdigit():
+        return int(word)
+    return _NUMBER_WORDS.get(word.lower())
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|me|my|we|us|our|I'm|I've|we're|we've)\b", re.I)
+
+
+def _occasions(r: Ranking) -> dict[datetime.date, Said]:
+    """The days on which a sentence says, in its own words (a picture's caption shows,
+    it does not tell of a time), the most telling of the question's nouns (else words)
+    other than the names, within the time the question names; asked about a speaker, said
+    by them of themselves. Each day is one occasion."""
+    about = r.weigher.terms - r.weigher.names - r.speakers - stem_set("times")
+    if not about:
+        return {}
+    # The thing done is named by a noun (the word after a determiner: "gone to the beach"),
+    # the doing by verbs said of many things.
+    nouns = {
+        t
+        for m in re.finditer(
+            r"\b(?:the|a|an|my|our|his|her|their|its)\s+([\w'’-]+)", r.question, re.I
+        )
+        for t in analyze(m.group(1))
+    } & about
+    rarest = max(nouns or about, key=lambda t: r.weigher.weight[t])
+    years = named_years(r.question)
+    days: dict[datetime.date, Said] = {}
+    for _score, _share, s in r.ranked:
+        own = s.claim.split("[shares", 1)[0]
+        if not s.day or rarest not in set(analyze(own)):
+            continue
+        if r.windows and not any(w.contains(s.day) for w in r.windows):
+            continue
+        if years and s.day.year not in years:
+            continue
+        # What the person asked about did is told by them, of themselves (a sentence to
+        # another, "the beach inspired you", tells of the listener's time).
+        if r.asked_speakers and not (
+            set(analyze(s.speaker)) & r.asked_speakers and _FIRST_PERSON.search(own)
+        ):
+            continue
+        days.setdefault(s.day, s)
+    return days
 
 
 def person(r: Ranking) -> Extracted:

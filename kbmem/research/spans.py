@@ -13,7 +13,10 @@ from kbmem.index.tenant import analyze
 from kbmem.research.said import STOP
 
 PHRASE_WORDS = 6  # a "what" answer is a phrase, not a sentence
-CAPS = re.compile(r"\b([A-Z][a-zA-Z'’-]+(?:\s+(?:[A-Z][a-zA-Z'’-]+|of|de|la|van|von))*)")
+# A capitalised word runs on through any letters ("Tromsø", "Zoë"), not only ASCII ones.
+CAPS = re.compile(
+    r"\b([A-Z](?:[^\W\d_]|['’-])+(?:\s+(?:[A-Z](?:[^\W\d_]|['’-])+|of|de|la|van|von))*)"
+)
 DURATION = re.compile(
     r"\b(?:(?:for|about|around|over|nearly|almost|only|just)\s+)?"
     r"(?:\d+(?:\.\d+)?|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
@@ -56,8 +59,18 @@ def people(text: str, exclude: set[str], known: frozenset[str] = frozenset()) ->
         if not re.match(r"[A-Z][a-z]", name):
             continue  # "QR", "FL": codes, not names
         at_start = m.start() == 0 or text[: m.start()].rstrip().endswith((".", "!", "?", ":"))
-        if at_start and " " not in name and name not in known:
-            continue
+        words = name.split()
+        if at_start and words[0] not in known:
+            # Its first word is capitalised by the sentence, not shown to be a name: the
+            # phrase is one when another of its words is capitalised ("New York"), else
+            # what follows the joining words is ("Instead of Paris": Paris) if anything.
+            if not any(w[0].isupper() for w in words[1:]):
+                continue
+            if words[1][0].islower():
+                rest = list(itertools.dropwhile(lambda w: w[0].islower(), words[1:]))
+                if not rest:
+                    continue
+                name = " ".join(rest)
         if name.split()[0].lower() in STOP | CALENDAR or set(analyze(name)) <= exclude:
             continue
         out.append(name)

@@ -16,7 +16,7 @@ from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
 from kbmem.research.extract import gerund, stranded_object, verb_object
-from kbmem.research.spans import novel_phrase
+from kbmem.research.spans import novel_phrase, people
 
 
 def test_a_stranded_preposition_asks_for_its_object() -> None:
@@ -128,3 +128,50 @@ def test_an_activity_s_name_keeps_the_word_that_qualifies_it() -> None:
     # With the word that qualifies it, and none that the question says itself.
     assert gerund("I've done weight training so far.", set()) == "weight training"
     assert gerund("We went hiking during the morning.", {"hike"}) == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "known", "expected"),
+    [
+        # Capitalised only because they open the sentence: not names.
+        ("Instead of going out, we stayed in.", frozenset(), []),
+        ("Lots of people came to the fair.", frozenset(), []),
+        # What follows the joining words is a name when it is capitalised itself.
+        ("Instead of Bergen, Ilse chose Tromsø.", frozenset(), ["Bergen", "Ilse", "Tromsø"]),
+        # Another capitalised word in the phrase shows it is a name.
+        ("New Haven was lovely.", frozenset(), ["New Haven"]),
+        # A first word known as a name (a speaker, or capitalised inside a sentence).
+        ("Ilse of Bergen sang.", frozenset({"Ilse"}), ["Ilse of Bergen"]),
+        ("Tomas came too.", frozenset(), []),
+        ("Tomas came too.", frozenset({"Tomas"}), ["Tomas"]),
+    ],
+)
+def test_a_word_capitalised_by_the_sentence_s_start_is_not_a_name(
+    text: str, known: frozenset[str], expected: list[str]
+) -> None:
+    assert people(text, set(), known) == expected
+
+
+def test_a_memorized_conversation_is_counted_and_named(tmp_path: Path) -> None:
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    memorize(
+        kb,
+        "acme",
+        {
+            "s-1": ("2026-03-01", [("Ilse", "We sailed to the lighthouse today, so windy!")]),
+            "s-2": (
+                "2026-04-12",
+                [
+                    ("Ilse", "Two goats came with me to the lighthouse picnic."),
+                    ("Tomas", "Lots of people at the lighthouse then?"),
+                    ("Ilse", "Lots of them were from Bergen. All four goats of mine loved it."),
+                ],
+            ),
+            "s-3": ("2026-05-03", [("Tomas", "Instead of the lighthouse I sailed to Skye.")]),
+        },
+    )
+    with ChatSession(kb, "acme") as chat:
+        times = chat.send("How many times has Ilse been to the lighthouse in 2026?")
+        goats = chat.send("How many goats does Ilse have?")
+    assert times.answer.split("\n", 1)[0] == "2: 1 March, 12 April 2026", times.answer
+    assert goats.answer.split("\n", 1)[0] == "4 goats", goats.answer

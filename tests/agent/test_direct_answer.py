@@ -62,10 +62,10 @@ def test_relative_dates_resolve_against_the_day_they_were_said():
     }
     assert written["Yesterday"] == "Tuesday 10 September 2024"
     assert written["last Friday"] == "Friday 6 September 2024"
-    assert written["two weeks ago"] == "2 weeks before Wednesday 11 September 2024"
+    assert written["two weeks ago"] == "two weeks before 11 September 2024"
     assert written["3 days ago"] == "Sunday 8 September 2024"
     assert written["last year"] == "2023"
-    assert written["last week"] == "the week before Wednesday 11 September 2024"
+    assert written["last week"] == "the week before 11 September 2024"
 
 
 def test_absolute_dates_need_no_day_said_and_relative_ones_do():
@@ -97,7 +97,7 @@ def test_a_date_question_is_answered_with_the_resolved_day():
 def test_without_a_date_said_the_answer_is_the_day_it_was_told_and_says_so():
     item = turns_item("s2", "2024-05-02T09:00:00", ("Ilse", "I repainted the boathouse green."))
     got = direct_answer("When did Ilse repaint the boathouse?", [item])
-    assert got.line.startswith("around Thursday 2 May 2024")
+    assert got.line.startswith("around 2 May 2024")
 
 
 def test_a_date_the_question_names_is_not_taken_for_the_answer():
@@ -121,7 +121,7 @@ def test_duration_number_and_count():
         ("Ilse", "I own three kayaks now, all red."),
     )
     assert direct_answer("How long did the ferry crossing take?", [item]).line == "47 minutes"
-    assert direct_answer("How many kayaks does Ilse own?", [item]).line.startswith("three kayaks")
+    assert direct_answer("How many kayaks does Ilse own?", [item]).line == "3 kayaks"
 
 
 def test_how_many_counts_distinct_mentions_across_sessions():
@@ -132,10 +132,35 @@ def test_how_many_counts_distinct_mentions_across_sessions():
         for n, peak in enumerate(["Storr", "Quiraing", "Storr"], start=1)
     ]
     got = direct_answer("How many times has Ilse climbed a ridge?", items)
-    assert got.line.startswith("3 ")
+    assert got.line == "3: 1 January, 1 February, 1 March 2024"
     assert len({s.session for s in got.sources}) == 3
     # Asked how many things, not how many times, the ridge climbed twice counts once.
-    assert direct_answer("How many ridges has Ilse climbed?", items).line.startswith("2 ")
+    assert direct_answer("How many ridges has Ilse climbed?", items).line.startswith("2: ")
+
+
+def test_how_many_takes_the_largest_number_said_of_the_thing_in_digits():
+    # A part is told more often than the whole ("two goats came"): the whole is the most.
+    item = turns_item(
+        "s1",
+        "2024-01-05T09:00:00",
+        ("Ilse", "Two goats came to the fair with me."),
+        ("Ilse", "All four goats of mine are asleep now, the goats are tired."),
+        ("Tomas", "I saw three people at the goats' pen."),
+    )
+    assert direct_answer("How many goats does Ilse have?", [item]).line == "4 goats"
+
+
+def test_how_many_times_counts_the_days_the_person_tells_of_their_own():
+    items = [
+        turns_item("s1", "2024-03-02T09:00:00", ("Ilse", "We sailed to the lighthouse today.")),
+        turns_item("s2", "2024-05-04T09:00:00", ("Ilse", "My kids loved the lighthouse trip.")),
+        # Said to another, of the listener's time: not one of Ilse's.
+        turns_item("s3", "2024-06-01T09:00:00", ("Ilse", "Wow, the lighthouse suits you.")),
+        # Outside the year asked about.
+        turns_item("s4", "2023-06-01T09:00:00", ("Ilse", "I sailed to the lighthouse.")),
+    ]
+    got = direct_answer("How many times has Ilse been to the lighthouse in 2024?", items)
+    assert got.line == "2: 2 March, 4 May 2024"
 
 
 def test_who_takes_a_name_other_than_the_one_asked_about():
@@ -286,3 +311,66 @@ def test_the_name_asked_for_is_the_name_the_sentence_gives():
     )
     got = direct_answer("What is the name of Ilse's goat?", [item])
     assert got.line == "Pernille" and got.firm, got.line
+
+
+def test_how_long_ago_is_answered_with_the_stretch_as_said_and_when_that_was():
+    item = turns_item(
+        "s1", "2024-09-11T09:00:00", ("Ilse", "My uncle built this boat for me ten years ago.")
+    )
+    got = direct_answer("How long ago did Ilse get her boat?", [item])
+    assert got.line == "ten years ago (2014)"
+    # Asked when, the same words give the year.
+    assert direct_answer("When did Ilse get her boat?", [item]).line.startswith("2014")
+
+
+def test_a_weekday_cut_short_is_resolved_too():
+    said_on = date(2024, 9, 11)  # a Wednesday
+    found = said_dates("Last Fri I sailed; next Tues we race.", said_on)
+    assert [d.written for d in found] == ["Friday 6 September 2024", "Tuesday 17 September 2024"]
+
+
+def test_when_is_the_day_the_event_was_told_over_a_date_said_of_another_event():
+    items = [
+        turns_item(
+            "s1",
+            "2024-05-02T09:00:00",
+            ("Ilse", "I had an interview at the harbour yesterday."),
+        ),
+        turns_item(
+            "s2",
+            "2024-06-20T09:00:00",
+            ("Ilse", "Guess what: the harbour board accepted me as a pilot!"),
+        ),
+    ]
+    got = direct_answer("When was Ilse accepted as a harbour pilot by the board?", items)
+    assert got.line.startswith("around 20 June 2024"), got.line
+
+
+def test_asked_of_a_plan_a_time_ahead_answers_over_one_gone_by():
+    items = [
+        turns_item(
+            "s1",
+            "2024-05-02T09:00:00",
+            ("Ilse", "We went sailing to the islands a few weeks ago, so calm."),
+        ),
+        turns_item(
+            "s2",
+            "2024-06-20T09:00:00",
+            ("Ilse", "We're thinking about sailing to the islands next month."),
+        ),
+    ]
+    got = direct_answer("When is Ilse planning on sailing to the islands?", items)
+    assert got.line == "July 2024"
+    # Asked what was done, the time gone by answers.
+    got = direct_answer("When did Ilse go sailing to the islands?", items)
+    assert got.line.startswith("a few weeks before 2 May 2024")
+
+
+def test_without_a_date_said_an_event_told_twice_is_dated_by_its_first_telling():
+    items = [
+        turns_item("s3", "2024-07-01T09:00:00", ("Tomas", "The harbour was busy today.")),
+        turns_item("s2", "2024-06-20T09:00:00", ("Ilse", "I opened a bakery by the harbour!")),
+        turns_item("s1", "2024-03-16T09:00:00", ("Ilse", "My bakery by the harbour is open!")),
+    ]
+    got = direct_answer("When did Ilse open her bakery by the harbour?", items)
+    assert got.line.startswith("around 16 March 2024"), got.line
