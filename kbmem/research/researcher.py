@@ -76,9 +76,11 @@ LATE_FLOOR = 0.3
 LATE_ALONE_FLOOR = 0.5
 
 # Questions whose answer is gathered across sessions ("What has X done?", "What are her
-# pets' names?", "How many times …?"): their briefing draws on GATHERED_PAGES times the
-# pages of the setting research.max_pages (up to the hard cap), when the caller sets none.
-GATHERED = frozenset({"list", "names", "count"})
+# pets' names?"): their briefing draws on GATHERED_PAGES times the pages of the setting
+# research.max_pages (up to the hard cap), when the caller sets none. ("How many …?" too
+# often asks one thing beside another: "Who owns the sync service and how many people are
+# coming?" lost its first part's evidence to the offsite's.)
+GATHERED = frozenset({"list", "names"})
 GATHERED_PAGES = 1.5
 MEANING_TOOLS = ("dense", "late")  # searches that need the model's reading of their query
 _WORDS = re.compile(r"[^\W_]+")

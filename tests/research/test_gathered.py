@@ -1,4 +1,4 @@
-"""A question whose answer is gathered across sessions (a list, names, a count) draws its
+"""A question whose answer is gathered across sessions (a list, names) draws its
 evidence from more pages than one that asks one thing: each item was said once, in a
 session of its own. On a real knowledge base, with the real indexes and model."""
 
