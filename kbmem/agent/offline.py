@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from kbmem.agent.context import TurnContext
@@ -33,15 +33,19 @@ from kbmem.research.offline import (
     superseded_on,
 )
 from kbmem.research.reading import read_request
-from kbmem.research.said import points_back
+from kbmem.research.said import STOP, points_back
 from kbmem.research.types import BriefingContext, DirectAnswer, EvidenceItem, Said
 from kbmem.store.pages import TURN_HEADER, unescape_line
-from kbmem.textutil import split_sentences, truncate_tokens
+from kbmem.textutil import count_tokens, split_sentences, truncate_tokens
 
 MAX_SENTENCES = 3  # an answer quotes the few best sentences, not the briefing
 # The quotes that support the direct answer are short: the answer is the first line.
 QUOTE_TOKENS = 30
 MAX_SOURCES = 3  # of the sentences the direct answer was taken from, those quoted
+# The quotes under the direct answer take about this many tokens (their citations and who
+# said them included): the sentences the answer must show come first, whatever they take,
+# and the others while they fit (see quotation).
+QUOTE_BUDGET = 100
 # "The offsite will be in the city where my sister lives": the answer is where the sister
 # lives, said elsewhere. A sentence that resolves such a reference must name at least this
 # many of its terms (the person whose relation it is, the relation, a name given for them).
@@ -184,10 +188,22 @@ class OfflineAgent:
             f"pages {', '.join(briefing.pages_used) or 'none'}."
         )
         stated = is_statement(ctx.message)
-        chosen = self.select(ctx, briefing, stated)
+        reading = self.read(ctx, briefing, stated)
+        chosen = reading.chosen
+        asked = without_cue(ctx.message)
+        # Asked when, a reader needs when it was said: "yesterday" on 8 May is 7 May.
+        dated = answer_type(asked) == "time"
+        # The researcher's direct answer, as it leads the briefing's key facts.
+        direct = briefing.answer or DirectAnswer(NOT_SAID, [], False, question_kind(asked))
+        # Memory holds something on the question when a sentence covers enough of its words
+        # or the direct answer was taken from one.
+        answered = not stated and (bool(chosen) or bool(direct.sources))
+        quoted = chosen
+        if answered:
+            quoted = quotation(direct, reading, set(question_terms(asked)), dated)
         # What the turn read: the lines the answer quotes, cited, then everything else the
         # briefing gave the agent (an audit shows all that it read before it answered).
-        for sentence in chosen:
+        for sentence in quoted:
             ctx.add_context(_cited(sentence, result.call_id))
         for item in result.items:
             ctx.add_context(item)
@@ -197,7 +213,7 @@ class OfflineAgent:
                 ctx, NOTED + ("\n\n" + self._quotes(chosen, RELATED_HEAD) if chosen else "")
             )
             return
-        if not chosen:
+        if not answered:
             ctx.note("No evidence sentence covers enough of the question's content words.")
             unknown = self.unknown_words(ctx)
             extra = (
@@ -205,17 +221,7 @@ class OfflineAgent:
             )
             self._stream(ctx, NOTHING + extra)
             return
-        # Asked when, a reader needs when it was said: "yesterday" on 8 May is 7 May.
-        dated = answer_type(without_cue(ctx.message)) == "time"
-        # The researcher's direct answer, as it leads the briefing's key facts.
-        direct = briefing.answer or DirectAnswer(
-            NOT_SAID, [], False, question_kind(without_cue(ctx.message))
-        )
         ctx.note(f"Direct answer ({direct.kind}): {direct.line}")
-        quoted = _supporting(direct, chosen)
-        for sentence in quoted:
-            if not any(sentence is c for c in chosen):
-                ctx.add_context(_cited(sentence, result.call_id))
         text = markdown_literal(direct.line) + "\n\n" + self._quotes(quoted, ANSWER_HEAD, dated)
         unknown = self.unknown_words(ctx)
         if unknown:
@@ -226,14 +232,7 @@ class OfflineAgent:
     def _quotes(chosen: list[Sentence], head: str, dated: bool = False) -> str:
         """``head``, then each sentence as a quoted bullet with its citation; ``dated``: with
         the day its turn was said, where memory knows it."""
-        lines = [head]
-        for sentence in chosen:
-            citation = f"[{sentence.item.page_id}:L{sentence.start}-L{sentence.end}]"
-            said_on = stamp_day(sentence.stamp) if dated else None
-            day = f" ({written_date(said_on)})" if said_on else ""
-            who = f"{sentence.speaker}{day}: " if sentence.speaker else ""
-            lines.append(f"- {markdown_literal(who + sentence.text)} {citation}")
-        return "\n".join(lines)
+        return "\n".join([head, *(_quote_line(sentence, dated) for sentence in chosen)])
 
     @staticmethod
     def unknown_words(ctx: TurnContext) -> list[str]:
@@ -260,9 +259,14 @@ class OfflineAgent:
         holds nothing on it). ``stated``: the message is a statement, and a sentence says
         something on it when it covers more of it, and two of its words at least ("What a
         day!" is on nothing)."""
+        return self.read(ctx, briefing, stated).chosen
+
+    def read(self, ctx: TurnContext, briefing: BriefingContext, stated: bool = False) -> Reading:
+        """The evidence as ``select`` reads it: what it chooses, and how it reads each
+        sentence (see Reading)."""
         question = _Question.weigh(ctx, briefing, stated)
         if question is None:
-            return []
+            return Reading([], [], [], [])
         selection = _Selection(question, briefing)
         selection.read()
         candidates = sorted(selection.candidates, key=lambda c: (-c[0], c[1]))
@@ -272,8 +276,19 @@ class OfflineAgent:
             # direct answer took its line from it; the agent's reading of the sentences
             # only says whether memory holds anything on the question, and how to show them.
             ranked = in_ranking_order(briefing.answer.ranked, ranked)
-        chosen = _answer_parts(_best_sentences(ranked), ranked, question.parts)
-        return resolve_references(chosen, selection.pool, briefing)
+        best = _best_sentences(ranked)
+        pool = [sentence for _terms, _order, sentence in selection.pool]
+        parted = _answer_parts(list(best), ranked, question.parts)
+        chosen = resolve_references(parted, selection.pool, briefing)
+        # Beyond the best sentences: one for a part of the question they leave out, and one
+        # that resolves a reference, shown after the sentence that makes it.
+        added = [
+            s
+            for n, s in enumerate(chosen)
+            if not any(s is b for b in best)
+            or (n + 1 < len(chosen) and not any(chosen[n + 1] is p for p in parted))
+        ]
+        return Reading(chosen, added, ranked, pool)
 
     @staticmethod
     def _stream(ctx: TurnContext, text: str, words: int = 6) -> None:
@@ -284,6 +299,35 @@ class OfflineAgent:
             ctx.reply("".join(pieces[n : n + words]))
 
 
+@dataclass
+class Reading:
+    """How the agent reads the evidence for a question: the sentences it ``chosen`` (see
+    OfflineAgent.select), those of them ``added`` for a part of the question or a reference
+    that the best sentences leave out, its ``candidates`` (the sentences that cover enough
+    of the question, best first, each led by the sentence that gives its subject where it
+    needs one) and its ``pool`` (every sentence, with the subject of its paragraph)."""
+
+    chosen: list[Sentence]
+    added: list[Sentence]
+    candidates: list[Sentence]
+    pool: list[Sentence]
+
+    def of(self, said: Said) -> Sentence | None:
+        """``said`` as the agent reads it: as the candidate of its turn or paragraph that
+        quotes it, or as the pool has it (with the sentence before it, if it points back to
+        it); None when the agent does not read it as a statement (a question, a request put
+        to kbmem, kbmem's own word that memory held nothing)."""
+        unit = (said.item.interval.path, said.start)
+        read = _quoting(said.text, [p for p in self.pool if _unit_of(p) == unit])
+        if read is None:
+            return None
+        if points_back(said.text):
+            return _as_sentence(said)
+        found = _quoting(said.text, [c for c in self.candidates if _unit_of(c) == unit])
+        return found if found is not None else read
+
+
+_SAYS_LITTLE = frozenset(analyze(" ".join(STOP)))
 _QUOTED_SPEAKER = re.compile(r"^[^:\n]{1,80}: ")
 
 
@@ -560,18 +604,75 @@ def _quoting(text: str, sentences: list[Sentence]) -> Sentence | None:
     return None
 
 
-def _supporting(direct: DirectAnswer, chosen: list[Sentence]) -> list[Sentence]:
-    """The quotes under the direct answer: ``chosen``, then the sentences the direct answer
-    was taken from that they leave out (a sentence that points back shown with the one it
-    points to)."""
-    units = {_unit_of(s) for s in chosen}
-    sources = [_as_sentence(s) for s in direct.sources[:MAX_SOURCES]]
-    extra = [s for s in sources if _unit_of(s) not in units]
-    if not direct.firm or not extra:
-        return chosen
-    # At most MAX_SENTENCES quotes still: the answer's own source before the weakest others.
-    keep = max(0, MAX_SENTENCES - len(extra))
-    return chosen[: max(keep, 1)] + extra[: MAX_SENTENCES - max(keep, 1)]
+def quotation(
+    direct: DirectAnswer, reading: Reading, asked: set[str], dated: bool = False
+) -> list[Sentence]:
+    """The quotes under the direct answer, a sentence each (as the agent reads it, see
+    Reading.of): the sentence the direct answer was taken from, the agent's own best
+    sentence, and those its reading added for a part of the question or a reference (see
+    Reading), whatever they take; then, while they fit in QUOTE_BUDGET tokens, the other
+    sentences the direct answer was taken from, the rest of its ranking and of the agent's
+    choice, each only if it says something no quote before it says (``asked``: the
+    question's terms, which say nothing new). A list's items said in different sessions
+    are so quoted each in its own words, and a sentence that repeats another is not.
+    Sentences of one turn or paragraph are one quote, under one citation."""
+    sources = [reading.of(s) for s in direct.sources[:MAX_SOURCES]]
+    ranked = [reading.of(s) for s in direct.ranked]
+    offered = [(s, n == 0) for n, s in enumerate(x for x in sources if x is not None)]
+    offered += [(s, True) for s in reading.chosen[:1] + reading.added]
+    offered += [(s, False) for s in ranked if s is not None]
+    offered += [(s, False) for s in reading.chosen]
+    quotes: dict[tuple[str, int], list[Sentence]] = {}
+    said: set[str] = set()
+    used = 0
+    for sentence, forced in offered:
+        unit = _unit_of(sentence)
+        if any(_same_quote(sentence, other) for other in quotes.get(unit, [])):
+            continue
+        words = set(analyze(sentence.text))
+        terms = words - asked - _SAYS_LITTLE
+        if not forced and quotes and not terms - said:
+            continue  # says nothing that an earlier quote does not
+        if not forced and unit in quotes and not words & asked:
+            continue  # a turn's other sentences only where they speak of the question
+        if unit in quotes:
+            cost = count_tokens(sentence.text) + 2  # " … " within the turn's quote
+        else:
+            cost = count_tokens(_quote_line(sentence, dated))
+        if not forced and quotes and used + cost > QUOTE_BUDGET:
+            continue  # a shorter sentence further down may still fit
+        quotes.setdefault(unit, []).append(sentence)
+        said |= terms
+        used += cost
+    return [_joined(sentences) for sentences in quotes.values()]
+
+
+def _joined(sentences: list[Sentence]) -> Sentence:
+    """The sentences of one turn or paragraph as one quote, in the order they were said."""
+    if len(sentences) == 1:
+        return sentences[0]
+    source = sentences[0].item.source_text or sentences[0].item.excerpt
+    ordered = sorted(sentences, key=lambda s: _place_in(source, s.text))
+    first = ordered[0]
+    text = " … ".join(s.text.removesuffix(" …") for s in ordered)
+    return replace(first, text=text, terms=frozenset().union(*(s.terms for s in ordered)))
+
+
+def _place_in(source: str, text: str) -> int:
+    """Where ``text`` (cut short maybe, or led by another sentence) starts in ``source``."""
+    head = text.removeprefix("… ").split(" … ", 1)[0][:40]
+    found = source.find(head)
+    return found if found >= 0 else len(source)
+
+
+def _quote_line(sentence: Sentence, dated: bool = False) -> str:
+    """A quoted sentence as a bullet with its citation; ``dated``: with the day its turn was
+    said, where memory knows it."""
+    citation = f"[{sentence.item.page_id}:L{sentence.start}-L{sentence.end}]"
+    said_on = stamp_day(sentence.stamp) if dated else None
+    day = f" ({written_date(said_on)})" if said_on else ""
+    who = f"{sentence.speaker}{day}: " if sentence.speaker else ""
+    return f"- {markdown_literal(who + sentence.text)} {citation}"
 
 
 def _as_sentence(said: Said) -> Sentence:

@@ -3,6 +3,7 @@ until the request is covered or a budget ends; the output is a compact, cited br
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from kbmem.index.tenant import Hit, analyze
 from kbmem.index.vectors import read_queries
 from kbmem.memorize.memorizer import read_memory
 from kbmem.memorize.sessions import is_echo, is_statement, without_cue
+from kbmem.research.answer_types import question_kind
 from kbmem.research.briefing import fit_list, select_evidence
 from kbmem.research.direct import direct_answer
 from kbmem.research.offline import (
@@ -73,6 +75,13 @@ DENSE_ALONE_FLOOR = 0.4
 LATE_FLOOR = 0.3
 LATE_ALONE_FLOOR = 0.5
 
+# Questions whose answer is gathered across sessions ("What has X done?", "What are her
+# pets' names?"): their briefing draws on GATHERED_PAGES times the pages of the setting
+# research.max_pages (up to the hard cap), when the caller sets none. ("How many …?" too
+# often asks one thing beside another: "Who owns the sync service and how many people are
+# coming?" lost its first part's evidence to the offsite's.)
+GATHERED = frozenset({"list", "names"})
+GATHERED_PAGES = 1.5
 MEANING_TOOLS = ("dense", "late")  # searches that need the model's reading of their query
 _WORDS = re.compile(r"[^\W_]+")
 
@@ -176,6 +185,12 @@ class Researcher:
         budgets = Budgets.from_settings(
             self.kb.settings, max_pages, max_depth, max_tokens, time_budget_s
         )
+        if max_pages is None and question_kind(without_cue(request)) in GATHERED:
+            # A list's items were each said once, often in sessions of their own: the
+            # evidence draws on more pages, within the same token budget.
+            budgets.max_pages = min(
+                HARD_CAPS["max_pages"], math.ceil(budgets.max_pages * GATHERED_PAGES)
+            )
         trace = _Trace(on_event)
         started, started_ns = time.perf_counter(), time.time_ns()
         deadline = Deadline(started + budgets.time_s)

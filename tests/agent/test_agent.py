@@ -262,10 +262,13 @@ def test_asked_when_the_answer_gives_a_time(kb: KnowledgeBase) -> None:
     # ("On-call for the offsite: the boats don't stop sailing").
     with ChatSession(kb, TENANT) as chat:
         record = chat.send("When is the offsite?")
-        count = chat.send("How many people are going to the offsite?")
+        going = chat.send("How many people are going to the offsite?")
+        count = chat.send("How many people are coming to the offsite?")
     lines = [line for line in record.answer.splitlines() if line.startswith("- ")]
     assert lines and "28 to Thursday 30 April" in lines[0], record.answer
     assert not any("boats don't stop sailing" in x for x in lines), record.answer
+    going_quotes = [x for x in going.answer.splitlines() if x.startswith("- ")]
+    assert going_quotes and "seven people" in going_quotes[0], going.answer
     # Priya's "Three days, …, for seven people" leaves "offsite" to the sentence before it,
     # which is shown with it.
     priya = (
