@@ -290,15 +290,30 @@ def person(r: Ranking) -> Extracted:
 def names(r: Ranking) -> Extracted:
     """The names (not the question's own) that the sentences answering nearly as well as
     the best one give, gathered and deduplicated."""
+    # The speakers are who talk, not whom they name.
+    exclude = r.weigher.names | r.speakers
+    return _gathered(
+        r,
+        lambda s: people(s.claim, exclude, r.known),
+        lambda name, found: name not in found,
+    )
+
+
+def _gathered(
+    r: Ranking,
+    items_of: Callable[[Said], list[str]],
+    is_new: Callable[[str, list[str]], bool],
+) -> Extracted:
+    """The items ``items_of`` finds in the sentences answering nearly as well as the best
+    one (at least LIST_SHARE of its score), in their order, each once (``is_new``), at most
+    MAX_ITEMS; and the sentences that gave them."""
     top = r.ranked[0][0]
     found: list[str] = []
     sources: list[Said] = []
     for score, _share, s in r.ranked:
         if score < LIST_SHARE * top or len(found) == MAX_ITEMS:
             break
-        # The speakers are who talk, not whom they name.
-        exclude = r.weigher.names | r.speakers
-        new = [n for n in people(s.claim, exclude, r.known) if n not in found]
+        new = [item for item in items_of(s) if item and is_new(item, found)]
         if new:
             found += new[: MAX_ITEMS - len(found)]
             sources.append(s)
@@ -347,19 +362,16 @@ def _said_place(r: Ranking, s: Said) -> str:
 def _places_gathered(r: Ranking) -> Extracted:
     """Asked "where has X been?", the perfect asks for what has accumulated: the places
     the sentences answering nearly as well as the best one name, each once."""
-    top = r.ranked[0][0]
-    found: list[str] = []
-    sources: list[Said] = []
-    for score, _share, s in r.ranked:
-        if score < LIST_SHARE * top or len(found) == MAX_ITEMS:
-            break
+
+    def place_of(s: Said) -> list[str]:
         named = _places(r, s)
-        place = r.nearest(s.claim, named) if named else _said_place(r, s)
+        return [r.nearest(s.claim, named) if named else _said_place(r, s)]
+
+    def is_new(place: str, found: list[str]) -> bool:
         key = stem_set(place)
-        if place and not any(key & stem_set(f) for f in found):
-            found.append(place)
-            sources.append(s)
-    return ", ".join(found), sources
+        return not any(key & stem_set(f) for f in found)
+
+    return _gathered(r, place_of, is_new)
 
 
 def _bridged_place(r: Ranking) -> Extracted | None:
