@@ -11,6 +11,7 @@ import contextlib
 import contextvars
 import errno
 import logging
+import os
 import threading
 import time
 import weakref
@@ -83,6 +84,10 @@ SYNC_PEEK = 0.5  # ...and a sync that need not wait (an index to serve meanwhile
 # index, with a notice. Without any index there is nothing to answer from: the request waits
 # longer, then fails with StillIndexing.
 CATCH_UP_ROUNDS = 3  # syncs one background run makes while HEAD keeps moving under it
+# The niceness a background catch-up adds to its thread's (and of the embedding threads it starts,
+# which inherit it): a large catch-up, such as a huge session just ingested, would otherwise
+# take every core from the requests it is not holding up.
+CATCH_UP_NICE = 10
 
 T = TypeVar("T")
 
@@ -242,7 +247,12 @@ class TenantIndex:
             return self._worker_started
 
     def _catch_up(self) -> None:
-        """Sync until the index reflects HEAD (HEAD may move while it builds)."""
+        """Sync until the index reflects HEAD (HEAD may move while it builds), yielding the
+        cores to requests (CATCH_UP_NICE; this thread's own niceness, on Linux)."""
+        with contextlib.suppress(OSError, AttributeError):
+            me = threading.get_native_id()
+            niced = min(19, os.getpriority(os.PRIO_PROCESS, me) + CATCH_UP_NICE)
+            os.setpriority(os.PRIO_PROCESS, me, niced)
         try:
             for _round in range(CATCH_UP_ROUNDS):
                 self.sync()

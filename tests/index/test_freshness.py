@@ -5,6 +5,7 @@ would. Real git, the real embedding model, a real process killed with SIGKILL.""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -20,7 +21,7 @@ from helpers.kbgit import ROOT
 from kbmem.config import load_settings
 from kbmem.index.checkpoint import CHECKPOINT_DIR, CHECKPOINT_INTERVALS
 from kbmem.index.freshness import PROGRESS_FILE
-from kbmem.index.tenant import StillIndexing, TenantIndex, no_waiting
+from kbmem.index.tenant import CATCH_UP_NICE, StillIndexing, TenantIndex, no_waiting
 from kbmem.interfaces.service import Memory
 from kbmem.memorize.template import init_kb
 from kbmem.store.repository import KnowledgeBase
@@ -190,6 +191,30 @@ def test_a_service_and_its_chats_share_one_index_and_one_catch_up(fresh_root: Pa
     assert TenantIndex(kb, TENANT) is not index
     assert TenantIndex.shared(kb, "other") is not index
     assert TenantIndex.shared(KnowledgeBase(kb.root, kb.settings), TENANT) is not index
+
+
+def test_a_catch_up_yields_the_cores_to_requests(fresh_root: Path) -> None:
+    """A background catch-up runs niced (CATCH_UP_NICE), and so do the embedding threads it
+    starts: a large one, such as a huge session just ingested, must not take every core
+    from the requests answered meanwhile."""
+    kb = _kb(fresh_root, stale=600, first=600)
+    index = TenantIndex(kb, TENANT)
+    index.sync()
+    _notes(kb, 100, 1500)
+    expected = min(19, os.getpriority(os.PRIO_PROCESS, 0) + CATCH_UP_NICE)
+    index.start_catch_up()
+    worker = index._worker
+    assert worker is not None and worker.native_id is not None
+    seen: set[int] = set()
+    deadline = time.monotonic() + 120
+    while expected not in seen and worker.is_alive() and time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            seen.add(os.getpriority(os.PRIO_PROCESS, worker.native_id))
+        time.sleep(0.005)
+    assert expected in seen, seen
+    assert os.getpriority(os.PRIO_PROCESS, 0) == expected - CATCH_UP_NICE or expected == 19
+    index._worker_done.wait(600)
+    assert index.status().fresh
 
 
 def test_with_no_index_a_request_waits_a_bounded_time_then_says_how_far(
