@@ -84,9 +84,9 @@ SYNC_PEEK = 0.5  # ...and a sync that need not wait (an index to serve meanwhile
 # index, with a notice. Without any index there is nothing to answer from: the request waits
 # longer, then fails with StillIndexing.
 CATCH_UP_ROUNDS = 3  # syncs one background run makes while HEAD keeps moving under it
-# The niceness a background catch-up adds to its thread's (and of the embedding threads it starts,
-# which inherit it): a large catch-up, such as a huge session just ingested, would otherwise
-# take every core from the requests it is not holding up.
+# Niceness a background catch-up adds to its own thread (the embedding threads it starts
+# inherit it): a large catch-up, such as a huge session just ingested, would otherwise take
+# every core from the requests it is not holding up.
 CATCH_UP_NICE = 10
 
 T = TypeVar("T")
@@ -127,7 +127,7 @@ class TenantIndex:
         key = (id(kb), check_tenant(tenant))
         with _shared_lock:
             index = _shared.get(key)
-            if index is None or index.kb is not kb:
+            if index is None:
                 index = cls(kb, tenant)
                 _shared[key] = index
             return index
