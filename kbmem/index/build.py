@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from whoosh import index as whoosh_index
 
 from kbmem import heap
 from kbmem.errors import StorageError, ValidationError
@@ -37,7 +36,7 @@ from kbmem.index.generation import INDEX_FORMAT, Generation
 from kbmem.index.intervals import IntervalText, cut_page
 from kbmem.index.late import LATE_FILE, QuantizedChunk, TableWriter
 from kbmem.index.layout import Layout, link, stop_if_cancelled
-from kbmem.index.postings import make_codec, make_schema, merge_policy
+from kbmem.index.postings import create_whoosh, live_count, make_codec, merge_policy, open_whoosh
 from kbmem.index.vectors import (
     HNSW_EF_CONSTRUCTION,
     HNSW_M,
@@ -268,7 +267,7 @@ class Builder:
         One writer, one segment: the fewest postings lists for a query to read. Embedding (the
         model) and indexing (the graph, Whoosh and the pieces, on another thread) of
         successive steps overlap. Returns how many intervals were indexed."""
-        ix = whoosh_index.create_in(str(path / "whoosh"), make_schema())
+        ix = create_whoosh(path / "whoosh")
         writer = ix.writer(procs=1, limitmb=FULL_WRITER_MB, codec=make_codec())
         pending: queue.Queue[Chunk | None] = queue.Queue(2)
         pieces = TableWriter(path / LATE_FILE)
@@ -349,8 +348,10 @@ class Builder:
         removed_paths, added_paths = self._changed(gen, head)
         meta = json.loads(json.dumps(gen.meta))
         vec = meta["vectors"]
-        searcher = gen.searcher()
-        dropped_docs = [doc for p in sorted(removed_paths) for doc in searcher.documents(path=p)]
+        # The live generation's reader is opened only when there is something to drop.
+        dropped_docs = [
+            doc for p in sorted(removed_paths) for doc in gen.searcher().documents(path=p)
+        ]
         dropped = np.asarray([int(doc["label"]) for doc in dropped_docs], dtype=np.int64)
         items, metas = self.intervals_at(head, sorted(added_paths))
         emb, counts, pieces = embed_reusing(
@@ -403,7 +404,7 @@ class Builder:
         for f in (gen.path / "whoosh").iterdir():
             if not f.name.endswith("LOCK"):
                 link(f, path / "whoosh" / f.name)
-        ix = whoosh_index.open_dir(str(path / "whoosh"))
+        ix = open_whoosh(path / "whoosh", readonly=False)
         writer = ix.writer(procs=1, limitmb=INCREMENTAL_WRITER_MB, codec=make_codec())
         try:
             for p in removed_paths:
@@ -414,6 +415,6 @@ class Builder:
         except BaseException:
             writer.cancel()
             raise
-        count = int(ix.doc_count())
+        count = live_count(ix)
         ix.close()
         return count

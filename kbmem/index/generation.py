@@ -17,13 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from whoosh import index as whoosh_index
 
 from kbmem.errors import StorageError
 from kbmem.index import ann, embedder
 from kbmem.index.hits import term_postings
 from kbmem.index.late import PieceTable
-from kbmem.index.postings import IndexView, segment_leaves
+from kbmem.index.postings import IndexView, live_count, open_whoosh, segment_leaves
 from kbmem.index.spelling import nearest_spelling
 from kbmem.index.vectors import VECTOR_STRIDE, DeltaSegment, shared_base
 
@@ -57,8 +56,8 @@ class Generation:
                     f"index {path} has format {self.meta.get('format')!r}; this kbmem reads "
                     f"format {INDEX_FORMAT}"
                 )
-            self.ix = whoosh_index.open_dir(str(path / "whoosh"), readonly=True)
-            doc_count = self.ix.doc_count()
+            self.ix = open_whoosh(path / "whoosh")
+            doc_count = live_count(self.ix)
             vec = self.meta["vectors"]
             if int(vec["base_count"]) and (path / "vectors.hnsw").stat().st_size != int(
                 vec["base_bytes"]

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from whoosh import columns as whoosh_columns
 from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import COLUMN, ID, KEYWORD, STORED, TEXT, Schema
+from whoosh.filedb.filestore import FileStorage
 from whoosh.matching.wrappers import FilterMatcher
 from whoosh.reading import SegmentReader, TermNotFound
 from whoosh.util.numeric import byte_to_length
@@ -65,6 +67,26 @@ def make_codec() -> W3Codec:
     """Whoosh's codec with big, uncompressed posting blocks: reading a long postings list
     costs a few large unpickles instead of many small ones plus zlib."""
     return W3Codec(blocklimit=POSTING_BLOCK, compression=0)
+
+
+def open_whoosh(path: Path, readonly: bool = True) -> Any:
+    """The Whoosh index in directory ``path``, its files read through file handles, not
+    memory maps: a segment's file opened from a memory map is copied whole into memory, so
+    each reader opened (a sync opens two or three, every new generation's searcher one per
+    thread) copied the whole base segment's postings and terms (29 MB at 60,000 intervals),
+    and a one-page sync's time grew with the index."""
+    return FileStorage(str(path), supports_mmap=False, readonly=readonly).open_index()
+
+
+def create_whoosh(path: Path) -> Any:
+    """A new, empty Whoosh index in directory ``path`` (read as open_whoosh reads it)."""
+    return FileStorage(str(path), supports_mmap=False).create_index(make_schema())
+
+
+def live_count(ix: Any) -> int:
+    """The live documents of Whoosh index ``ix``, from its table of contents: without a
+    reader, which would open every segment's files."""
+    return sum(int(segment.doc_count()) for segment in ix._segments())
 
 
 def merge_policy(writer: Any, segments: list[Any]) -> list[Any]:
@@ -259,16 +281,17 @@ class IndexView:
         self.doc_of_label = np.full(size, -1, dtype=np.int64)
         self.doc_of_label[live_labels] = self.live_docs
         self._live_label_set: set[int] | None = None
-        self._reader = reader
         self._pages: tuple[list[str], np.ndarray, np.ndarray] | None = None
 
-    def pages(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+    def pages(self, reader: Any) -> tuple[list[str], np.ndarray, np.ndarray]:
         """``(page ids, page index of each document (-1 if dead), length of each page)``: what
-        page-level BM25 needs, read once from the postings of the ``page`` field."""
+        page-level BM25 needs, read once from the postings of the ``page`` field through
+        ``reader``, the calling thread's reader of the same generation (a reader reads its
+        files by seeking, so it is not shared between threads)."""
         if self._pages is None:
             index: dict[str, int] = {}
             page_of = np.full(len(self.live), -1, dtype=np.int64)
-            for leaf, offset in segment_leaves(self._reader):
+            for leaf, offset in segment_leaves(reader):
                 for raw in leaf.lexicon("page"):
                     name = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
                     ids = cached_postings(leaf, "page", name)[0].astype(np.int64) + offset

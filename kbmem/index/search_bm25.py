@@ -63,7 +63,7 @@ def bm25_pages(
     if gen.count == 0:
         return []
     view = gen.view()
-    names, page_of, lengths = view.pages()
+    names, page_of, lengths = view.pages(gen.searcher().reader())
     allowed = allowed_docs(gen, flt)
     keep = view.live.copy() if allowed is None else np.zeros(len(view.live), dtype=bool)
     if allowed is not None:

@@ -484,8 +484,8 @@ class TenantIndex:
             if gen.count == 0:
                 return
             analyze("warming the analyzer")
-            gen.view().pages()
             reader = gen.searcher().reader()
+            gen.view().pages(reader)
             first = next(iter(reader.lexicon("text")), None)
             if first is not None:
                 term = first.decode("utf-8") if isinstance(first, bytes) else str(first)

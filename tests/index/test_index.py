@@ -1427,3 +1427,42 @@ def test_one_page_syncs_write_their_own_pieces_and_vectors_and_merge_logarithmic
     full = TenantIndex(follow(kb, tmp_path / "full"), ACME)
     assert full.sync(full=True).mode == "full"
     assert_same(snapshot(index), snapshot(full), "after 12 one-page syncs and a removal")
+
+
+# Files opened through Python's ``open`` while a sync runs (None: not recording). Audit hooks
+# cannot be removed, so the one this test adds records only while the list exists.
+_opened: list[str] | None = None
+
+
+def _record_open(event: str, args: tuple) -> None:
+    if event == "open" and _opened is not None and isinstance(args[0], str | os.PathLike):
+        _opened.append(os.fspath(args[0]))
+
+
+def test_a_one_page_sync_opens_none_of_the_indexs_older_segments(empty_kb: KnowledgeBase) -> None:
+    """A sync that adds a page costs that page, not the index: it opens neither the base
+    Whoosh segment nor the older one-page segments (counting the live intervals from the
+    table of contents, not through a reader over every segment), and the new generation
+    answers with the page's intervals and the old ones."""
+    global _opened
+    kb = empty_kb
+    index = TenantIndex(kb, ACME)
+    ingest(kb, session(ACME, "s-crane", CRANE_TURNS))
+    assert index.sync().mode == "full"
+    old = index.current()
+    assert old is not None
+    old_segments = {f.name for f in (old.path / "whoosh").glob("*.seg")}
+    assert old_segments
+    ingest(kb, session(ACME, "s-one", [("Ann", "The quokka survey starts on Monday.")]))
+    sys.addaudithook(_record_open)
+    _opened = []
+    try:
+        assert index.sync().mode == "incremental"
+        opened = {Path(p).name for p in _opened}
+    finally:
+        _opened = None
+    assert opened, "the sync opened no file at all: the audit hook saw nothing"
+    assert not opened & old_segments, opened & old_segments
+    assert index.current().count == old.count + 1
+    assert [hit.session_id for hit in index.bm25("quokka", 5)] == ["s-one"]
+    assert len(index.bm25("crane", 100)) == len(TenantIndex(kb, ACME).bm25("crane", 100))
