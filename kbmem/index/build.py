@@ -296,8 +296,8 @@ class Builder:
                     if failed:
                         break
                     texts = [vector_texts(it.text, it.speaker) for it in chunk]
-                    emb, counts, found = self.checkpoints.embed(texts, progress, done, total)
-                    pending.put((done, chunk, metas, emb, counts, QuantizedChunk.of(found)))
+                    emb, counts, codes = self.checkpoints.embed(texts, progress, done, total)
+                    pending.put((done, chunk, metas, emb, counts, codes))
                     done += len(chunk)
             finally:
                 pending.put(None)
@@ -355,7 +355,7 @@ class Builder:
         dropped = np.asarray([int(doc["label"]) for doc in dropped_docs], dtype=np.int64)
         items, metas = self.intervals_at(head, sorted(added_paths))
         emb, counts, pieces = embed_reusing(
-            gen, dropped_docs, items, progress, embedding=self.checkpoints.embed
+            gen, dropped_docs, items, progress, embedding=self.checkpoints.embed_floats
         )
         first = int(meta["next_label"])
         new_labels = vector_labels(np.arange(first, first + len(items)), counts)

@@ -112,6 +112,24 @@ class QuantizedChunk:
         sizes = np.array([len(p) for p in pieces], dtype=np.int64)
         return cls(sizes, *quantize(vectors))
 
+    @classmethod
+    def joined(cls, chunks: list[QuantizedChunk]) -> QuantizedChunk:
+        """One chunk of ``chunks``' intervals, in order."""
+        if not chunks:
+            return cls.of([])
+        return cls(
+            np.concatenate([c.sizes for c in chunks]).astype(np.int64),
+            np.concatenate([c.codes for c in chunks]).astype(np.uint8),
+            np.concatenate([c.scales for c in chunks]).astype(np.float32),
+        )
+
+    def pieces(self) -> list[np.ndarray]:
+        """Each interval's piece vectors (float32) read back from the codes, as a table reads
+        them: quantized again, they give the same codes (see ``quantize``)."""
+        rows = levels(self.codes) * self.scales[:, None]
+        bounds = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
+        return [rows[bounds[n] : bounds[n + 1]] for n in range(len(self.sizes))]
+
 
 class TableWriter:
     """A table written as a full build finds its intervals' pieces, chunk by chunk: each

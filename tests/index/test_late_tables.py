@@ -123,3 +123,25 @@ def test_late_scores_of_stored_codes_stay_near_the_exact_ones() -> None:
         stored = table.scores(asked)
         assert np.abs(stored - exact).max() <= 0.02, query
         assert int(np.argmax(stored)) == int(np.argmax(exact)), query
+
+
+def test_chunks_joined_or_read_back_give_the_same_codes(tmp_path: Path) -> None:
+    """A full build's checkpoints keep each chunk's pieces quantized: joined, the chunks are
+    the table of all the pieces at once; read back as floats (an incremental sync of a huge
+    session) and quantized again, they give the same codes, interval by interval, and the same
+    scales within a rounding."""
+    readings = read_texts(TEXTS)
+    pieces = [r.pieces[content_rows(r.names)] for r in readings]
+    whole = QuantizedChunk.of(pieces)
+    joined = QuantizedChunk.joined([QuantizedChunk.of(pieces[:2]), QuantizedChunk.of(pieces[2:])])
+    again = QuantizedChunk.of(joined.pieces())
+    for chunk in (joined, again):
+        assert np.array_equal(chunk.sizes, whole.sizes)
+        assert np.array_equal(chunk.codes, whole.codes)
+    assert np.array_equal(joined.scales, whole.scales)
+    # Read back, the largest component is 3.5 steps in float32: its step, again, is within
+    # a rounding of the first.
+    assert np.allclose(again.scales, whole.scales, rtol=1e-6, atol=0)
+    assert [len(p) for p in joined.pieces()] == [len(p) for p in pieces]
+    empty = QuantizedChunk.joined([])
+    assert len(empty.sizes) == 0 and empty.codes.shape[0] == 0 and empty.pieces() == []
