@@ -487,23 +487,30 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     seen: list[tuple[str, frozenset[str]]] = []
     sources: list[Said] = []
     # An item is of what is asked, not only of whom: its sentence (or the one it points
-    # back to) says one of the question's words other than the names it gives.
+    # back to) says one of the question's words other than the names it gives, unless
+    # the item is a name or title itself.
     about = r.weigher.terms - r.weigher.names - r.speakers
-    candidates: list[tuple[Said, str, bool]] = []
+    candidates: list[tuple[Said, str, int]] = []
     for score, _share, s in r.ranked:
         if score < LIST_SHARE * top:
             break
         text = s.before if points_back(s.claim) else s.claim
-        if about and not set(analyze(text)) & about:
+        typed, level = _typed_item(r, text)
+        # A name or a title is a thing of the kind asked in itself: "a short trip to Rome"
+        # answers "which cities has Jon visited?" without the question's words.
+        if level != NAMED and about and not set(analyze(text)) & about:
             continue
-        typed = _typed_item(r, text)
-        candidates.append((s, typed or r.novel(text, 3, whole_list=False), bool(typed)))
+        candidates.append((s, typed or r.novel(text, 3, whole_list=False), level))
     # Items are things of one kind: once a sentence gives what the question's grammar asks
     # for (its verb's object, a noun of the kind asked, a title, a name), the phrases taken
-    # from sentences that give none are fragments, not items.
-    if any(typed for _s, _item, typed in candidates):
-        candidates = [c for c in candidates if c[2]]
-    for s, item, _typed in candidates:
+    # from sentences that give none are fragments, not items; once one names a member of
+    # the class asked, a phrase naming the class itself ("fun activities") is none either
+    # (names and other members alike are members).
+    best_level = min(max((level for _s, _item, level in candidates), default=0), MEMBER)
+    candidates = [c for c in candidates if c[2] >= best_level]
+    for s, said, _typed in candidates:
+        # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
+        item = _DASH.split(said, 1)[0]
         key = stem_set(item) - r.weigher.terms
         where = s.session or s.item.page_id if per_session else ""
         if not key or any(key & k for w, k in seen if w == where):
@@ -516,24 +523,51 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     return items, sources
 
 
-def _typed_item(r: Ranking, text: str) -> str:
+_DASH = re.compile(r"\s+[-–—]+(?:\s+|$)|\s*[–—]\s*")
+
+
+# How surely an item is one of the things a list question asks for (_typed_item): none
+# of the kind asked, a phrase naming their class, a member of it, a member by its name or
+# title.
+UNTYPED, CLASS, MEMBER, NAMED = 0, 1, 2, 3
+
+
+def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     """What ``text`` gives of the kind a list question asks for: the object of its verb,
     the noun phrase of the noun it asks about ("what instruments": "a bass guitar"), a
-    title in quotes, or a name; "" if none."""
+    title in quotes, or a name; else a phrase naming the class asked (see _names_class);
+    "" if none. With how surely it is one (NAMED, MEMBER, CLASS, UNTYPED)."""
     asked = r.weigher.terms | r.weigher.names
-    found = verb_object(untimed(r.question), text, asked)
-    if found:
-        return found
     noun = asked_noun(untimed(r.question))
+    grouped = ""
+    found = verb_object(untimed(r.question), text, asked)
+    if found and not _names_class(found, noun):
+        return found, MEMBER
+    grouped = found
     if noun:
         found = noun_phrase(text, noun, asked)
-        if found:
-            return found
+        if found and not _names_class(found, noun):
+            return found, MEMBER
+        grouped = grouped or found
     title = quoted_title(text, asked)
     if title:
-        return title
+        return title, NAMED
     named = people(text, asked | r.speakers, r.known)
-    return named[0] if named else ""
+    if named:
+        return named[0], NAMED
+    return (grouped, CLASS) if grouped else ("", UNTYPED)
+
+
+def _names_class(phrase: str, noun: str) -> bool:
+    """Whether ``phrase`` names the plural class a list question asks the members of
+    ("favorite cities", "fun activities" for "which cities …", "what activities …"): it
+    says the asked noun in the plural, as the question does. A member is one thing, named
+    in the singular ("a live music event") or by its name."""
+    return _is_plural(noun.lower()) and noun.lower() in phrase.lower().split()
+
+
+def _is_plural(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith("ss")
 
 
 # "What kind of flooring is …", "What book did …": the noun whose kind the question asks
