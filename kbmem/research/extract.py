@@ -412,12 +412,17 @@ def yesno(r: Ranking) -> Extracted:
     says enough of the question (FIRM_SHARE) to be one."""
     best = r.best()
     text = best.claim if not points_back(best.claim) else f"{best.before} {best.claim}"
-    negated = bool(NEGATION.search(text.lower())) != bool(NEGATION.search(r.question.lower()))
+    # A sentence that says little of the question is about something else: its negation
+    # ("we didn't share much") says nothing of the answer's (the line says it is weak).
+    said = r.ranked[0][1] >= FIRM_SHARE
+    negated = said and (
+        bool(NEGATION.search(text.lower())) != bool(NEGATION.search(r.question.lower()))
+    )
     verdict = "No" if negated else "Yes"
     hedge = "Likely " if re.search(r"\b(?:would|could|might|likely)\b", r.question, re.I) else ""
     # A sentence that says little of the question gives no reason: words taken from it
     # would read as one (the line then says the evidence is weak, kbmem.research.direct).
-    reason = _said_reason(r, text) if r.ranked[0][1] >= FIRM_SHARE else ""
+    reason = _said_reason(r, text) if said else ""
     head = f"{hedge}{verdict.lower()}" if hedge else verdict
     return f"{head}; {reason}" if reason else head, [best]
 
