@@ -168,14 +168,19 @@ def count(r: Ranking) -> Extracted:
     for score, _share, s in r.ranked:
         if score < LIST_SHARE * top:
             break
-        for found in NUMBER.finditer(s.claim):
+        # An ordinal before the noun counts too: "my fourth tournament" is the fourth of
+        # them, so far.
+        for found in itertools.chain(NUMBER.finditer(s.claim), _ORDINAL.finditer(s.claim)):
             value = number_value(found.group(0))
             after = re.findall(r"[\w'’-]+", s.claim[found.end() :])[:3]
             at = next((n for n, w in enumerate(after) if noun and stem_set(w) == noun), -1)
             # The counted noun right after the number, or after the words qualifying it
             # ("three young children"), none of them a word that ends the phrase.
             if value is not None and at >= 0 and not set(after[:at]) & (STOP | PREPOSITIONS):
-                stated.append((value, " ".join(after[: at + 1]), s))
+                # An ordinal's noun is one of them: the count names them as the question does.
+                ordinal = bool(_ORDINAL.fullmatch(found.group(0)))
+                words = [*after[:at], counted_words(r.question)[-1]] if ordinal else after[: at + 1]
+                stated.append((value, " ".join(words), s))
     if stated:
         value, unit, s = max(stated, key=lambda v: v[0])
         return f"{value} {unit}", [s]
@@ -207,15 +212,21 @@ _COUNT_AUX = re.compile(
 def counted_noun(question: str) -> frozenset[str]:
     """The stem of the noun "how many" asks about: the last word of the phrase after it,
     before the verb or preposition that follows ("How many video games has …" → game)."""
+    words = counted_words(question)
+    return stem_set(words[-1]) if words else frozenset()
+
+
+def counted_words(question: str) -> list[str]:
+    """The words of the phrase "how many" asks about ("video games"), [] if none."""
     m = re.search(r"\bhow\s+many\s+((?:[\w'’-]+\s*){1,3})", question, re.I)
     if not m:
-        return frozenset()
+        return []
     words: list[str] = []
     for w in m.group(1).split():
         if _COUNT_AUX.fullmatch(w.lower()) or (words and w.lower().endswith("ed")):
             break
         words.append(w)
-    return stem_set(words[-1]) if words else frozenset()
+    return words
 
 
 _NUMBER_WORDS = {
@@ -226,11 +237,25 @@ _NUMBER_WORDS = {
 } | {"once": 1, "twice": 2, "dozen": 12}
 
 
+_ORDINALS = {
+    w: n
+    for n, w in enumerate(
+        "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split(),
+        start=1,
+    )
+}
+_ORDINAL = re.compile(r"\b(?:\d+(?:st|nd|rd|th)|" + "|".join(_ORDINALS) + r")\b", re.I)
+
+
 def number_value(word: str) -> int | None:
-    """The whole number a number word or digits say; None for others ("3.5", "hundred")."""
+    """The whole number a number word, an ordinal ("fourth", "4th") or digits say; None
+    for others ("3.5", "hundred")."""
     if word.isdigit():
         return int(word)
-    return _NUMBER_WORDS.get(word.lower())
+    low = word.lower()
+    if re.fullmatch(r"\d+(?:st|nd|rd|th)", low):
+        return int(low[:-2])
+    return _NUMBER_WORDS.get(low, _ORDINALS.get(low))
 
 
 _FIRST_PERSON = re.compile(r"\b(?:I|me|my|we|us|our|I'm|I've|we're|we've)\b", re.I)
