@@ -1,18 +1,21 @@
 """A list question's items: a name or a title is one of the things asked even where its
 sentence does not say the question's words ("a short trip to Porto" for "which cities has
 Ilse been to?"); a phrase naming the class asked ("instruments") is no item once a member
-is found; an item ends at a dash. On synthetic turns (no index), then end to end on a memorized
-conversation with the real indexes and the offline agent."""
+is found; an item ends at a dash; "who have …?" asks for several people, gathered. On
+synthetic turns (no index), then end to end on a memorized conversation with the real
+indexes and the offline agent."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers.evidence import turns_item
 from helpers.talk import memorize
 
 from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
+from kbmem.research.answer_types import question_kind
 from kbmem.research.direct import direct_answer
 
 
@@ -92,3 +95,24 @@ def test_a_memorized_conversation_lists_the_places_named(tmp_path: Path) -> None
     with ChatSession(kb, "acme") as chat:
         visited = chat.send("Which cities has Ilse been to?")
     assert sorted(_items(visited.answer)) == ["Ghent", "Porto"], visited.answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Who have written letters to Ilse?", "What people has Ilse met at the harbour?"],
+)
+def test_a_plural_who_gathers_the_names(question: str) -> None:
+    assert question_kind(question) == "names"
+
+
+def test_the_people_a_plural_who_asks_for_are_gathered_across_sessions() -> None:
+    items = [
+        turns_item(
+            "s1", "2024-03-01T09:00:00", ("Ilse", "I got a letter written by Marta on the island.")
+        ),
+        turns_item(
+            "s2", "2024-04-01T09:00:00", ("Ilse", "Today a letter written by Jonas came too!")
+        ),
+    ]
+    line = direct_answer("Who have written letters to Ilse?", items).line
+    assert sorted(_items(line)) == ["Jonas", "Marta"], line
