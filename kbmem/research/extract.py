@@ -582,10 +582,19 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     title = quoted_title(text, asked)
     if title:
         return title, NAMED
-    named = people(text, asked | r.speakers, r.known)
+    named = [n for n in map(_untimed_name, people(text, asked | r.speakers, r.known)) if n]
     if named:
         return named[0], NAMED
     return (grouped, CLASS) if grouped else ("", UNTYPED)
+
+
+def _untimed_name(name: str) -> str:
+    """``name`` without the time words and prepositions a sentence capitalised before it
+    ("Last Monday", "During Thanksgiving": Thanksgiving); "" when it names a time."""
+    words = name.split()
+    while words and (TIME_WORD.match(words[0]) or words[0].lower() in PREPOSITIONS | CALENDAR):
+        words.pop(0)
+    return " ".join(words) if words and words[0][0].isupper() else ""
 
 
 def _names_class(phrase: str, noun: str) -> bool:

@@ -1,9 +1,9 @@
 """A list question's items: a name or a title is one of the things asked even where its
 sentence does not say the question's words ("a short trip to Porto" for "which cities has
 Ilse been to?"); a phrase naming the class asked ("instruments") is no item once a member
-is found; an item ends at a dash; "who have …?" asks for several people, gathered. On
-synthetic turns (no index), then end to end on a memorized conversation with the real
-indexes and the offline agent."""
+is found; an item ends at a dash; a time is no name ("Last August"); "who have …?" asks
+for several people, gathered. On synthetic turns (no index), then end to end on a
+memorized conversation with the real indexes and the offline agent."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_a_memorized_conversation_lists_the_places_named(tmp_path: Path) -> None
                 "2026-04-12",
                 [
                     ("Tomas", "You look rested!"),
-                    ("Ilse", "I took a short trip to Porto to clear my head."),
+                    ("Ilse", "Last April I took a short trip to Porto to clear my head."),
                     ("Tomas", "The river there is famous."),
                 ],
             ),
@@ -116,3 +116,8 @@ def test_the_people_a_plural_who_asks_for_are_gathered_across_sessions() -> None
     ]
     line = direct_answer("Who have written letters to Ilse?", items).line
     assert sorted(_items(line)) == ["Jonas", "Marta"], line
+
+
+def test_a_time_capitalised_at_a_sentence_s_start_is_no_name() -> None:
+    item = turns_item("s1", "2024-09-01T09:00:00", ("Ilse", "Last August I spent a week in Ghent."))
+    assert _items(direct_answer("Which cities has Ilse been to?", [item]).line) == ["Ghent"]
