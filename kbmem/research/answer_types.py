@@ -100,6 +100,8 @@ def question_kind(question: str) -> str:
         return "number"
     if re.match(r"(?:what|which)\b.*\bnames\b", q):
         return "names"  # "What are her pets' names?": the names, gathered
+    if re.match(r"(?:who\s+(?:have|are|were)|(?:what|which)\s+(?:people|friends))\b", q):
+        return "names"  # "Who have written to her?", "What people …": several, gathered
     if re.match(r"(?:with\s+)?(?:who|whom|whose)\b", q) or re.search(
         r"\b(?:what|which)\s+(?:person|people|friend|name)\b"
         r"|^what(?:\s+is|\s+was|'s)\s+(?:the\s+)?name\s+of\b",

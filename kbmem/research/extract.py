@@ -168,14 +168,19 @@ def count(r: Ranking) -> Extracted:
     for score, _share, s in r.ranked:
         if score < LIST_SHARE * top:
             break
-        for found in NUMBER.finditer(s.claim):
+        # An ordinal before the noun counts too: "my fourth tournament" is the fourth of
+        # them, so far.
+        for found in itertools.chain(NUMBER.finditer(s.claim), _ORDINAL.finditer(s.claim)):
             value = number_value(found.group(0))
             after = re.findall(r"[\w'’-]+", s.claim[found.end() :])[:3]
             at = next((n for n, w in enumerate(after) if noun and stem_set(w) == noun), -1)
             # The counted noun right after the number, or after the words qualifying it
             # ("three young children"), none of them a word that ends the phrase.
             if value is not None and at >= 0 and not set(after[:at]) & (STOP | PREPOSITIONS):
-                stated.append((value, " ".join(after[: at + 1]), s))
+                # An ordinal's noun is one of them: the count names them as the question does.
+                ordinal = bool(_ORDINAL.fullmatch(found.group(0)))
+                words = [*after[:at], counted_words(r.question)[-1]] if ordinal else after[: at + 1]
+                stated.append((value, " ".join(words), s))
     if stated:
         value, unit, s = max(stated, key=lambda v: v[0])
         return f"{value} {unit}", [s]
@@ -207,15 +212,21 @@ _COUNT_AUX = re.compile(
 def counted_noun(question: str) -> frozenset[str]:
     """The stem of the noun "how many" asks about: the last word of the phrase after it,
     before the verb or preposition that follows ("How many video games has …" → game)."""
+    words = counted_words(question)
+    return stem_set(words[-1]) if words else frozenset()
+
+
+def counted_words(question: str) -> list[str]:
+    """The words of the phrase "how many" asks about ("video games"), [] if none."""
     m = re.search(r"\bhow\s+many\s+((?:[\w'’-]+\s*){1,3})", question, re.I)
     if not m:
-        return frozenset()
+        return []
     words: list[str] = []
     for w in m.group(1).split():
         if _COUNT_AUX.fullmatch(w.lower()) or (words and w.lower().endswith("ed")):
             break
         words.append(w)
-    return stem_set(words[-1]) if words else frozenset()
+    return words
 
 
 _NUMBER_WORDS = {
@@ -226,11 +237,25 @@ _NUMBER_WORDS = {
 } | {"once": 1, "twice": 2, "dozen": 12}
 
 
+_ORDINALS = {
+    w: n
+    for n, w in enumerate(
+        "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split(),
+        start=1,
+    )
+}
+_ORDINAL = re.compile(r"\b(?:\d+(?:st|nd|rd|th)|" + "|".join(_ORDINALS) + r")\b", re.I)
+
+
 def number_value(word: str) -> int | None:
-    """The whole number a number word or digits say; None for others ("3.5", "hundred")."""
+    """The whole number a number word, an ordinal ("fourth", "4th") or digits say; None
+    for others ("3.5", "hundred")."""
     if word.isdigit():
         return int(word)
-    return _NUMBER_WORDS.get(word.lower())
+    low = word.lower()
+    if re.fullmatch(r"\d+(?:st|nd|rd|th)", low):
+        return int(low[:-2])
+    return _NUMBER_WORDS.get(low, _ORDINALS.get(low))
 
 
 _FIRST_PERSON = re.compile(r"\b(?:I|me|my|we|us|our|I'm|I've|we're|we've)\b", re.I)
@@ -412,12 +437,17 @@ def yesno(r: Ranking) -> Extracted:
     says enough of the question (FIRM_SHARE) to be one."""
     best = r.best()
     text = best.claim if not points_back(best.claim) else f"{best.before} {best.claim}"
-    negated = bool(NEGATION.search(text.lower())) != bool(NEGATION.search(r.question.lower()))
+    # A sentence that says little of the question is about something else: its negation
+    # ("we didn't share much") says nothing of the answer's (the line says it is weak).
+    said = r.ranked[0][1] >= FIRM_SHARE
+    negated = said and (
+        bool(NEGATION.search(text.lower())) != bool(NEGATION.search(r.question.lower()))
+    )
     verdict = "No" if negated else "Yes"
     hedge = "Likely " if re.search(r"\b(?:would|could|might|likely)\b", r.question, re.I) else ""
     # A sentence that says little of the question gives no reason: words taken from it
     # would read as one (the line then says the evidence is weak, kbmem.research.direct).
-    reason = _said_reason(r, text) if r.ranked[0][1] >= FIRM_SHARE else ""
+    reason = _said_reason(r, text) if said else ""
     head = f"{hedge}{verdict.lower()}" if hedge else verdict
     return f"{head}; {reason}" if reason else head, [best]
 
@@ -487,23 +517,30 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     seen: list[tuple[str, frozenset[str]]] = []
     sources: list[Said] = []
     # An item is of what is asked, not only of whom: its sentence (or the one it points
-    # back to) says one of the question's words other than the names it gives.
+    # back to) says one of the question's words other than the names it gives, unless
+    # the item is a name or title itself.
     about = r.weigher.terms - r.weigher.names - r.speakers
-    candidates: list[tuple[Said, str, bool]] = []
+    candidates: list[tuple[Said, str, int]] = []
     for score, _share, s in r.ranked:
         if score < LIST_SHARE * top:
             break
         text = s.before if points_back(s.claim) else s.claim
-        if about and not set(analyze(text)) & about:
+        typed, level = _typed_item(r, text)
+        # A name or a title is a thing of the kind asked in itself: "a short trip to Rome"
+        # answers "which cities has Jon visited?" without the question's words.
+        if level != NAMED and about and not set(analyze(text)) & about:
             continue
-        typed = _typed_item(r, text)
-        candidates.append((s, typed or r.novel(text, 3, whole_list=False), bool(typed)))
+        candidates.append((s, typed or r.novel(text, 3, whole_list=False), level))
     # Items are things of one kind: once a sentence gives what the question's grammar asks
     # for (its verb's object, a noun of the kind asked, a title, a name), the phrases taken
-    # from sentences that give none are fragments, not items.
-    if any(typed for _s, _item, typed in candidates):
-        candidates = [c for c in candidates if c[2]]
-    for s, item, _typed in candidates:
+    # from sentences that give none are fragments, not items; once one names a member of
+    # the class asked, a phrase naming the class itself ("fun activities") is none either
+    # (names and other members alike are members).
+    best_level = min(max((level for _s, _item, level in candidates), default=0), MEMBER)
+    candidates = [c for c in candidates if c[2] >= best_level]
+    for s, said, _typed in candidates:
+        # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
+        item = _DASH.split(said, 1)[0]
         key = stem_set(item) - r.weigher.terms
         where = s.session or s.item.page_id if per_session else ""
         if not key or any(key & k for w, k in seen if w == where):
@@ -516,24 +553,60 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     return items, sources
 
 
-def _typed_item(r: Ranking, text: str) -> str:
+_DASH = re.compile(r"\s+[-–—]+(?:\s+|$)|\s*[–—]\s*")
+
+
+# How surely an item is one of the things a list question asks for (_typed_item): none
+# of the kind asked, a phrase naming their class, a member of it, a member by its name or
+# title.
+UNTYPED, CLASS, MEMBER, NAMED = 0, 1, 2, 3
+
+
+def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     """What ``text`` gives of the kind a list question asks for: the object of its verb,
     the noun phrase of the noun it asks about ("what instruments": "a bass guitar"), a
-    title in quotes, or a name; "" if none."""
+    title in quotes, or a name; else a phrase naming the class asked (see _names_class);
+    "" if none. With how surely it is one (NAMED, MEMBER, CLASS, UNTYPED)."""
     asked = r.weigher.terms | r.weigher.names
-    found = verb_object(untimed(r.question), text, asked)
-    if found:
-        return found
     noun = asked_noun(untimed(r.question))
+    grouped = ""
+    found = verb_object(untimed(r.question), text, asked)
+    if found and not _names_class(found, noun):
+        return found, MEMBER
+    grouped = found
     if noun:
         found = noun_phrase(text, noun, asked)
-        if found:
-            return found
+        if found and not _names_class(found, noun):
+            return found, MEMBER
+        grouped = grouped or found
     title = quoted_title(text, asked)
     if title:
-        return title
-    named = people(text, asked | r.speakers, r.known)
-    return named[0] if named else ""
+        return title, NAMED
+    named = [n for n in map(_untimed_name, people(text, asked | r.speakers, r.known)) if n]
+    if named:
+        return named[0], NAMED
+    return (grouped, CLASS) if grouped else ("", UNTYPED)
+
+
+def _untimed_name(name: str) -> str:
+    """``name`` without the time words and prepositions a sentence capitalised before it
+    ("Last Monday", "During Thanksgiving": Thanksgiving); "" when it names a time."""
+    words = name.split()
+    while words and (TIME_WORD.match(words[0]) or words[0].lower() in PREPOSITIONS | CALENDAR):
+        words.pop(0)
+    return " ".join(words) if words and words[0][0].isupper() else ""
+
+
+def _names_class(phrase: str, noun: str) -> bool:
+    """Whether ``phrase`` names the plural class a list question asks the members of
+    ("favorite cities", "fun activities" for "which cities …", "what activities …"): it
+    says the asked noun in the plural, as the question does. A member is one thing, named
+    in the singular ("a live music event") or by its name."""
+    return _is_plural(noun.lower()) and noun.lower() in phrase.lower().split()
+
+
+def _is_plural(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith("ss")
 
 
 # "What kind of flooring is …", "What book did …": the noun whose kind the question asks

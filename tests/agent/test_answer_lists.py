@@ -1,0 +1,123 @@
+"""A list question's items: a name or a title is one of the things asked even where its
+sentence does not say the question's words ("a short trip to Porto" for "which cities has
+Ilse been to?"); a phrase naming the class asked ("instruments") is no item once a member
+is found; an item ends at a dash; a time is no name ("Last August"); "who have …?" asks
+for several people, gathered. On synthetic turns (no index), then end to end on a
+memorized conversation with the real indexes and the offline agent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers.evidence import turns_item
+from helpers.talk import memorize
+
+from kbmem.agent.session import ChatSession
+from kbmem.memorize.template import init_kb
+from kbmem.research.answer_types import question_kind
+from kbmem.research.direct import direct_answer
+
+
+def _items(answer: str) -> list[str]:
+    """The first line's items, without its "(weak evidence)" tag."""
+    return answer.split("\n", 1)[0].split(" (")[0].split(", ")
+
+
+def test_a_name_is_an_item_without_the_question_s_words() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I spent a week in Ghent with my sister, the canals were lovely."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Ilse", "I took a short trip to Porto to clear my head."),
+        ),
+    ]
+    assert sorted(_items(direct_answer("Which cities has Ilse been to?", items).line)) == [
+        "Ghent",
+        "Porto",
+    ]
+
+
+def test_the_class_asked_is_no_item_once_a_member_is_named() -> None:
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Tomas", "Playing instruments keeps me calm, I have played instruments for years."),
+        ),
+    ]
+    assert _items(direct_answer("What instruments does Tomas play?", items).line) == ["cello"]
+
+
+def test_an_item_ends_at_a_dash() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Tomas", "Lately I play the banjo - it's a learning curve."),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
+    ]
+    line = direct_answer("What instruments does Tomas play?", items).line
+    assert sorted(_items(line)) == ["banjo", "cello"], line
+
+
+def test_a_memorized_conversation_lists_the_places_named(tmp_path: Path) -> None:
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    memorize(
+        kb,
+        "acme",
+        {
+            "s-ghent": (
+                "2026-03-01",
+                [
+                    ("Tomas", "How was the spring for you?"),
+                    ("Ilse", "I spent a week in Ghent with my sister, the canals were lovely."),
+                    ("Tomas", "I love discovering new cities too."),
+                ],
+            ),
+            "s-porto": (
+                "2026-04-12",
+                [
+                    ("Tomas", "You look rested!"),
+                    ("Ilse", "Last April I took a short trip to Porto to clear my head."),
+                    ("Tomas", "The river there is famous."),
+                ],
+            ),
+        },
+    )
+    with ChatSession(kb, "acme") as chat:
+        visited = chat.send("Which cities has Ilse been to?")
+    assert sorted(_items(visited.answer)) == ["Ghent", "Porto"], visited.answer
+
+
+@pytest.mark.parametrize(
+    "question",
+    ["Who have written letters to Ilse?", "What people has Ilse met at the harbour?"],
+)
+def test_a_plural_who_gathers_the_names(question: str) -> None:
+    assert question_kind(question) == "names"
+
+
+def test_the_people_a_plural_who_asks_for_are_gathered_across_sessions() -> None:
+    items = [
+        turns_item(
+            "s1", "2024-03-01T09:00:00", ("Ilse", "I got a letter written by Marta on the island.")
+        ),
+        turns_item(
+            "s2", "2024-04-01T09:00:00", ("Ilse", "Today a letter written by Jonas came too!")
+        ),
+    ]
+    line = direct_answer("Who have written letters to Ilse?", items).line
+    assert sorted(_items(line)) == ["Jonas", "Marta"], line
+
+
+def test_a_time_capitalised_at_a_sentence_s_start_is_no_name() -> None:
+    item = turns_item("s1", "2024-09-01T09:00:00", ("Ilse", "Last August I spent a week in Ghent."))
+    assert _items(direct_answer("Which cities has Ilse been to?", [item]).line) == ["Ghent"]
