@@ -185,9 +185,22 @@ class Ranking:
             score *= CORRECTION_WEIGHT  # what memory holds now, over what it replaced
         # The researcher's order of the evidence breaks near ties.
         score *= 1 + RANK_PRIOR / (1 + rank)
-        if self.windows and s.day and not any(w.contains(s.day) for w in self.windows):
+        if self.windows and s.day and not self._in_window(s):
             score *= OUT_OF_WINDOW
         return score, share
+
+    def _in_window(self, s: Said) -> bool:
+        """Whether ``s`` was said in a time the question names, or tells of one gone by: an
+        event is often told after it happened ("we went to a convention last month"); a
+        time ahead of the day said is a plan, which may not have happened."""
+        if s.day and any(w.contains(s.day) for w in self.windows):
+            return True
+        return any(
+            w.meets(d.first, d.last)
+            for d in said_dates(s.claim or s.text, s.day)
+            if d.first and d.last and (s.day is None or d.first <= s.day)
+            for w in self.windows
+        )
 
     def _other_speaker(self, s: Said) -> bool:
         """Whether the question asks about a speaker and ``s`` is another's and does not

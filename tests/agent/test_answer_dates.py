@@ -1,0 +1,88 @@
+"""The times a "when" answer and a question that names a time are read by: the days a
+said time spans on the calendar, the stretch a question names ("the week before …",
+"between … and …"), and an event told after it happened counted in the time it happened.
+On synthetic text, then end to end on a memorized conversation with the real indexes and
+the offline agent."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+from helpers.talk import memorize
+
+from kbmem.agent.session import ChatSession
+from kbmem.dates import DateWindow, date_windows, said_dates
+from kbmem.memorize.template import init_kb
+
+
+def test_a_said_time_spans_the_days_it_means() -> None:
+    said_on = date(2023, 4, 18)  # a Tuesday
+    spans = {
+        d.phrase: (d.first, d.last)
+        for d in said_dates(
+            "Last month we met, last week I rested, two weeks ago it rained, last year I moved, "
+            "yesterday I sang, in June 2022 I sailed, recently I read.",
+            said_on,
+        )
+    }
+    assert spans["Last month"] == (date(2023, 3, 1), date(2023, 3, 31))
+    assert spans["last week"] == (date(2023, 4, 11), date(2023, 4, 17))
+    assert spans["two weeks ago"] == (date(2023, 4, 4), date(2023, 4, 4))
+    assert spans["last year"] == (date(2022, 1, 1), date(2022, 12, 31))
+    assert spans["yesterday"] == (date(2023, 4, 17), date(2023, 4, 17))
+    assert spans["June 2022"] == (date(2022, 6, 1), date(2022, 6, 30))
+    # Too vague to place on the calendar.
+    assert spans["recently"] == (None, None)
+
+
+def test_a_window_meets_a_stretch_with_a_day_in_it() -> None:
+    march = DateWindow(date(2023, 3, 1), date(2023, 3, 31))
+    assert march.meets(date(2023, 3, 31), date(2023, 4, 6))
+    assert not march.meets(date(2023, 4, 1), date(2023, 4, 6))
+    june = DateWindow(None, None, 6)  # "in June", any year
+    assert june.meets(date(2022, 5, 20), date(2022, 6, 2))
+    assert not june.meets(date(2022, 7, 1), date(2022, 7, 31))
+
+
+def test_the_stretch_a_question_names() -> None:
+    # The week before a day: the days up to it (with a day's slack), not the day alone.
+    assert date_windows("Where was Ilse in the week before 16 November 2023?") == [
+        DateWindow(date(2023, 11, 8), date(2023, 11, 17))
+    ]
+    # Between two days, the first without its year: the year of the second.
+    assert date_windows("Where was Ilse between August 11 and August 15 2023?") == [
+        DateWindow(date(2023, 8, 10), date(2023, 8, 16))
+    ]
+    # A day named after the words "week before" of something else stays a day.
+    assert date_windows("What did Ilse do on 3 May 2023?") == [
+        DateWindow(date(2023, 5, 2), date(2023, 5, 4))
+    ]
+
+
+def test_an_event_told_after_it_happened_answers_for_its_time(tmp_path: Path) -> None:
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    memorize(
+        kb,
+        "acme",
+        {
+            "s-march": (
+                "2023-03-06",
+                [
+                    ("Ilse", "My colleagues brought a cake to the office today."),
+                    ("Tomas", "Lucky you!"),
+                ],
+            ),
+            "s-april": (
+                "2023-04-18",
+                [
+                    ("Ilse", "I attended a robotics convention with my colleagues last month."),
+                    ("Tomas", "Sounds like fun."),
+                ],
+            ),
+        },
+    )
+    with ChatSession(kb, "acme") as chat:
+        reply = chat.send("What did Ilse attend with her colleagues in March 2023?")
+    first = reply.answer.split("\n", 1)[0]
+    assert "convention" in first, reply.answer
