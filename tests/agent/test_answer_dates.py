@@ -9,11 +9,14 @@ from __future__ import annotations
 from datetime import date
 from pathlib import Path
 
+from helpers.evidence import turns_item
 from helpers.talk import memorize
 
 from kbmem.agent.session import ChatSession
+from kbmem.agent.tools import resolved_dates
 from kbmem.dates import DateWindow, date_windows, said_dates
 from kbmem.memorize.template import init_kb
+from kbmem.research.direct import direct_answer
 
 
 def test_a_said_time_spans_the_days_it_means() -> None:
@@ -86,3 +89,12 @@ def test_an_event_told_after_it_happened_answers_for_its_time(tmp_path: Path) ->
         reply = chat.send("What did Ilse attend with her colleagues in March 2023?")
     first = reply.answer.split("\n", 1)[0]
     assert "convention" in first, reply.answer
+
+
+def test_a_model_reads_a_weekday_as_its_day_on_the_calendar() -> None:
+    item = turns_item("s4", "2024-09-11T10:00:00", ("Ilse", "I sold the van last Friday."))
+    # The direct answer writes it as said, from the day said; the model's prompt gets the day.
+    assert direct_answer("When did Ilse sell the van?", [item]).line == (
+        "the Friday before 11 September 2024"
+    )
+    assert resolved_dates(item) == '\nDates resolved: "last Friday" = Friday 6 September 2024'
