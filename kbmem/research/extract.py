@@ -83,9 +83,17 @@ def date(r: Ranking) -> Extracted:
         dated.sort(
             key=lambda s: not any(_AHEAD.search(d.phrase) for d in said_dates(s.claim, s.day))
         )
+    event = asked_event(r.question)
+    told_event = bool(event & stem_set(told[2].claim))
+    other_event = False
     for s in dated:
         if r.weigher.share(s) < DATED_SHARE * told[1]:
             return f"around {anchor_date(told[2].day)}" if told[2].day else "", [told[2]]
+        if told_event and not event & stem_set(s.claim):
+            # The sentence saying most of the question says the event asked ("When did X
+            # apply …?" — "I applied …"); a dated one that does not tells of another.
+            other_event = True
+            continue
         found = [d for d in said_dates(s.claim, s.day) if not _restates(d, asked_words)]
         if found:
             named = [d for d in found if d.exact and re.search(r"\d", d.phrase)]
@@ -96,11 +104,37 @@ def date(r: Ranking) -> Extracted:
                 # Asked how long ago, the answer is the stretch as said, then when that was.
                 return f"{when.phrase} ({when.written})", [s]
             return when.written, [s]
+    if other_event and told[2].day:
+        return f"around {anchor_date(told[2].day)}", [told[2]]
     best = _first_told(r.ranked, 0)[2]
     if best.day:
         # Nothing says when: what memory knows is the day it was told.
         return f"around {anchor_date(best.day)}", [best]
     return "", [best]
+
+
+# "When did X <verb> …?": the verb that names the event asked; when it only carries the
+# event ("get accepted", "go camping", "have a party"), the first word after it that is not
+# a grammar word.
+_WHEN_VERB = re.compile(
+    r"^\s*[Ww]hen\s+(?:did|does|do|has|have|had|will|would|was|is)\s+"
+    r"[A-Z][\w-]*(?:['’]s\s+[a-z][\w-]*)?(?:\s+(?:and|&)\s+[A-Z][\w-]*)?"
+    r"((?:\s+[a-z][\w'’-]*){1,4})"
+)
+
+
+def asked_event(question: str) -> frozenset[str]:
+    """The stems of the word naming the event a "when did X …?" question asks about (empty
+    when it has another shape)."""
+    found = _WHEN_VERB.match(question)
+    if not found:
+        return frozenset()
+    grammar = STOP | FUNCTION_WORDS | PREPOSITIONS
+    verb, *after = found.group(1).split()
+    if verb.lower() not in grammar:
+        return stem_set(verb)
+    word = next((w for w in after if w.lower() not in grammar), "")
+    return stem_set(word)
 
 
 def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float, float, Said]:

@@ -17,6 +17,7 @@ from kbmem.agent.tools import resolved_dates
 from kbmem.dates import DateWindow, date_windows, said_dates
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
+from kbmem.research.extract import asked_event
 
 
 def test_a_said_time_spans_the_days_it_means() -> None:
@@ -98,3 +99,31 @@ def test_a_model_reads_a_weekday_as_its_day_on_the_calendar() -> None:
         "the Friday before 11 September 2024"
     )
     assert resolved_dates(item) == '\nDates resolved: "last Friday" = Friday 6 September 2024'
+
+
+def test_a_dated_sentence_of_another_event_does_not_answer_when(tmp_path: Path) -> None:
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    memorize(
+        kb,
+        "acme",
+        {
+            "s-interview": (
+                "2026-03-10",
+                [("Ilse", "Oh, btw, I had an interview for a design internship yesterday!")],
+            ),
+            "s-news": (
+                "2026-03-27",
+                [
+                    ("Ilse", "A lot's happened - I just got accepted for a fashion internship!"),
+                    ("Tomas", "Congrats, Ilse!"),
+                ],
+            ),
+        },
+    )
+    assert asked_event("When did Ilse get accepted for the design internship?") == {"accept"}
+    assert asked_event("When did Ilse's brother adopt a goat?") == {"adopt"}
+    assert asked_event("Where did Ilse go?") == frozenset()
+    with ChatSession(kb, "acme") as chat:
+        reply = chat.send("When did Ilse get accepted for the design internship?")
+    # The interview's day is dated, but the sentence saying the event asked is the news.
+    assert reply.answer.startswith("around 27 March 2026"), reply.answer
