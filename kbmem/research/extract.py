@@ -166,11 +166,21 @@ def _restates(found: SaidDate, asked_words: set[str]) -> bool:
 
 
 def duration(r: Ranking) -> Extracted:
-    for s in r.top("duration")[:3]:
-        found = DURATION.search(s.claim) or SINCE.search(s.claim)
+    """The stretch of time the best sentences giving one say, without the words that carry
+    it in the sentence ("for 4 years now": "4 years"); else the start a "since" gives."""
+    top = r.top("duration")[:3]
+    for s in top:
+        found = DURATION.search(s.claim)
+        if found:
+            return _CARRIER.sub("", found.group(0)).strip(), [s]
+    for s in top:
+        found = SINCE.search(s.claim)
         if found:
             return found.group(0).strip(), [s]
     return "", [r.best()]
+
+
+_CARRIER = re.compile(r"^\s*for\s+|\s+now$", re.I)
 
 
 def number(r: Ranking) -> Extracted:

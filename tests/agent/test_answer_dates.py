@@ -127,3 +127,23 @@ def test_a_dated_sentence_of_another_event_does_not_answer_when(tmp_path: Path) 
         reply = chat.send("When did Ilse get accepted for the design internship?")
     # The interview's day is dated, but the sentence saying the event asked is the news.
     assert reply.answer.startswith("around 27 March 2026"), reply.answer
+
+
+def test_a_stretch_of_time_is_answered_without_the_words_that_carry_it(tmp_path: Path) -> None:
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    memorize(
+        kb,
+        "acme",
+        {
+            "s-1": (
+                "2026-03-10",
+                [
+                    ("Ilse", "I've had my kayak since I was a student, I love kayaking."),
+                    ("Ilse", "My rowing club friends and I have been together for 4 years now."),
+                ],
+            )
+        },
+    )
+    with ChatSession(kb, "acme") as chat:
+        club = chat.send("How long has Ilse had her rowing club friends?")
+    assert club.answer.split("\n", 1)[0].split(" (")[0] == "4 years", club.answer
