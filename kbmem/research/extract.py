@@ -72,7 +72,12 @@ _LOCATIVE = re.compile(
 def date(r: Ranking) -> Extracted:
     """The date the best dated sentence gives, resolved against the day it was said (a day
     named on the calendar over one said relative to today); else the day the best sentence
-    was said, as "around" it."""
+    was said, as "around" it. Asked which month or year, that month or year."""
+    unit = _ASKS_UNIT.search(r.question)
+
+    def around(day: datetime.date) -> str:
+        return _in_unit(unit.group(1), day) if unit else f"around {anchor_date(day)}"
+
     asked_words = date_words(r.question)
     # The sentence that says most of the question; a dated one that says much less of it
     # speaks of another event, and the day this one was said is the better answer.
@@ -88,7 +93,7 @@ def date(r: Ranking) -> Extracted:
     other_event = False
     for s in dated:
         if r.weigher.share(s) < DATED_SHARE * told[1]:
-            return f"around {anchor_date(told[2].day)}" if told[2].day else "", [told[2]]
+            return around(told[2].day) if told[2].day else "", [told[2]]
         if told_event and not event & stem_set(s.claim):
             # The sentence saying most of the question says the event asked ("When did X
             # apply …?" — "I applied …"); a dated one that does not tells of another.
@@ -103,14 +108,24 @@ def date(r: Ranking) -> Extracted:
             if _HOW_LONG_AGO.search(r.question) and when.phrase.lower().endswith("ago"):
                 # Asked how long ago, the answer is the stretch as said, then when that was.
                 return f"{when.phrase} ({when.written})", [s]
+            if unit and when.first:
+                return _in_unit(unit.group(1), when.first), [s]
             return when.written, [s]
     if other_event and told[2].day:
-        return f"around {anchor_date(told[2].day)}", [told[2]]
+        return around(told[2].day), [told[2]]
     best = _first_told(r.ranked, 0)[2]
     if best.day:
         # Nothing says when: what memory knows is the day it was told.
-        return f"around {anchor_date(best.day)}", [best]
+        return around(best.day), [best]
     return "", [best]
+
+
+# "In which month …?", "What year …?": the answer is that month or year, not a day in it.
+_ASKS_UNIT = re.compile(r"\b(?:which|what)\s+(month|year)\b", re.I)
+
+
+def _in_unit(unit: str, day: datetime.date) -> str:
+    return f"{day:%B} {day.year}" if unit.lower() == "month" else str(day.year)
 
 
 # "When did X <verb> …?": the verb that names the event asked; when it only carries the

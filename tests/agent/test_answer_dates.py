@@ -147,3 +147,23 @@ def test_a_stretch_of_time_is_answered_without_the_words_that_carry_it(tmp_path:
     with ChatSession(kb, "acme") as chat:
         club = chat.send("How long has Ilse had her rowing club friends?")
     assert club.answer.split("\n", 1)[0].split(" (")[0] == "4 years", club.answer
+
+
+def test_asked_which_month_or_year_the_answer_is_that_month_or_year(tmp_path: Path) -> None:
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    memorize(
+        kb,
+        "acme",
+        {
+            "s-1": (
+                "2026-07-02",
+                [("Ilse", "Last Friday I scored 40 points in the harbour league game!")],
+            ),
+            "s-2": ("2026-09-14", [("Ilse", "I bought my first sailing boat yesterday.")]),
+        },
+    )
+    with ChatSession(kb, "acme") as chat:
+        month = chat.send("In which month's game did Ilse score 40 points?")
+        year = chat.send("What year did Ilse buy her first sailing boat?")
+    assert month.answer.split("\n", 1)[0].split(" (")[0] == "June 2026", month.answer
+    assert year.answer.split("\n", 1)[0].split(" (")[0] == "2026", year.answer
