@@ -208,6 +208,9 @@ def _count(word: str) -> int:
 
 
 Placed = tuple[str, bool, date | None, date | None]
+# The months of the seasons that lie within one calendar year (as in the northern
+# hemisphere, where the calendar's month names were given their seasons).
+_SEASONS = {"spring": (3, 5), "summer": (6, 8), "fall": (9, 11), "autumn": (9, 11)}
 
 
 def _month_span(month_index: int) -> tuple[date, date]:
@@ -262,7 +265,18 @@ def _relative(found: re.Match[str], said_on: date) -> Placed:
             # The seven days before (or after) the day said; this week: the days around it.
             first = said_on + timedelta(days={1: 1, 0: -3}.get(step, -7))
             return f"the {unit} {where} {anchor}", False, first, first + timedelta(days=6)
-        return f"the {unit} {where} {anchor}", False, None, None  # a season
+        months = _SEASONS.get(unit)
+        if months:
+            # A season within one calendar year is named by its year: the last one ended
+            # before the day said, this one the one of its year, the next one after it.
+            year = said_on.year
+            if step < 0:
+                year -= said_on.month <= months[1]
+            elif step > 0:
+                year += said_on.month >= months[0]
+            first, last = date(year, months[0], 1), _month_span(year * 12 + months[1] - 1)[1]
+            return f"the {unit} of {year}", False, first, last
+        return f"the {unit} {where} {anchor}", False, None, None  # winter spans two years
     n, units = _count(count), units.lower().rstrip("s")
     if "few" in count.lower() or "couple" in count.lower():
         return f"a few {units}s before {anchor}", False, None, None

@@ -167,3 +167,19 @@ def test_asked_which_month_or_year_the_answer_is_that_month_or_year(tmp_path: Pa
         year = chat.send("What year did Ilse buy her first sailing boat?")
     assert month.answer.split("\n", 1)[0].split(" (")[0] == "June 2026", month.answer
     assert year.answer.split("\n", 1)[0].split(" (")[0] == "2026", year.answer
+
+
+def test_a_season_is_named_by_its_year() -> None:
+    def written(text: str, said_on: date) -> str:
+        return said_dates(text, said_on)[0].written
+
+    # Said while summer lasts, the last one is a year back; said after it, this year's.
+    assert written("We camped there last summer.", date(2023, 8, 11)) == "the summer of 2022"
+    assert written("We camped there last summer.", date(2023, 10, 2)) == "the summer of 2023"
+    assert written("We sail next spring.", date(2023, 4, 1)) == "the spring of 2024"
+    assert written("We sail next spring.", date(2023, 1, 9)) == "the spring of 2023"
+    assert written("We move this fall.", date(2023, 6, 1)) == "the fall of 2023"
+    fall = said_dates("We move this fall.", date(2023, 6, 1))[0]
+    assert (fall.first, fall.last) == (date(2023, 9, 1), date(2023, 11, 30))
+    # A winter spans two calendar years: told from the day said.
+    assert written("We skied last winter.", date(2023, 3, 9)) == "the winter before 9 March 2023"
