@@ -75,8 +75,18 @@ def date(r: Ranking) -> Extracted:
     was said, as "around" it. Asked which month or year, that month or year."""
     unit = _ASKS_UNIT.search(r.question)
 
-    def around(day: datetime.date) -> str:
-        return _in_unit(unit.group(1), day) if unit else f"around {anchor_date(day)}"
+    def around(s: Said) -> str:
+        """When ``s`` tells of the event: a time its turn says, else the day it was told."""
+        in_turn = _turn_time(r, s, asked_words)
+        if in_turn:
+            return (
+                _in_unit(unit.group(1), in_turn.first)
+                if unit and in_turn.first
+                else (in_turn.written)
+            )
+        if not s.day:
+            return ""
+        return _in_unit(unit.group(1), s.day) if unit else f"around {anchor_date(s.day)}"
 
     asked_words = date_words(r.question)
     # The sentence that says most of the question; a dated one that says much less of it
@@ -93,7 +103,7 @@ def date(r: Ranking) -> Extracted:
     other_event = False
     for s in dated:
         if r.weigher.share(s) < DATED_SHARE * told[1]:
-            return around(told[2].day) if told[2].day else "", [told[2]]
+            return around(told[2]), [told[2]]
         if told_event and not event & stem_set(s.claim):
             # The sentence saying most of the question says the event asked ("When did X
             # apply …?" — "I applied …"); a dated one that does not tells of another.
@@ -111,13 +121,27 @@ def date(r: Ranking) -> Extracted:
             if unit and when.first:
                 return _in_unit(unit.group(1), when.first), [s]
             return when.written, [s]
-    if other_event and told[2].day:
-        return around(told[2].day), [told[2]]
+    if other_event and (told[2].day or _turn_time(r, told[2], asked_words)):
+        return around(told[2]), [told[2]]
+    # Nothing dated answers: a time the best sentence's turn says, else the day it was
+    # told (what memory knows).
     best = _first_told(r.ranked, 0)[2]
-    if best.day:
-        # Nothing says when: what memory knows is the day it was told.
-        return around(best.day), [best]
-    return "", [best]
+    return around(best), [best]
+
+
+def _turn_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:
+    """The one time the other sentences of ``s``'s turn place on the calendar (None when
+    they say none or several; "recently" places nothing): a turn tells of one event
+    ("Here's a pic from last Friday …; we had a great time throwing a party"), so its time
+    is that event's."""
+    times = {
+        d.written: d
+        for o in r.all
+        if o is not s and o.item is s.item and (o.start, o.end) == (s.start, s.end)
+        for d in said_dates(o.claim or o.text, o.day)
+        if d.first and not _restates(d, asked_words)
+    }
+    return next(iter(times.values())) if len(times) == 1 else None
 
 
 # "In which month …?", "What year …?": the answer is that month or year, not a day in it.

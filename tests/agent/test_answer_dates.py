@@ -183,3 +183,29 @@ def test_a_season_is_named_by_its_year() -> None:
     assert (fall.first, fall.last) == (date(2023, 9, 1), date(2023, 11, 30))
     # A winter spans two calendar years: told from the day said.
     assert written("We skied last winter.", date(2023, 3, 9)) == "the winter before 9 March 2023"
+
+
+def test_a_time_said_in_the_turn_dates_the_event_it_tells(tmp_path: Path) -> None:
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    memorize(
+        kb,
+        "acme",
+        {
+            "s-1": (
+                "2026-05-20",
+                [
+                    (
+                        "Ilse",
+                        "Here's a pic from last Friday with my crew. We had a great time "
+                        "throwing a small party for the lifeboat volunteers.",
+                    ),
+                    ("Tomas", "They deserve it!"),
+                ],
+            ),
+        },
+    )
+    with ChatSession(kb, "acme") as chat:
+        reply = chat.send("When did Ilse throw a party for the lifeboat volunteers?")
+    assert reply.answer.split("\n", 1)[0].split(" (")[0] == ("the Friday before 20 May 2026"), (
+        reply.answer
+    )
