@@ -93,7 +93,7 @@ def date(r: Ranking) -> Extracted:
     # speaks of another event, and the day this one was said is the better answer.
     told = _first_told(r.ranked, 1)
     dated = r.top("date")[:3]
-    if _ASKS_AHEAD.search(r.question):
+    if asks_ahead(r.question):
         # Asked of a plan, a sentence that speaks of a time ahead of its day answers first.
         dated.sort(
             key=lambda s: not any(_AHEAD.search(d.phrase) for d in said_dates(s.claim, s.day))
@@ -194,6 +194,18 @@ def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float
 _ASKS_AHEAD = re.compile(
     r"^\s*when\b.*\b(?:plan(?:s|ning|ned)?\s+(?:to|on)|will|going\s+to)\b", re.I
 )
+# "When is X hosting …?" asks of an arrangement too: "is" with an -ing form speaks ahead.
+_ASKS_ARRANGED = re.compile(
+    r"^\s*[Ww]hen\s+(?:is|are)\s+[A-Z][\w'’-]*(?:\s+(?:and|&)\s+[A-Z][\w'’-]*)?"
+    r"\s+[a-z]+ing\b"
+)
+
+
+def asks_ahead(question: str) -> bool:
+    """Whether ``question`` asks when something planned or arranged is to happen."""
+    return bool(_ASKS_AHEAD.search(question) or _ASKS_ARRANGED.search(question))
+
+
 _AHEAD = re.compile(r"\b(?:next|tomorrow|coming|upcoming|soon)\b", re.I)
 _HOW_LONG_AGO = re.compile(r"\bhow\s+long\s+ago\b", re.I)
 

@@ -17,7 +17,7 @@ from kbmem.agent.tools import resolved_dates
 from kbmem.dates import DateWindow, date_windows, said_dates
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import asked_event
+from kbmem.research.extract import asked_event, asks_ahead
 
 
 def test_a_said_time_spans_the_days_it_means() -> None:
@@ -207,5 +207,30 @@ def test_a_time_said_in_the_turn_dates_the_event_it_tells(tmp_path: Path) -> Non
     with ChatSession(kb, "acme") as chat:
         reply = chat.send("When did Ilse throw a party for the lifeboat volunteers?")
     assert reply.answer.split("\n", 1)[0].split(" (")[0] == ("the Friday before 20 May 2026"), (
+        reply.answer
+    )
+
+
+def test_when_is_x_doing_asks_of_what_is_arranged_ahead(tmp_path: Path) -> None:
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    memorize(
+        kb,
+        "acme",
+        {
+            "s-1": (
+                "2026-06-03",
+                [
+                    ("Ilse", "Last week I hosted a gaming party for my whole rowing crew."),
+                    ("Tomas", "Fun!"),
+                    ("Ilse", "I'm hosting another gaming party next weekend!"),
+                ],
+            ),
+        },
+    )
+    assert asks_ahead("When is Ilse hosting a gaming party?")
+    assert not asks_ahead("When is the gaming party?")  # no one doing it: no tense to read
+    with ChatSession(kb, "acme") as chat:
+        reply = chat.send("When is Ilse hosting a gaming party?")
+    assert reply.answer.split("\n", 1)[0].split(" (")[0] == ("the weekend after 3 June 2026"), (
         reply.answer
     )
