@@ -375,11 +375,24 @@ def person(r: Ranking) -> Extracted:
         found = people(s.claim, exclude, r.known)
         if found:
             return r.nearest(s.claim, found), [s]
+    # No name: a person said by relation, the subject a sentence opens with ("My aunt
+    # believed in volunteering": the speaker's aunt).
+    for _score, _share, s in r.ranked[:3]:
+        relation = _RELATION.match(s.claim)
+        if relation and not set(analyze(relation.group(2))) & r.weigher.terms:
+            whose = relation.group(1)
+            owner = f"{s.speaker}'s" if whose.lower() in ("my", "our") else whose
+            return f"{owner} {relation.group(2)}".strip(), [s]
     # "Who ...?" answered in the first person: the speaker is the person.
     for _score, _share, s in r.ranked[:3]:
         if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
             return s.speaker, [s]
     return "", [r.best()]
+
+
+_RELATION = re.compile(
+    r"^\s*(my|our|his|her|their)\s+([a-z][\w'’-]*)\b(?!\s+(?:is|was|has)\b)", re.I
+)
 
 
 def names(r: Ranking) -> Extracted:
