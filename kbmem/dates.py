@@ -20,6 +20,9 @@ _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M},?
 _MONTH_DAY_YEAR = re.compile(rf"\b{_M}\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b")
 _MONTH_YEAR = re.compile(rf"\b{_M},?\s+(\d{{4}})\b")
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+# A day without its year ("21 April", "April 21").
+_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}(?![\w,]*\s+\d{{4}})")
+_MONTH_DAY = re.compile(rf"\b{_M}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?!,?\s+\d{{4}})(?!:)")
 _MONTH_ONLY = re.compile(rf"\b(?:in|during|since|early|late|mid|of|last)\s+{_M}\b")
 
 
@@ -34,6 +37,27 @@ class DateWindow:
             return day.month == self.month
         assert self.start is not None and self.end is not None
         return self.start <= day <= self.end
+
+    def meets(self, first: date, last: date) -> bool:
+        """Whether the stretch from ``first`` to ``last`` has a day in this window."""
+        if self.month is not None:
+            months = (last.year - first.year) * 12 + last.month - first.month
+            return any((first.month - 1 + k) % 12 + 1 == self.month for k in range(months + 1))
+        assert self.start is not None and self.end is not None
+        return first <= self.end and self.start <= last
+
+
+_BETWEEN = re.compile(r"\bbetween\b.+\band\b")
+_STRETCH_BEFORE = re.compile(r"\b(week|weekend|month)\s+before\b")
+
+
+def _first_day(lower: str) -> str:
+    """The first date written in ``lower`` with its day, as written ("" when none)."""
+    found = [
+        p.search(lower) for p in (_DAY_MONTH_YEAR, _MONTH_DAY_YEAR, _ISO, _DAY_MONTH, _MONTH_DAY)
+    ]
+    hits = [m for m in found if m]
+    return min(hits, key=lambda m: m.start()).group(0) if hits else ""
 
 
 def _month(name: str) -> int:
@@ -61,6 +85,30 @@ def date_windows(text: str, slack_days: int = 1) -> list[DateWindow]:
     for m in _ISO.finditer(lower):
         days.append(_safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3))))
     windows = [DateWindow(d - slack, d + slack) for d in days if d is not None]
+    if len(days) == 1 and days[0] and _BETWEEN.search(lower):
+        # "between August 11 and August 15 2023": a day without its year is in the year
+        # of the other.
+        year = days[0].year
+        days += [
+            _safe_date(year, _month(m.group(2)), int(m.group(1)))
+            for m in _DAY_MONTH.finditer(lower)
+        ]
+        days += [
+            _safe_date(year, _month(m.group(1)), int(m.group(2)))
+            for m in _MONTH_DAY.finditer(lower)
+        ]
+        windows = [DateWindow(d - slack, d + slack) for d in days if d is not None]
+    if len(windows) == 2 and _BETWEEN.search(lower):
+        # "between 11 August and 15 August 2023": the days from one to the other.
+        lo, hi = sorted((windows[0], windows[1]), key=lambda w: w.start or date.min)
+        return [DateWindow(lo.start, hi.end)]
+    before = _STRETCH_BEFORE.search(lower)
+    if len(windows) == 1 and before and before.end() <= lower.find(_first_day(lower)):
+        # "the week before 16 November 2023": the stretch up to that day.
+        start, end = windows[0].start, windows[0].end
+        assert start is not None and end is not None
+        span = {"week": 7, "weekend": 7, "month": 31}[before.group(1)]
+        return [DateWindow(start - timedelta(days=span), end)]
     if windows:
         return windows
     for m in _MONTH_YEAR.finditer(lower):
@@ -125,11 +173,21 @@ _YEAR = re.compile(r"\b(19[5-9]\d|20[0-4]\d)\b")
 @dataclass(frozen=True)
 class SaidDate:
     """A time a sentence speaks of: the words it uses (``phrase``), as a reader would write
-    the time they mean (``written``), and whether that is one day (``exact``)."""
+    the time they mean (``written``), whether that is one day (``exact``), and the days it
+    spans on the calendar (``first`` to ``last``; None when the words are too vague to
+    place, "recently", "last summer")."""
 
     phrase: str
     written: str
     exact: bool
+    first: date | None = None
+    last: date | None = None
+
+    @property
+    def calendar(self) -> str:
+        """The time as a day on the calendar when it is one ("Friday 14 July 2023" for "the
+        Friday before 15 July 2023"), else as written."""
+        return written_date(self.first) if self.exact and self.first else self.written
 
 
 def written_date(day: date) -> str:
@@ -149,57 +207,95 @@ def _count(word: str) -> int:
     return int(word) if word.isdigit() else _COUNT_WORDS.get(word.removeprefix("a "), 1)
 
 
-def _month_name(month: int) -> str:
-    return date(2000, month, 1).strftime("%B")
+Placed = tuple[str, bool, date | None, date | None]
+# The months of the seasons that lie within one calendar year (as in the northern
+# hemisphere, where the calendar's month names were given their seasons).
+_SEASONS = {"spring": (3, 5), "summer": (6, 8), "fall": (9, 11), "autumn": (9, 11)}
 
 
-def _relative(found: re.Match[str], said_on: date) -> tuple[str, bool]:
-    """What one relative expression means, said on ``said_on``: the written time and whether
-    it is one day."""
+def _month_span(month_index: int) -> tuple[date, date]:
+    """The first and last day of the month ``month_index`` (year * 12 + month - 1)."""
+    first = date(month_index // 12, month_index % 12 + 1, 1)
+    nxt = month_index + 1
+    return first, date(nxt // 12, nxt % 12 + 1, 1) - timedelta(days=1)
+
+
+def _one_day(day: date) -> Placed:
+    return written_date(day), True, day, day
+
+
+def _relative(found: re.Match[str], said_on: date) -> Placed:
+    """What one relative expression means, said on ``said_on``: the written time, whether
+    it is one day, and the days it spans (None when too vague to place)."""
     word, wd_lead, wd, lead, unit, count, units = found.groups()
     anchor = anchor_date(said_on)
     if word:
         word = word.lower()
         shift = {"yesterday": -1, "last night": -1, "tomorrow": 1}.get(word)
         if shift is not None:
-            return written_date(said_on + timedelta(days=shift)), True
+            return _one_day(said_on + timedelta(days=shift))
         if word in ("the other day", "recently", "lately"):
-            return f"shortly before {anchor}", False
-        return written_date(said_on), True  # today, tonight, this morning …
+            return f"shortly before {anchor}", False, None, None
+        return _one_day(said_on)  # today, tonight, this morning …
     if wd:
         target = next(n for n, name in enumerate(WEEKDAYS) if name.startswith(wd.lower()[:3]))
+        # A weekday said relative to today is written relative to the day it was said ("the
+        # Friday before 15 July 2023"), as a week or a weekend is: the words as said and the
+        # day they count from, which together name the one day meant (``calendar`` gives
+        # it as a date).
+        name = WEEKDAYS[target].capitalize()
         if wd_lead.lower() == "next":
-            ahead = (target - said_on.weekday()) % 7 or 7
-            return written_date(said_on + timedelta(days=ahead)), True
+            day = said_on + timedelta(days=(target - said_on.weekday()) % 7 or 7)
+            return f"the {name} after {anchor}", True, day, day
         # Said of a weekday without "next", people mean the last one gone by.
-        back = (said_on.weekday() - target) % 7 or 7
-        return written_date(said_on - timedelta(days=back)), True
+        day = said_on - timedelta(days=(said_on.weekday() - target) % 7 or 7)
+        return f"the {name} before {anchor}", True, day, day
     if unit:
         unit, lead = unit.lower(), lead.lower()
+        step = {"next": 1, "this": 0}.get(lead, -1)
         if unit == "year":
-            return str(said_on.year + {"next": 1, "this": 0}.get(lead, -1)), False
+            year = said_on.year + step
+            return str(year), False, date(year, 1, 1), date(year, 12, 31)
         if unit == "month":
-            step = {"next": 1, "this": 0}.get(lead, -1)
             month_index = said_on.year * 12 + said_on.month - 1 + step
-            return f"{_month_name(month_index % 12 + 1)} {month_index // 12}", False
+            first, last = _month_span(month_index)
+            return f"{first:%B} {first.year}", False, first, last
         where = {"next": "after", "this": "of"}.get(lead, "before")
-        return f"the {unit} {where} {anchor}", False
+        if unit in ("week", "weekend"):
+            # The seven days before (or after) the day said; this week: the days around it.
+            first = said_on + timedelta(days={1: 1, 0: -3}.get(step, -7))
+            return f"the {unit} {where} {anchor}", False, first, first + timedelta(days=6)
+        months = _SEASONS.get(unit)
+        if months:
+            # A season within one calendar year is named by its year: the last one ended
+            # before the day said, this one the one of its year, the next one after it.
+            year = said_on.year
+            if step < 0:
+                year -= said_on.month <= months[1]
+            elif step > 0:
+                year += said_on.month >= months[0]
+            first, last = date(year, months[0], 1), _month_span(year * 12 + months[1] - 1)[1]
+            return f"the {unit} of {year}", False, first, last
+        return f"the {unit} {where} {anchor}", False, None, None  # winter spans two years
     n, units = _count(count), units.lower().rstrip("s")
     if "few" in count.lower() or "couple" in count.lower():
-        return f"a few {units}s before {anchor}", False
+        return f"a few {units}s before {anchor}", False, None, None
     if units == "day":
-        return written_date(said_on - timedelta(days=n)), True
+        return _one_day(said_on - timedelta(days=n))
     if units == "year":
-        return str(said_on.year - n), False
+        year = said_on.year - n
+        return str(year), False, date(year, 1, 1), date(year, 12, 31)
     if units == "month":
-        month_index = said_on.year * 12 + said_on.month - 1 - n
-        return f"{_month_name(month_index % 12 + 1)} {month_index // 12}", False
+        first, last = _month_span(said_on.year * 12 + said_on.month - 1 - n)
+        return f"{first:%B} {first.year}", False, first, last
     # The count as said ("two weeks before", "3 days before").
-    return f"{count.lower()} {units}{'s' if n > 1 else ''} before {anchor}", False
-
-
-_DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_M}(?![\w,]*\s+\d{{4}})")
-_MONTH_DAY = re.compile(rf"\b{_M}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?!,?\s+\d{{4}})(?!:)")
+    back = said_on - timedelta(days=7 * n if units.startswith("week") else n)
+    return (
+        f"{count.lower()} {units}{'s' if n > 1 else ''} before {anchor}",
+        False,
+        back,
+        back,
+    )
 
 
 def _nearest_year(said_on: date, month: int, day: int) -> date | None:
@@ -216,41 +312,45 @@ def said_dates(text: str, said_on: date | None) -> list[SaidDate]:
     lower = text.lower()
     found: list[tuple[int, int, SaidDate]] = []
 
-    def add(m: re.Match[str], written: str, exact: bool) -> None:
+    def add(m: re.Match[str], placed: Placed) -> None:
         if not any(a <= m.start() < b or m.start() <= a < m.end() for a, b, _ in found):
-            found.append((m.start(), m.end(), SaidDate(text[m.start() : m.end()], written, exact)))
+            found.append((m.start(), m.end(), SaidDate(text[m.start() : m.end()], *placed)))
 
-    for m in _DAY_MONTH_YEAR.finditer(lower):
-        d = _safe_date(int(m.group(3)), _month(m.group(2)), int(m.group(1)))
-        if d:
-            add(m, written_date(d), True)
-    for m in _MONTH_DAY_YEAR.finditer(lower):
-        d = _safe_date(int(m.group(3)), _month(m.group(1)), int(m.group(2)))
-        if d:
-            add(m, written_date(d), True)
-    for m in _ISO.finditer(lower):
-        d = _safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-        if d:
-            add(m, written_date(d), True)
+    days = [
+        (m, _safe_date(int(m.group(3)), _month(m.group(2)), int(m.group(1))))
+        for m in _DAY_MONTH_YEAR.finditer(lower)
+    ]
+    days += [
+        (m, _safe_date(int(m.group(3)), _month(m.group(1)), int(m.group(2))))
+        for m in _MONTH_DAY_YEAR.finditer(lower)
+    ]
+    days += [
+        (m, _safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3))))
+        for m in _ISO.finditer(lower)
+    ]
     if said_on is not None:
         # "on 21 April", "Tuesday 21 April": the year is the one that puts the day nearest
         # the day it was said.
-        for m in _DAY_MONTH.finditer(lower):
-            d = _nearest_year(said_on, _month(m.group(2)), int(m.group(1)))
-            if d:
-                add(m, written_date(d), True)
-        for m in _MONTH_DAY.finditer(lower):
-            d = _nearest_year(said_on, _month(m.group(1)), int(m.group(2)))
-            if d:
-                add(m, written_date(d), True)
+        days += [
+            (m, _nearest_year(said_on, _month(m.group(2)), int(m.group(1))))
+            for m in _DAY_MONTH.finditer(lower)
+        ]
+        days += [
+            (m, _nearest_year(said_on, _month(m.group(1)), int(m.group(2))))
+            for m in _MONTH_DAY.finditer(lower)
+        ]
+    for m, d in days:
+        if d:
+            add(m, _one_day(d))
     for m in _MONTH_YEAR.finditer(lower):
-        add(m, f"{_month_name(_month(m.group(1)))} {m.group(2)}", False)
+        first, last = _month_span(int(m.group(2)) * 12 + _month(m.group(1)) - 1)
+        add(m, (f"{first:%B} {first.year}", False, first, last))
     if said_on is not None:
         for m in _RELATIVE.finditer(text):
-            written, exact = _relative(m, said_on)
-            add(m, written, exact)
+            add(m, _relative(m, said_on))
     for m in _YEAR.finditer(lower):
-        add(m, m.group(1), False)
+        year = int(m.group(1))
+        add(m, (m.group(1), False, date(year, 1, 1), date(year, 12, 31)))
     return [s for _a, _b, s in sorted(found, key=lambda f: f[0])]
 
 

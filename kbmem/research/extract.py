@@ -72,20 +72,43 @@ _LOCATIVE = re.compile(
 def date(r: Ranking) -> Extracted:
     """The date the best dated sentence gives, resolved against the day it was said (a day
     named on the calendar over one said relative to today); else the day the best sentence
-    was said, as "around" it."""
+    was said, as "around" it. Asked which month or year, that month or year."""
+    unit = _ASKS_UNIT.search(r.question)
+
+    def around(s: Said) -> str:
+        """When ``s`` tells of the event: a time its turn says, else the day it was told."""
+        in_turn = _turn_time(r, s, asked_words)
+        if in_turn:
+            return (
+                _in_unit(unit.group(1), in_turn.first)
+                if unit and in_turn.first
+                else (in_turn.written)
+            )
+        if not s.day:
+            return ""
+        return _in_unit(unit.group(1), s.day) if unit else f"around {anchor_date(s.day)}"
+
     asked_words = date_words(r.question)
     # The sentence that says most of the question; a dated one that says much less of it
     # speaks of another event, and the day this one was said is the better answer.
     told = _first_told(r.ranked, 1)
     dated = r.top("date")[:3]
-    if _ASKS_AHEAD.search(r.question):
+    if asks_ahead(r.question):
         # Asked of a plan, a sentence that speaks of a time ahead of its day answers first.
         dated.sort(
             key=lambda s: not any(_AHEAD.search(d.phrase) for d in said_dates(s.claim, s.day))
         )
+    event = asked_event(r.question)
+    told_event = bool(event & stem_set(told[2].claim))
+    other_event = False
     for s in dated:
         if r.weigher.share(s) < DATED_SHARE * told[1]:
-            return f"around {anchor_date(told[2].day)}" if told[2].day else "", [told[2]]
+            return around(told[2]), [told[2]]
+        if told_event and not event & stem_set(s.claim):
+            # The sentence saying most of the question says the event asked ("When did X
+            # apply …?" — "I applied …"); a dated one that does not tells of another.
+            other_event = True
+            continue
         found = [d for d in said_dates(s.claim, s.day) if not _restates(d, asked_words)]
         if found:
             named = [d for d in found if d.exact and re.search(r"\d", d.phrase)]
@@ -95,12 +118,62 @@ def date(r: Ranking) -> Extracted:
             if _HOW_LONG_AGO.search(r.question) and when.phrase.lower().endswith("ago"):
                 # Asked how long ago, the answer is the stretch as said, then when that was.
                 return f"{when.phrase} ({when.written})", [s]
+            if unit and when.first:
+                return _in_unit(unit.group(1), when.first), [s]
             return when.written, [s]
+    if other_event and (told[2].day or _turn_time(r, told[2], asked_words)):
+        return around(told[2]), [told[2]]
+    # Nothing dated answers: a time the best sentence's turn says, else the day it was
+    # told (what memory knows).
     best = _first_told(r.ranked, 0)[2]
-    if best.day:
-        # Nothing says when: what memory knows is the day it was told.
-        return f"around {anchor_date(best.day)}", [best]
-    return "", [best]
+    return around(best), [best]
+
+
+def _turn_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:
+    """The one time the other sentences of ``s``'s turn place on the calendar (None when
+    they say none or several; "recently" places nothing): a turn tells of one event
+    ("Here's a pic from last Friday …; we had a great time throwing a party"), so its time
+    is that event's."""
+    times = {
+        d.written: d
+        for o in r.all
+        if o is not s and o.item is s.item and (o.start, o.end) == (s.start, s.end)
+        for d in said_dates(o.claim or o.text, o.day)
+        if d.first and not _restates(d, asked_words)
+    }
+    return next(iter(times.values())) if len(times) == 1 else None
+
+
+# "In which month …?", "What year …?": the answer is that month or year, not a day in it.
+_ASKS_UNIT = re.compile(r"\b(?:which|what)\s+(month|year)\b", re.I)
+
+
+def _in_unit(unit: str, day: datetime.date) -> str:
+    return f"{day:%B} {day.year}" if unit.lower() == "month" else str(day.year)
+
+
+# "When did X <verb> …?": the verb that names the event asked; when it only carries the
+# event ("get accepted", "go camping", "have a party"), the first word after it that is not
+# a grammar word.
+_WHEN_VERB = re.compile(
+    r"^\s*[Ww]hen\s+(?:did|does|do|has|have|had|will|would|was|is)\s+"
+    r"[A-Z][\w-]*(?:['’]s\s+[a-z][\w-]*)?(?:\s+(?:and|&)\s+[A-Z][\w-]*)?"
+    r"((?:\s+[a-z][\w'’-]*){1,4})"
+)
+
+
+def asked_event(question: str) -> frozenset[str]:
+    """The stems of the word naming the event a "when did X …?" question asks about (empty
+    when it has another shape)."""
+    found = _WHEN_VERB.match(question)
+    if not found:
+        return frozenset()
+    grammar = STOP | FUNCTION_WORDS | PREPOSITIONS
+    verb, *after = found.group(1).split()
+    if verb.lower() not in grammar:
+        return stem_set(verb)
+    word = next((w for w in after if w.lower() not in grammar), "")
+    return stem_set(word)
 
 
 def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float, float, Said]:
@@ -121,6 +194,18 @@ def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float
 _ASKS_AHEAD = re.compile(
     r"^\s*when\b.*\b(?:plan(?:s|ning|ned)?\s+(?:to|on)|will|going\s+to)\b", re.I
 )
+# "When is X hosting …?" asks of an arrangement too: "is" with an -ing form speaks ahead.
+_ASKS_ARRANGED = re.compile(
+    r"^\s*[Ww]hen\s+(?:is|are)\s+[A-Z][\w'’-]*(?:\s+(?:and|&)\s+[A-Z][\w'’-]*)?"
+    r"\s+[a-z]+ing\b"
+)
+
+
+def asks_ahead(question: str) -> bool:
+    """Whether ``question`` asks when something planned or arranged is to happen."""
+    return bool(_ASKS_AHEAD.search(question) or _ASKS_ARRANGED.search(question))
+
+
 _AHEAD = re.compile(r"\b(?:next|tomorrow|coming|upcoming|soon)\b", re.I)
 _HOW_LONG_AGO = re.compile(r"\bhow\s+long\s+ago\b", re.I)
 
@@ -132,11 +217,21 @@ def _restates(found: SaidDate, asked_words: set[str]) -> bool:
 
 
 def duration(r: Ranking) -> Extracted:
-    for s in r.top("duration")[:3]:
-        found = DURATION.search(s.claim) or SINCE.search(s.claim)
+    """The stretch of time the best sentences giving one say, without the words that carry
+    it in the sentence ("for 4 years now": "4 years"); else the start a "since" gives."""
+    top = r.top("duration")[:3]
+    for s in top:
+        found = DURATION.search(s.claim)
+        if found:
+            return _CARRIER.sub("", found.group(0)).strip(), [s]
+    for s in top:
+        found = SINCE.search(s.claim)
         if found:
             return found.group(0).strip(), [s]
     return "", [r.best()]
+
+
+_CARRIER = re.compile(r"^\s*for\s+|\s+now$", re.I)
 
 
 def number(r: Ranking) -> Extracted:
@@ -305,11 +400,24 @@ def person(r: Ranking) -> Extracted:
         found = people(s.claim, exclude, r.known)
         if found:
             return r.nearest(s.claim, found), [s]
+    # No name: a person said by relation, the subject a sentence opens with ("My aunt
+    # believed in volunteering": the speaker's aunt).
+    for _score, _share, s in r.ranked[:3]:
+        relation = _RELATION.match(s.claim)
+        if relation and not set(analyze(relation.group(2))) & r.weigher.terms:
+            whose = relation.group(1)
+            owner = f"{s.speaker}'s" if whose.lower() in ("my", "our") else whose
+            return f"{owner} {relation.group(2)}".strip(), [s]
     # "Who ...?" answered in the first person: the speaker is the person.
     for _score, _share, s in r.ranked[:3]:
         if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
             return s.speaker, [s]
     return "", [r.best()]
+
+
+_RELATION = re.compile(
+    r"^\s*(my|our|his|her|their)\s+([a-z][\w'’-]*)\b(?!\s+(?:is|was|has)\b)", re.I
+)
 
 
 def names(r: Ranking) -> Extracted:

@@ -170,7 +170,7 @@ class Ranking:
         share = self.weigher.share(s)
         if share < MIN_SHARE:
             return None
-        score = share * (1.0 if gives(self.kind, s) else TYPE_MISS)
+        score = share * (1.0 if self._gives(s) else TYPE_MISS)
         if self.kind in ("thing", "list"):
             # A sentence that only says the question back ("I went to a council
             # meeting for adoption.") introduces the answer; the next one gives it.
@@ -185,9 +185,30 @@ class Ranking:
             score *= CORRECTION_WEIGHT  # what memory holds now, over what it replaced
         # The researcher's order of the evidence breaks near ties.
         score *= 1 + RANK_PRIOR / (1 + rank)
-        if self.windows and s.day and not any(w.contains(s.day) for w in self.windows):
+        if self.windows and s.day and not self._in_window(s):
             score *= OUT_OF_WINDOW
         return score, share
+
+    def _in_window(self, s: Said) -> bool:
+        """Whether ``s`` was said in a time the question names, or tells of one gone by: an
+        event is often told after it happened ("we went to a convention last month"); a
+        time ahead of the day said is a plan, which may not have happened."""
+        if s.day and any(w.contains(s.day) for w in self.windows):
+            return True
+        return any(
+            w.meets(d.first, d.last)
+            for d in said_dates(s.claim or s.text, s.day)
+            if d.first and d.last and (s.day is None or d.first <= s.day)
+            for w in self.windows
+        )
+
+    def _gives(self, s: Said) -> bool:
+        """Whether ``s`` gives an answer of the kind asked; asked who, a person other than
+        those the question names ("Thanks, Maria!" gives no one asked "Who did Maria …?")."""
+        if self.kind in ("person", "names"):
+            text = s.claim or s.text
+            return bool(people(text, self.weigher.names, frozenset(s.speaker.split()[:1])))
+        return gives(self.kind, s)
 
     def _other_speaker(self, s: Said) -> bool:
         """Whether the question asks about a speaker and ``s`` is another's and does not

@@ -58,7 +58,10 @@ def people(text: str, exclude: set[str], known: frozenset[str] = frozenset()) ->
         name = m.group(1)
         if not re.match(r"[A-Z][a-z]", name):
             continue  # "QR", "FL": codes, not names
-        at_start = m.start() == 0 or text[: m.start()].rstrip().endswith((".", "!", "?", ":"))
+        # A clause after a dash opens with a capital as a sentence does ("… - Even though").
+        at_start = m.start() == 0 or text[: m.start()].rstrip().endswith(
+            (".", "!", "?", ":", " -", "–", "—")
+        )
         words = name.split()
         if at_start and words[0] not in known:
             # Its first word is capitalised by the sentence, not shown to be a name: the
