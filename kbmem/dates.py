@@ -239,17 +239,10 @@ def _relative(found: re.Match[str], said_on: date) -> Placed:
         return _one_day(said_on)  # today, tonight, this morning …
     if wd:
         target = next(n for n, name in enumerate(WEEKDAYS) if name.startswith(wd.lower()[:3]))
-        # A weekday said relative to today is written relative to the day it was said ("the
-        # Friday before 15 July 2023"), as a week or a weekend is: the words as said and the
-        # day they count from, which together name the one day meant (``calendar`` gives
-        # it as a date).
-        name = WEEKDAYS[target].capitalize()
         if wd_lead.lower() == "next":
-            day = said_on + timedelta(days=(target - said_on.weekday()) % 7 or 7)
-            return f"the {name} after {anchor}", True, day, day
+            return _one_day(said_on + timedelta(days=(target - said_on.weekday()) % 7 or 7))
         # Said of a weekday without "next", people mean the last one gone by.
-        day = said_on - timedelta(days=(said_on.weekday() - target) % 7 or 7)
-        return f"the {name} before {anchor}", True, day, day
+        return _one_day(said_on - timedelta(days=(said_on.weekday() - target) % 7 or 7))
     if unit:
         unit, lead = unit.lower(), lead.lower()
         step = {"next": 1, "this": 0}.get(lead, -1)

@@ -422,8 +422,8 @@ def resolved_dates(item: EvidenceItem) -> str:
     seen: dict[str, str] = {}
     for said in read_sentences([item]):
         for found in said_dates(said.text, said.day):
-            if found.phrase.lower() != found.calendar.lower():
-                seen.setdefault(found.phrase, found.calendar)
+            if found.phrase.lower() != found.written.lower():
+                seen.setdefault(found.phrase, found.written)
     if not seen:
         return ""
     return "\nDates resolved: " + "; ".join(f'"{k}" = {v}' for k, v in seen.items())
