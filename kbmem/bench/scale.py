@@ -43,6 +43,8 @@ SMALL = 1000
 COMMIT_CHUNK = 1000
 SYNC_REPEATS = 5
 MAX_PAGES = 100_000
+# The size a run's figures are projected to (from its two measured sizes; see _projection).
+PROJECTED_PAGES = 100_000
 
 FIRST = (
     "Ada Bram Cleo Dmitri Elif Farid Greta Hugo Ilse Jonas Kaia Lior Mira Nadia Omar Petra "
@@ -352,6 +354,7 @@ class _Stage:
     sync_one_max: dict[str, float] = field(default_factory=dict)
     sync_one_written: dict[str, list[int]] = field(default_factory=dict)
     intervals: dict[str, int] = field(default_factory=dict)
+    peak_rss_mb: dict[str, float] = field(default_factory=dict)  # once each size is measured
     # The number of the next page committed one at a time (past the run's last page).
     extra: int = 0
 
@@ -374,6 +377,7 @@ def _grow_and_measure(
     stage.sync_one[str(pages)] = round(statistics.median(times), 3)
     stage.sync_one_max[str(pages)] = round(max(times), 3)
     _say(f"one-page sync at {pages}: {[round(t, 3) for t in times]} s, wrote {written} bytes")
+    stage.peak_rss_mb[str(pages)] = round(peak_rss_mb(), 1)
 
 
 def _time_edit(kb: KnowledgeBase, index: TenantIndex) -> float:
@@ -414,6 +418,8 @@ def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
     assert gen is not None
     built = stage.full_build[str(pages)]
     index_bytes = tree_bytes(gen.path)
+    rate = stage.intervals[str(pages)] / built
+    per_interval = index_bytes / max(gen.count, 1)
     return {
         "pages": pages,
         "intervals": stage.intervals[str(pages)],
@@ -430,7 +436,9 @@ def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
         "query_ms": query_ms,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "index_bytes": index_bytes,
-        "index_bytes_per_interval": round(index_bytes / max(gen.count, 1)),
+        "index_bytes_per_interval": round(per_interval),
+        "peak_rss_mb_by_pages": stage.peak_rss_mb,
+        "projected": _projection(stage, pages, small, rate, per_interval),
         "kb": str(root),
         # Other work on the machine slows every figure above: say how busy it was.
         "machine": {
@@ -439,6 +447,31 @@ def _run(root: Path, pages: int, n_queries: int, seed: int) -> dict[str, Any]:
             "load_avg_1m_start": round(load_start[0], 2),
             "load_avg_1m_end": round(os.getloadavg()[0], 2),
         },
+    }
+
+
+def _projection(
+    stage: _Stage, pages: int, small: int, rate: float, per_interval: float
+) -> dict[str, Any] | None:
+    """Figures at PROJECTED_PAGES pages, projected from this run, not measured: the intervals
+    a page has, the index's bytes per interval and the build's intervals per second as
+    measured at ``pages``; the one-page sync and the peak memory growing on as they grew
+    from ``small`` pages to ``pages``. None for a run of one size."""
+    if pages <= small or pages >= PROJECTED_PAGES:
+        return None
+    n, s = str(pages), str(small)
+    intervals = round(stage.intervals[n] / pages * PROJECTED_PAGES)
+    grown = (intervals - stage.intervals[s]) / (stage.intervals[n] - stage.intervals[s])
+    sync_small, rss_small = stage.sync_one[s], stage.peak_rss_mb[s]
+    sync = sync_small + (stage.sync_one[n] - sync_small) * grown
+    return {
+        "pages": PROJECTED_PAGES,
+        "intervals": intervals,
+        "index_bytes": round(per_interval * intervals),
+        "full_build_s": round(intervals / rate, 1),
+        "sync_one_page_s": round(max(0.0, sync), 3),
+        "peak_rss_mb": round(rss_small + (stage.peak_rss_mb[n] - rss_small) * grown, 1),
+        "basis": f"projected from the figures measured at {small} and {pages} pages, not measured",
     }
 
 
@@ -474,6 +507,14 @@ def render(result: dict[str, Any]) -> str:
         f"load average {machine['load_avg_1m_start']} at the start, "
         f"{machine['load_avg_1m_end']} at the end"
     )
+    projected = result.get("projected")
+    if projected:
+        lines.append(
+            f"projected, not measured, to {projected['pages']} pages ({projected['intervals']} "
+            f"intervals): index {projected['index_bytes'] / 1e9:.2f} GB, full build "
+            f"{projected['full_build_s'] / 3600:.1f} h, one-page sync "
+            f"{projected['sync_one_page_s']} s, peak RSS {projected['peak_rss_mb']} MB"
+        )
     if result["pages"] >= 10_000:
         lines.append("targets at 10,000 pages: " + "; ".join(_targets(result)))
     return "\n".join(lines)

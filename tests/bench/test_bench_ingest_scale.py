@@ -86,3 +86,23 @@ def test_bench_scale_reports_build_sync_queries_memory_and_size(tmp_path: Path, 
         {**result, "pages": 10_000, "sync_one_page_s": {"1000": 0.2, "10000": 0.3}}
     )
     assert len(targets) == 6 and all(t.endswith((" met", " MISSED")) for t in targets)
+
+
+def test_bench_scale_projects_its_two_sizes_to_100000_pages_and_says_so() -> None:
+    """The 100,000-page figures are a projection: per-interval costs as measured at the
+    larger size, and what grew from the smaller size to it growing on in proportion."""
+    stage = scale._Stage(
+        sync_one={"1000": 0.1, "10000": 0.13},
+        intervals={"1000": 6_000, "10000": 60_000},
+        peak_rss_mb={"1000": 600.0, "10000": 900.0},
+    )
+    projected = scale._projection(stage, 10_000, 1_000, rate=150.0, per_interval=8_000.0)
+    assert projected is not None
+    assert projected["pages"] == 100_000 and projected["intervals"] == 600_000
+    assert projected["index_bytes"] == 4_800_000_000
+    assert projected["full_build_s"] == 4_000.0
+    # 594,000 more intervals than at 1,000 pages, 11 times the 54,000 added up to 10,000.
+    assert projected["sync_one_page_s"] == pytest.approx(0.1 + 0.03 * 11)
+    assert projected["peak_rss_mb"] == pytest.approx(600.0 + 300.0 * 11)
+    assert "not measured" in projected["basis"]
+    assert scale._projection(stage, 1_000, 1_000, rate=150.0, per_interval=8_000.0) is None
