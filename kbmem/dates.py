@@ -185,8 +185,8 @@ class SaidDate:
 
     @property
     def calendar(self) -> str:
-        """The time as a day on the calendar when it is one ("Friday 14 July 2023" for "the
-        Friday before 15 July 2023"), else as written."""
+        """The time as a day on the calendar when it is one ("Friday 14 July 2023"), else as
+        written ("the week before 15 July 2023")."""
         return written_date(self.first) if self.exact and self.first else self.written
 
 
