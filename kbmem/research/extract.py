@@ -891,6 +891,61 @@ def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = Tr
     return joined(tokens[first : last + 1])
 
 
+# "What did Gina receive from a dance contest?": where a sentence says the question's
+# phrase of a preposition ("from a dance contest") after a noun phrase, that noun phrase
+# stands where the question's "what" does ("one of my trophies from a dance contest").
+_ASKED_PHRASE = re.compile(
+    r"\b(" + "|".join(sorted(PREPOSITIONS - {"of", "than", "like"})) + r")\s+"
+    r"((?:[\w'’-]+\s+){0,3}?[\w'’-]+)\s*(?=[?,]|\s+(?:"
+    + "|".join(sorted(PREPOSITIONS))
+    + r")\b|$)",
+    re.I,
+)
+HEAD_WORDS = 3
+
+
+def head_before(question: str, text: str, asked: set[str]) -> str:
+    """The noun phrase ``text`` says right before the question's own phrase of a
+    preposition (the same preposition, then a content word of the question's phrase):
+    what that phrase qualifies, as the question's "what" does. At most HEAD_WORDS words,
+    after the determiners and function words before it, none a verb's -ed or -ing form,
+    and saying something the question (its terms ``asked``) does not; "" if none."""
+    if not re.match(r"\s*(?:what|which)\b", question, re.I) or _STRANDED_PREPOSITION.search(
+        question
+    ):
+        return ""  # one ending in a preposition asks for its object (stranded_object)
+    phrases = []
+    for found in _ASKED_PHRASE.finditer(question):
+        stems = stem_set(found.group(2)) - STOP
+        if stems:
+            phrases.append((found.group(1).lower(), stems))
+    if not phrases:
+        return ""
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n, token in enumerate(tokens):
+        low = token.lower()
+        for prep, stems in phrases:
+            if low != prep or not stem_set(" ".join(tokens[n + 1 : n + 5])) & stems:
+                continue
+            words: list[str] = []
+            for before in reversed(tokens[max(0, n - HEAD_WORDS) : n]):
+                b = before.lower()
+                if (
+                    not re.match(r"[\w'’-]+$", before)
+                    or b in STOP | _PHRASE_EDGE | PREPOSITIONS
+                    or TIME_WORD.match(b)
+                ):
+                    break
+                words.insert(0, before)
+            if (
+                words
+                and not words[-1].lower().endswith(("ed", "ing"))
+                and stem_set(" ".join(words)) - asked
+            ):
+                return " ".join(words)
+    return ""
+
+
 # "What did Caroline research?", "What did Mel and her kids make during …?": the verb after
 # the auxiliary and a named subject (with whom they did it), when the question says no
 # object of it (it ends, or a preposition, an adverb or a time follows).
@@ -1059,6 +1114,9 @@ def thing(r: Ranking) -> Extracted:
     best = r.best()
     asked = r.weigher.terms | r.weigher.names
     phrase = grammar_object(question, best.claim, asked)
+    if phrase:
+        return phrase, [best]
+    phrase = head_before(question, best.claim, asked)
     if phrase:
         return phrase, [best]
     for _score, _share, best in r.ranked[:3]:

@@ -101,6 +101,14 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
             "How often does Ilse go to the coast?",
             "once or twice a year",
         ),
+        (  # the noun phrase before the question's own phrase of a preposition
+            [
+                ("Tomas", "How did the chess season go?"),
+                ("Ilse", "Here's one of my medals from the chess club, a nice reminder."),
+            ],
+            "What did Ilse receive from the chess club?",
+            "medals",
+        ),
     ],
     ids=[
         "where-has",
@@ -109,6 +117,7 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
         "how-linking-verb",
         "how-often",
         "how-often-either",
+        "head-before-its-phrase",
     ],
 )
 def test_the_line_follows_the_question_s_grammar(
@@ -141,6 +150,7 @@ def test_a_memorized_conversation_is_answered_by_the_question_s_grammar(tmp_path
                         "I stay calm before a race by breathing slowly and counting my steps.",
                     ),
                     ("Ilse", "Lately I play the banjo with my band too."),
+                    ("Ilse", "Here's one of my trophies from the river race, a nice reminder."),
                 ],
             ),
         },
@@ -148,8 +158,10 @@ def test_a_memorized_conversation_is_answered_by_the_question_s_grammar(tmp_path
     with ChatSession(kb, "acme") as chat:
         played = chat.send("What instruments does Ilse play?")
         calm = chat.send("How does Ilse stay calm before a race?")
+        won = chat.send("What did Ilse bring home from the river race?")
     assert sorted(_line(played.answer).split(", ")) == ["banjo", "cello"], played.answer
     assert _line(calm.answer) == "by breathing slowly and counting my steps", calm.answer
+    assert _line(won.answer) == "trophies", won.answer
 
 
 @pytest.mark.parametrize(
