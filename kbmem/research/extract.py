@@ -775,13 +775,27 @@ def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
         if not stems or set(analyze(token)) != stems:
             continue
         words: list[str] = []
-        for before in reversed(tokens[max(0, n - 3) : n]):
-            low = before.lower()
+        at = n
+        while at > 0 and len(words) < 3:
+            before, low = tokens[at - 1], tokens[at - 1].lower()
+            if (
+                low in ("and", "or", ",")
+                and words
+                and at > 1
+                and re.match(r"[\w'’-]+$", tokens[at - 2])
+                and tokens[at - 2].lower() not in STOP | _PHRASE_EDGE
+            ):
+                # Modifiers coordinated ("red and purple lighting", "a safe, inviting
+                # place"): both are the kind.
+                words[:0] = [tokens[at - 2], before]
+                at -= 2
+                continue
             if not re.match(r"[\w'’-]+$", before) or low in STOP | _PHRASE_EDGE:
                 break
             words.insert(0, before)
+            at -= 1
         if any(set(analyze(w)) - asked for w in words):
-            return " ".join([*words, token])
+            return joined([*words, token])
     return ""
 
 

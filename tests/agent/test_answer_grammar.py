@@ -109,6 +109,19 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
             "What did Ilse receive from the chess club?",
             "medals",
         ),
+        (  # modifiers coordinated are the kind asked, all of them
+            [
+                ("Tomas", "Is the studio finished?"),
+                ("Ilse", "Yes! The studio has red and purple lighting now."),
+            ],
+            "What kind of lighting does Ilse's studio have?",
+            "red and purple lighting",
+        ),
+        (
+            [("Ilse", "I'm hoping to build a safe, quiet place for people to rest.")],
+            "What kind of place does Ilse want to build?",
+            "safe, quiet place",
+        ),
     ],
     ids=[
         "where-has",
@@ -118,6 +131,8 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
         "how-often",
         "how-often-either",
         "head-before-its-phrase",
+        "kind-coordinated-and",
+        "kind-coordinated-comma",
     ],
 )
 def test_the_line_follows_the_question_s_grammar(
