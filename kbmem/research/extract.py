@@ -985,11 +985,26 @@ def verb_object(question: str, text: str, asked: set[str]) -> str:
     verb = set(analyze(found.group(1)))
     tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
     for n, token in enumerate(tokens):
-        if verb and set(analyze(token)) == verb:
-            phrase = _object_after(tokens, n + 1, asked)
+        if verb and _same_word(set(analyze(token)), verb):
+            # A verb that takes its object through a preposition ("participated in a 5K
+            # run") when the question names none.
+            at = n + 2 if n + 1 < len(tokens) and tokens[n + 1].lower() in PREPOSITIONS else n + 1
+            phrase = _object_after(tokens, at, asked)
             if phrase:
                 return phrase
     return ""
+
+
+def _same_word(a: set[str], b: set[str]) -> bool:
+    """Whether stems ``a`` and ``b`` are of one word: equal, or one a stem of four letters
+    or more that the other starts with (the analyzer stems "participate" to "particip" and
+    "participated" to "participat")."""
+    if a == b:
+        return True
+    if len(a) != 1 or len(b) != 1:
+        return False
+    x, y = sorted((next(iter(a)), next(iter(b))), key=len)
+    return len(x) >= 4 and y.startswith(x)
 
 
 def grammar_object(question: str, text: str, asked: set[str]) -> str:
@@ -1127,6 +1142,10 @@ def thing(r: Ranking) -> Extracted:
     # The object the question's grammar asks for, from the best sentence.
     best = r.best()
     asked = r.weigher.terms | r.weigher.names
+    told = _told_next(r, best)
+    if told:
+        # "Last weekend I did something new.": what it was, the speaker says next.
+        best = told
     phrase = grammar_object(question, best.claim, asked)
     if phrase:
         return phrase, [best]
@@ -1142,6 +1161,29 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+# A sentence that says what was done only as "something" ("I did something new that had
+# an impact on me") announces it: the speaker's next sentence says what.
+_ANNOUNCES = re.compile(r"\b(?:something|a\s+thing)\b(?!\s+(?:like|as)\b)", re.I)
+
+
+def _told_next(r: Ranking, s: Said) -> Said | None:
+    """The next sentence of ``s``'s turn, by its speaker, when ``s`` announces what it is
+    about as "something" (_ANNOUNCES); else None."""
+    if not _ANNOUNCES.search(s.claim or s.text):
+        return None
+    return next(
+        (
+            n
+            for n in r.all
+            if n.item is s.item
+            and n.before == s.text
+            and n.speaker == s.speaker
+            and not n.text.endswith("?")
+        ),
+        None,
+    )
 
 
 EXTRACTORS: dict[str, Callable[[Ranking], Extracted]] = {

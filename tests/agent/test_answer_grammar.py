@@ -122,6 +122,19 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
             "What kind of place does Ilse want to build?",
             "safe, quiet place",
         ),
+        (  # "something" announces what was done; the speaker's next sentence says it,
+            # the question's verb there in another form and with its preposition
+            [
+                ("Tomas", "Have you tried anything new lately?"),
+                (
+                    "Ilse",
+                    "Last weekend I did something new that moved me. "
+                    "I participated in a rowing regatta for the lifeboat crews.",
+                ),
+            ],
+            "What did Ilse participate in last weekend?",
+            "rowing regatta",
+        ),
     ],
     ids=[
         "where-has",
@@ -133,6 +146,7 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
         "head-before-its-phrase",
         "kind-coordinated-and",
         "kind-coordinated-comma",
+        "announced-then-told",
     ],
 )
 def test_the_line_follows_the_question_s_grammar(
@@ -154,6 +168,12 @@ def test_a_memorized_conversation_is_answered_by_the_question_s_grammar(tmp_path
                     ("Tomas", "Do you still make music?"),
                     ("Ilse", "Yes, I play the cello every evening!"),
                     ("Tomas", "The fair was lovely, the crowd sang along all night."),
+                    ("Tomas", "Have you tried anything new lately?"),
+                    (
+                        "Ilse",
+                        "Last weekend I did something new that moved me. "
+                        "I participated in a rowing regatta for the lifeboat crews.",
+                    ),
                 ],
             ),
             "s-calm": (
@@ -174,9 +194,11 @@ def test_a_memorized_conversation_is_answered_by_the_question_s_grammar(tmp_path
         played = chat.send("What instruments does Ilse play?")
         calm = chat.send("How does Ilse stay calm before a race?")
         won = chat.send("What did Ilse bring home from the river race?")
+        took_part = chat.send("What did Ilse participate in last weekend?")
     assert sorted(_line(played.answer).split(", ")) == ["banjo", "cello"], played.answer
     assert _line(calm.answer) == "by breathing slowly and counting my steps", calm.answer
     assert _line(won.answer) == "trophies", won.answer
+    assert _line(took_part.answer) == "rowing regatta", took_part.answer
 
 
 @pytest.mark.parametrize(
