@@ -775,13 +775,27 @@ def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
         if not stems or set(analyze(token)) != stems:
             continue
         words: list[str] = []
-        for before in reversed(tokens[max(0, n - 3) : n]):
-            low = before.lower()
+        at = n
+        while at > 0 and len(words) < 3:
+            before, low = tokens[at - 1], tokens[at - 1].lower()
+            if (
+                low in ("and", "or", ",")
+                and words
+                and at > 1
+                and re.match(r"[\w'’-]+$", tokens[at - 2])
+                and tokens[at - 2].lower() not in STOP | _PHRASE_EDGE
+            ):
+                # Modifiers coordinated ("red and purple lighting", "a safe, inviting
+                # place"): both are the kind.
+                words[:0] = [tokens[at - 2], before]
+                at -= 2
+                continue
             if not re.match(r"[\w'’-]+$", before) or low in STOP | _PHRASE_EDGE:
                 break
             words.insert(0, before)
+            at -= 1
         if any(set(analyze(w)) - asked for w in words):
-            return " ".join([*words, token])
+            return joined([*words, token])
     return ""
 
 
@@ -891,6 +905,61 @@ def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = Tr
     return joined(tokens[first : last + 1])
 
 
+# "What did Gina receive from a dance contest?": where a sentence says the question's
+# phrase of a preposition ("from a dance contest") after a noun phrase, that noun phrase
+# stands where the question's "what" does ("one of my trophies from a dance contest").
+_ASKED_PHRASE = re.compile(
+    r"\b(" + "|".join(sorted(PREPOSITIONS - {"of", "than", "like"})) + r")\s+"
+    r"((?:[\w'’-]+\s+){0,3}?[\w'’-]+)\s*(?=[?,]|\s+(?:"
+    + "|".join(sorted(PREPOSITIONS))
+    + r")\b|$)",
+    re.I,
+)
+HEAD_WORDS = 3
+
+
+def head_before(question: str, text: str, asked: set[str]) -> str:
+    """The noun phrase ``text`` says right before the question's own phrase of a
+    preposition (the same preposition, then a content word of the question's phrase):
+    what that phrase qualifies, as the question's "what" does. At most HEAD_WORDS words,
+    after the determiners and function words before it, none a verb's -ed or -ing form,
+    and saying something the question (its terms ``asked``) does not; "" if none."""
+    if not re.match(r"\s*(?:what|which)\b", question, re.I) or _STRANDED_PREPOSITION.search(
+        question
+    ):
+        return ""  # one ending in a preposition asks for its object (stranded_object)
+    phrases = []
+    for found in _ASKED_PHRASE.finditer(question):
+        stems = stem_set(found.group(2)) - STOP
+        if stems:
+            phrases.append((found.group(1).lower(), stems))
+    if not phrases:
+        return ""
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n, token in enumerate(tokens):
+        low = token.lower()
+        for prep, stems in phrases:
+            if low != prep or not stem_set(" ".join(tokens[n + 1 : n + 5])) & stems:
+                continue
+            words: list[str] = []
+            for before in reversed(tokens[max(0, n - HEAD_WORDS) : n]):
+                b = before.lower()
+                if (
+                    not re.match(r"[\w'’-]+$", before)
+                    or b in STOP | _PHRASE_EDGE | PREPOSITIONS
+                    or TIME_WORD.match(b)
+                ):
+                    break
+                words.insert(0, before)
+            if (
+                words
+                and not words[-1].lower().endswith(("ed", "ing"))
+                and stem_set(" ".join(words)) - asked
+            ):
+                return " ".join(words)
+    return ""
+
+
 # "What did Caroline research?", "What did Mel and her kids make during …?": the verb after
 # the auxiliary and a named subject (with whom they did it), when the question says no
 # object of it (it ends, or a preposition, an adverb or a time follows).
@@ -916,11 +985,26 @@ def verb_object(question: str, text: str, asked: set[str]) -> str:
     verb = set(analyze(found.group(1)))
     tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
     for n, token in enumerate(tokens):
-        if verb and set(analyze(token)) == verb:
-            phrase = _object_after(tokens, n + 1, asked)
+        if verb and _same_word(set(analyze(token)), verb):
+            # A verb that takes its object through a preposition ("participated in a 5K
+            # run") when the question names none.
+            at = n + 2 if n + 1 < len(tokens) and tokens[n + 1].lower() in PREPOSITIONS else n + 1
+            phrase = _object_after(tokens, at, asked)
             if phrase:
                 return phrase
     return ""
+
+
+def _same_word(a: set[str], b: set[str]) -> bool:
+    """Whether stems ``a`` and ``b`` are of one word: equal, or one a stem of four letters
+    or more that the other starts with (the analyzer stems "participate" to "particip" and
+    "participated" to "participat")."""
+    if a == b:
+        return True
+    if len(a) != 1 or len(b) != 1:
+        return False
+    x, y = sorted((next(iter(a)), next(iter(b))), key=len)
+    return len(x) >= 4 and y.startswith(x)
 
 
 def grammar_object(question: str, text: str, asked: set[str]) -> str:
@@ -1058,7 +1142,14 @@ def thing(r: Ranking) -> Extracted:
     # The object the question's grammar asks for, from the best sentence.
     best = r.best()
     asked = r.weigher.terms | r.weigher.names
+    told = _told_next(r, best)
+    if told:
+        # "Last weekend I did something new.": what it was, the speaker says next.
+        best = told
     phrase = grammar_object(question, best.claim, asked)
+    if phrase:
+        return phrase, [best]
+    phrase = head_before(question, best.claim, asked)
     if phrase:
         return phrase, [best]
     for _score, _share, best in r.ranked[:3]:
@@ -1070,6 +1161,29 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+# A sentence that says what was done only as "something" ("I did something new that had
+# an impact on me") announces it: the speaker's next sentence says what.
+_ANNOUNCES = re.compile(r"\b(?:something|a\s+thing)\b(?!\s+(?:like|as)\b)", re.I)
+
+
+def _told_next(r: Ranking, s: Said) -> Said | None:
+    """The next sentence of ``s``'s turn, by its speaker, when ``s`` announces what it is
+    about as "something" (_ANNOUNCES); else None."""
+    if not _ANNOUNCES.search(s.claim or s.text):
+        return None
+    return next(
+        (
+            n
+            for n in r.all
+            if n.item is s.item
+            and n.before == s.text
+            and n.speaker == s.speaker
+            and not n.text.endswith("?")
+        ),
+        None,
+    )
 
 
 EXTRACTORS: dict[str, Callable[[Ranking], Extracted]] = {

@@ -101,6 +101,40 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
             "How often does Ilse go to the coast?",
             "once or twice a year",
         ),
+        (  # the noun phrase before the question's own phrase of a preposition
+            [
+                ("Tomas", "How did the chess season go?"),
+                ("Ilse", "Here's one of my medals from the chess club, a nice reminder."),
+            ],
+            "What did Ilse receive from the chess club?",
+            "medals",
+        ),
+        (  # modifiers coordinated are the kind asked, all of them
+            [
+                ("Tomas", "Is the studio finished?"),
+                ("Ilse", "Yes! The studio has red and purple lighting now."),
+            ],
+            "What kind of lighting does Ilse's studio have?",
+            "red and purple lighting",
+        ),
+        (
+            [("Ilse", "I'm hoping to build a safe, quiet place for people to rest.")],
+            "What kind of place does Ilse want to build?",
+            "safe, quiet place",
+        ),
+        (  # "something" announces what was done; the speaker's next sentence says it,
+            # the question's verb there in another form and with its preposition
+            [
+                ("Tomas", "Have you tried anything new lately?"),
+                (
+                    "Ilse",
+                    "Last weekend I did something new that moved me. "
+                    "I participated in a rowing regatta for the lifeboat crews.",
+                ),
+            ],
+            "What did Ilse participate in last weekend?",
+            "rowing regatta",
+        ),
     ],
     ids=[
         "where-has",
@@ -109,6 +143,10 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
         "how-linking-verb",
         "how-often",
         "how-often-either",
+        "head-before-its-phrase",
+        "kind-coordinated-and",
+        "kind-coordinated-comma",
+        "announced-then-told",
     ],
 )
 def test_the_line_follows_the_question_s_grammar(
@@ -130,6 +168,12 @@ def test_a_memorized_conversation_is_answered_by_the_question_s_grammar(tmp_path
                     ("Tomas", "Do you still make music?"),
                     ("Ilse", "Yes, I play the cello every evening!"),
                     ("Tomas", "The fair was lovely, the crowd sang along all night."),
+                    ("Tomas", "Have you tried anything new lately?"),
+                    (
+                        "Ilse",
+                        "Last weekend I did something new that moved me. "
+                        "I participated in a rowing regatta for the lifeboat crews.",
+                    ),
                 ],
             ),
             "s-calm": (
@@ -141,6 +185,7 @@ def test_a_memorized_conversation_is_answered_by_the_question_s_grammar(tmp_path
                         "I stay calm before a race by breathing slowly and counting my steps.",
                     ),
                     ("Ilse", "Lately I play the banjo with my band too."),
+                    ("Ilse", "Here's one of my trophies from the river race, a nice reminder."),
                 ],
             ),
         },
@@ -148,8 +193,12 @@ def test_a_memorized_conversation_is_answered_by_the_question_s_grammar(tmp_path
     with ChatSession(kb, "acme") as chat:
         played = chat.send("What instruments does Ilse play?")
         calm = chat.send("How does Ilse stay calm before a race?")
+        won = chat.send("What did Ilse bring home from the river race?")
+        took_part = chat.send("What did Ilse participate in last weekend?")
     assert sorted(_line(played.answer).split(", ")) == ["banjo", "cello"], played.answer
     assert _line(calm.answer) == "by breathing slowly and counting my steps", calm.answer
+    assert _line(won.answer) == "trophies", won.answer
+    assert _line(took_part.answer) == "rowing regatta", took_part.answer
 
 
 @pytest.mark.parametrize(
