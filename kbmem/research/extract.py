@@ -678,7 +678,7 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     asked = r.weigher.terms | r.weigher.names
     noun = asked_noun(untimed(r.question))
     grouped = ""
-    found = verb_object(untimed(r.question), text, asked)
+    found = done_object(untimed(r.question), text, asked)
     if found and not _names_class(found, noun):
         return found, MEMBER
     grouped = found
@@ -921,6 +921,48 @@ def verb_object(question: str, text: str, asked: set[str]) -> str:
             if phrase:
                 return phrase
     return ""
+
+
+def done_object(question: str, text: str, asked: set[str]) -> str:
+    """What a list question's verb was done to, as ``text`` says it ("What has X
+    painted?"): the verb's object ("painted that lake sunrise"), or, where the verb is said
+    as a noun (after a determiner: "a painting"), the thing it is of ("a painting of a
+    sunset") or the word that qualifies it ("my horse painting"). A verb followed by a
+    preposition ("painted on a wall", "painting like our last one") says where or how, no
+    object; "" when no form of the verb has one."""
+    found = _ASKED_VERB.match(question)
+    if not found or found.group(1).lower() in FUNCTION_WORDS | PREPOSITIONS | _CLAUSE_WORDS:
+        return ""
+    verb = set(analyze(found.group(1)))
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n, token in enumerate(tokens):
+        if not verb or set(analyze(token)) != verb or token.endswith(("'s", "’s")):
+            continue
+        following = tokens[n + 1].lower() if n + 1 < len(tokens) else ""
+        edge = n - 1
+        while edge >= 0 and re.match(r"[a-z][\w'’-]*$", tokens[edge]):
+            if tokens[edge].lower() in _PHRASE_EDGE | STOP | PREPOSITIONS:
+                break
+            edge -= 1
+        if edge >= 0 and tokens[edge].lower() in _PHRASE_EDGE - _COORDINATORS:
+            # A noun: what it is of, else the words between its determiner and it.
+            if following == "of":
+                phrase = _object_after(tokens, n + 2, asked)
+            else:
+                words = tokens[edge + 1 : n]
+                phrase = " ".join(words) if set(analyze(" ".join(words))) - asked else ""
+        elif following in PREPOSITIONS:
+            continue
+        else:
+            phrase = _object_after(tokens, n + 1, asked)
+        # A thing is a noun phrase: words that hold a pronoun ("helps me express …") are a
+        # clause, the verb's form its subject.
+        if phrase and not _SUBJECT_WORDS & {w.lower() for w in re.findall(r"[\w'’-]+", phrase)}:
+            return phrase
+    return ""
+
+
+_COORDINATORS = frozenset("and or but nor plus yet".split())
 
 
 def grammar_object(question: str, text: str, asked: set[str]) -> str:

@@ -121,3 +121,23 @@ def test_the_people_a_plural_who_asks_for_are_gathered_across_sessions() -> None
 def test_a_time_capitalised_at_a_sentence_s_start_is_no_name() -> None:
     item = turns_item("s1", "2024-09-01T09:00:00", ("Ilse", "Last August I spent a week in Ghent."))
     assert _items(direct_answer("Which cities has Ilse been to?", [item]).line) == ["Ghent"]
+
+
+def _painted() -> list:
+    return [
+        turns_item("s1", "2024-03-01T09:00:00", ("Ilse", "I painted a harbour at dawn!")),
+        turns_item("s2", "2024-03-08T09:00:00", ("Ilse", "Painting on the balcony calms me.")),
+        turns_item(
+            "s3", "2024-04-01T09:00:00", ("Ilse", "Here is my lighthouse painting from Sunday.")
+        ),
+        turns_item("s4", "2024-05-01T09:00:00", ("Ilse", "I finished a painting of a fox.")),
+        turns_item("s5", "2024-06-01T09:00:00", ("Ilse", "Painting helps me unwind after work.")),
+    ]
+
+
+def test_the_things_a_verb_was_done_to_are_its_objects_in_any_form() -> None:
+    # The verb's object ("painted a harbour"), the thing its noun is of ("a painting of a
+    # fox"), the word qualifying its noun ("my lighthouse painting"); a form followed by a
+    # preposition ("on the balcony") or by a clause ("helps me unwind") has no object.
+    line = direct_answer("What has Ilse painted?", _painted()).line
+    assert sorted(_items(line)) == ["fox", "harbour", "lighthouse"], line
