@@ -360,7 +360,8 @@ def _occasions(r: Ranking) -> dict[datetime.date, Said]:
     """The days on which a sentence says, in its own words (a picture's caption shows,
     it does not tell of a time), the most telling of the question's nouns (else words)
     other than the names, within the time the question names; asked about a speaker, said
-    by them of themselves. Each day is one occasion."""
+    by them of themselves. Each day is one occasion, unless the time gone by that its
+    sentence tells of reaches the day of another: the same event told again."""
     about = r.weigher.terms - r.weigher.names - r.speakers - stem_set("times")
     if not about:
         return {}
@@ -376,6 +377,7 @@ def _occasions(r: Ranking) -> dict[datetime.date, Said]:
     rarest = max(nouns or about, key=lambda t: r.weigher.weight[t])
     years = named_years(r.question)
     days: dict[datetime.date, Said] = {}
+    spans: list[tuple[datetime.date, datetime.date]] = []
     for _score, _share, s in r.ranked:
         own = s.claim.split("[shares", 1)[0]
         if not s.day or rarest not in set(analyze(own)):
@@ -390,8 +392,23 @@ def _occasions(r: Ranking) -> dict[datetime.date, Said]:
             set(analyze(s.speaker)) & r.asked_speakers and _FIRST_PERSON.search(own)
         ):
             continue
-        days.setdefault(s.day, s)
+        # An event told again later ("remember the lake last week?") is the one told then:
+        # a telling whose past time reaches the day of another counts once.
+        span = _told_span(own, s.day)
+        if any(span[0] <= last and first <= span[1] for first, last in spans):
+            continue
+        spans.append(span)
+        days[s.day] = s
     return days
+
+
+def _told_span(text: str, day: datetime.date) -> tuple[datetime.date, datetime.date]:
+    """The days the event ``text`` tells of may lie in: the times gone by it places on the
+    calendar, with the day it was told; that day alone when it places none."""
+    past = [d for d in said_dates(text, day) if d.first and d.last and d.first <= day]
+    if not past:
+        return day, day
+    return min(d.first for d in past if d.first), max(day, *(d.last for d in past if d.last))
 
 
 def person(r: Ranking) -> Extracted:
