@@ -120,7 +120,21 @@ def question_kind(question: str) -> str:
     # plural after "what" ("what instruments").
     if re.match(r"what\s+(?:has|have)\s+\w+", q) or _asks_plural(q):
         return "list"
+    # "What does X do to relax?": the simple present of "do" asks what X does as a habit,
+    # which is done many times and told of in many sessions, a list of activities.
+    if asks_doing(q):
+        return "list"
     return "thing"
+
+
+# "What does X do (to relax)?", not "… do for a living?" (a job: one thing).
+_DOING = re.compile(r"^\s*what\s+(?:does|do)\b[^?]*\bdo\b(?!\s+for\s+(?:a\s+)?living\b)", re.I)
+
+
+def asks_doing(question: str) -> bool:
+    """Whether ``question`` asks what someone does as a habit ("What does X do to
+    relax?"): its answer is the activities done."""
+    return bool(_DOING.match(question))
 
 
 def alternatives(question: str) -> tuple[str, str] | None:

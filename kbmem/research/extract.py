@@ -27,7 +27,7 @@ from kbmem.dates import (
 )
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
-from kbmem.research.answer_types import alternatives
+from kbmem.research.answer_types import alternatives, asks_doing
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP, points_back
 from kbmem.research.spans import (
@@ -704,6 +704,11 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
         if found and not _names_class(found, noun):
             return found, MEMBER
         grouped = grouped or found
+    if asks_doing(r.question):
+        # "What does X do …?": the things done are activities, named by their -ing form.
+        doing = _gerunds(text, asked)
+        if doing:
+            return ", ".join(doing), MEMBER
     title = quoted_title(text, asked)
     if title:
         return title, NAMED
@@ -711,6 +716,18 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     if named:
         return named[0], NAMED
     return (grouped, CLASS) if grouped else ("", UNTYPED)
+
+
+def _gerunds(text: str, asked: set[str]) -> list[str]:
+    """Every activity ``text`` names by an -ing form (see gerund), in its order."""
+    found: list[str] = []
+    rest = text
+    while True:
+        doing = gerund(rest, asked)
+        if not doing:
+            return found
+        found.append(doing)
+        rest = rest[rest.find(doing.split()[-1]) + len(doing.split()[-1]) :]
 
 
 def _untimed_name(name: str) -> str:

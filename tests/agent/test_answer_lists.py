@@ -141,3 +141,33 @@ def test_the_things_a_verb_was_done_to_are_its_objects_in_any_form() -> None:
     # preposition ("on the balcony") or by a clause ("helps me unwind") has no object.
     line = direct_answer("What has Ilse painted?", _painted()).line
     assert sorted(_items(line)) == ["fox", "harbour", "lighthouse"], line
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("What does Ilse do to unwind?", "list"),
+        ("What do Ilse and Tomas do on weekends?", "list"),
+        ("What does Ilse do for a living?", "thing"),
+        ("What does Ilse think about the harbour?", "thing"),
+    ],
+)
+def test_what_someone_does_as_a_habit_is_a_list(question: str, kind: str) -> None:
+    assert question_kind(question) == kind
+
+
+def test_a_habit_s_activities_are_gathered_by_their_ing_forms() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I've been swimming more to unwind, it clears my head."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Ilse", "Knitting and baking help me unwind after long shifts."),
+        ),
+    ]
+    line = direct_answer("What does Ilse do to unwind?", items).line
+    assert sorted(i.lower() for i in _items(line)) == ["baking", "knitting", "swimming"], line
