@@ -704,7 +704,7 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
         if found and not _names_class(found, noun):
             return found, MEMBER
         grouped = grouped or found
-    if asks_doing(r.question):
+    if asks_doing(r.question) or _is_activity(noun):
         # "What does X do …?": the things done are activities, named by their -ing form.
         doing = _gerunds(text, asked)
         if doing:
@@ -716,6 +716,10 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     if named:
         return named[0], NAMED
     return (grouped, CLASS) if grouped else ("", UNTYPED)
+
+
+def _is_activity(noun: str) -> bool:
+    return noun.lower() in ("activity", "activities")
 
 
 def _gerunds(text: str, asked: set[str]) -> list[str]:
@@ -973,6 +977,20 @@ def done_object(question: str, text: str, asked: set[str]) -> str:
         if not verb or set(analyze(token)) != verb or token.endswith(("'s", "’s")):
             continue
         following = tokens[n + 1].lower() if n + 1 < len(tokens) else ""
+        if n >= 2 and tokens[n - 1].lower() in _SUBJECT_WORDS:
+            # "These figurines I bought yesterday": the thing before the clause's subject
+            # is what the verb was done to, after its determiner.
+            start = n - 2
+            while (
+                start > 0 and n - 2 - start < 2 and re.match(r"[a-z][\w'’-]*$", tokens[start - 1])
+            ):
+                if tokens[start - 1].lower() in _PHRASE_EDGE | STOP | PREPOSITIONS:
+                    break
+                start -= 1
+            if start > 0 and tokens[start - 1].lower() in _PHRASE_EDGE - _COORDINATORS:
+                words = tokens[start : n - 1]
+                if set(analyze(" ".join(words))) - asked and re.match(r"[a-z]", words[0]):
+                    return " ".join(words)
         edge = n - 1
         while edge >= 0 and re.match(r"[a-z][\w'’-]*$", tokens[edge]):
             if tokens[edge].lower() in _PHRASE_EDGE | STOP | PREPOSITIONS:

@@ -132,15 +132,19 @@ def _painted() -> list:
         ),
         turns_item("s4", "2024-05-01T09:00:00", ("Ilse", "I finished a painting of a fox.")),
         turns_item("s5", "2024-06-01T09:00:00", ("Ilse", "Painting helps me unwind after work.")),
+        turns_item(
+            "s6", "2024-07-01T09:00:00", ("Ilse", "These tulips I painted yesterday are for Omar.")
+        ),
     ]
 
 
 def test_the_things_a_verb_was_done_to_are_its_objects_in_any_form() -> None:
     # The verb's object ("painted a harbour"), the thing its noun is of ("a painting of a
     # fox"), the word qualifying its noun ("my lighthouse painting"); a form followed by a
-    # preposition ("on the balcony") or by a clause ("helps me unwind") has no object.
+    # preposition ("on the balcony") or by a clause ("helps me unwind") has no object; the
+    # thing before a clause's subject is its object ("These tulips I painted").
     line = direct_answer("What has Ilse painted?", _painted()).line
-    assert sorted(_items(line)) == ["fox", "harbour", "lighthouse"], line
+    assert sorted(_items(line)) == ["fox", "harbour", "lighthouse", "tulips"], line
 
 
 @pytest.mark.parametrize(
@@ -171,3 +175,14 @@ def test_a_habit_s_activities_are_gathered_by_their_ing_forms() -> None:
     ]
     line = direct_answer("What does Ilse do to unwind?", items).line
     assert sorted(i.lower() for i in _items(line)) == ["baking", "knitting", "swimming"], line
+
+
+def test_the_activities_asked_are_named_by_their_ing_forms() -> None:
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Ilse", "With my choir friends I went sailing.")),
+        turns_item(
+            "s2", "2024-04-01T09:00:00", ("Ilse", "My choir friends and I love hiking together.")
+        ),
+    ]
+    line = direct_answer("What activities has Ilse done with her choir friends?", items).line
+    assert sorted(_items(line)) == ["hiking", "sailing"], line
