@@ -127,8 +127,16 @@ def question_kind(question: str) -> str:
     return "thing"
 
 
-# "What does X do (to relax)?", not "… do for a living?" (a job: one thing).
-_DOING = re.compile(r"^\s*what\s+(?:does|do)\b[^?]*\bdo\b(?!\s+for\s+(?:a\s+)?living\b)", re.I)
+# "What does X do (to relax)?": "do" the main verb, right after its subject (one to three
+# words), in the simple present; not "… do for a living?" (a job: one thing), nor "do"
+# after a modal or "to" ("What does X want to do …?", "… feel he could do …?": a plan or a
+# possibility, one thing).
+_SUBJECT_WORD = r"(?!(?:to|can|could|would|will|should|shall|might|may|must)\b)[\w'’-]+"
+_DOING = re.compile(
+    rf"^\s*what\s+(?:does|do)\s+{_SUBJECT_WORD}(?:\s+{_SUBJECT_WORD}){{0,2}}?\s+do\b"
+    r"(?!\s+for\s+(?:a\s+)?living\b)",
+    re.I,
+)
 
 
 def asks_doing(question: str) -> bool:

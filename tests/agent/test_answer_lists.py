@@ -153,6 +153,8 @@ def test_the_things_a_verb_was_done_to_are_its_objects_in_any_form() -> None:
         ("What does Ilse do to unwind?", "list"),
         ("What do Ilse and Tomas do on weekends?", "list"),
         ("What does Ilse do for a living?", "thing"),
+        ("What does Ilse want to do after the season?", "thing"),
+        ("What does Ilse feel she could do by the sea?", "thing"),
         ("What does Ilse think about the harbour?", "thing"),
     ],
 )
