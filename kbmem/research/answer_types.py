@@ -120,7 +120,29 @@ def question_kind(question: str) -> str:
     # plural after "what" ("what instruments").
     if re.match(r"what\s+(?:has|have)\s+\w+", q) or _asks_plural(q):
         return "list"
+    # "What does X do to relax?": the simple present of "do" asks what X does as a habit,
+    # which is done many times and told of in many sessions, a list of activities.
+    if asks_doing(q):
+        return "list"
     return "thing"
+
+
+# "What does X do (to relax)?": "do" the main verb, right after its subject (one to three
+# words), in the simple present; not "… do for a living?" (a job: one thing), nor "do"
+# after a modal or "to" ("What does X want to do …?", "… feel he could do …?": a plan or a
+# possibility, one thing).
+_SUBJECT_WORD = r"(?!(?:to|can|could|would|will|should|shall|might|may|must)\b)[\w'’-]+"
+_DOING = re.compile(
+    rf"^\s*what\s+(?:does|do)\s+{_SUBJECT_WORD}(?:\s+{_SUBJECT_WORD}){{0,2}}?\s+do\b"
+    r"(?!\s+for\s+(?:a\s+)?living\b)",
+    re.I,
+)
+
+
+def asks_doing(question: str) -> bool:
+    """Whether ``question`` asks what someone does as a habit ("What does X do to
+    relax?"): its answer is the activities done."""
+    return bool(_DOING.match(question))
 
 
 def alternatives(question: str) -> tuple[str, str] | None:

@@ -27,7 +27,7 @@ from kbmem.dates import (
 )
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
-from kbmem.research.answer_types import alternatives
+from kbmem.research.answer_types import alternatives, asks_doing
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP, points_back
 from kbmem.research.spans import (
@@ -360,7 +360,8 @@ def _occasions(r: Ranking) -> dict[datetime.date, Said]:
     """The days on which a sentence says, in its own words (a picture's caption shows,
     it does not tell of a time), the most telling of the question's nouns (else words)
     other than the names, within the time the question names; asked about a speaker, said
-    by them of themselves. Each day is one occasion."""
+    by them of themselves. Each day is one occasion, unless the time gone by that its
+    sentence tells of reaches the day of another: the same event told again."""
     about = r.weigher.terms - r.weigher.names - r.speakers - stem_set("times")
     if not about:
         return {}
@@ -376,6 +377,7 @@ def _occasions(r: Ranking) -> dict[datetime.date, Said]:
     rarest = max(nouns or about, key=lambda t: r.weigher.weight[t])
     years = named_years(r.question)
     days: dict[datetime.date, Said] = {}
+    spans: list[tuple[datetime.date, datetime.date]] = []
     for _score, _share, s in r.ranked:
         own = s.claim.split("[shares", 1)[0]
         if not s.day or rarest not in set(analyze(own)):
@@ -390,8 +392,23 @@ def _occasions(r: Ranking) -> dict[datetime.date, Said]:
             set(analyze(s.speaker)) & r.asked_speakers and _FIRST_PERSON.search(own)
         ):
             continue
-        days.setdefault(s.day, s)
+        # An event told again later ("remember the lake last week?") is the one told then:
+        # a telling whose past time reaches the day of another counts once.
+        span = _told_span(own, s.day)
+        if any(span[0] <= last and first <= span[1] for first, last in spans):
+            continue
+        spans.append(span)
+        days[s.day] = s
     return days
+
+
+def _told_span(text: str, day: datetime.date) -> tuple[datetime.date, datetime.date]:
+    """The days the event ``text`` tells of may lie in: the times gone by it places on the
+    calendar, with the day it was told; that day alone when it places none."""
+    past = [d for d in said_dates(text, day) if d.first and d.last and d.first <= day]
+    if not past:
+        return day, day
+    return min(d.first for d in past if d.first), max(day, *(d.last for d in past if d.last))
 
 
 def person(r: Ranking) -> Extracted:
@@ -678,7 +695,7 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     asked = r.weigher.terms | r.weigher.names
     noun = asked_noun(untimed(r.question))
     grouped = ""
-    found = verb_object(untimed(r.question), text, asked)
+    found = done_object(untimed(r.question), text, asked)
     if found and not _names_class(found, noun):
         return found, MEMBER
     grouped = found
@@ -687,6 +704,11 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
         if found and not _names_class(found, noun):
             return found, MEMBER
         grouped = grouped or found
+    if asks_doing(r.question) or _is_activity(noun):
+        # "What does X do …?": the things done are activities, named by their -ing form.
+        doing = _gerunds(text, asked)
+        if doing:
+            return ", ".join(doing), MEMBER
     title = quoted_title(text, asked)
     if title:
         return title, NAMED
@@ -694,6 +716,22 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     if named:
         return named[0], NAMED
     return (grouped, CLASS) if grouped else ("", UNTYPED)
+
+
+def _is_activity(noun: str) -> bool:
+    return noun.lower() in ("activity", "activities")
+
+
+def _gerunds(text: str, asked: set[str]) -> list[str]:
+    """Every activity ``text`` names by an -ing form (see gerund), in its order."""
+    found: list[str] = []
+    rest = text
+    while True:
+        doing = gerund(rest, asked)
+        if not doing:
+            return found
+        found.append(doing)
+        rest = rest[rest.find(doing.split()[-1]) + len(doing.split()[-1]) :]
 
 
 def _untimed_name(name: str) -> str:
@@ -1005,6 +1043,62 @@ def _same_word(a: set[str], b: set[str]) -> bool:
         return False
     x, y = sorted((next(iter(a)), next(iter(b))), key=len)
     return len(x) >= 4 and y.startswith(x)
+
+
+def done_object(question: str, text: str, asked: set[str]) -> str:
+    """What a list question's verb was done to, as ``text`` says it ("What has X
+    painted?"): the verb's object ("painted that lake sunrise"), or, where the verb is said
+    as a noun (after a determiner: "a painting"), the thing it is of ("a painting of a
+    sunset") or the word that qualifies it ("my horse painting"). A verb followed by a
+    preposition ("painted on a wall", "painting like our last one") says where or how, no
+    object; "" when no form of the verb has one."""
+    found = _ASKED_VERB.match(question)
+    if not found or found.group(1).lower() in FUNCTION_WORDS | PREPOSITIONS | _CLAUSE_WORDS:
+        return ""
+    verb = set(analyze(found.group(1)))
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n, token in enumerate(tokens):
+        if not verb or set(analyze(token)) != verb or token.endswith(("'s", "’s")):
+            continue
+        following = tokens[n + 1].lower() if n + 1 < len(tokens) else ""
+        if n >= 2 and tokens[n - 1].lower() in _SUBJECT_WORDS:
+            # "These figurines I bought yesterday": the thing before the clause's subject
+            # is what the verb was done to, after its determiner.
+            start = n - 2
+            while (
+                start > 0 and n - 2 - start < 2 and re.match(r"[a-z][\w'’-]*$", tokens[start - 1])
+            ):
+                if tokens[start - 1].lower() in _PHRASE_EDGE | STOP | PREPOSITIONS:
+                    break
+                start -= 1
+            if start > 0 and tokens[start - 1].lower() in _PHRASE_EDGE - _COORDINATORS:
+                words = tokens[start : n - 1]
+                if set(analyze(" ".join(words))) - asked and re.match(r"[a-z]", words[0]):
+                    return " ".join(words)
+        edge = n - 1
+        while edge >= 0 and re.match(r"[a-z][\w'’-]*$", tokens[edge]):
+            if tokens[edge].lower() in _PHRASE_EDGE | STOP | PREPOSITIONS:
+                break
+            edge -= 1
+        if edge >= 0 and tokens[edge].lower() in _PHRASE_EDGE - _COORDINATORS:
+            # A noun: what it is of, else the words between its determiner and it.
+            if following == "of":
+                phrase = _object_after(tokens, n + 2, asked)
+            else:
+                words = tokens[edge + 1 : n]
+                phrase = " ".join(words) if set(analyze(" ".join(words))) - asked else ""
+        elif following in PREPOSITIONS:
+            continue
+        else:
+            phrase = _object_after(tokens, n + 1, asked)
+        # A thing is a noun phrase: words that hold a pronoun ("helps me express …") are a
+        # clause, the verb's form its subject.
+        if phrase and not _SUBJECT_WORDS & {w.lower() for w in re.findall(r"[\w'’-]+", phrase)}:
+            return phrase
+    return ""
+
+
+_COORDINATORS = frozenset("and or but nor plus yet".split())
 
 
 def grammar_object(question: str, text: str, asked: set[str]) -> str:

@@ -1,7 +1,8 @@
 """A count said as an ordinal: "my third chess tournament" is the third of them so far, so
 "how many" is answered by the largest ordinal said before the counted noun, named as the
-question names it. On synthetic turns (no index), then end to end on a memorized
-conversation with the real indexes and the offline agent."""
+question names it; asked "how many times", an occasion told again on a later day (its "last
+week" reaching the day of one already counted) counts once. On synthetic turns (no index),
+then end to end on a memorized conversation with the real indexes and the offline agent."""
 
 from __future__ import annotations
 
@@ -40,3 +41,35 @@ def test_a_memorized_conversation_counts_by_the_ordinal_said(tmp_path: Path) -> 
     with ChatSession(kb, "acme") as chat:
         counted = chat.send(QUESTION)
     assert counted.answer.startswith("3 chess tournaments"), counted.answer
+
+
+LAKE = [
+    ("2026-06-01", "Ilse", "I went to the lake today, the water was cold!"),
+    ("2026-06-20", "Ilse", "I went to the lake again this morning."),
+    ("2026-06-27", "Ilse", "The lake last week was so calm, I loved going there."),
+]
+TIMES = "How many times has Ilse gone to the lake?"
+
+
+def test_an_occasion_told_again_later_counts_once() -> None:
+    # The third telling's "last week" reaches 20 June, the second occasion's day.
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", (who, said))
+        for n, (day, who, said) in enumerate(LAKE)
+    ]
+    assert direct_answer(TIMES, items).line == "2: 1 June, 20 June 2026"
+
+
+def test_a_memorized_conversation_counts_an_occasion_told_again_once(tmp_path: Path) -> None:
+    kb = init_kb(tmp_path / "kb", with_history=False)
+    memorize(
+        kb,
+        "acme",
+        {
+            f"s-{n}": (day, [("Tomas", "How are you?"), (who, said)])
+            for n, (day, who, said) in enumerate(LAKE)
+        },
+    )
+    with ChatSession(kb, "acme") as chat:
+        counted = chat.send(TIMES)
+    assert counted.answer.startswith("2: 1 June, 20 June 2026"), counted.answer

@@ -121,3 +121,70 @@ def test_the_people_a_plural_who_asks_for_are_gathered_across_sessions() -> None
 def test_a_time_capitalised_at_a_sentence_s_start_is_no_name() -> None:
     item = turns_item("s1", "2024-09-01T09:00:00", ("Ilse", "Last August I spent a week in Ghent."))
     assert _items(direct_answer("Which cities has Ilse been to?", [item]).line) == ["Ghent"]
+
+
+def _painted() -> list:
+    return [
+        turns_item("s1", "2024-03-01T09:00:00", ("Ilse", "I painted a harbour at dawn!")),
+        turns_item("s2", "2024-03-08T09:00:00", ("Ilse", "Painting on the balcony calms me.")),
+        turns_item(
+            "s3", "2024-04-01T09:00:00", ("Ilse", "Here is my lighthouse painting from Sunday.")
+        ),
+        turns_item("s4", "2024-05-01T09:00:00", ("Ilse", "I finished a painting of a fox.")),
+        turns_item("s5", "2024-06-01T09:00:00", ("Ilse", "Painting helps me unwind after work.")),
+        turns_item(
+            "s6", "2024-07-01T09:00:00", ("Ilse", "These tulips I painted yesterday are for Omar.")
+        ),
+    ]
+
+
+def test_the_things_a_verb_was_done_to_are_its_objects_in_any_form() -> None:
+    # The verb's object ("painted a harbour"), the thing its noun is of ("a painting of a
+    # fox"), the word qualifying its noun ("my lighthouse painting"); a form followed by a
+    # preposition ("on the balcony") or by a clause ("helps me unwind") has no object; the
+    # thing before a clause's subject is its object ("These tulips I painted").
+    line = direct_answer("What has Ilse painted?", _painted()).line
+    assert sorted(_items(line)) == ["fox", "harbour", "lighthouse", "tulips"], line
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("What does Ilse do to unwind?", "list"),
+        ("What do Ilse and Tomas do on weekends?", "list"),
+        ("What does Ilse do for a living?", "thing"),
+        ("What does Ilse want to do after the season?", "thing"),
+        ("What does Ilse feel she could do by the sea?", "thing"),
+        ("What does Ilse think about the harbour?", "thing"),
+    ],
+)
+def test_what_someone_does_as_a_habit_is_a_list(question: str, kind: str) -> None:
+    assert question_kind(question) == kind
+
+
+def test_a_habit_s_activities_are_gathered_by_their_ing_forms() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I've been swimming more to unwind, it clears my head."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Ilse", "Knitting and baking help me unwind after long shifts."),
+        ),
+    ]
+    line = direct_answer("What does Ilse do to unwind?", items).line
+    assert sorted(i.lower() for i in _items(line)) == ["baking", "knitting", "swimming"], line
+
+
+def test_the_activities_asked_are_named_by_their_ing_forms() -> None:
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Ilse", "With my choir friends I went sailing.")),
+        turns_item(
+            "s2", "2024-04-01T09:00:00", ("Ilse", "My choir friends and I love hiking together.")
+        ),
+    ]
+    line = direct_answer("What activities has Ilse done with her choir friends?", items).line
+    assert sorted(_items(line)) == ["hiking", "sailing"], line
