@@ -106,3 +106,7 @@ def test_bench_scale_projects_its_two_sizes_to_100000_pages_and_says_so() -> Non
     assert projected["peak_rss_mb"] == pytest.approx(600.0 + 300.0 * 11)
     assert "not measured" in projected["basis"]
     assert scale._projection(stage, 1_000, 1_000, rate=150.0, per_interval=8_000.0) is None
+    # A sync measured faster at the larger size is not projected faster still.
+    stage.sync_one["10000"] = 0.09
+    faster = scale._projection(stage, 10_000, 1_000, rate=150.0, per_interval=8_000.0)
+    assert faster is not None and faster["sync_one_page_s"] == 0.09
