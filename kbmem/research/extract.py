@@ -1012,18 +1012,26 @@ _ASKED_VERB = re.compile(
 )
 
 
+def _asked_verb(question: str) -> set[str]:
+    """The stems of the verb a "what did X do?" question asks about; empty when the
+    question is of another shape."""
+    found = _ASKED_VERB.match(question)
+    if not found or found.group(1).lower() in FUNCTION_WORDS | PREPOSITIONS | _CLAUSE_WORDS:
+        return set()
+    return set(analyze(found.group(1)))
+
+
 def verb_object(question: str, text: str, asked: set[str]) -> str:
     """What a "what did X do?" question asks for: the object of its verb, as ``text``
     says it right after that verb (in any form: "made our own pots" for "make"; see
     _object_after); "" when the question is of another shape or ``text`` does not say the
     verb with an object of words the question does not have (``asked``)."""
-    found = _ASKED_VERB.match(question)
-    if not found or found.group(1).lower() in FUNCTION_WORDS | PREPOSITIONS | _CLAUSE_WORDS:
+    verb = _asked_verb(question)
+    if not verb:
         return ""
-    verb = set(analyze(found.group(1)))
     tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
     for n, token in enumerate(tokens):
-        if verb and _same_word(set(analyze(token)), verb):
+        if _same_word(set(analyze(token)), verb):
             # A verb that takes its object through a preposition ("participated in a 5K
             # run") when the question names none.
             at = n + 2 if n + 1 < len(tokens) and tokens[n + 1].lower() in PREPOSITIONS else n + 1
@@ -1052,13 +1060,12 @@ def done_object(question: str, text: str, asked: set[str]) -> str:
     sunset") or the word that qualifies it ("my horse painting"). A verb followed by a
     preposition ("painted on a wall", "painting like our last one") says where or how, no
     object; "" when no form of the verb has one."""
-    found = _ASKED_VERB.match(question)
-    if not found or found.group(1).lower() in FUNCTION_WORDS | PREPOSITIONS | _CLAUSE_WORDS:
+    verb = _asked_verb(question)
+    if not verb:
         return ""
-    verb = set(analyze(found.group(1)))
     tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
     for n, token in enumerate(tokens):
-        if not verb or set(analyze(token)) != verb or token.endswith(("'s", "’s")):
+        if set(analyze(token)) != verb or token.endswith(("'s", "’s")):
             continue
         following = tokens[n + 1].lower() if n + 1 < len(tokens) else ""
         if n >= 2 and tokens[n - 1].lower() in _SUBJECT_WORDS:
