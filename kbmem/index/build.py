@@ -60,7 +60,7 @@ MIN_CAPACITY = 16
 # Whoosh's indexing memory for a full build (one segment, one writer): its own estimate of its
 # postings, which Python objects exceed by about half. Beyond it, sorted runs go to disk and
 # are merged at the commit; 256 MB of them was a quarter of a 10,000-page build's memory, and
-# 64 MB 43 MB more of its peak than 32 (in the same wall time).
+# a 64 MB pool put 43 MB more on its peak than 32 MB (in the same wall time).
 FULL_WRITER_MB = 32
 INCREMENTAL_WRITER_MB = 128  # ...and for an incremental one (a few pages)
 
