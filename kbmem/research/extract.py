@@ -628,7 +628,20 @@ def listed(r: Ranking) -> Extracted:
     """One item from each sentence that answers nearly as well as the best, gathered
     across sessions and deduplicated."""
     items, sources = _items(r)
-    return ", ".join(items), sources
+    return ", ".join(_shared_head_once(items, asked_noun(untimed(r.question)))), sources
+
+
+def _shared_head_once(items: list[str], noun: str) -> list[str]:
+    """``items`` with the noun the question asks about said once, after the last of them,
+    when every item ends in it ("kundalini yoga, aerial yoga": "kundalini, aerial yoga"),
+    as people list the kinds of one thing; the question already names it."""
+    stems = stem_set(noun) if noun else frozenset()
+    if len(items) < 2 or not stems:
+        return items
+    heads = [item.rsplit(None, 1) for item in items]
+    if not all(len(h) == 2 and stem_set(h[1]) == stems for h in heads):
+        return items
+    return [h[0] for h in heads[:-1]] + [items[-1]]
 
 
 def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]]:
@@ -830,11 +843,36 @@ def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
                 continue
             if not re.match(r"[\w'’-]+$", before) or low in STOP | _PHRASE_EDGE:
                 break
+            if TIME_WORD.match(low) or _SUBJECT.match(low):
+                break  # "weekend yoga" says when, "I'm" whose: neither is the kind
             words.insert(0, before)
             at -= 1
+        if words and _after_subject(tokens[:at]):
+            # "I'm trying kundalini yoga", "I also enjoy aerial yoga": the word after the
+            # subject is its verb, not a word of the noun's phrase.
+            words = words[1:]
         if any(set(analyze(w)) - asked for w in words):
             return joined([*words, token])
     return ""
+
+
+# A subject pronoun, alone or with the verb it is contracted with ("I'm", "we've").
+_SUBJECT = re.compile(r"^(?:i|we|you|he|she|they)(?:['’](?:m|re|ve|s|d|ll))?$", re.I)
+# Words that may stand between a subject and its verb ("I also enjoy", "we really love").
+_BETWEEN_SUBJECT_AND_VERB = frozenset(
+    "also really just still always often never usually sometimes even too now do did".split()
+)
+
+
+def _after_subject(before: list[str]) -> bool:
+    """Whether the tokens ``before`` a word end in a subject pronoun (with adverbs after
+    it): that word is then the subject's verb."""
+    at = len(before) - 1
+    while at >= 0 and (
+        before[at].lower() in _BETWEEN_SUBJECT_AND_VERB or before[at].lower().endswith("ly")
+    ):
+        at -= 1
+    return at >= 0 and bool(_SUBJECT.match(before[at]))
 
 
 # "Why …?" is answered by the clause a causal connective opens ("… 'cause I'm passionate

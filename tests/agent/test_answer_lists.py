@@ -188,3 +188,32 @@ def test_the_activities_asked_are_named_by_their_ing_forms() -> None:
     ]
     line = direct_answer("What activities has Ilse done with her choir friends?", items).line
     assert sorted(_items(line)) == ["hiking", "sailing"], line
+
+
+def test_the_verb_after_a_subject_is_no_word_of_the_kind() -> None:
+    # "I'm trying kundalini yoga": the words before the noun asked about are its kind only
+    # up to the subject's verb.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Wren", "These days I'm trying kundalini yoga at the studio."),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Wren", "I also enjoy aerial yoga a lot.")),
+    ]
+    line = direct_answer("What types of yoga has Wren practiced?", items).line
+    assert "trying" not in line and "enjoy" not in line
+    assert {"kundalini", "aerial"} <= set(line.replace(",", " ").split())
+
+
+def test_the_noun_every_item_ends_in_is_said_once() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Wren", "I signed up for a pottery class at the college."),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Wren", "I took a poetry class with my aunt.")),
+    ]
+    line = direct_answer("What classes has Wren taken?", items).line
+    assert sorted(_items(line)) in (["poetry", "pottery class"], ["poetry class", "pottery"])
