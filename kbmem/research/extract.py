@@ -738,13 +738,18 @@ def _is_activity(noun: str) -> bool:
 def _gerunds(text: str, asked: set[str]) -> list[str]:
     """Every activity ``text`` names by an -ing form (see gerund), in its order."""
     found: list[str] = []
-    rest = text
+    # A picture's caption describes the scene shown ("a person holding a frisbee"): its
+    # -ing forms say what someone in it is doing at that instant, no activity told of.
+    rest = _CAPTION.sub("", text)
     while True:
         doing = gerund(rest, asked)
         if not doing:
             return found
         found.append(doing)
         rest = rest[rest.find(doing.split()[-1]) + len(doing.split()[-1]) :]
+
+
+_CAPTION = re.compile(r"\\?\[shares an image:[^\]]*\]?")
 
 
 def _untimed_name(name: str) -> str:
@@ -1170,14 +1175,30 @@ def gerund(text: str, asked: set[str]) -> str:
         ):
             continue
         before = tokens[n - 1] if n else ""
+        if before.lower() in _DEGREE:
+            continue  # "so refreshing", "how fleeting": an adjective, no activity
         qualified = (
             re.match(r"[a-z][\w'’-]*$", before)
             and before.lower() not in STOP | FUNCTION_WORDS | _PHRASE_EDGE | PREPOSITIONS
             and not before.lower().endswith(("ed", "ing", "ly"))
             and not TIME_WORD.match(before)
+            # After a noun with its determiner ("a person holding", "had a blast
+            # exploring") the -ing form says what that noun does: it is no qualifier.
+            and not (n >= 2 and tokens[n - 2].lower() in _DETERMINERS)
         )
         return f"{before} {token}" if qualified else token
     return ""
+
+
+# Words of degree: an -ing form after one is an adjective ("so relaxing").
+_DEGREE = frozenset(
+    "how so very too really quite pretty more most less least extremely incredibly super "
+    "truly".split()
+)
+_DETERMINERS = frozenset(
+    "a an the this that these those my your his her its our their some any each every "
+    "another no one two three four five six".split()
+)
 
 
 # "How …?" asks for a manner or a state: the means a "by" phrase gives ("by reminding

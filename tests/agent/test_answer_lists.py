@@ -217,3 +217,21 @@ def test_the_noun_every_item_ends_in_is_said_once() -> None:
     ]
     line = direct_answer("What classes has Wren taken?", items).line
     assert sorted(_items(line)) in (["poetry", "pottery class"], ["poetry class", "pottery"])
+
+
+def test_a_caption_s_scene_names_no_activity() -> None:
+    # "[shares an image: a man sitting by a fire]" shows a moment; what was done is told.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            (
+                "Wren",
+                "My family and I love going on trips. "
+                "[shares an image: a photo of a man sitting by a campfire]",
+            ),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Wren", "My family and I went kayaking.")),
+    ]
+    line = direct_answer("What activities has Wren done with her family?", items).line
+    assert "sitting" not in line and "kayaking" in line

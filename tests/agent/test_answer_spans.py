@@ -130,6 +130,14 @@ def test_an_activity_s_name_keeps_the_word_that_qualifies_it() -> None:
     assert gerund("We went hiking during the morning.", {"hike"}) == ""
 
 
+def test_an_activity_is_no_adjective_nor_what_a_noun_before_it_does() -> None:
+    # After a word of degree an -ing form is an adjective; after a noun with its
+    # determiner it says what that noun does, and names the activity alone.
+    assert gerund("The lake was so relaxing, we went swimming.", set()) == "swimming"
+    assert gerund("We had a blast exploring the caves.", set()) == "exploring"
+    assert gerund("I took my fam camping last week.", set()) == "camping"
+
+
 @pytest.mark.parametrize(
     ("text", "known", "expected"),
     [
