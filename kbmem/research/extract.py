@@ -940,6 +940,9 @@ _CLAUSE_WORDS = frozenset(
     "since than then".split()
 )
 OBJECT_WORDS = 6
+# Words after which a noun phrase has ended: an adverb of company ("dinner together") or a
+# determiner that opens another phrase ("a poetry class this spring").
+_PHRASE_ENDS = frozenset("together alone this that these those".split())
 
 
 def stranded_object(question: str, text: str, asked: set[str]) -> str:
@@ -973,7 +976,11 @@ def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = Tr
     end = at
     while end < len(tokens) and end - at < OBJECT_WORDS:
         t, low = tokens[end], tokens[end].lower()
-        if not re.match(r"[\w'’-]+$", t) or low in _CLAUSE_WORDS or TIME_WORD.match(low):
+        if (
+            not re.match(r"[\w'’-]+$", t)
+            or low in _CLAUSE_WORDS | _PHRASE_ENDS
+            or TIME_WORD.match(low)
+        ):
             break
         lone_gerund = gerund and end == at + 1 and tokens[at].lower().endswith("ing")
         if low in PREPOSITIONS and not lone_gerund:
@@ -1050,7 +1057,8 @@ _VERB_ENDS = PREPOSITIONS | frozenset(
 )
 _ASKED_VERB = re.compile(
     r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){0,2}\s+(?:did|does|do|has|have|had|will|would|can)\s+"
-    r"[A-Z][\w-]*(?:\s+(?:and|&)\s+(?:(?:his|her|their)\s+[a-z][\w'’-]*|[A-Z][\w-]*))?"
+    r"[A-Z][\w-]*(?:\s+(?:and|&)\s+(?:(?:his|her|their)\s+[a-z][\w'’-]*|[A-Z][\w-]*)"
+    r"|['’]s(?:\s+[a-z][\w'’-]*){1,2}?)?"
     r"\s+([a-z][\w'’-]*)(?=\s*\?|\s+(?:" + "|".join(sorted(_VERB_ENDS)) + r"|[a-z]+ly)\b)"
 )
 
@@ -1110,10 +1118,17 @@ def done_object(question: str, text: str, asked: set[str]) -> str:
     for n, token in enumerate(tokens):
         if set(analyze(token)) != verb or token.endswith(("'s", "’s")):
             continue
+        if _participle_of_noun(tokens, n):
+            continue  # "a man playing a piano": the man plays, not whom the question asks
         following = tokens[n + 1].lower() if n + 1 < len(tokens) else ""
-        if n >= 2 and tokens[n - 1].lower() in _SUBJECT_WORDS:
+        if (
+            n >= 2
+            and tokens[n - 1].lower() in _SUBJECT_WORDS
+            and tokens[n - 2].lower() not in _COORDINATORS
+        ):
             # "These figurines I bought yesterday": the thing before the clause's subject
-            # is what the verb was done to, after its determiner.
+            # is what the verb was done to, after its determiner ("My mom and I made":
+            # before a coordinator, it is the subject's other half).
             start = n - 2
             while (
                 start > 0 and n - 2 - start < 2 and re.match(r"[a-z][\w'’-]*$", tokens[start - 1])
@@ -1188,6 +1203,22 @@ def gerund(text: str, asked: set[str]) -> str:
         )
         return f"{before} {token}" if qualified else token
     return ""
+
+
+def _participle_of_noun(tokens: list[str], at: int) -> bool:
+    """Whether the -ing form at ``at`` follows a noun with its determiner and takes an
+    object of its own ("a person holding a frisbee", "a man playing the piano"): it then
+    says what that noun does. Without an object it may be a noun itself ("an abstract
+    painting")."""
+    if at < 2 or at + 1 >= len(tokens) or not tokens[at].lower().endswith("ing"):
+        return False
+    noun = tokens[at - 1].lower()
+    return (
+        tokens[at - 2].lower() in _DETERMINERS
+        and tokens[at + 1].lower() in _DETERMINERS
+        and bool(re.match(r"[a-z][\w'’-]*$", noun))
+        and noun not in STOP | FUNCTION_WORDS | _PHRASE_EDGE | PREPOSITIONS
+    )
 
 
 # Words of degree: an -ing form after one is an adjective ("so relaxing").
