@@ -47,6 +47,7 @@ from kbmem.research.spans import (
     joined,
     people,
     quoted_title,
+    quoted_titles,
     stem_set,
     unit_after,
 )
@@ -444,9 +445,16 @@ def names(r: Ranking) -> Extracted:
     exclude = r.weigher.names | r.speakers
     return _gathered(
         r,
-        lambda s: people(s.claim, exclude, r.known),
+        lambda s: untitled_people(s.claim, exclude, r.known),
         lambda name, found: name not in found,
     )
+
+
+def untitled_people(text: str, exclude: set[str], known: frozenset[str]) -> list[str]:
+    """The names ``text`` gives (spans.people) outside the titles it quotes: words in
+    quotes are a work's title ("Charlotte's Web"), not whom it names."""
+    titles = quoted_titles(text)
+    return [n for n in people(text, exclude, known) if not any(n in t for t in titles)]
 
 
 def _gathered(

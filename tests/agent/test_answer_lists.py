@@ -241,3 +241,16 @@ def test_a_caption_s_scene_names_no_activity() -> None:
 def test_an_ing_form_opening_the_sentence_is_judged_not_done() -> None:
     text = "Connecting with others is always awesome, and last week we went kayaking."
     assert _gerunds(text, set()) == ["kayaking"]
+
+
+def test_a_quoted_title_names_no_one() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Wren", 'Our cat Juniper loves it when I read "Charlotte\'s Web" aloud.'),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Wren", "Our dog Pepper loves her cat friend.")),
+    ]
+    line = direct_answer("What are Wren's pets' names?", items).line
+    assert sorted(_items(line)) == ["Juniper", "Pepper"]
