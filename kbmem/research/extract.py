@@ -684,6 +684,15 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     # (names and other members alike are members).
     best_level = min(max((level for _s, _item, level in candidates), default=0), MEMBER)
     candidates = [c for c in candidates if c[2] >= best_level]
+    noun = stem_set(asked_noun(untimed(r.question)))
+    if noun and any(_ends_in(item, noun) for _s, item, _level in candidates):
+        # Members named with the noun asked ("the dog shelter" for "what shelters"): a
+        # person's name said elsewhere is of another kind (who was met there).
+        candidates = [
+            (s, item, level)
+            for s, item, level in candidates
+            if level != NAMED or _ends_in(item, noun) or item in quoted_titles(s.claim)
+        ]
     for s, said, _typed in candidates:
         # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
         item = _DASH.split(said, 1)[0]
@@ -697,6 +706,12 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
         if len(items) == MAX_ITEMS:
             break
     return items, sources
+
+
+def _ends_in(phrase: str, stems: frozenset[str]) -> bool:
+    """Whether ``phrase``'s last word is of ``stems`` (its head noun is the one asked)."""
+    words = re.findall(r"[\w'’-]+", phrase)
+    return bool(words) and stem_set(words[-1]) == stems
 
 
 _DASH = re.compile(r"\s+[-–—]+(?:\s+|$)|\s*[–—]\s*")

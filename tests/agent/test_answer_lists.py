@@ -254,3 +254,18 @@ def test_a_quoted_title_names_no_one() -> None:
     ]
     line = direct_answer("What are Wren's pets' names?", items).line
     assert sorted(_items(line)) == ["Juniper", "Pepper"]
+
+
+def test_a_name_is_no_member_beside_members_named_with_the_noun_asked() -> None:
+    items = [
+        turns_item(
+            "s1", "2024-03-01T09:00:00", ("Wren", "I volunteer at the animal shelter on Sundays.")
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Wren", "Volunteering at the shelter, I met Rosa, who runs the kitchen."),
+        ),
+    ]
+    line = direct_answer("What shelters does Wren volunteer at?", items).line
+    assert "Rosa" not in line and "animal" in line
