@@ -768,10 +768,7 @@ def _gerunds(text: str, asked: set[str]) -> list[str]:
         doing = gerund(rest, asked)
         if not doing:
             return found
-        # An -ing form that opens the sentence is its subject, what the sentence judges
-        # ("Connecting with others is always awesome"), not something told as done.
-        if found or not re.match(rf"\W*{re.escape(doing)}\b", rest):
-            found.append(doing)
+        found.append(doing)
         rest = rest[rest.find(doing.split()[-1]) + len(doing.split()[-1]) :]
 
 

@@ -17,7 +17,6 @@ from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
 from kbmem.research.answer_types import question_kind
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import _gerunds
 
 
 def _items(answer: str) -> list[str]:
@@ -236,11 +235,6 @@ def test_a_caption_s_scene_names_no_activity() -> None:
     ]
     line = direct_answer("What activities has Wren done with her family?", items).line
     assert "sitting" not in line and "kayaking" in line
-
-
-def test_an_ing_form_opening_the_sentence_is_judged_not_done() -> None:
-    text = "Connecting with others is always awesome, and last week we went kayaking."
-    assert _gerunds(text, set()) == ["kayaking"]
 
 
 def test_a_quoted_title_names_no_one() -> None:
