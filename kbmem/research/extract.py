@@ -1208,7 +1208,7 @@ def gerund(text: str, asked: set[str]) -> str:
             len(low) < 6
             or not low.endswith("ing")
             or low.endswith("thing")
-            or low in STOP | FUNCTION_WORDS | _NOT_GERUNDS
+            or low in STOP | FUNCTION_WORDS | _NOT_GERUNDS | _LIGHT_GERUNDS
             or set(analyze(token)) & asked
         ):
             continue
@@ -1312,6 +1312,12 @@ _WH_WORDS = frozenset("how what why who whom whose which".split())
 
 # Words in -ing that are no verb's form.
 _NOT_GERUNDS = frozenset("during morning evening bring spring string ceiling".split())
+# English's light verbs and verbs of mind: their -ing forms name no activity by themselves
+# ("getting", "making", "thinking"); what is done is named by what follows them.
+_LIGHT_GERUNDS = frozenset(
+    "getting taking making having doing going coming putting giving keeping trying starting "
+    "being feeling thinking seeing wanting needing letting saying telling knowing hoping".split()
+)
 
 
 def thing(r: Ranking) -> Extracted:

@@ -158,6 +158,12 @@ def test_an_activity_is_no_adjective_nor_what_a_noun_before_it_does() -> None:
     assert gerund("I took my fam camping last week.", set()) == "camping"
 
 
+def test_a_light_verb_s_ing_form_names_no_activity() -> None:
+    # "getting", "going", "thinking": what is done is named by what follows them.
+    assert gerund("We're thinking about going camping.", set()) == "camping"
+    assert gerund("I'm getting better every day.", set()) == ""
+
+
 @pytest.mark.parametrize(
     ("text", "known", "expected"),
     [
