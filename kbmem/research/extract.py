@@ -840,7 +840,12 @@ def asked_noun(question: str) -> str:
     found = _ASKED_NOUN.match(question.strip())
     if not found:
         return ""
-    head = found.group(1).split()[-1]
+    # A phrase of a preposition after the noun qualifies it ("what events for veterans"):
+    # the noun asked about is the one before it.
+    words = list(
+        itertools.takewhile(lambda w: w.lower() not in PREPOSITIONS, found.group(1).split())
+    )
+    head = words[-1] if words else found.group(1).split()[-1]
     return "" if head.lower() in STOP else head
 
 
