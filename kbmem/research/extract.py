@@ -47,6 +47,7 @@ from kbmem.research.spans import (
     joined,
     people,
     quoted_title,
+    quoted_titles,
     stem_set,
     unit_after,
 )
@@ -444,9 +445,16 @@ def names(r: Ranking) -> Extracted:
     exclude = r.weigher.names | r.speakers
     return _gathered(
         r,
-        lambda s: people(s.claim, exclude, r.known),
+        lambda s: untitled_people(s.claim, exclude, r.known),
         lambda name, found: name not in found,
     )
+
+
+def untitled_people(text: str, exclude: set[str], known: frozenset[str]) -> list[str]:
+    """The names ``text`` gives (spans.people) outside the titles it quotes: words in
+    quotes are a work's title ("Charlotte's Web"), not whom it names."""
+    titles = quoted_titles(text)
+    return [n for n in people(text, exclude, known) if not any(n in t for t in titles)]
 
 
 def _gathered(
@@ -628,7 +636,20 @@ def listed(r: Ranking) -> Extracted:
     """One item from each sentence that answers nearly as well as the best, gathered
     across sessions and deduplicated."""
     items, sources = _items(r)
-    return ", ".join(items), sources
+    return ", ".join(_shared_head_once(items, asked_noun(untimed(r.question)))), sources
+
+
+def _shared_head_once(items: list[str], noun: str) -> list[str]:
+    """``items`` with the noun the question asks about said once, after the last of them,
+    when every item ends in it ("kundalini yoga, aerial yoga": "kundalini, aerial yoga"),
+    as people list the kinds of one thing; the question already names it."""
+    stems = stem_set(noun) if noun else frozenset()
+    if len(items) < 2 or not stems:
+        return items
+    heads = [item.rsplit(None, 1) for item in items]
+    if not all(len(h) == 2 and stem_set(h[1]) == stems for h in heads):
+        return items
+    return [h[0] for h in heads[:-1]] + [items[-1]]
 
 
 def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]]:
@@ -663,6 +684,15 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     # (names and other members alike are members).
     best_level = min(max((level for _s, _item, level in candidates), default=0), MEMBER)
     candidates = [c for c in candidates if c[2] >= best_level]
+    noun = stem_set(asked_noun(untimed(r.question)))
+    if noun and any(_ends_in(item, noun) for _s, item, _level in candidates):
+        # Members named with the noun asked ("the dog shelter" for "what shelters"): a
+        # person's name said elsewhere is of another kind (who was met there).
+        candidates = [
+            (s, item, level)
+            for s, item, level in candidates
+            if level != NAMED or _ends_in(item, noun) or item in quoted_titles(s.claim)
+        ]
     for s, said, _typed in candidates:
         # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
         item = _DASH.split(said, 1)[0]
@@ -676,6 +706,12 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
         if len(items) == MAX_ITEMS:
             break
     return items, sources
+
+
+def _ends_in(phrase: str, stems: frozenset[str]) -> bool:
+    """Whether ``phrase``'s last word is of ``stems`` (its head noun is the one asked)."""
+    words = re.findall(r"[\w'’-]+", phrase)
+    return bool(words) and stem_set(words[-1]) == stems
 
 
 _DASH = re.compile(r"\s+[-–—]+(?:\s+|$)|\s*[–—]\s*")
@@ -725,13 +761,18 @@ def _is_activity(noun: str) -> bool:
 def _gerunds(text: str, asked: set[str]) -> list[str]:
     """Every activity ``text`` names by an -ing form (see gerund), in its order."""
     found: list[str] = []
-    rest = text
+    # A picture's caption describes the scene shown ("a person holding a frisbee"): its
+    # -ing forms say what someone in it is doing at that instant, no activity told of.
+    rest = _CAPTION.sub("", text)
     while True:
         doing = gerund(rest, asked)
         if not doing:
             return found
         found.append(doing)
         rest = rest[rest.find(doing.split()[-1]) + len(doing.split()[-1]) :]
+
+
+_CAPTION = re.compile(r"\\?\[shares an image:[^\]]*\]?")
 
 
 def _untimed_name(name: str) -> str:
@@ -799,7 +840,12 @@ def asked_noun(question: str) -> str:
     found = _ASKED_NOUN.match(question.strip())
     if not found:
         return ""
-    head = found.group(1).split()[-1]
+    # A phrase of a preposition after the noun qualifies it ("what events for veterans"):
+    # the noun asked about is the one before it.
+    words = list(
+        itertools.takewhile(lambda w: w.lower() not in PREPOSITIONS, found.group(1).split())
+    )
+    head = words[-1] if words else found.group(1).split()[-1]
     return "" if head.lower() in STOP else head
 
 
@@ -830,11 +876,36 @@ def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
                 continue
             if not re.match(r"[\w'’-]+$", before) or low in STOP | _PHRASE_EDGE:
                 break
+            if TIME_WORD.match(low) or _SUBJECT.match(low):
+                break  # "weekend yoga" says when, "I'm" whose: neither is the kind
             words.insert(0, before)
             at -= 1
+        if words and _after_subject(tokens[:at]):
+            # "I'm trying kundalini yoga", "I also enjoy aerial yoga": the word after the
+            # subject is its verb, not a word of the noun's phrase.
+            words = words[1:]
         if any(set(analyze(w)) - asked for w in words):
             return joined([*words, token])
     return ""
+
+
+# A subject pronoun, alone or with the verb it is contracted with ("I'm", "we've").
+_SUBJECT = re.compile(r"^(?:i|we|you|he|she|they)(?:['’](?:m|re|ve|s|d|ll))?$", re.I)
+# Words that may stand between a subject and its verb ("I also enjoy", "we really love").
+_BETWEEN_SUBJECT_AND_VERB = frozenset(
+    "also really just still always often never usually sometimes even too now do did".split()
+)
+
+
+def _after_subject(before: list[str]) -> bool:
+    """Whether the tokens ``before`` a word end in a subject pronoun (with adverbs after
+    it): that word is then the subject's verb."""
+    at = len(before) - 1
+    while at >= 0 and (
+        before[at].lower() in _BETWEEN_SUBJECT_AND_VERB or before[at].lower().endswith("ly")
+    ):
+        at -= 1
+    return at >= 0 and bool(_SUBJECT.match(before[at]))
 
 
 # "Why …?" is answered by the clause a causal connective opens ("… 'cause I'm passionate
@@ -897,6 +968,9 @@ _CLAUSE_WORDS = frozenset(
     "since than then".split()
 )
 OBJECT_WORDS = 6
+# Words after which a noun phrase has ended: an adverb of company ("dinner together") or a
+# determiner that opens another phrase ("a poetry class this spring").
+_PHRASE_ENDS = frozenset("together alone this that these those".split())
 
 
 def stranded_object(question: str, text: str, asked: set[str]) -> str:
@@ -930,7 +1004,11 @@ def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = Tr
     end = at
     while end < len(tokens) and end - at < OBJECT_WORDS:
         t, low = tokens[end], tokens[end].lower()
-        if not re.match(r"[\w'’-]+$", t) or low in _CLAUSE_WORDS or TIME_WORD.match(low):
+        if (
+            not re.match(r"[\w'’-]+$", t)
+            or low in _CLAUSE_WORDS | _PHRASE_ENDS
+            or TIME_WORD.match(low)
+        ):
             break
         lone_gerund = gerund and end == at + 1 and tokens[at].lower().endswith("ing")
         if low in PREPOSITIONS and not lone_gerund:
@@ -1007,7 +1085,8 @@ _VERB_ENDS = PREPOSITIONS | frozenset(
 )
 _ASKED_VERB = re.compile(
     r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){0,2}\s+(?:did|does|do|has|have|had|will|would|can)\s+"
-    r"[A-Z][\w-]*(?:\s+(?:and|&)\s+(?:(?:his|her|their)\s+[a-z][\w'’-]*|[A-Z][\w-]*))?"
+    r"[A-Z][\w-]*(?:\s+(?:and|&)\s+(?:(?:his|her|their)\s+[a-z][\w'’-]*|[A-Z][\w-]*)"
+    r"|['’]s(?:\s+[a-z][\w'’-]*){1,2}?)?"
     r"\s+([a-z][\w'’-]*)(?=\s*\?|\s+(?:" + "|".join(sorted(_VERB_ENDS)) + r"|[a-z]+ly)\b)"
 )
 
@@ -1067,10 +1146,17 @@ def done_object(question: str, text: str, asked: set[str]) -> str:
     for n, token in enumerate(tokens):
         if set(analyze(token)) != verb or token.endswith(("'s", "’s")):
             continue
+        if _participle_of_noun(tokens, n):
+            continue  # "a man playing a piano": the man plays, not whom the question asks
         following = tokens[n + 1].lower() if n + 1 < len(tokens) else ""
-        if n >= 2 and tokens[n - 1].lower() in _SUBJECT_WORDS:
+        if (
+            n >= 2
+            and tokens[n - 1].lower() in _SUBJECT_WORDS
+            and tokens[n - 2].lower() not in _COORDINATORS
+        ):
             # "These figurines I bought yesterday": the thing before the clause's subject
-            # is what the verb was done to, after its determiner.
+            # is what the verb was done to, after its determiner ("My mom and I made":
+            # before a coordinator, it is the subject's other half).
             start = n - 2
             while (
                 start > 0 and n - 2 - start < 2 and re.match(r"[a-z][\w'’-]*$", tokens[start - 1])
@@ -1127,19 +1213,51 @@ def gerund(text: str, asked: set[str]) -> str:
             len(low) < 6
             or not low.endswith("ing")
             or low.endswith("thing")
-            or low in STOP | FUNCTION_WORDS | _NOT_GERUNDS
+            or low in STOP | FUNCTION_WORDS | _NOT_GERUNDS | _LIGHT_GERUNDS
             or set(analyze(token)) & asked
         ):
             continue
         before = tokens[n - 1] if n else ""
+        if before.lower() in _DEGREE:
+            continue  # "so refreshing", "how fleeting": an adjective, no activity
         qualified = (
             re.match(r"[a-z][\w'’-]*$", before)
             and before.lower() not in STOP | FUNCTION_WORDS | _PHRASE_EDGE | PREPOSITIONS
             and not before.lower().endswith(("ed", "ing", "ly"))
             and not TIME_WORD.match(before)
+            # After a noun with its determiner ("a person holding", "had a blast
+            # exploring") the -ing form says what that noun does: it is no qualifier.
+            and not (n >= 2 and tokens[n - 2].lower() in _DETERMINERS)
         )
         return f"{before} {token}" if qualified else token
     return ""
+
+
+def _participle_of_noun(tokens: list[str], at: int) -> bool:
+    """Whether the -ing form at ``at`` follows a noun with its determiner and takes an
+    object of its own ("a person holding a frisbee", "a man playing the piano"): it then
+    says what that noun does. Without an object it may be a noun itself ("an abstract
+    painting")."""
+    if at < 2 or at + 1 >= len(tokens) or not tokens[at].lower().endswith("ing"):
+        return False
+    noun = tokens[at - 1].lower()
+    return (
+        tokens[at - 2].lower() in _DETERMINERS
+        and tokens[at + 1].lower() in _DETERMINERS
+        and bool(re.match(r"[a-z][\w'’-]*$", noun))
+        and noun not in STOP | FUNCTION_WORDS | _PHRASE_EDGE | PREPOSITIONS
+    )
+
+
+# Words of degree: an -ing form after one is an adjective ("so relaxing").
+_DEGREE = frozenset(
+    "how so very too really quite pretty more most less least extremely incredibly super "
+    "truly".split()
+)
+_DETERMINERS = frozenset(
+    "a an the this that these those my your his her its our their some any each every "
+    "another no one two three four five six".split()
+)
 
 
 # "How …?" asks for a manner or a state: the means a "by" phrase gives ("by reminding
@@ -1199,6 +1317,12 @@ _WH_WORDS = frozenset("how what why who whom whose which".split())
 
 # Words in -ing that are no verb's form.
 _NOT_GERUNDS = frozenset("during morning evening bring spring string ceiling".split())
+# English's light verbs and verbs of mind: their -ing forms name no activity by themselves
+# ("getting", "making", "thinking"); what is done is named by what follows them.
+_LIGHT_GERUNDS = frozenset(
+    "getting taking making having doing going coming putting giving keeping trying starting "
+    "being feeling thinking seeing wanting needing letting saying telling knowing hoping".split()
+)
 
 
 def thing(r: Ranking) -> Extracted:

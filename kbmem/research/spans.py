@@ -122,6 +122,11 @@ def quoted_title(text: str, asked: set[str]) -> str:
     return ""
 
 
+def quoted_titles(text: str) -> list[str]:
+    """Every title ``text`` says in quotes."""
+    return [found.group(1) or found.group(2) for found in _QUOTED.finditer(text)]
+
+
 def novel_phrase(
     text: str, terms: set[str], names: set[str], words: int = 5, whole_list: bool = True
 ) -> str:

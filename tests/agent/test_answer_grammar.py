@@ -16,7 +16,7 @@ from helpers.talk import memorize
 from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import manner, untimed
+from kbmem.research.extract import asked_noun, manner, untimed
 
 
 def _line(answer: str) -> str:
@@ -39,6 +39,11 @@ def _line(answer: str) -> str:
 )
 def test_a_time_at_the_question_s_end_is_read_apart(question: str, expected: str) -> None:
     assert untimed(question) == expected
+
+
+def test_the_noun_asked_about_comes_before_a_phrase_that_qualifies_it() -> None:
+    assert asked_noun("What events for veterans has Tomas joined?") == "events"
+    assert asked_noun("What kind of flooring does Ilse want?") == "flooring"
 
 
 def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None:

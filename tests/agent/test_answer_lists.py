@@ -188,3 +188,78 @@ def test_the_activities_asked_are_named_by_their_ing_forms() -> None:
     ]
     line = direct_answer("What activities has Ilse done with her choir friends?", items).line
     assert sorted(_items(line)) == ["hiking", "sailing"], line
+
+
+def test_the_verb_after_a_subject_is_no_word_of_the_kind() -> None:
+    # "I'm trying kundalini yoga": the words before the noun asked about are its kind only
+    # up to the subject's verb.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Wren", "These days I'm trying kundalini yoga at the studio."),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Wren", "I also enjoy aerial yoga a lot.")),
+    ]
+    line = direct_answer("What types of yoga has Wren practiced?", items).line
+    assert "trying" not in line and "enjoy" not in line
+    assert {"kundalini", "aerial"} <= set(line.replace(",", " ").split())
+
+
+def test_the_noun_every_item_ends_in_is_said_once() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Wren", "I signed up for a pottery class at the college."),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Wren", "I took a poetry class with my aunt.")),
+    ]
+    line = direct_answer("What classes has Wren taken?", items).line
+    assert sorted(_items(line)) in (["poetry", "pottery class"], ["poetry class", "pottery"])
+
+
+def test_a_caption_s_scene_names_no_activity() -> None:
+    # "[shares an image: a man sitting by a fire]" shows a moment; what was done is told.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            (
+                "Wren",
+                "My family and I love going on trips. "
+                "[shares an image: a photo of a man sitting by a campfire]",
+            ),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Wren", "My family and I went kayaking.")),
+    ]
+    line = direct_answer("What activities has Wren done with her family?", items).line
+    assert "sitting" not in line and "kayaking" in line
+
+
+def test_a_quoted_title_names_no_one() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Wren", 'Our cat Juniper loves it when I read "Charlotte\'s Web" aloud.'),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Wren", "Our dog Pepper loves her cat friend.")),
+    ]
+    line = direct_answer("What are Wren's pets' names?", items).line
+    assert sorted(_items(line)) == ["Juniper", "Pepper"]
+
+
+def test_a_name_is_no_member_beside_members_named_with_the_noun_asked() -> None:
+    items = [
+        turns_item(
+            "s1", "2024-03-01T09:00:00", ("Wren", "I volunteer at the animal shelter on Sundays.")
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Wren", "Volunteering at the shelter, I met Rosa, who runs the kitchen."),
+        ),
+    ]
+    line = direct_answer("What shelters does Wren volunteer at?", items).line
+    assert "Rosa" not in line and "animal" in line

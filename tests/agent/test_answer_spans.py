@@ -15,7 +15,7 @@ from helpers.talk import memorize
 from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import gerund, stranded_object, verb_object
+from kbmem.research.extract import done_object, gerund, stranded_object, verb_object
 from kbmem.research.spans import novel_phrase, people
 
 
@@ -27,6 +27,26 @@ def test_a_stranded_preposition_asks_for_its_object() -> None:
     # Another preposition after the word, or none at the question's end: nothing.
     assert stranded_object("What did the fun run raise money with?", text, set()) == ""
     assert stranded_object("What did the fun run raise?", text, set()) == ""
+
+
+def test_a_subject_named_by_a_possessive_leaves_the_verb_asked() -> None:
+    text = "I'm offering workshops to local schools now."
+    assert verb_object("What does Tomas's boat club offer?", text, set()) == "workshops"
+
+
+def test_what_was_done_is_no_part_of_the_subject_nor_of_another_phrase() -> None:
+    question = "What has Ilse baked?"
+    # Before a coordinator the word is the subject's other half ("my mom and I"); an
+    # adverb of company and a determiner end the thing ("bread this week").
+    assert done_object(question, "My mom and I baked bread together.", set()) == "bread"
+    assert done_object(question, "I baked rye bread this week.", set()) == "rye bread"
+
+
+def test_an_ing_form_after_a_noun_with_its_own_object_is_that_noun_s_doing() -> None:
+    question = "What instruments does Ilse play?"
+    text = "[shares an image: a drawing of a man playing a piano]"
+    assert done_object(question, text, set()) == ""
+    assert done_object(question, "I love playing the cello.", set()) == "cello"
 
 
 def test_the_asked_verb_s_object_in_any_form_of_the_verb() -> None:
@@ -128,6 +148,20 @@ def test_an_activity_s_name_keeps_the_word_that_qualifies_it() -> None:
     # With the word that qualifies it, and none that the question says itself.
     assert gerund("I've done weight training so far.", set()) == "weight training"
     assert gerund("We went hiking during the morning.", {"hike"}) == ""
+
+
+def test_an_activity_is_no_adjective_nor_what_a_noun_before_it_does() -> None:
+    # After a word of degree an -ing form is an adjective; after a noun with its
+    # determiner it says what that noun does, and names the activity alone.
+    assert gerund("The lake was so relaxing, we went swimming.", set()) == "swimming"
+    assert gerund("We had a blast exploring the caves.", set()) == "exploring"
+    assert gerund("I took my fam camping last week.", set()) == "camping"
+
+
+def test_a_light_verb_s_ing_form_names_no_activity() -> None:
+    # "getting", "going", "thinking": what is done is named by what follows them.
+    assert gerund("We're thinking about going camping.", set()) == "camping"
+    assert gerund("I'm getting better every day.", set()) == ""
 
 
 @pytest.mark.parametrize(
