@@ -14,7 +14,7 @@ from helpers.talk import memorize
 
 from kbmem.agent.session import ChatSession
 from kbmem.agent.tools import resolved_dates
-from kbmem.dates import DateWindow, date_windows, said_dates
+from kbmem.dates import DateWindow, date_windows, said_dates, year_windows
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
 from kbmem.research.extract import asked_event, asks_ahead
@@ -296,3 +296,23 @@ def test_the_noun_a_light_verb_carries_picks_the_sentence_telling_the_event() ->
     # one naming the degree tells of it.
     line = direct_answer("When did Ilse get her degree?", evidence).line
     assert line.startswith("around 2 April 2026"), line
+
+
+def test_a_year_or_a_season_of_it_named_ranks_what_was_said_then() -> None:
+    assert year_windows("What did Ilse paint in 2025?") == [
+        DateWindow(date(2025, 1, 1), date(2025, 12, 31))
+    ]
+    assert year_windows("Where did Ilse sail during the summer of 2021?") == [
+        DateWindow(date(2021, 6, 1), date(2021, 8, 31))
+    ]
+    assert year_windows("Where did Ilse ski in winter 2024?") == [
+        DateWindow(date(2024, 1, 1), date(2024, 2, 29)),
+        DateWindow(date(2024, 12, 1), date(2024, 12, 31)),
+    ]
+    # "since 2016" is no time something happened in.
+    assert year_windows("What has Ilse painted since 2016?") == []
+    evidence = [
+        turns_item("s1", "2024-05-01T09:00:00", ("Ilse", "I painted a fox on the barn door!")),
+        turns_item("s2", "2025-05-01T09:00:00", ("Ilse", "I painted a harbour at dawn!")),
+    ]
+    assert direct_answer("What did Ilse paint in 2025?", evidence).line == "harbour"
