@@ -129,7 +129,7 @@ def date(r: Ranking) -> Extracted:
             when = next(d for d in exact if d.phrase == near)
             if _HOW_LONG_AGO.search(r.question) and when.phrase.lower().endswith("ago"):
                 # Asked how long ago, the answer is the stretch as said, then when that was.
-                return f"{in_digits(when.phrase)} ({when.written})", [s]
+                return f"{when.phrase} ({when.written})", [s]
             return in_unit(when), [s]
     if other_event and (told[2].day or _turn_time(r, told[2], asked_words)):
         return around(told[2]), [told[2]]
@@ -266,7 +266,7 @@ def duration(r: Ranking) -> Extracted:
     for s in top:
         found = DURATION.search(s.claim)
         if found:
-            return in_digits(_CARRIER.sub("", found.group(0)).strip()), [s]
+            return _CARRIER.sub("", found.group(0)).strip(), [s]
     for s in top:
         found = SINCE.search(s.claim)
         if found:
@@ -275,17 +275,6 @@ def duration(r: Ranking) -> Extracted:
 
 
 _CARRIER = re.compile(r"^\s*for\s+|\s+now$", re.I)
-# The number of a stretch of time, written in words as people say it ("seven years").
-_COUNTED_WORD = re.compile(
-    r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b(?=\s+[a-z]+s?\b)",
-    re.I,
-)
-
-
-def in_digits(stretch: str) -> str:
-    """``stretch`` with its number in digits ("seven years" -> "7 years"): a stretch of time
-    as an answer states a quantity, written as a number the way dates are."""
-    return _COUNTED_WORD.sub(lambda m: str(_NUMBER_WORDS[m.group(1).lower()]), stretch)
 
 
 def number(r: Ranking) -> Extracted:

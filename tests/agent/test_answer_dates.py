@@ -261,21 +261,6 @@ def test_when_something_started_is_answered_by_its_month() -> None:
     assert line.startswith("the week before 16 March 2026"), line
 
 
-def test_a_stretch_of_time_is_written_with_digits() -> None:
-    evidence = [
-        turns_item(
-            "s1",
-            "2026-09-13T09:00:00",
-            ("Ilse", "Seven years now, and I've finally found my muse: ceramics."),
-            ("Ilse", "My first exhibition was ten years ago, in a garage."),
-        ),
-    ]
-    line = direct_answer("How long has Ilse been making ceramics?", evidence).line
-    assert line.split(" (")[0] == "7 years", line
-    line = direct_answer("How long ago was Ilse's first exhibition?", evidence).line
-    assert line.startswith("10 years ago (2016)"), line
-
-
 def test_the_noun_a_light_verb_carries_picks_the_sentence_telling_the_event() -> None:
     evidence = [
         turns_item(
