@@ -107,10 +107,7 @@ def date(r: Ranking) -> Extracted:
         dated.sort(
             key=lambda s: not any(_AHEAD.search(d.phrase) for d in said_dates(s.claim, s.day))
         )
-    word, carried = _event_word(r.question)
-    event = stem_set(word)
-    if carried and not event & stem_set(told[2].claim):
-        told = _told_by_name(r, event, told)
+    event = asked_event(r.question)
     told_event = bool(event & stem_set(told[2].claim))
     other_event = False
     for s in dated:
@@ -180,23 +177,17 @@ _CARRIES = re.compile(r"^(?:plan(?:s|ning|ned)?|going|about|hoping|trying)$", re
 def asked_event(question: str) -> frozenset[str]:
     """The stems of the word naming the event a "when did X …?" question asks about (empty
     when it has another shape)."""
-    return stem_set(_event_word(question)[0])
-
-
-def _event_word(question: str) -> tuple[str, bool]:
-    """The word naming the event a "when did X …?" question asks about ("" when it has
-    another shape), and whether a verb that only carries it comes before ("get his degree",
-    "have a party"): then it is a noun, which the telling of the event repeats."""
     found = _WHEN_VERB.match(question)
     if not found:
-        return "", False
+        return frozenset()
     grammar = STOP | FUNCTION_WORDS | PREPOSITIONS
     verb, *after = found.group(1).split()
     if _CARRIES.match(verb) and after[:1] == ["to"] and len(after) > 1:
         verb, *after = after[1:]
     if verb.lower() not in grammar:
-        return verb, False
-    return next((w for w in after if w.lower() not in grammar), ""), True
+        return stem_set(verb)
+    word = next((w for w in after if w.lower() not in grammar), "")
+    return stem_set(word)
 
 
 # "When did X start …?", "When did X begin …?": the start of something ongoing.
@@ -207,16 +198,6 @@ def asks_start(question: str) -> bool:
     """Whether ``question`` asks when something ongoing began ("When did X start running?")."""
     found = _WHEN_VERB.match(question)
     return found is not None and found.group(1).split()[0].lower() in _STARTS
-
-
-def _told_by_name(
-    r: Ranking, event: frozenset[str], told: tuple[float, float, Said]
-) -> tuple[float, float, Said]:
-    """Of the sentences nearly as full of the question as ``told`` (DATED_SHARE of its share),
-    the first told that names the event, else ``told``: asked "When did X get his degree?",
-    "Congrats on your degree!" tells of it, not "Our son is one!" beside the same words."""
-    naming = [e for e in r.ranked if event & stem_set(e[2].claim) and e[1] >= DATED_SHARE * told[1]]
-    return _first_told(naming, 1) if naming else told
 
 
 def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float, float, Said]:
