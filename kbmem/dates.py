@@ -121,6 +121,36 @@ def date_windows(text: str, slack_days: int = 1) -> list[DateWindow]:
     return [DateWindow(None, None, _month(m.group(1))) for m in _MONTH_ONLY.finditer(lower)]
 
 
+# "in 2023", "during the summer of 2021", "in summer 2021": a year, or a season in it.
+_IN_YEAR = re.compile(
+    r"\b(?:in|during|throughout)\s+(?:the\s+)?(?:(spring|summer|fall|autumn|winter)\s+(?:of\s+)?)?"
+    r"(\d{4})\b"
+)
+_SEASON_MONTHS = {"spring": (3, 5), "summer": (6, 8), "fall": (9, 11), "autumn": (9, 11)}
+
+
+def year_windows(text: str) -> list[DateWindow]:
+    """The years (or seasons of a year) ``text`` names with "in"/"during": a wider time than
+    date_windows reads, for ranking what was said in it, not for picking sessions."""
+    out = []
+    for m in _IN_YEAR.finditer(text.lower()):
+        year = int(m.group(2))
+        season = m.group(1)
+        if season == "winter":
+            # The winter months of that year, at either end of it (which winter is meant
+            # is not said).
+            out.append(DateWindow(date(year, 1, 1), date(year, 3, 1) - timedelta(days=1)))
+            out.append(DateWindow(date(year, 12, 1), date(year, 12, 31)))
+        elif season:
+            first, last = _SEASON_MONTHS[season]
+            out.append(
+                DateWindow(date(year, first, 1), date(year, last + 1, 1) - timedelta(days=1))
+            )
+        else:
+            out.append(DateWindow(date(year, 1, 1), date(year, 12, 31)))
+    return out
+
+
 def sessions_in(windows: list[DateWindow], memory: list[tuple[str, str, str]]) -> list[str]:
     """Session ids (from the memory's ``(date, session id, memo)`` lines) held in a window."""
     out = []

@@ -74,20 +74,29 @@ def date(r: Ranking) -> Extracted:
     """The date the best dated sentence gives, resolved against the day it was said (a day
     named on the calendar over one said relative to today); else the day the best sentence
     was said, as "around" it. Asked which month or year, that month or year."""
-    unit = _ASKS_UNIT.search(r.question)
+    asked_unit = _ASKS_UNIT.search(r.question)
+    unit = asked_unit.group(1) if asked_unit else ""
+    # A beginning is placed by its month: within a month, a start is not a day.
+    start_unit = "month" if asks_start(r.question) else ""
+
+    def in_unit(when: SaidDate) -> str:
+        """``when`` written in the unit asked, else as said."""
+        if unit and when.first:
+            return _in_unit(unit, when.first)
+        if start_unit and when.first and when.last and when.first.month == when.last.month:
+            return _in_unit(start_unit, when.first)
+        return when.written
 
     def around(s: Said) -> str:
         """When ``s`` tells of the event: a time its turn says, else the day it was told."""
         in_turn = _turn_time(r, s, asked_words)
         if in_turn:
-            return (
-                _in_unit(unit.group(1), in_turn.first)
-                if unit and in_turn.first
-                else (in_turn.written)
-            )
+            return in_unit(in_turn)
         if not s.day:
             return ""
-        return _in_unit(unit.group(1), s.day) if unit else f"around {anchor_date(s.day)}"
+        if unit or start_unit:
+            return _in_unit(unit or start_unit, s.day)
+        return f"around {anchor_date(s.day)}"
 
     asked_words = date_words(r.question)
     # The sentence that says most of the question; a dated one that says much less of it
@@ -119,9 +128,7 @@ def date(r: Ranking) -> Extracted:
             if _HOW_LONG_AGO.search(r.question) and when.phrase.lower().endswith("ago"):
                 # Asked how long ago, the answer is the stretch as said, then when that was.
                 return f"{when.phrase} ({when.written})", [s]
-            if unit and when.first:
-                return _in_unit(unit.group(1), when.first), [s]
-            return when.written, [s]
+            return in_unit(when), [s]
     if other_event and (told[2].day or _turn_time(r, told[2], asked_words)):
         return around(told[2]), [told[2]]
     # Nothing dated answers: a time the best sentence's turn says, else the day it was
@@ -156,11 +163,16 @@ def _in_unit(unit: str, day: datetime.date) -> str:
 # "When did X <verb> …?": the verb that names the event asked; when it only carries the
 # event ("get accepted", "go camping", "have a party"), the first word after it that is not
 # a grammar word.
+# The auxiliary may follow the subject as people type it ("When Jon is planning to …?").
+_AUX = r"(?:did|does|do|has|have|had|will|would|was|is|are)"
 _WHEN_VERB = re.compile(
-    r"^\s*[Ww]hen\s+(?:did|does|do|has|have|had|will|would|was|is)\s+"
+    rf"^\s*[Ww]hen\s+(?:{_AUX}\s+)?"
     r"[A-Z][\w-]*(?:['’]s\s+[a-z][\w-]*)?(?:\s+(?:and|&)\s+[A-Z][\w-]*)?"
-    r"((?:\s+[a-z][\w'’-]*){1,4})"
+    rf"(?:\s+{_AUX}\b)?((?:\s+[a-z][\w'’-]*){{1,5}})"
 )
+# A verb that only carries the one after it ("planning to open", "going to move"): the
+# event asked is the second.
+_CARRIES = re.compile(r"^(?:plan(?:s|ning|ned)?|going|about|hoping|trying)$", re.I)
 
 
 def asked_event(question: str) -> frozenset[str]:
@@ -171,10 +183,22 @@ def asked_event(question: str) -> frozenset[str]:
         return frozenset()
     grammar = STOP | FUNCTION_WORDS | PREPOSITIONS
     verb, *after = found.group(1).split()
+    if _CARRIES.match(verb) and after[:1] == ["to"] and len(after) > 1:
+        verb, *after = after[1:]
     if verb.lower() not in grammar:
         return stem_set(verb)
     word = next((w for w in after if w.lower() not in grammar), "")
     return stem_set(word)
+
+
+# "When did X start …?", "When did X begin …?": the start of something ongoing.
+_STARTS = frozenset("start starts started begin begins began".split())
+
+
+def asks_start(question: str) -> bool:
+    """Whether ``question`` asks when something ongoing began ("When did X start running?")."""
+    found = _WHEN_VERB.match(question)
+    return found is not None and found.group(1).split()[0].lower() in _STARTS
 
 
 def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float, float, Said]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from kbmem.dates import date_windows, date_words, said_dates
+from kbmem.dates import date_windows, date_words, said_dates, year_windows
 from kbmem.index.tenant import analyze
 from kbmem.memorize.sessions import is_own_answer
 from kbmem.research.answer_types import question_kind
@@ -145,7 +145,7 @@ class Ranking:
         self.question = question
         self.kind = question_kind(question)
         self.weigher = Weigher(question, sentences)
-        self.windows = date_windows(question)
+        self.windows = date_windows(question) or year_windows(question)
         self.speakers = {t for s in sentences for t in analyze(s.speaker)}
         self.known = known_names(sentences)
         self.asked_speakers = self.weigher.names & self.speakers

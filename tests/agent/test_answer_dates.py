@@ -14,7 +14,7 @@ from helpers.talk import memorize
 
 from kbmem.agent.session import ChatSession
 from kbmem.agent.tools import resolved_dates
-from kbmem.dates import DateWindow, date_windows, said_dates
+from kbmem.dates import DateWindow, date_windows, said_dates, year_windows
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
 from kbmem.research.extract import asked_event, asks_ahead
@@ -231,3 +231,51 @@ def test_when_is_x_doing_asks_of_what_is_arranged_ahead(tmp_path: Path) -> None:
     assert reply.answer.split("\n", 1)[0].split(" (")[0] == ("the weekend after 3 June 2026"), (
         reply.answer
     )
+
+
+def test_a_plan_asked_subject_first_is_dated_by_the_event_it_names() -> None:
+    # People type "When X is planning to …?" as well as "When is X planning to …?"; the
+    # event is the verb the plan carries, not "plan".
+    assert asked_event("When Ilse is planning to open her bakery?") == {"open"}
+    assert asked_event("When is Ilse going to move to Ghent?") == {"move"}
+    evidence = [
+        turns_item(
+            "s1", "2026-02-04T09:00:00", ("Ilse", "I'm getting ready for a bakery fair next month.")
+        ),
+        turns_item(
+            "s2", "2026-06-19T09:00:00", ("Ilse", "The official opening of my bakery is tomorrow.")
+        ),
+    ]
+    line = direct_answer("When Ilse is planning to open her bakery?", evidence).line
+    assert line.split(" (")[0] == "Saturday 20 June 2026", line
+
+
+def test_when_something_started_is_answered_by_its_month() -> None:
+    evidence = [
+        turns_item("s1", "2026-03-16T09:00:00", ("Ilse", "I started going to the gym last week.")),
+    ]
+    # A start of something ongoing is placed by its month, not a day or week in it.
+    assert direct_answer("When did Ilse start going to the gym?", evidence).line == "March 2026"
+    # Asked when it happened, not when it started: the time as said.
+    line = direct_answer("When did Ilse go to the gym?", evidence).line
+    assert line.startswith("the week before 16 March 2026"), line
+
+
+def test_a_year_or_a_season_of_it_named_ranks_what_was_said_then() -> None:
+    assert year_windows("What did Ilse paint in 2025?") == [
+        DateWindow(date(2025, 1, 1), date(2025, 12, 31))
+    ]
+    assert year_windows("Where did Ilse sail during the summer of 2021?") == [
+        DateWindow(date(2021, 6, 1), date(2021, 8, 31))
+    ]
+    assert year_windows("Where did Ilse ski in winter 2024?") == [
+        DateWindow(date(2024, 1, 1), date(2024, 2, 29)),
+        DateWindow(date(2024, 12, 1), date(2024, 12, 31)),
+    ]
+    # "since 2016" is no time something happened in.
+    assert year_windows("What has Ilse painted since 2016?") == []
+    evidence = [
+        turns_item("s1", "2024-05-01T09:00:00", ("Ilse", "I painted a fox on the barn door!")),
+        turns_item("s2", "2025-05-01T09:00:00", ("Ilse", "I painted a harbour at dawn!")),
+    ]
+    assert direct_answer("What did Ilse paint in 2025?", evidence).line == "harbour"
