@@ -76,15 +76,11 @@ def date(r: Ranking) -> Extracted:
     was said, as "around" it. Asked which month or year, that month or year."""
     asked_unit = _ASKS_UNIT.search(r.question)
     unit = asked_unit.group(1) if asked_unit else ""
-    # A beginning is placed by its month: within a month, a start is not a day.
-    start_unit = "month" if asks_start(r.question) else ""
 
     def in_unit(when: SaidDate) -> str:
         """``when`` written in the unit asked, else as said."""
         if unit and when.first:
             return _in_unit(unit, when.first)
-        if start_unit and when.first and when.last and when.first.month == when.last.month:
-            return _in_unit(start_unit, when.first)
         return when.written
 
     def around(s: Said) -> str:
@@ -94,8 +90,8 @@ def date(r: Ranking) -> Extracted:
             return in_unit(in_turn)
         if not s.day:
             return ""
-        if unit or start_unit:
-            return _in_unit(unit or start_unit, s.day)
+        if unit:
+            return _in_unit(unit, s.day)
         return f"around {anchor_date(s.day)}"
 
     asked_words = date_words(r.question)
@@ -189,16 +185,6 @@ def asked_event(question: str) -> frozenset[str]:
         return stem_set(verb)
     word = next((w for w in after if w.lower() not in grammar), "")
     return stem_set(word)
-
-
-# "When did X start …?", "When did X begin …?": the start of something ongoing.
-_STARTS = frozenset("start starts started begin begins began".split())
-
-
-def asks_start(question: str) -> bool:
-    """Whether ``question`` asks when something ongoing began ("When did X start running?")."""
-    found = _WHEN_VERB.match(question)
-    return found is not None and found.group(1).split()[0].lower() in _STARTS
 
 
 def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float, float, Said]:
