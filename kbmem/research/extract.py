@@ -803,15 +803,89 @@ def asked_noun(question: str) -> str:
     return "" if head.lower() in STOP else head
 
 
+# "What is X's favourite style of dance?", "What was the setback …?": a form of "be", then
+# the noun phrase the answer is equated with; its head is the last word before the end of
+# the question or the preposition or clause that qualifies it.
+_EQUATED = re.compile(
+    r"^\s*what\s+(?:is|was|are|were)\s+(?:one\s+of\s+)?"
+    r"(?:the|his|her|their|[\w'’-]+['’]s?)\s+((?:[a-z][\w'’-]*\s+){0,3}?)([a-z][\w'’-]*)"
+    r"\s*(?:\?|$|\s+(?:of|for|from|in|on|at|to|about|towards?|with|that|behind|as)\b)",
+    re.I,
+)
+
+
+def equated_noun(question: str) -> str:
+    """The head of the noun phrase a "what is/was …?" question equates its answer with
+    ("" if the question has another shape)."""
+    found = _EQUATED.match(question)
+    if (
+        not found
+        or found.group(2).lower() in STOP | FUNCTION_WORDS
+        or _STRANDED_PREPOSITION.search(question)
+    ):
+        return ""
+    return found.group(2)
+
+
+_COPULA_AFTER = re.compile(
+    r"^\s+(?:is|was|are|were|has\s+been|have\s+been)\s+(?:(?:when|that|how)\s+)?([^.;!?]{2,})",
+    re.I,
+)
+EQUATED_WORDS = 8
+# "This necklace is a gift from my grandma", "This necklace is special - a gift from …": the
+# subject a form of "be" (or a dash after its complement) equates with the noun that
+# follows, after its determiner and modifiers.
+_EQUATED_SUBJECT = re.compile(
+    r"^(?:[\w'’-]+\s*,\s*)?(?:this|that|these|those|the|my|our|his|her|their)\s+"
+    r"((?:[\w'’-]+\s+){0,2}?[\w'’-]+)\s+(?:is|was|are|were)\b(?:[^.;!?\-–—]*\s[-–—]\s*|\s+)"
+    r"(?:a|an|the|my|our|his|her|their)\s+(?:[a-z][\w'’-]*\s+){0,2}$",
+    re.I,
+)
+
+
+def equated(text: str, noun: str, asked: set[str]) -> str:
+    """What ``text`` equates ``noun`` with: the name it is given or the phrase set beside it
+    (see _named), else the complement of the "be" that follows it ("my best memory was when
+    we won the final": "we won the final"), at most EQUATED_WORDS words, to its clause's
+    end; "" when none says what the question (its terms ``asked``) does not. Its modifiers
+    are no answer: they are what the question says of it ("favourite")."""
+    stems = set(analyze(noun))
+    for found in re.finditer(r"[\w'’-]+", text):
+        if not stems or set(analyze(found.group(0))) != stems:
+            continue
+        subject = _EQUATED_SUBJECT.search(text[: found.start()])
+        if subject and set(analyze(subject.group(1))) - asked:
+            return subject.group(1)
+        rest = ("- " if found.group(0).endswith("-") else "") + text[found.end() :]
+        named = _named(rest, asked)
+        if named:
+            return named
+        complement = _COPULA_AFTER.match(rest)
+        if complement:
+            clause = re.split(r"\s[-–—]\s|,", complement.group(1))[0]
+            words = _trim_end(clause.split()[:EQUATED_WORDS])
+            if words and set(analyze(" ".join(words))) - asked:
+                return " ".join(words)
+    return ""
+
+
 def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
     """The noun phrase of ``text`` that ends in ``noun`` (by stem) and says, in the words
     before it, what the question (its terms ``asked``) does not: asked what kind of
-    flooring, "I'm after Marley flooring" answers "Marley flooring". "" if none does."""
+    flooring, "I'm after Marley flooring" answers "Marley flooring". The name the noun is
+    given right after it, or the phrase set beside it after a dash or colon, says which
+    one it is better still (see _named). "" if none does."""
     stems = set(analyze(noun))
-    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    found = list(re.finditer(r"[\w'’-]+|[^\w\s]", text))
+    tokens = [m.group(0) for m in found]
     for n, token in enumerate(tokens):
         if not stems or set(analyze(token)) != stems:
             continue
+        # "books- classics": a dash written against the noun still sets a phrase beside it.
+        rest = ("- " if token.endswith("-") else "") + text[found[n].end() :]
+        named = _named(rest, asked)
+        if named:
+            return named
         words: list[str] = []
         at = n
         while at > 0 and len(words) < 3:
@@ -834,6 +908,50 @@ def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
             at -= 1
         if any(set(analyze(w)) - asked for w in words):
             return joined([*words, token])
+    return ""
+
+
+# What names a noun right after it: a title in quotes or a capitalised name, bare or after
+# a verb of naming ("a piece called "Finding Freedom"", "this game Catan"); or a phrase set
+# beside it after a dash or colon ("a new project - a thriller set in a small town"), which
+# does not open a clause of its own (a subject, a clause word: "my bike - it was cheap").
+_NAME_AFTER = re.compile(
+    r"^,?\s*(?:(?:called|named|titled)\s+)?"
+    r"(?:\"([^\"]{2,60})\"|“([^”]{2,60})”|([A-Z][\w'’-]*(?:\s+(?:[A-Z][\w'’-]*|of|the|and))*))"
+)
+_APPOSITION_AFTER = re.compile(r"^\s*(?:[-–—]+|:)\s*([^.;!?\-–—:()\[\]]{3,})")
+APPOSITION_WORDS = 12
+
+
+def _named(rest: str, asked: set[str]) -> str:
+    """What names the noun that ``rest`` follows (see _NAME_AFTER), or the phrase set
+    beside it (at most APPOSITION_WORDS words); "" when neither says what the question (its
+    terms ``asked``) does not."""
+    found = _NAME_AFTER.match(rest)
+    if found:
+        name = next(g for g in found.groups() if g).strip(" .,;:!?")
+        words = name.split()
+        while words and words[-1].lower() in ("of", "the", "and"):
+            words.pop()
+        name = " ".join(words)
+        low = name.lower()
+        if (
+            words
+            and low not in _SUBJECT_WORDS
+            and words[0].lower() not in CALENDAR | STOP
+            and set(analyze(name)) - asked
+        ):
+            return name
+    found = _APPOSITION_AFTER.match(rest)
+    if found:
+        words = found.group(1).split()[:APPOSITION_WORDS]
+        first = re.split(r"['’]", words[0].lower().strip(","))[0]
+        if first in _SUBJECT_WORDS | _CLAUSE_WORDS | _WH_WORDS:
+            return ""
+        words = _trim_end([w.strip(",") for w in words] if len(words) == 1 else words)
+        phrase = " ".join(words).rstrip(",")
+        if phrase and set(analyze(phrase)) - asked:
+            return phrase
     return ""
 
 
@@ -999,26 +1117,48 @@ def head_before(question: str, text: str, asked: set[str]) -> str:
 
 
 # "What did Caroline research?", "What did Mel and her kids make during …?": the verb after
-# the auxiliary and a named subject (with whom they did it), when the question says no
-# object of it (it ends, or a preposition, an adverb or a time follows).
+# the auxiliary and a named subject (with whom they did it, or what of theirs: "Ilse's ring"),
+# when the question says no object of it (it ends, or a preposition, a particle, an adverb or
+# a time follows). An adverb may stand before the verb ("did X just finish"), and so may a
+# verb of aspect that takes it as its complement ("has X started learning", "did X try to
+# bake"); after a form of "be" the verb is its -ing form ("is X trying out").
 _VERB_ENDS = PREPOSITIONS | frozenset(
     "after before during since until through across along among between against without "
-    "within upon together last this that when while yesterday today".split()
+    "within upon together last this that when while yesterday today "
+    "out up off back down away".split()
+)
+_ADVERBS = "just|recently|also|really|usually|often|ever|still|first|finally|now|currently"
+_PRE_VERB = rf"(?:\s+(?:{_ADVERBS}|[a-z]+ly))?"
+_ASPECT = (
+    r"(?:\s+(?:start|starts|started|begin|began|begun|keep|keeps|kept|try|tries|tried)"
+    r"(?:\s+to)?)?"
 )
 _ASKED_VERB = re.compile(
-    r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){0,2}\s+(?:did|does|do|has|have|had|will|would|can)\s+"
-    r"[A-Z][\w-]*(?:\s+(?:and|&)\s+(?:(?:his|her|their)\s+[a-z][\w'’-]*|[A-Z][\w-]*))?"
-    r"\s+([a-z][\w'’-]*)(?=\s*\?|\s+(?:" + "|".join(sorted(_VERB_ENDS)) + r"|[a-z]+ly)\b)"
+    r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){0,2}\s+"
+    r"(did|does|do|has|have|had|will|would|can|is|are|was|were)\s+"
+    r"[A-Z][\w-]*(?:['’]s(?:\s+[a-z][\w'’-]*){1,2}?)?"
+    r"(?:\s+(?:and|&)\s+(?:(?:his|her|their)\s+[a-z][\w'’-]*|[A-Z][\w-]*))?"
+    + _PRE_VERB
+    + _ASPECT
+    + rf"\s+(?!(?:{_ADVERBS})\b)([a-z][\w'’-]*)(?=\s*\?|\s+(?:"
+    + "|".join(sorted(_VERB_ENDS))
+    + r"|[a-z]+ly)\b)"
 )
+_BE = frozenset("is are was were".split())
 
 
 def _asked_verb(question: str) -> set[str]:
     """The stems of the verb a "what did X do?" question asks about; empty when the
     question is of another shape."""
     found = _ASKED_VERB.match(question)
-    if not found or found.group(1).lower() in FUNCTION_WORDS | PREPOSITIONS | _CLAUSE_WORDS:
+    if not found:
         return set()
-    return set(analyze(found.group(1)))
+    verb = found.group(2).lower()
+    if verb in FUNCTION_WORDS | PREPOSITIONS | _CLAUSE_WORDS:
+        return set()
+    if found.group(1).lower() in _BE and not verb.endswith("ing"):
+        return set()  # "What is X excited about?": a state, no verb done
+    return set(analyze(verb))
 
 
 def verb_object(question: str, text: str, asked: set[str]) -> str:
@@ -1224,6 +1364,14 @@ def thing(r: Ranking) -> Extracted:
             done = verb_object(question, best.claim, asked) or gerund(best.claim, asked)
             if done:
                 return done, [best]
+    else:
+        # "What was X's favourite memory?": the noun the question equates the answer with;
+        # the best sentence names it, or sets a phrase beside it ("my memory - the final").
+        noun = equated_noun(question)
+        best = r.best()
+        phrase = equated(best.claim, noun, r.weigher.terms | r.weigher.names) if noun else ""
+        if phrase:
+            return phrase, [best]
     if re.match(r"\s*why\b", r.question, re.I):
         for _score, _share, s in r.ranked[:3]:
             reason = _reason(s.claim)

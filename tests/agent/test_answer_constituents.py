@@ -1,0 +1,106 @@
+"""The span cut to the constituent the question's form asks for: the name a noun is given
+or the phrase set beside it, the object of the asked verb when an adverb, a verb of aspect,
+a particle or a possessive subject stands around it, and the last conjunct of a phrase in a
+clause of its own. Synthetic sentences through the real functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbmem.research.extract import (
+    _asked_verb,
+    equated,
+    equated_noun,
+    noun_phrase,
+    verb_object,
+)
+from kbmem.research.spans import coordinated
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The name given to the noun says which one it is, more than its kind.
+        ('We danced a slow piece called "Tide Lines." It went well.', "Tide Lines"),
+        ("Last night we played this piece Morning Star for hours.", "Morning Star"),
+        # A phrase set beside the noun after a dash or a colon says what it is.
+        (
+            "I'm writing a new piece - a ballad set in a fishing town.",
+            "a ballad set in a fishing town",
+        ),
+        ("I've got lots of old pieces- waltzes, reels and jigs.", "waltzes, reels and jigs"),
+        # A clause after the dash is said of the noun, no name of it: the modifiers answer.
+        ("We rehearsed a slow piece - it was hard.", "slow piece"),
+        ("We rehearsed a slow piece on Monday.", "slow piece"),
+    ],
+)
+def test_a_noun_is_answered_by_its_name_or_the_phrase_beside_it(text: str, expected: str) -> None:
+    assert noun_phrase(text, "piece", {"piece"}) == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "verb"),
+    [
+        ("What did Ilse just finish last Friday?", "finish"),
+        ("What has Tomas started learning?", "learning"),
+        ("What is Tomas trying out to get stronger?", "trying"),
+        ("What does Ilse's ring symbolize?", "symbolize"),
+        # After a form of "be", a word that is no -ing form names a state, not a deed.
+        ("What is Ilse excited about?", ""),
+    ],
+)
+def test_the_asked_verb_is_found_around_adverbs_aspect_particles_and_possessives(
+    question: str, verb: str
+) -> None:
+    from kbmem.index.tenant import analyze
+
+    assert _asked_verb(question) == set(analyze(verb))
+
+
+def test_the_asked_verb_s_object_after_its_particle() -> None:
+    text = "I'm also trying out pilates to get a little stronger."
+    assert verb_object("What is Tomas trying out to get stronger?", text, set()) == "pilates"
+    text = "I've started learning how to play the fiddle, it's hard."
+    assert verb_object("What has Tomas started learning?", text, set()) == "play the fiddle"
+
+
+def test_a_phrase_in_a_clause_of_its_own_keeps_its_last_conjunct() -> None:
+    tokens = "Besides classes and talks , I'm offering coaching and tuition to help them .".split()
+    a = tokens.index("coaching")
+    # Not an item of the list before the comma: its own conjunct, to the preposition.
+    assert coordinated(tokens, a, a) == (a, tokens.index("tuition"))
+
+
+@pytest.mark.parametrize(
+    ("question", "noun"),
+    [
+        ("What was Ilse's favourite sailing memory?", "memory"),
+        ("What is Tomas's main focus in local politics?", "focus"),
+        ("What was grandpa's gift to Ilse?", "gift"),
+        # Ending in a preposition, the question asks for its object instead.
+        ("What was the talk that Ilse gave about?", ""),
+        # A verb after the subject: no noun equated with the answer.
+        ("What did Ilse make?", ""),
+    ],
+)
+def test_the_noun_a_what_is_question_equates_its_answer_with(question: str, noun: str) -> None:
+    assert equated_noun(question) == noun
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The complement of "be" after the noun, not its modifiers (the question's words).
+        (
+            "My fave memory was when our crew won the regatta at age nine.",
+            "our crew won the regatta at age nine",
+        ),
+        # The subject "be" equates with the noun, after a dash or not.
+        ("This ring is so dear to me - a gift from my grandpa.", "ring"),
+        ("That compass was a gift from my grandpa.", "compass"),
+        ("I love my grandpa, he gave me many a gift.", ""),
+    ],
+)
+def test_what_a_sentence_equates_the_noun_with(text: str, expected: str) -> None:
+    noun = "memory" if "memory" in text else "gift"
+    assert equated(text, noun, {"fave", "memory", "gift", "grandpa"}) == expected
