@@ -6,7 +6,9 @@ clause of its own. Synthetic sentences through the real functions."""
 from __future__ import annotations
 
 import pytest
+from helpers.evidence import turns_item
 
+from kbmem.research.direct import direct_answer
 from kbmem.research.extract import (
     _asked_verb,
     equated,
@@ -104,3 +106,15 @@ def test_the_noun_a_what_is_question_equates_its_answer_with(question: str, noun
 def test_what_a_sentence_equates_the_noun_with(text: str, expected: str) -> None:
     noun = "memory" if "memory" in text else "gift"
     assert equated(text, noun, {"fave", "memory", "gift", "grandpa"}) == expected
+
+
+def test_my_in_a_line_cut_from_one_sentence_is_said_as_the_speaker_s() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Ilse", "Our puppy Rex is such a rascal."),
+        ("Ilse", "He hid his ball in my boot once!"),
+    )
+    assert direct_answer("Where did Rex hide his ball once?", [item]).line.split(" (")[0] == (
+        "Ilse's boot"
+    )
