@@ -807,10 +807,10 @@ def asked_noun(question: str) -> str:
 # the noun phrase the answer is equated with; its head is the last word before the end of
 # the question or the preposition or clause that qualifies it.
 _EQUATED = re.compile(
-    r"^\s*what\s+(?:is|was|are|were)\s+(?:one\s+of\s+)?"
-    r"(?:the|his|her|their|[\w'’-]+['’]s?)\s+((?:[a-z][\w'’-]*\s+){0,3}?)([a-z][\w'’-]*)"
-    r"\s*(?:\?|$|\s+(?:of|for|from|in|on|at|to|about|towards?|with|that|behind|as)\b)",
-    re.I,
+    r"^\s*[Ww]hat\s+(?:is|was|are|were)\s+(?:one\s+of\s+)?"
+    r"(?:[Tt]he|his|her|their|[\w'’-]+['’]s?)\s+((?:[a-z][\w'’-]*\s+){0,3}?)([a-z][\w'’-]*)"
+    r"\s*(?:\?|$|\s+(?:of|for|from|in|on|at|to|about|towards?|with|that|behind|as)\b"
+    r"|\s+(?=[A-Z]))"  # a clause whose subject is named: "the biggest challenge John faced"
 )
 
 
@@ -866,6 +866,37 @@ def equated(text: str, noun: str, asked: set[str]) -> str:
             words = _trim_end(clause.split()[:EQUATED_WORDS])
             if words and set(analyze(" ".join(words))) - asked:
                 return " ".join(words)
+    return ""
+
+
+# "What was the biggest challenge …?" asks for the one thing a superlative picks out; a
+# sentence picks it out with a superlative of its own, equated with it by "be" ("… but the
+# worst was self-doubt"), whatever the adjective.
+# Words in -est that are no adjective's superlative.
+_NOT_SUPERLATIVE = (
+    r"(?!(?:inter|for|hon|requ|gu|ch|qu|sugg|prot|harv|cont|conqu|inv|manif|dig|ar|b|n|p|r|t|v|w|z|"
+    r"te|ze|ve|we|ne|pe|re)est\b)"
+)
+_SUPERLATIVE = (
+    rf"(?:{_NOT_SUPERLATIVE}[a-z]{{2,}}est|best|worst|most\s+[a-z][\w'’-]*|least\s+[a-z][\w'’-]*)"
+)
+_ASKS_SUPERLATIVE = re.compile(rf"^\s*[Ww]hat\s+(?:is|was|are|were)\b.*\b{_SUPERLATIVE}\b")
+_SAYS_SUPERLATIVE = re.compile(
+    rf"\b(?:[Tt]he|[Mm]y|[Oo]ur)\s+{_SUPERLATIVE}(?:\s+[a-z][\w'’-]*)?\s+(?:is|was|were|are)\s+"
+    r"([^.;!?,]{2,})"
+)
+
+
+def superlative(question: str, text: str, asked: set[str]) -> str:
+    """What ``text`` equates a superlative with ("the worst was self-doubt": "self-doubt"),
+    asked what a superlative picks out; "" when the question or ``text`` has no such
+    shape, or the phrase says nothing the question (its terms ``asked``) does not."""
+    if not _ASKS_SUPERLATIVE.match(question):
+        return ""
+    for found in _SAYS_SUPERLATIVE.finditer(text):
+        words = _trim_end(found.group(1).split()[:EQUATED_WORDS])
+        if words and set(analyze(" ".join(words))) - asked:
+            return " ".join(words)
     return ""
 
 
@@ -1059,6 +1090,31 @@ def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = Tr
         return ""
     first, last = coordinated(tokens, at, at + len(words) - 1)
     return joined(tokens[first : last + 1])
+
+
+# "What natural disaster affected the town?", "What inspired Ilse to …?": "what", with its
+# noun, is the subject of the verb right after it (in its past form), and a sentence in the
+# passive names that subject after "by" ("the town was hit by a flood").
+_ASKS_SUBJECT = re.compile(r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){0,2}?\s+[a-z][\w'’-]*ed\s+(?!by\b)")
+_BY_AGENT = re.compile(
+    r"\b(?:is|are|was|were|been|being|got|gets|get)\s+(?:[a-z]+ly\s+)?"
+    r"[a-z][\w'’-]*(?:ed|en|t)\s+by\s+",
+    re.I,
+)
+
+
+def passive_agent(question: str, text: str, asked: set[str]) -> str:
+    """What a question that asks for its verb's subject ("What flood affected …?") asks,
+    as ``text`` says it in the passive: the phrase after its "by" (see _object_after); ""
+    when the question has another shape or ``text`` no such phrase."""
+    if not _ASKS_SUBJECT.match(question):
+        return ""
+    for found in _BY_AGENT.finditer(text):
+        tokens = re.findall(r"[\w'’-]+|[^\w\s]", text[found.end() :])
+        phrase = _object_after(tokens, 0, asked)
+        if phrase:
+            return phrase
+    return ""
 
 
 # "What did Gina receive from a dance contest?": where a sentence says the question's
@@ -1358,7 +1414,7 @@ def thing(r: Ranking) -> Extracted:
                 phrase = grammar_object(question, s.claim, r.weigher.terms | r.weigher.names)
             if phrase:
                 return phrase, [s]
-        if noun.lower() == "activity":
+        if noun.lower() == "activity" or _DONE_AS.match(question):
             best = r.best()
             asked = r.weigher.terms | r.weigher.names
             done = verb_object(question, best.claim, asked) or gerund(best.claim, asked)
@@ -1369,7 +1425,10 @@ def thing(r: Ranking) -> Extracted:
         # the best sentence names it, or sets a phrase beside it ("my memory - the final").
         noun = equated_noun(question)
         best = r.best()
-        phrase = equated(best.claim, noun, r.weigher.terms | r.weigher.names) if noun else ""
+        asked = r.weigher.terms | r.weigher.names
+        phrase = (equated(best.claim, noun, asked) if noun else "") or superlative(
+            question, best.claim, asked
+        )
         if phrase:
             return phrase, [best]
     if re.match(r"\s*why\b", r.question, re.I):
@@ -1395,7 +1454,9 @@ def thing(r: Ranking) -> Extracted:
     if told:
         # "Last weekend I did something new.": what it was, the speaker says next.
         best = told
-    phrase = grammar_object(question, best.claim, asked)
+    phrase = grammar_object(question, best.claim, asked) or passive_agent(
+        question, best.claim, asked
+    )
     if phrase:
         return phrase, [best]
     phrase = head_before(question, best.claim, asked)
@@ -1410,6 +1471,14 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+# "What creative project do Ilse and her kids do together?": a noun that the question's
+# main verb "do" takes as its object is a thing done, an activity, whatever its word; it is
+# named as activities are (the verb's object, or a verb's -ing form).
+_DONE_AS = re.compile(
+    r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){1,3}\s+(?:do|does|did)\s+(?:[\w'’-]+\s+){1,4}?do\b"
+)
 
 
 # A sentence that says what was done only as "something" ("I did something new that had

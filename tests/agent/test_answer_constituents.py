@@ -14,6 +14,8 @@ from kbmem.research.extract import (
     equated,
     equated_noun,
     noun_phrase,
+    passive_agent,
+    superlative,
     verb_object,
 )
 from kbmem.research.spans import coordinated
@@ -118,3 +120,31 @@ def test_my_in_a_line_cut_from_one_sentence_is_said_as_the_speaker_s() -> None:
     assert direct_answer("Where did Rex hide his ball once?", [item]).line.split(" (")[0] == (
         "Ilse's boot"
     )
+
+
+def test_a_question_asking_its_verb_s_subject_is_answered_by_the_passive_s_agent() -> None:
+    text = "Our old harbour was hit by a nasty storm last week."
+    assert passive_agent("What disaster affected the old harbour?", text, {"harbour"}) == (
+        "nasty storm"
+    )
+    # Asked for the verb's object, the agent is no answer.
+    assert passive_agent("What did the storm hit?", text, set()) == ""
+
+
+def test_a_superlative_asked_is_answered_by_the_one_the_sentence_equates_with() -> None:
+    text = "I hit all kinds of snags - rigging, weather... but the worst was seasickness."
+    question = "What was one of the biggest problems Tomas faced on the crossing?"
+    assert superlative(question, text, set()) == "seasickness"
+    assert equated_noun(question) == "problems"
+    # Words in -est that are no superlative ask for none.
+    assert superlative("What was Tomas's main interest?", "The interest is high.", set()) == ""
+
+
+def test_a_noun_the_verb_do_takes_is_an_activity() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Ilse", "We love sketching together lately, especially the harbour boats."),
+    )
+    line = direct_answer("What creative project do Ilse and her kids do together?", [item]).line
+    assert line.split(" (")[0] == "sketching"
