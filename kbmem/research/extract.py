@@ -991,7 +991,15 @@ def _named(rest: str, asked: set[str]) -> str:
 # the clause before a consequence ("I love both, so combining them …": what follows "so" is
 # what was asked about, so it must say one of the question's words), or by the purpose a
 # verb of wanting gives ("I wanted to feel closer to a community").
-_BECAUSE = re.compile(r"(?:\bbecause|'cause|’cause|\bso that)\s+([^.;!?]{3,})", re.I)
+# "Since" opens a reason when its clause says what holds now ("since I'm lactose
+# intolerant"); with a time or a past event ("since 2019", "since I moved") it says when.
+_SINCE_CAUSE = (
+    r"\bsince(?=\s+(?:I|we|you|he|she|they|it)(?:['’](?:m|re)\b|\s+(?:am|are|is|can|do|does"
+    r"|don['’]t|doesn['’]t)\b))"
+)
+_BECAUSE = re.compile(
+    rf"(?:\bbecause|'cause|’cause|\bso that|{_SINCE_CAUSE})\s+([^.;!?]{{3,}})", re.I
+)
 _CAUSER = re.compile(
     r"^([^.;!?]{3,60}?)\s+(?:gave|made|got|inspired|pushed|motivated|led)\s+(?:me|us)\b", re.I
 )
@@ -1004,11 +1012,27 @@ _PURPOSE = re.compile(
 REASON_WORDS = 10  # a reason is a clause, longer than a thing's phrase
 
 
+_NOMINATIVE = frozenset("i we he she they".split())
+
+
+def _subject_word(word: str) -> bool:
+    """Whether ``word`` is a pronoun only ever a subject, alone or with its verb ("I'm",
+    "we're"; not "it" or "you", which are objects too)."""
+    return re.split(r"['’]", word.lower())[0] in _NOMINATIVE
+
+
 def _reason(text: str) -> str:
     """The reason a causal connective or a verb of causing in ``text`` gives."""
     found = _BECAUSE.search(text)
     if found:
-        return " ".join(found.group(1).split()[:PHRASE_WORDS])
+        words = found.group(1).split()[:PHRASE_WORDS]
+        # A reason put first ends where the main clause's subject starts ("since I'm
+        # tired I'm staying in": "I'm tired").
+        end = next(
+            (n for n, w in enumerate(words) if n >= 2 and _subject_word(w)),
+            len(words),
+        )
+        return " ".join(_trim_end(words[:end]))
     found = _CAUSER.match(text)
     return " ".join(found.group(1).split()[-PHRASE_WORDS:]) if found else ""
 

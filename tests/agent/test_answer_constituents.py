@@ -11,6 +11,7 @@ from helpers.evidence import turns_item
 from kbmem.research.direct import direct_answer
 from kbmem.research.extract import (
     _asked_verb,
+    _reason,
     equated,
     equated_noun,
     noun_phrase,
@@ -148,3 +149,20 @@ def test_a_noun_the_verb_do_takes_is_an_activity() -> None:
     )
     line = direct_answer("What creative project do Ilse and her kids do together?", [item]).line
     assert line.split(" (")[0] == "sketching"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # "Since" with what holds now gives a reason, which ends at the main clause.
+        ("Yeah, since I'm allergic to nuts I'm baking with oat flour.", "I'm allergic to nuts"),
+        ("I stay in since we don't have a car.", "we don't have a car"),
+        # With a time or a past event it says when.
+        ("I have sailed since I moved here in 2019.", ""),
+        ("I have sailed since 2019.", ""),
+        # The reason's own object pronouns do not end it.
+        ("I kept it because I love it so much.", "I love it so much"),
+    ],
+)
+def test_since_gives_a_reason_when_its_clause_says_what_holds_now(text: str, expected: str) -> None:
+    assert _reason(text) == expected
