@@ -1093,17 +1093,28 @@ def stranded_object(question: str, text: str, asked: set[str]) -> str:
     return ""
 
 
+_DASH_TOKEN = re.compile(r"^[-–—]+$")
+
+
 def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = True) -> str:
     """The phrase that starts at token ``at`` (after its function words), to the first
     preposition (a lone gerund keeps its own: "volunteering at a shelter"), time word or
     clause word, with the whole list it is an item of (spans.coordinated); "" when it says
     nothing the question (its terms ``asked``) does not."""
-    while at < len(tokens) and tokens[at].lower() in _PHRASE_EDGE | STOP:
+    # A dash right after the verb sets its object beside it ("news to share - I joined …").
+    while at < len(tokens) and (
+        tokens[at].lower() in _PHRASE_EDGE | STOP or _DASH_TOKEN.match(tokens[at])
+    ):
         at += 1
     end = at
     while end < len(tokens) and end - at < OBJECT_WORDS:
         t, low = tokens[end], tokens[end].lower()
-        if not re.match(r"[\w'’-]+$", t) or low in _CLAUSE_WORDS or TIME_WORD.match(low):
+        if (
+            not re.match(r"[\w'’-]+$", t)
+            or _DASH_TOKEN.match(t)
+            or low in _CLAUSE_WORDS
+            or TIME_WORD.match(low)
+        ):
             break
         lone_gerund = gerund and end == at + 1 and tokens[at].lower().endswith("ing")
         if low in PREPOSITIONS and not lone_gerund:
@@ -1430,11 +1441,11 @@ def thing(r: Ranking) -> Extracted:
     question = untimed(r.question)
     noun = asked_noun(question)
     if noun:
-        for n, (_score, _share, s) in enumerate(r.ranked[:3]):
+        for _score, _share, s in r.ranked[:3]:
             phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
-            if not phrase and n == 0:
-                # The best sentence may give it as the object the question's grammar asks
-                # for ("What kind of experience did she get accepted for?").
+            if not phrase:
+                # A sentence may give it as the object the question's grammar asks for
+                # ("What kind of experience did she get accepted for?"), not by its noun.
                 phrase = grammar_object(question, s.claim, r.weigher.terms | r.weigher.names)
             if phrase:
                 return phrase, [s]

@@ -160,7 +160,14 @@ def novel_phrase(
 _CLAUSE_END = frozenset('.;:!?()[]"')
 _COORDINATORS = frozenset({"and", "or", "&"})
 PREPOSITIONS = frozenset("to of for in on at with about into onto from by than like".split())
-_SUBJECT = frozenset("i we you he she they it i'm we're you're he's she's they're it's".split())
+_PRONOUNS = "i we you he she they it".split()
+# A subject pronoun, alone or with its verb contracted ("I've", "we’re").
+_SUBJECT = frozenset(_PRONOUNS) | frozenset(
+    f"{p}{mark}{verb}"
+    for p in _PRONOUNS
+    for mark in "'’"
+    for verb in ("m", "re", "s", "ve", "d", "ll")
+)
 # An item before the one found starts after the last of these in its segment ("and it
 # stands for love": "love"; "We hiked the ridge": "hiked the ridge").
 _ITEM_EDGE = (

@@ -5,6 +5,8 @@ clause of its own. Synthetic sentences through the real functions."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from helpers.evidence import turns_item
 
@@ -166,3 +168,27 @@ def test_a_noun_the_verb_do_takes_is_an_activity() -> None:
 )
 def test_since_gives_a_reason_when_its_clause_says_what_holds_now(text: str, expected: str) -> None:
     assert _reason(text) == expected
+
+
+def test_a_dash_after_the_verb_sets_its_object_beside_it() -> None:
+    text = "I got some great news to share - I joined a rowing club last week!"
+    assert verb_object("What news did Ilse share?", text, {"news"}) == "joined a rowing club"
+
+
+def test_a_clause_after_a_comma_with_a_contracted_subject_is_no_list_item() -> None:
+    text = "Since we talked last, I've been writing about tides and the weather."
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    a = tokens.index("tides")
+    assert coordinated(tokens, a, a) == (a, tokens.index("weather"))
+
+
+def test_a_kind_asked_is_taken_from_a_near_sentence_by_the_question_s_grammar() -> None:
+    # The best sentence names no topic; the next says the stranded preposition's object.
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Tomas", "Recently, tide tables and harbour charts."),
+        ("Tomas", "Since we talked last, I've been blogging about sailing and the weather."),
+    )
+    line = direct_answer("What topic has Tomas been blogging about recently?", [item]).line
+    assert line.split(" (")[0] == "sailing and the weather"
