@@ -1096,6 +1096,25 @@ def stranded_object(question: str, text: str, asked: set[str]) -> str:
 _DASH_TOKEN = re.compile(r"^[-–—]+$")
 
 
+def _last_conjunct(tokens: list[str], at: int) -> list[str]:
+    """The "and" or "or" at token ``at`` with the one word it joins to the phrase before it,
+    when that word ends the phrase ("pots and cups.", "mentoring and training to …"); [] when
+    no conjunction stands there, or what follows it goes on ("and went home": a clause)."""
+    if at + 1 >= len(tokens) or tokens[at].lower() not in ("and", "or"):
+        return []
+    word = tokens[at + 1]
+    after = tokens[at + 2].lower() if at + 2 < len(tokens) else "."
+    if (
+        not re.match(r"[\w'’-]+$", word)
+        or word.lower() in STOP | _PHRASE_EDGE | _SUBJECT_WORDS
+        or TIME_WORD.match(word.lower())
+    ):
+        return []
+    if re.match(r"[\w'’-]+$", after) and after not in PREPOSITIONS | _CLAUSE_WORDS:
+        return []
+    return tokens[at : at + 2]
+
+
 def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = True) -> str:
     """The phrase that starts at token ``at`` (after its function words), to the first
     preposition (a lone gerund keeps its own: "volunteering at a shelter"), time word or
@@ -1123,6 +1142,8 @@ def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = Tr
     words = _trim_end(tokens[at:end])
     if not words or not set(analyze(" ".join(words))) - asked:
         return ""
+    if len(words) == end - at:
+        words += _last_conjunct(tokens, end)
     first, last = coordinated(tokens, at, at + len(words) - 1)
     return joined(tokens[first : last + 1])
 

@@ -192,3 +192,17 @@ def test_a_kind_asked_is_taken_from_a_near_sentence_by_the_question_s_grammar() 
     )
     line = direct_answer("What topic has Tomas been blogging about recently?", [item]).line
     assert line.split(" (")[0] == "sailing and the weather"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("We made bowls and cups.", "bowls and cups"),
+        ("We made bowls and plates for the fair.", "bowls and plates"),
+        # What follows the conjunction goes on: a clause of its own, no conjunct.
+        ("We made bowls and went home.", "bowls"),
+        ("We made bowls and it was fun.", "bowls"),
+    ],
+)
+def test_the_verb_s_object_keeps_the_one_word_its_and_joins(text: str, expected: str) -> None:
+    assert verb_object("What did Ilse make?", text, set()) == expected
