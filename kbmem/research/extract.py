@@ -1148,6 +1148,38 @@ def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = Tr
     return joined(tokens[first : last + 1])
 
 
+# "What did X say about Y?", "What does X think of Y?": what is said of Y, which a sentence
+# says by a linking verb after Y ("Creating a special experience is the key to …").
+_SAY_ABOUT = re.compile(
+    r"^\s*[Ww]hat\s+(?:does|did|do)\s+[A-Z][\w'’-]*\s+(?:say|think|believe|feel)"
+    r"(?:\s+to\s+[A-Z][\w'’-]*)?\s+(?:about|of|regarding|on)\s+(.+?)\s*\?*\s*$"
+)
+_LINK = re.compile(
+    r"\s(?:is|was|are|were|['’]s|sounds?(?:\s+like)?|seems?|looks?|feels?)\s+"
+    r"(?:(?:so|really|very|such|just|truly|totally|definitely)\s+)*",
+    re.I,
+)
+SAID_WORDS = 12
+
+
+def said_about(question: str, text: str) -> str:
+    """What ``text`` says of the topic a "what did X say about Y?" question names: the
+    complement of the first linking verb after a word of Y, to its clause's end (at most
+    SAID_WORDS words); "" when the question has another shape or ``text`` links none."""
+    found = _SAY_ABOUT.match(question)
+    if not found:
+        return ""
+    topic = stem_set(found.group(1)) - STOP
+    for link in _LINK.finditer(text):
+        if not stem_set(text[: link.start()]) & topic:
+            continue
+        clause = re.split(r"[.;!?]|\s[-–—]\s", text[link.end() :])[0]
+        words = _trim_end(clause.split()[:SAID_WORDS])
+        if words:
+            return " ".join(words)
+    return ""
+
+
 # "What natural disaster affected the town?", "What inspired Ilse to …?": "what", with its
 # noun, is the subject of the verb right after it (in its past form), and a sentence in the
 # passive names that subject after "by" ("the town was hit by a flood").
@@ -1510,8 +1542,10 @@ def thing(r: Ranking) -> Extracted:
     if told:
         # "Last weekend I did something new.": what it was, the speaker says next.
         best = told
-    phrase = grammar_object(question, best.claim, asked) or passive_agent(
-        question, best.claim, asked
+    phrase = (
+        said_about(question, best.claim)
+        or grammar_object(question, best.claim, asked)
+        or passive_agent(question, best.claim, asked)
     )
     if phrase:
         return phrase, [best]

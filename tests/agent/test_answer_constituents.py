@@ -18,6 +18,7 @@ from kbmem.research.extract import (
     equated_noun,
     noun_phrase,
     passive_agent,
+    said_about,
     superlative,
     verb_object,
 )
@@ -206,3 +207,12 @@ def test_a_kind_asked_is_taken_from_a_near_sentence_by_the_question_s_grammar() 
 )
 def test_the_verb_s_object_keeps_the_one_word_its_and_joins(text: str, expected: str) -> None:
     assert verb_object("What did Ilse make?", text, set()) == expected
+
+
+def test_what_is_said_about_a_topic_is_the_complement_linked_to_it() -> None:
+    question = "What did Tomas say about rowing at dawn?"
+    text = "Rowing at dawn is the best way to start a day - trust me."
+    assert said_about(question, text) == "the best way to start a day"
+    # A linking verb before any word of the topic says something else.
+    assert said_about(question, "It is early, but rowing at dawn helps.") == ""
+    assert said_about("What did Tomas row at dawn?", text) == ""
