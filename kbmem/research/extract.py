@@ -954,6 +954,26 @@ _APPOSITION_AFTER = re.compile(r"^\s*(?:[-–—]+|:)\s*([^.;!?\-–—:()\[\]]{
 APPOSITION_WORDS = 12
 
 
+_DETERMINERS = frozenset(
+    "a an the this that these those my your his her its our their some any each every no "
+    "one two three few several many to".split()
+)
+
+
+def _nominal(words: list[str]) -> bool:
+    """Whether ``words`` set beside a noun read as a noun phrase, as an apposition is: one
+    opening with a determiner or a number ("a thriller set in …"), an infinitive ("a good
+    cause - to help …"), a list ("classics, stories …"), or a few words ("pizza"); not a
+    clause ("check out this pic …")."""
+    first = words[0].lower()
+    return (
+        first in _DETERMINERS
+        or first.isdigit()
+        or any(w.endswith(",") for w in words[:3])
+        or len(words) <= 3
+    )
+
+
 def _named(rest: str, asked: set[str]) -> str:
     """What names the noun that ``rest`` follows (see _NAME_AFTER), or the phrase set
     beside it (at most APPOSITION_WORDS words); "" when neither says what the question (its
@@ -977,7 +997,7 @@ def _named(rest: str, asked: set[str]) -> str:
     if found:
         words = found.group(1).split()[:APPOSITION_WORDS]
         first = re.split(r"['’]", words[0].lower().strip(","))[0]
-        if first in _SUBJECT_WORDS | _CLAUSE_WORDS | _WH_WORDS:
+        if first in _SUBJECT_WORDS | _CLAUSE_WORDS | _WH_WORDS or not _nominal(words):
             return ""
         words = _trim_end([w.strip(",") for w in words] if len(words) == 1 else words)
         phrase = " ".join(words).rstrip(",")

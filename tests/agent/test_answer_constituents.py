@@ -39,6 +39,8 @@ from kbmem.research.spans import coordinated
         ("I've got lots of old pieces- waltzes, reels and jigs.", "waltzes, reels and jigs"),
         # A clause after the dash is said of the noun, no name of it: the modifiers answer.
         ("We rehearsed a slow piece - it was hard.", "slow piece"),
+        ("I love old pieces - check out this clip of my band playing them.", "old pieces"),
+        ("It's for a good piece - to help the lifeboat crews.", "to help the lifeboat crews"),
         ("We rehearsed a slow piece on Monday.", "slow piece"),
     ],
 )
