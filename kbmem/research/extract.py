@@ -871,8 +871,8 @@ def equated(text: str, noun: str, asked: set[str]) -> str:
 
 # "What was the biggest challenge …?" asks for the one thing a superlative picks out; a
 # sentence picks it out with a superlative of its own, equated with it by "be" ("… but the
-# worst was self-doubt"), whatever the adjective.
-# Words in -est that are no adjective's superlative.
+# worst was self-doubt"), whatever the adjective. Words in -est that are no adjective's
+# superlative ("interest", "honest", "rest") are set apart.
 _NOT_SUPERLATIVE = (
     r"(?!(?:inter|for|hon|requ|gu|ch|qu|sugg|prot|harv|cont|conqu|inv|manif|dig|ar|b|n|p|r|t|v|w|z|"
     r"te|ze|ve|we|ne|pe|re)est\b)"
@@ -945,7 +945,7 @@ def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
 # What names a noun right after it: a title in quotes or a capitalised name, bare or after
 # a verb of naming ("a piece called "Finding Freedom"", "this game Catan"); or a phrase set
 # beside it after a dash or colon ("a new project - a thriller set in a small town"), which
-# does not open a clause of its own (a subject, a clause word: "my bike - it was cheap").
+# reads as a noun phrase, no clause of its own ("my bike - it was cheap", see _nominal).
 _NAME_AFTER = re.compile(
     r"^,?\s*(?:(?:called|named|titled)\s+)?"
     r"(?:\"([^\"]{2,60})\"|“([^”]{2,60})”|([A-Z][\w'’-]*(?:\s+(?:[A-Z][\w'’-]*|of|the|and))*))"
@@ -954,7 +954,8 @@ _APPOSITION_AFTER = re.compile(r"^\s*(?:[-–—]+|:)\s*([^.;!?\-–—:()\[\]]{
 APPOSITION_WORDS = 12
 
 
-_DETERMINERS = frozenset(
+# What an apposition opens with: a determiner, a number word, or the "to" of an infinitive.
+_NOMINAL_OPENERS = frozenset(
     "a an the this that these those my your his her its our their some any each every no "
     "one two three few several many to".split()
 )
@@ -967,7 +968,7 @@ def _nominal(words: list[str]) -> bool:
     clause ("check out this pic …")."""
     first = words[0].lower()
     return (
-        first in _DETERMINERS
+        first in _NOMINAL_OPENERS
         or first.isdigit()
         or any(w.endswith(",") for w in words[:3])
         or len(words) <= 3
