@@ -11,14 +11,21 @@ carries it (BriefingContext.answer)."""
 
 from __future__ import annotations
 
+import re
+
 from kbmem.research.answer_types import question_kind
 from kbmem.research.extract import EXTRACTORS, FIRM_SHARE
 from kbmem.research.ranking import Ranking, gives
 from kbmem.research.said import read_sentences
 from kbmem.research.spans import phrase_after
-from kbmem.research.types import DirectAnswer, EvidenceItem
+from kbmem.research.types import DirectAnswer, EvidenceItem, Said
 
 NOTHING = "Memory does not say."
+# Kinds whose line is one phrase cut from one sentence, in its speaker's words.
+OWNED_KINDS = frozenset({"thing", "place"})
+# "How …?" and "why …?" are answered by a clause in the speaker's voice ("by counting my
+# steps"), whose "my" reads with its "I", no noun phrase read on its own.
+_CLAUSE_ASKED = re.compile(r"\s*(?:how|why)\b", re.I)
 WEAK = "(weak evidence)"
 
 
@@ -33,6 +40,8 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
         return DirectAnswer(NOTHING, [], False, kind)
     ranked = [s for _score, _share, s in ranking.ranked]
     line, sources = EXTRACTORS[kind](ranking)
+    if kind in OWNED_KINDS and not _CLAUSE_ASKED.match(question):
+        line = owner_named(line, sources)
     # Firm when the best sentence says enough of the question and a sentence the answer was
     # taken from gives the kind asked (a place named through "the city where my sister
     # lives" is given by the sentence that names it). A count made by counting is given by
@@ -50,3 +59,16 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     if not line:
         return DirectAnswer(NOTHING, [], False, kind, ranked)
     return DirectAnswer(line if firm else f"{line} {WEAK}", sources, firm, kind, ranked)
+
+
+_SPEAKER_VOICE = re.compile(r"\b(?:I|me|myself|I'm|I've|I'd|I'll)(?![\w'’])")
+
+
+def owner_named(line: str, sources: list[Said]) -> str:
+    """``line`` with "my" said as whose it is, when it was cut from one sentence: read out of
+    its turn, "my slipper" is the speaker's ("Melanie's slipper"), not the reader's. A clause
+    in the speaker's voice ("I lost my keys") keeps its "my", which reads with its "I"."""
+    if len(sources) != 1 or not sources[0].speaker or _SPEAKER_VOICE.search(line):
+        return line
+    owner = sources[0].speaker.split()[0]
+    return re.sub(r"\b[Mm]y\b", f"{owner}'s", line)

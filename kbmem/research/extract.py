@@ -859,15 +859,120 @@ def asked_noun(question: str) -> str:
     return "" if head.lower() in STOP else head
 
 
+# "What is X's favourite style of dance?", "What was the setback …?": a form of "be", then
+# the noun phrase the answer is equated with; its head is the last word before the end of
+# the question or the preposition or clause that qualifies it.
+_EQUATED = re.compile(
+    r"^\s*[Ww]hat\s+(?:is|was|are|were)\s+(?:one\s+of\s+)?"
+    r"(?:[Tt]he|his|her|their|[\w'’-]+['’]s?)\s+((?:[a-z][\w'’-]*\s+){0,3}?)([a-z][\w'’-]*)"
+    r"\s*(?:\?|$|\s+(?:of|for|from|in|on|at|to|about|towards?|with|that|behind|as)\b"
+    r"|\s+(?=[A-Z]))"  # a clause whose subject is named: "the biggest challenge John faced"
+)
+
+
+def equated_noun(question: str) -> str:
+    """The head of the noun phrase a "what is/was …?" question equates its answer with
+    ("" if the question has another shape)."""
+    found = _EQUATED.match(question)
+    if (
+        not found
+        or found.group(2).lower() in STOP | FUNCTION_WORDS
+        or _STRANDED_PREPOSITION.search(question)
+    ):
+        return ""
+    return found.group(2)
+
+
+_COPULA_AFTER = re.compile(
+    r"^\s+(?:is|was|are|were|has\s+been|have\s+been)\s+(?:(?:when|that|how)\s+)?([^.;!?]{2,})",
+    re.I,
+)
+EQUATED_WORDS = 8
+# "This necklace is a gift from my grandma", "This necklace is special - a gift from …": the
+# subject a form of "be" (or a dash after its complement) equates with the noun that
+# follows, after its determiner and modifiers.
+_EQUATED_SUBJECT = re.compile(
+    r"^(?:[\w'’-]+\s*,\s*)?(?:this|that|these|those|the|my|our|his|her|their)\s+"
+    r"((?:[\w'’-]+\s+){0,2}?[\w'’-]+)\s+(?:is|was|are|were)\b(?:[^.;!?\-–—]*\s[-–—]\s*|\s+)"
+    r"(?:a|an|the|my|our|his|her|their)\s+(?:[a-z][\w'’-]*\s+){0,2}$",
+    re.I,
+)
+
+
+def equated(text: str, noun: str, asked: set[str]) -> str:
+    """What ``text`` equates ``noun`` with: the name it is given or the phrase set beside it
+    (see _named), else the complement of the "be" that follows it ("my best memory was when
+    we won the final": "we won the final"), at most EQUATED_WORDS words, to its clause's
+    end; "" when none says what the question (its terms ``asked``) does not. Its modifiers
+    are no answer: they are what the question says of it ("favourite")."""
+    stems = set(analyze(noun))
+    for found in re.finditer(r"[\w'’-]+", text):
+        if not stems or set(analyze(found.group(0))) != stems:
+            continue
+        subject = _EQUATED_SUBJECT.search(text[: found.start()])
+        if subject and set(analyze(subject.group(1))) - asked:
+            return subject.group(1)
+        rest = ("- " if found.group(0).endswith("-") else "") + text[found.end() :]
+        named = _named(rest, asked)
+        if named:
+            return named
+        complement = _COPULA_AFTER.match(rest)
+        if complement:
+            clause = re.split(r"\s[-–—]\s|,", complement.group(1))[0]
+            words = _trim_end(clause.split()[:EQUATED_WORDS])
+            if words and set(analyze(" ".join(words))) - asked:
+                return " ".join(words)
+    return ""
+
+
+# "What was the biggest challenge …?" asks for the one thing a superlative picks out; a
+# sentence picks it out with a superlative of its own, equated with it by "be" ("… but the
+# worst was self-doubt"), whatever the adjective. Words in -est that are no adjective's
+# superlative ("interest", "honest", "rest") are set apart.
+_NOT_SUPERLATIVE = (
+    r"(?!(?:inter|for|hon|requ|gu|ch|qu|sugg|prot|harv|cont|conqu|inv|manif|dig|ar|b|n|p|r|t|v|w|z|"
+    r"te|ze|ve|we|ne|pe|re)est\b)"
+)
+_SUPERLATIVE = (
+    rf"(?:{_NOT_SUPERLATIVE}[a-z]{{2,}}est|best|worst|most\s+[a-z][\w'’-]*|least\s+[a-z][\w'’-]*)"
+)
+_ASKS_SUPERLATIVE = re.compile(rf"^\s*[Ww]hat\s+(?:is|was|are|were)\b.*\b{_SUPERLATIVE}\b")
+_SAYS_SUPERLATIVE = re.compile(
+    rf"\b(?:[Tt]he|[Mm]y|[Oo]ur)\s+{_SUPERLATIVE}(?:\s+[a-z][\w'’-]*)?\s+(?:is|was|were|are)\s+"
+    r"([^.;!?,]{2,})"
+)
+
+
+def superlative(question: str, text: str, asked: set[str]) -> str:
+    """What ``text`` equates a superlative with ("the worst was self-doubt": "self-doubt"),
+    asked what a superlative picks out; "" when the question or ``text`` has no such
+    shape, or the phrase says nothing the question (its terms ``asked``) does not."""
+    if not _ASKS_SUPERLATIVE.match(question):
+        return ""
+    for found in _SAYS_SUPERLATIVE.finditer(text):
+        words = _trim_end(found.group(1).split()[:EQUATED_WORDS])
+        if words and set(analyze(" ".join(words))) - asked:
+            return " ".join(words)
+    return ""
+
+
 def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
     """The noun phrase of ``text`` that ends in ``noun`` (by stem) and says, in the words
     before it, what the question (its terms ``asked``) does not: asked what kind of
-    flooring, "I'm after Marley flooring" answers "Marley flooring". "" if none does."""
+    flooring, "I'm after Marley flooring" answers "Marley flooring". The name the noun is
+    given right after it, or the phrase set beside it after a dash or colon, says which
+    one it is better still (see _named). "" if none does."""
     stems = set(analyze(noun))
-    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    found = list(re.finditer(r"[\w'’-]+|[^\w\s]", text))
+    tokens = [m.group(0) for m in found]
     for n, token in enumerate(tokens):
         if not stems or set(analyze(token)) != stems:
             continue
+        # "books- classics": a dash written against the noun still sets a phrase beside it.
+        rest = ("- " if token.endswith("-") else "") + text[found[n].end() :]
+        named = _named(rest, asked)
+        if named:
+            return named
         words: list[str] = []
         at = n
         while at > 0 and len(words) < 3:
@@ -918,12 +1023,85 @@ def _after_subject(before: list[str]) -> bool:
     return at >= 0 and bool(_SUBJECT.match(before[at]))
 
 
+# What names a noun right after it: a title in quotes or a capitalised name, bare or after
+# a verb of naming ("a piece called "Finding Freedom"", "this game Catan"); or a phrase set
+# beside it after a dash or colon ("a new project - a thriller set in a small town"), which
+# reads as a noun phrase, no clause of its own ("my bike - it was cheap", see _nominal).
+_NAME_AFTER = re.compile(
+    r"^,?\s*(?:(?:called|named|titled)\s+)?"
+    r"(?:\"([^\"]{2,60})\"|“([^”]{2,60})”|([A-Z][\w'’-]*(?:\s+(?:[A-Z][\w'’-]*|of|the|and))*))"
+)
+_APPOSITION_AFTER = re.compile(r"^\s*(?:[-–—]+|:)\s*([^.;!?\-–—:()\[\]]{3,})")
+APPOSITION_WORDS = 12
+
+
+# What an apposition opens with: a determiner, a number word, or the "to" of an infinitive.
+_NOMINAL_OPENERS = frozenset(
+    "a an the this that these those my your his her its our their some any each every no "
+    "one two three few several many to".split()
+)
+
+
+def _nominal(words: list[str]) -> bool:
+    """Whether ``words`` set beside a noun read as a noun phrase, as an apposition is: one
+    opening with a determiner or a number ("a thriller set in …"), an infinitive ("a good
+    cause - to help …"), a list ("classics, stories …"), or a few words ("pizza"); not a
+    clause ("check out this pic …")."""
+    first = words[0].lower()
+    return (
+        first in _NOMINAL_OPENERS
+        or first.isdigit()
+        or any(w.endswith(",") for w in words[:3])
+        or len(words) <= 3
+    )
+
+
+def _named(rest: str, asked: set[str]) -> str:
+    """What names the noun that ``rest`` follows (see _NAME_AFTER), or the phrase set
+    beside it (at most APPOSITION_WORDS words); "" when neither says what the question (its
+    terms ``asked``) does not."""
+    found = _NAME_AFTER.match(rest)
+    if found:
+        name = next(g for g in found.groups() if g).strip(" .,;:!?")
+        words = name.split()
+        while words and words[-1].lower() in ("of", "the", "and"):
+            words.pop()
+        name = " ".join(words)
+        low = name.lower()
+        if (
+            words
+            and low not in _SUBJECT_WORDS
+            and words[0].lower() not in CALENDAR | STOP
+            and set(analyze(name)) - asked
+        ):
+            return name
+    found = _APPOSITION_AFTER.match(rest)
+    if found:
+        words = found.group(1).split()[:APPOSITION_WORDS]
+        first = re.split(r"['’]", words[0].lower().strip(","))[0]
+        if first in _SUBJECT_WORDS | _CLAUSE_WORDS | _WH_WORDS or not _nominal(words):
+            return ""
+        words = _trim_end([w.strip(",") for w in words] if len(words) == 1 else words)
+        phrase = " ".join(words).rstrip(",")
+        if phrase and set(analyze(phrase)) - asked:
+            return phrase
+    return ""
+
+
 # "Why …?" is answered by the clause a causal connective opens ("… 'cause I'm passionate
 # about dancing"), by the subject of a verb of causing ("Losing my job gave me the push"), by
 # the clause before a consequence ("I love both, so combining them …": what follows "so" is
 # what was asked about, so it must say one of the question's words), or by the purpose a
 # verb of wanting gives ("I wanted to feel closer to a community").
-_BECAUSE = re.compile(r"(?:\bbecause|'cause|’cause|\bso that)\s+([^.;!?]{3,})", re.I)
+# "Since" opens a reason when its clause says what holds now ("since I'm lactose
+# intolerant"); with a time or a past event ("since 2019", "since I moved") it says when.
+_SINCE_CAUSE = (
+    r"\bsince(?=\s+(?:I|we|you|he|she|they|it)(?:['’](?:m|re)\b|\s+(?:am|are|is|can|do|does"
+    r"|don['’]t|doesn['’]t)\b))"
+)
+_BECAUSE = re.compile(
+    rf"(?:\bbecause|'cause|’cause|\bso that|{_SINCE_CAUSE})\s+([^.;!?]{{3,}})", re.I
+)
 _CAUSER = re.compile(
     r"^([^.;!?]{3,60}?)\s+(?:gave|made|got|inspired|pushed|motivated|led)\s+(?:me|us)\b", re.I
 )
@@ -936,11 +1114,27 @@ _PURPOSE = re.compile(
 REASON_WORDS = 10  # a reason is a clause, longer than a thing's phrase
 
 
+_NOMINATIVE = frozenset("i we he she they".split())
+
+
+def _subject_word(word: str) -> bool:
+    """Whether ``word`` is a pronoun only ever a subject, alone or with its verb ("I'm",
+    "we're"; not "it" or "you", which are objects too)."""
+    return re.split(r"['’]", word.lower())[0] in _NOMINATIVE
+
+
 def _reason(text: str) -> str:
     """The reason a causal connective or a verb of causing in ``text`` gives."""
     found = _BECAUSE.search(text)
     if found:
-        return " ".join(found.group(1).split()[:PHRASE_WORDS])
+        words = found.group(1).split()[:PHRASE_WORDS]
+        # A reason put first ends where the main clause's subject starts ("since I'm
+        # tired I'm staying in": "I'm tired").
+        end = next(
+            (n for n, w in enumerate(words) if n >= 2 and _subject_word(w)),
+            len(words),
+        )
+        return " ".join(_trim_end(words[:end]))
     found = _CAUSER.match(text)
     return " ".join(found.group(1).split()[-PHRASE_WORDS:]) if found else ""
 
@@ -1004,18 +1198,44 @@ def stranded_object(question: str, text: str, asked: set[str]) -> str:
     return ""
 
 
+_DASH_TOKEN = re.compile(r"^[-–—]+$")
+
+
+def _last_conjunct(tokens: list[str], at: int) -> list[str]:
+    """The "and" or "or" at token ``at`` with the one word it joins to the phrase before it,
+    when that word ends the phrase ("pots and cups.", "mentoring and training to …"); [] when
+    no conjunction stands there, or what follows it goes on ("and went home": a clause)."""
+    if at + 1 >= len(tokens) or tokens[at].lower() not in ("and", "or"):
+        return []
+    word = tokens[at + 1]
+    after = tokens[at + 2].lower() if at + 2 < len(tokens) else "."
+    if (
+        not re.match(r"[\w'’-]+$", word)
+        or word.lower() in STOP | _PHRASE_EDGE | _SUBJECT_WORDS
+        or TIME_WORD.match(word.lower())
+    ):
+        return []
+    if re.match(r"[\w'’-]+$", after) and after not in PREPOSITIONS | _CLAUSE_WORDS:
+        return []
+    return tokens[at : at + 2]
+
+
 def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = True) -> str:
     """The phrase that starts at token ``at`` (after its function words), to the first
     preposition (a lone gerund keeps its own: "volunteering at a shelter"), time word or
     clause word, with the whole list it is an item of (spans.coordinated); "" when it says
     nothing the question (its terms ``asked``) does not."""
-    while at < len(tokens) and tokens[at].lower() in _PHRASE_EDGE | STOP:
+    # A dash right after the verb sets its object beside it ("news to share - I joined …").
+    while at < len(tokens) and (
+        tokens[at].lower() in _PHRASE_EDGE | STOP or _DASH_TOKEN.match(tokens[at])
+    ):
         at += 1
     end = at
     while end < len(tokens) and end - at < OBJECT_WORDS:
         t, low = tokens[end], tokens[end].lower()
         if (
             not re.match(r"[\w'’-]+$", t)
+            or _DASH_TOKEN.match(t)
             or low in _CLAUSE_WORDS | _PHRASE_ENDS
             or TIME_WORD.match(low)
         ):
@@ -1027,8 +1247,67 @@ def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = Tr
     words = _trim_end(tokens[at:end])
     if not words or not set(analyze(" ".join(words))) - asked:
         return ""
+    if len(words) == end - at:
+        words += _last_conjunct(tokens, end)
     first, last = coordinated(tokens, at, at + len(words) - 1)
     return joined(tokens[first : last + 1])
+
+
+# "What did X say about Y?", "What does X think of Y?": what is said of Y, which a sentence
+# says by a linking verb after Y ("Creating a special experience is the key to …").
+_SAY_ABOUT = re.compile(
+    r"^\s*[Ww]hat\s+(?:does|did|do)\s+[A-Z][\w'’-]*\s+(?:say|think|believe|feel)"
+    r"(?:\s+to\s+[A-Z][\w'’-]*)?\s+(?:about|of|regarding|on)\s+(.+?)\s*\?*\s*$"
+)
+_LINK = re.compile(
+    r"\s(?:is|was|are|were|['’]s|sounds?(?:\s+like)?|seems?|looks?|feels?)\s+"
+    r"(?:(?:so|really|very|such|just|truly|totally|definitely)\s+)*",
+    re.I,
+)
+SAID_WORDS = 12
+
+
+def said_about(question: str, text: str) -> str:
+    """What ``text`` says of the topic a "what did X say about Y?" question names: the
+    complement of the first linking verb after a word of Y, to its clause's end (at most
+    SAID_WORDS words); "" when the question has another shape or ``text`` links none."""
+    found = _SAY_ABOUT.match(question)
+    if not found:
+        return ""
+    topic = stem_set(found.group(1)) - STOP
+    for link in _LINK.finditer(text):
+        if not stem_set(text[: link.start()]) & topic:
+            continue
+        clause = re.split(r"[.;!?]|\s[-–—]\s", text[link.end() :])[0]
+        words = _trim_end(clause.split()[:SAID_WORDS])
+        if words:
+            return " ".join(words)
+    return ""
+
+
+# "What natural disaster affected the town?", "What inspired Ilse to …?": "what", with its
+# noun, is the subject of the verb right after it (in its past form), and a sentence in the
+# passive names that subject after "by" ("the town was hit by a flood").
+_ASKS_SUBJECT = re.compile(r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){0,2}?\s+[a-z][\w'’-]*ed\s+(?!by\b)")
+_BY_AGENT = re.compile(
+    r"\b(?:is|are|was|were|been|being|got|gets|get)\s+(?:[a-z]+ly\s+)?"
+    r"[a-z][\w'’-]*(?:ed|en|t)\s+by\s+",
+    re.I,
+)
+
+
+def passive_agent(question: str, text: str, asked: set[str]) -> str:
+    """What a question that asks for its verb's subject ("What flood affected …?") asks,
+    as ``text`` says it in the passive: the phrase after its "by" (see _object_after); ""
+    when the question has another shape or ``text`` no such phrase."""
+    if not _ASKS_SUBJECT.match(question):
+        return ""
+    for found in _BY_AGENT.finditer(text):
+        tokens = re.findall(r"[\w'’-]+|[^\w\s]", text[found.end() :])
+        phrase = _object_after(tokens, 0, asked)
+        if phrase:
+            return phrase
+    return ""
 
 
 # "What did Gina receive from a dance contest?": where a sentence says the question's
@@ -1087,27 +1366,48 @@ def head_before(question: str, text: str, asked: set[str]) -> str:
 
 
 # "What did Caroline research?", "What did Mel and her kids make during …?": the verb after
-# the auxiliary and a named subject (with whom they did it), when the question says no
-# object of it (it ends, or a preposition, an adverb or a time follows).
+# the auxiliary and a named subject (with whom they did it, or what of theirs: "Ilse's ring"),
+# when the question says no object of it (it ends, or a preposition, a particle, an adverb or
+# a time follows). An adverb may stand before the verb ("did X just finish"), and so may a
+# verb of aspect that takes it as its complement ("has X started learning", "did X try to
+# bake"); after a form of "be" the verb is its -ing form ("is X trying out").
 _VERB_ENDS = PREPOSITIONS | frozenset(
     "after before during since until through across along among between against without "
-    "within upon together last this that when while yesterday today".split()
+    "within upon together last this that when while yesterday today "
+    "out up off back down away".split()
+)
+_ADVERBS = "just|recently|also|really|usually|often|ever|still|first|finally|now|currently"
+_PRE_VERB = rf"(?:\s+(?:{_ADVERBS}|[a-z]+ly))?"
+_ASPECT = (
+    r"(?:\s+(?:start|starts|started|begin|began|begun|keep|keeps|kept|try|tries|tried)"
+    r"(?:\s+to)?)?"
 )
 _ASKED_VERB = re.compile(
-    r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){0,2}\s+(?:did|does|do|has|have|had|will|would|can)\s+"
-    r"[A-Z][\w-]*(?:\s+(?:and|&)\s+(?:(?:his|her|their)\s+[a-z][\w'’-]*|[A-Z][\w-]*)"
-    r"|['’]s(?:\s+[a-z][\w'’-]*){1,2}?)?"
-    r"\s+([a-z][\w'’-]*)(?=\s*\?|\s+(?:" + "|".join(sorted(_VERB_ENDS)) + r"|[a-z]+ly)\b)"
+    r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){0,2}\s+"
+    r"(did|does|do|has|have|had|will|would|can|is|are|was|were)\s+"
+    r"[A-Z][\w-]*(?:['’]s(?:\s+[a-z][\w'’-]*){1,2}?)?"
+    r"(?:\s+(?:and|&)\s+(?:(?:his|her|their)\s+[a-z][\w'’-]*|[A-Z][\w-]*))?"
+    + _PRE_VERB
+    + _ASPECT
+    + rf"\s+(?!(?:{_ADVERBS})\b)([a-z][\w'’-]*)(?=\s*\?|\s+(?:"
+    + "|".join(sorted(_VERB_ENDS))
+    + r"|[a-z]+ly)\b)"
 )
+_BE = frozenset("is are was were".split())
 
 
 def _asked_verb(question: str) -> set[str]:
     """The stems of the verb a "what did X do?" question asks about; empty when the
     question is of another shape."""
     found = _ASKED_VERB.match(question)
-    if not found or found.group(1).lower() in FUNCTION_WORDS | PREPOSITIONS | _CLAUSE_WORDS:
+    if not found:
         return set()
-    return set(analyze(found.group(1)))
+    verb = found.group(2).lower()
+    if verb in FUNCTION_WORDS | PREPOSITIONS | _CLAUSE_WORDS:
+        return set()
+    if found.group(1).lower() in _BE and not verb.endswith("ing"):
+        return set()  # "What is X excited about?": a state, no verb done
+    return set(analyze(verb))
 
 
 def verb_object(question: str, text: str, asked: set[str]) -> str:
@@ -1344,20 +1644,31 @@ def thing(r: Ranking) -> Extracted:
     question = untimed(r.question)
     noun = asked_noun(question)
     if noun:
-        for n, (_score, _share, s) in enumerate(r.ranked[:3]):
+        for _score, _share, s in r.ranked[:3]:
             phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
-            if not phrase and n == 0:
-                # The best sentence may give it as the object the question's grammar asks
-                # for ("What kind of experience did she get accepted for?").
+            if not phrase:
+                # A sentence may give it as the object the question's grammar asks for
+                # ("What kind of experience did she get accepted for?"), not by its noun.
                 phrase = grammar_object(question, s.claim, r.weigher.terms | r.weigher.names)
             if phrase:
                 return phrase, [s]
-        if noun.lower() == "activity":
+        if noun.lower() == "activity" or _DONE_AS.match(question):
             best = r.best()
             asked = r.weigher.terms | r.weigher.names
             done = verb_object(question, best.claim, asked) or gerund(best.claim, asked)
             if done:
                 return done, [best]
+    else:
+        # "What was X's favourite memory?": the noun the question equates the answer with;
+        # the best sentence names it, or sets a phrase beside it ("my memory - the final").
+        noun = equated_noun(question)
+        best = r.best()
+        asked = r.weigher.terms | r.weigher.names
+        phrase = (equated(best.claim, noun, asked) if noun else "") or superlative(
+            question, best.claim, asked
+        )
+        if phrase:
+            return phrase, [best]
     if re.match(r"\s*why\b", r.question, re.I):
         for _score, _share, s in r.ranked[:3]:
             reason = _reason(s.claim)
@@ -1381,7 +1692,11 @@ def thing(r: Ranking) -> Extracted:
     if told:
         # "Last weekend I did something new.": what it was, the speaker says next.
         best = told
-    phrase = grammar_object(question, best.claim, asked)
+    phrase = (
+        said_about(question, best.claim)
+        or grammar_object(question, best.claim, asked)
+        or passive_agent(question, best.claim, asked)
+    )
     if phrase:
         return phrase, [best]
     phrase = head_before(question, best.claim, asked)
@@ -1396,6 +1711,14 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+# "What creative project do Ilse and her kids do together?": a noun that the question's
+# main verb "do" takes as its object is a thing done, an activity, whatever its word; it is
+# named as activities are (the verb's object, or a verb's -ing form).
+_DONE_AS = re.compile(
+    r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){1,3}\s+(?:do|does|did)\s+(?:[\w'’-]+\s+){1,4}?do\b"
+)
 
 
 # A sentence that says what was done only as "something" ("I did something new that had

@@ -165,7 +165,14 @@ def novel_phrase(
 _CLAUSE_END = frozenset('.;:!?()[]"')
 _COORDINATORS = frozenset({"and", "or", "&"})
 PREPOSITIONS = frozenset("to of for in on at with about into onto from by than like".split())
-_SUBJECT = frozenset("i we you he she they it i'm we're you're he's she's they're it's".split())
+_PRONOUNS = "i we you he she they it".split()
+# A subject pronoun, alone or with its verb contracted ("I've", "we’re").
+_SUBJECT = frozenset(_PRONOUNS) | frozenset(
+    f"{p}{mark}{verb}"
+    for p in _PRONOUNS
+    for mark in "'’"
+    for verb in ("m", "re", "s", "ve", "d", "ll")
+)
 # An item before the one found starts after the last of these in its segment ("and it
 # stands for love": "love"; "We hiked the ridge": "hiked the ridge").
 _ITEM_EDGE = (
@@ -214,8 +221,12 @@ def coordinated(tokens: list[str], a: int, b: int) -> tuple[int, int]:
     closes = any(t.lower() in _COORDINATORS for t in tokens[b + 1 : y + 1])
     first, last = a, y if closes else b
     # Who does something, said before the phrase in its segment ("and it stands for hope"):
-    # the phrase is the list's first item.
+    # the phrase is the list's first item. In the last segment it is in a clause of its own
+    # ("Besides classes and workshops, I'm offering mentoring and training to …"): no item
+    # of a list before it; an "and" right after it joins the phrase's own last conjunct.
     leads = _SUBJECT.intersection(t.lower() for t in tokens[x:a])
+    if leads and at == len(segments) - 1:
+        return a, _conjunct_end(tokens, b, y)
     for x, y in [] if leads else reversed(segments[:at]):
         run = x
         for n in range(y, x - 1, -1):
@@ -237,6 +248,19 @@ def coordinated(tokens: list[str], a: int, b: int) -> tuple[int, int]:
     if len(words) > LIST_WORDS or (first == a and last == b):
         return a, b
     return first, last
+
+
+def _conjunct_end(tokens: list[str], b: int, y: int) -> int:
+    """Where the phrase ending at token ``b`` ends with the conjunct an "and" or "or" right
+    after it joins ("mentoring and training to help …": "training"), within its segment
+    (to ``y``): the words after the conjunction, to a preposition or clause word, at most
+    ITEM_WORDS of them; ``b`` when no conjunction follows."""
+    if b + 1 > y or tokens[b + 1].lower() not in _COORDINATORS:
+        return b
+    end = b + 2
+    while end <= y and end - b - 2 < ITEM_WORDS and tokens[end].lower() not in _ITEM_EDGE:
+        end += 1
+    return end - 1 if end > b + 2 else b
 
 
 def joined(tokens: list[str]) -> str:
