@@ -696,15 +696,11 @@ def with_neighbours(
     next sentence of its turn or paragraph where that one goes on about the same thing
     ("They make me feel free and light." after "I really enjoy the upside-down poses."):
     what a sentence is asked about is often said of it in the next one, which names it
-    only by a pronoun. After the first, the direct answer's, its turn's next sentence
-    whatever it opens with: what a speaker states, they go on to tell more of ("I started
-    a new job on Monday! The job is planning routes for the vans."). And after the first,
-    what its speaker said next when the other asked about it ("We celebrated my daughter's
-    birthday with a concert." "Who played?" "It was Matt Patterson!"): in a conversation
-    the detail asked for is often given when asked. Not when the question asks when: the
-    days the quotes were said answer it, and a reply would crowd out one said on another
-    day. (A neighbour still speaks of the question to join a quote of its turn: see
-    quotation.)"""
+    only by a pronoun. And the first, the direct answer's, followed by what its speaker
+    said next when the other asked about it ("We celebrated my daughter's birthday with a
+    concert." "Who played?" "It was Matt Patterson!"): in a conversation the detail asked
+    for is often given when asked. Not when the question asks when: the days the quotes
+    were said answer it, and a reply would crowd out one said on another day."""
     following = {(_unit_of(s), s.order): s for s in pool}
     openings: dict[tuple[str, int], Sentence] = {}
     for s in pool:  # (the pool is in the order said)
@@ -717,7 +713,7 @@ def with_neighbours(
             if reply is not None:
                 out.append((reply, False))
         after = following.get((_unit_of(sentence), sentence.order + 1))
-        if after is not None and (n == 0 or _continues(after.text)):
+        if after is not None and _continues(after.text):
             out.append((after, False))
     return out
 
