@@ -615,20 +615,31 @@ def quotation(
     choice, each only if it says something no quote before it says (``asked``: the
     question's terms, which say nothing new). A list's items said in different sessions
     are so quoted each in its own words, and a sentence that repeats another is not.
-    Sentences of one turn or paragraph are one quote, under one citation."""
+    Each is offered with the sentences next to it that say what it is asked about (see
+    with_neighbours); one that only thanks or greets is never quoted. Sentences of one turn
+    or paragraph are one quote, under one citation."""
     sources = [reading.of(s) for s in direct.sources[:MAX_SOURCES]]
     ranked = [reading.of(s) for s in direct.ranked]
     offered = [(s, n == 0) for n, s in enumerate(x for x in sources if x is not None)]
     offered += [(s, True) for s in reading.chosen[:1] + reading.added]
     offered += [(s, False) for s in ranked if s is not None]
     offered += [(s, False) for s in reading.chosen]
+    offered = with_neighbours(offered, reading.pool, dated)
+    names = {s.speaker.split()[0].lower() for s in reading.pool if s.speaker.strip()}
     quotes: dict[tuple[str, int], list[Sentence]] = {}
     said: set[str] = set()
     used = 0
     for sentence, forced in offered:
         unit = _unit_of(sentence)
-        if any(_same_quote(sentence, other) for other in quotes.get(unit, [])):
-            continue
+        if any(
+            _same_quote(sentence, other)
+            or _within(sentence.text, other.text)
+            or _within(other.text, sentence.text)
+            for other in quotes.get(unit, [])
+        ):
+            continue  # (a sentence led by the one before it holds that one)
+        if not forced and says_nothing(sentence.text, names):
+            continue  # thanks, a greeting: nothing for a reader
         words = set(analyze(sentence.text))
         terms = words - asked - _SAYS_LITTLE
         if not forced and quotes and not terms - said:
@@ -645,6 +656,89 @@ def quotation(
         said |= terms
         used += cost
     return [_joined(sentences) for sentences in quotes.values()]
+
+
+# Words that, opening a sentence, make it go on about what the sentence before it spoke of:
+# "I really enjoy the upside-down poses. They make me feel free and light."
+_CONTINUES = frozenset("it its they their them she her he his this that these those".split())
+# Words of thanks, greeting, leave-taking and assent: a sentence made only of these, of the
+# words that say little (kbmem.research.said.STOP) and of the speakers' names ("Thanks,
+# Mel!", "Talk to you later!") tells a reader nothing, whatever the question.
+_CIVILITIES = frozenset(
+    "absolutely appreciate aw aww bye care congrats congratulations enjoy later soon sorry "
+    "sounds talk welcome yep yup".split()
+)
+
+
+def _continues(text: str) -> bool:
+    """Whether ``text`` opens with a word that refers back to the sentence before it."""
+    first = re.match(r"[A-Za-z]+", text)
+    return first is not None and first.group(0).lower() in _CONTINUES
+
+
+def says_nothing(text: str, names: set[str]) -> bool:
+    """Whether ``text`` is only thanks, a greeting or assent, maybe with a name of ``names``
+    (the speakers' first names, lower case; "Mel" is Melanie's)."""
+    for word in re.findall(r"[A-Za-z0-9']+", text):  # (a number says something)
+        low = word.lower()
+        if low in STOP or low.split("'")[0] in STOP or low in _CIVILITIES:
+            continue
+        if word[0].isupper() and len(low) >= 3 and any(n.startswith(low) for n in names):
+            continue
+        return False
+    return True
+
+
+def with_neighbours(
+    offered: list[tuple[Sentence, bool]], pool: list[Sentence], dated: bool = False
+) -> list[tuple[Sentence, bool]]:
+    """``offered`` (sentences to quote, each with whether it must be), each followed by the
+    next sentence of its turn or paragraph where that one goes on about the same thing
+    ("They make me feel free and light." after "I really enjoy the upside-down poses."):
+    what a sentence is asked about is often said of it in the next one, which names it
+    only by a pronoun. And the first, the direct answer's, followed by what its speaker
+    said next when the other asked about it ("We celebrated my daughter's birthday with a
+    concert." "Who played?" "It was Matt Patterson!"): in a conversation the detail asked
+    for is often given when asked. Not when the question asks when: the days the quotes
+    were said answer it, and a reply would crowd out one said on another day."""
+    following = {(_unit_of(s), s.order): s for s in pool}
+    openings: dict[tuple[str, int], Sentence] = {}
+    for s in pool:  # (the pool is in the order said)
+        openings.setdefault(_unit_of(s), s)
+    out: list[tuple[Sentence, bool]] = []
+    for n, (sentence, forced) in enumerate(offered):
+        out.append((sentence, forced))
+        if n == 0 and not dated:
+            reply = _reply_to_follow_up(sentence, openings)
+            if reply is not None:
+                out.append((reply, False))
+        after = following.get((_unit_of(sentence), sentence.order + 1))
+        if after is not None and _continues(after.text):
+            out.append((after, False))
+    return out
+
+
+def _reply_to_follow_up(
+    sentence: Sentence, openings: dict[tuple[str, int], Sentence]
+) -> Sentence | None:
+    """The opening sentence of the turn its speaker said after the other speaker's next
+    turn, where that turn asks something; None when there is none in the evidence."""
+    units = _units(sentence.item)
+    at = next((n for n, u in enumerate(units) if u.start == sentence.start), None)
+    if at is None or at + 2 >= len(units):
+        return None
+    asks, answers = units[at + 1], units[at + 2]
+    if not sentence.speaker or asks.speaker == sentence.speaker:
+        return None
+    if answers.speaker != sentence.speaker or not "\n".join(asks.body).rstrip().endswith("?"):
+        return None
+    return openings.get((sentence.item.interval.path, answers.start))
+
+
+def _within(text: str, quoted: str) -> bool:
+    """Whether ``quoted`` already holds ``text`` (cut short maybe) whole."""
+    core = text.removesuffix("…").strip()
+    return len(core) >= MIN_SAME_CHARS and core in quoted
 
 
 def _joined(sentences: list[Sentence]) -> Sentence:
