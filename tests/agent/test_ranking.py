@@ -32,6 +32,34 @@ def test_a_turn_that_answers_a_question_is_read_as_a_reply() -> None:
     ]
 
 
+def test_a_reply_that_opens_with_thanks_answers_in_its_next_sentence() -> None:
+    # Asked with a shared image after the question; answered after "Thanks, Tomas!".
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Tomas", "How often do you row? [shares an image: a photo of a boat]"),
+        ("Ilse", "Thanks, Tomas! Three times a week, it keeps me fit."),
+    )
+    said = read_sentences([item])
+    assert [(s.text, s.replies, s.before) for s in said[1:]] == [
+        ("Thanks, Tomas!", True, said[0].text),
+        ("Three times a week, it keeps me fit.", True, said[0].text),
+    ]
+
+
+def test_a_reply_after_an_acknowledgement_ranks_for_the_question_it_answers() -> None:
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "The regatta was wild, my crew raced the whole lake."),
+        ("Tomas", "Any songs that keep your crew going when you race?"),
+        ("Ilse", "Yeah totally! Rolling in the Deep by Adele has a lot of meaning for us."),
+        ("Ilse", "We also race on the lake in May."),
+    )
+    ranking = Ranking("Which song keeps Ilse's crew going in a race?", read_sentences([item]))
+    assert "Adele" in ranking.best().text, [(sc, s.text) for sc, _sh, s in ranking.ranked]
+
+
 def test_asked_about_a_speaker_their_words_come_before_another_s() -> None:
     # Tomas's sentence says more of the question's words, and comes first; Ilse's is hers.
     items = [
