@@ -7,6 +7,7 @@ names, and by whether a later correction replaced what it states."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -74,6 +75,21 @@ def _terms(text: str) -> set[str]:
     return set(analyze(text))
 
 
+def _compounds(words: list[str], terms: set[str]) -> dict[str, set[str]]:
+    """Two words of the question side by side, written as one word ("work out": "workout",
+    "road trip": "roadtrip"), each with the terms of its parts: English writes a compound
+    apart, hyphened or whole, and the question and memory need not agree."""
+    out: dict[str, set[str]] = {}
+    for a, b in itertools.pairwise(words):
+        if not (a.islower() and b.islower()):
+            continue  # a name is no part of a compound
+        whole = set(analyze(a + b))
+        parts = set(analyze(a)) | set(analyze(b))
+        if len(whole) == 1 and parts and parts <= terms:
+            out[next(iter(whole))] = parts
+    return out
+
+
 def _names(question: str) -> list[str]:
     """Capitalised names the question gives (its first word aside)."""
     words = question.split()
@@ -93,6 +109,7 @@ class Weigher:
         dated = date_words(question)
         self.terms = set(analyze(" ".join(w for w in asked if w.lower() not in dated)))
         self.names = {t for n in _names(question) for t in analyze(n)}
+        self.compounds = _compounds(asked, self.terms)
         df: dict[str, int] = {}
         for s in sentences:
             for t in _terms(s.text) & self.terms:
@@ -101,13 +118,22 @@ class Weigher:
         self.weight = {t: math.log(1 + total / (1 + df.get(t, 0))) for t in self.terms}
         self.whole = sum(self.weight.values()) or 1.0
 
+    def _said(self, text: str) -> set[str]:
+        """The terms ``text`` says, a compound the question writes apart counting when
+        written whole ("workout" says the question's "work out")."""
+        said = _terms(text)
+        for whole, parts in self.compounds.items():
+            if whole in said:
+                said |= parts
+        return said
+
     def share(self, s: Said, before: bool = True) -> float:
         """The question's weight ``s`` says; who said it counts as said, fully in the first
         person (asked what Caroline did, her "I went" is about her) and at a share otherwise
         (her "The new one is blue" is most likely hers too), and a sentence that points back
         takes the terms of the sentence before it at a share (unless ``before`` is False:
         what the sentence itself says)."""
-        said = _terms(s.text)
+        said = self._said(s.text)
         speaker = _terms(s.speaker) - said
         if re.search(r"\b(?:I|[Mm]y|[Mm]e|I'm|I've|[Ww]e|[Oo]ur)\b", s.text):
             said |= speaker
@@ -118,7 +144,9 @@ class Weigher:
             # What a sentence answers is often asked or named just before it: "What did
             # you paint?" — "A sunset!". A sentence that only points back leans on it more.
             share = BEFORE_POINTER if points_back(s.text) else BEFORE_SHARE
-            covered += share * sum(self.weight[t] for t in (_terms(s.before) - said) & self.terms)
+            covered += share * sum(
+                self.weight[t] for t in (self._said(s.before) - said) & self.terms
+            )
         return covered / self.whole
 
 

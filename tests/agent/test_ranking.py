@@ -87,6 +87,18 @@ def test_the_verb_a_question_asks_about(question: str, verb: str) -> None:
     assert asked_verb(question) == verb
 
 
+def test_a_compound_written_whole_says_the_question_s_words_written_apart() -> None:
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "We did a long roadtrip along the coast last month."),
+        ("Tomas", "The coast is lovely in spring."),
+        ("Ilse", "The trip ended badly, the van broke down on the road."),
+    )
+    ranking = Ranking("Where did Ilse go on her road trip?", read_sentences([item]))
+    assert "roadtrip" in ranking.best().text, [(sc, s.text) for sc, _sh, s in ranking.ranked]
+
+
 def test_asked_about_a_speaker_their_words_come_before_another_s() -> None:
     # Tomas's sentence says more of the question's words, and comes first; Ilse's is hers.
     items = [
