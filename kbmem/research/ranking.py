@@ -53,6 +53,8 @@ REPLY = 1.2
 OWN_ANSWER = 0.5  # kbmem's own earlier answer (memorized with its chat), against its sources
 BEFORE_SHARE = 0.7  # of the question's terms the sentence before says, the share counted
 BEFORE_POINTER = 0.8  # the same, for a sentence that only points back
+# The same, for a reply to a question: the question's words are what it answers.
+ANSWERED = 1.0
 # A sentence that says the verb the question asks about ("What did Melanie realize after the
 # race?" — "I'm starting to realize that self-care is important") counts this much more than
 # one that only tells of the event the question names.
@@ -144,6 +146,8 @@ class Weigher:
             # What a sentence answers is often asked or named just before it: "What did
             # you paint?" — "A sunset!". A sentence that only points back leans on it more.
             share = BEFORE_POINTER if points_back(s.text) else BEFORE_SHARE
+            if s.replies:
+                share = ANSWERED  # "What games did you play?" — "Charades!": played games
             covered += share * sum(
                 self.weight[t] for t in (self._said(s.before) - said) & self.terms
             )

@@ -10,6 +10,7 @@ from helpers.talk import memorize
 from helpers.turns import TENANT
 
 from kbmem.agent.session import ChatSession
+from kbmem.research.direct import direct_answer
 from kbmem.research.ranking import Ranking, asked_verb
 from kbmem.research.researcher import Researcher
 from kbmem.research.said import read_sentences
@@ -97,6 +98,19 @@ def test_a_compound_written_whole_says_the_question_s_words_written_apart() -> N
     )
     ranking = Ranking("Where did Ilse go on her road trip?", read_sentences([item]))
     assert "roadtrip" in ranking.best().text, [(sc, s.text) for sc, _sh, s in ranking.ranked]
+
+
+def test_a_reply_says_the_words_of_the_question_it_answers() -> None:
+    # "Charades and a scavenger hunt." says no word of the question; it answers it.
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "We had a picnic by the lake with the church group, it was great."),
+        ("Tomas", "What games did you play at the picnic?"),
+        ("Ilse", "Charades and a scavenger hunt."),
+    )
+    answer = direct_answer("What games did Ilse play at the picnic?", [item])
+    assert "scavenger hunt" in answer.line
 
 
 def test_asked_about_a_speaker_their_words_come_before_another_s() -> None:
