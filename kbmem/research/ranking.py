@@ -247,10 +247,10 @@ class Ranking:
             score *= ECHO_FLOOR + (1 - ECHO_FLOOR) * min(1.0, self.news(s.claim) / NEWS)
         if self._other_speaker(s):
             score *= OTHER_SPEAKER
-        elif self._says_verb(s):
-            score *= VERB_SAID
         if s.replies:
             score *= REPLY
+        if self.kind == "thing" and self.verb and self.verb <= _terms(s.claim):
+            score *= VERB_SAID
         if is_own_answer(s.session, s.speaker):
             score *= OWN_ANSWER
         if corrects:
@@ -281,11 +281,6 @@ class Ranking:
             text = s.claim or s.text
             return bool(people(text, self.weigher.names, frozenset(s.speaker.split()[:1])))
         return gives(self.kind, s)
-
-    def _says_verb(self, s: Said) -> bool:
-        """Whether ``s`` says the verb the question asks about, asked for a thing (another
-        speaker's "We baked rye bread" does not tell what the one asked about baked)."""
-        return self.kind == "thing" and bool(self.verb) and self.verb <= _terms(s.claim)
 
     def _other_speaker(self, s: Said) -> bool:
         """Whether the question asks about a speaker and ``s`` is another's and does not
