@@ -7,6 +7,7 @@ names, and by whether a later correction replaced what it states."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -52,6 +53,12 @@ REPLY = 1.2
 OWN_ANSWER = 0.5  # kbmem's own earlier answer (memorized with its chat), against its sources
 BEFORE_SHARE = 0.7  # of the question's terms the sentence before says, the share counted
 BEFORE_POINTER = 0.8  # the same, for a sentence that only points back
+# The same, for a reply to a question: the question's words are what it answers.
+ANSWERED = 1.0
+# A sentence that says the verb the question asks about ("What did Melanie realize after the
+# race?" — "I'm starting to realize that self-care is important") counts this much more than
+# one that only tells of the event the question names.
+VERB_SAID = 1.3
 # Who said a sentence not in the first person counts this much of their name's weight.
 SPEAKER_SHARE = 0.7
 QUESTION_WORDS = frozenset(
@@ -68,6 +75,21 @@ SHAPE_WORDS = frozenset(
 
 def _terms(text: str) -> set[str]:
     return set(analyze(text))
+
+
+def _compounds(words: list[str], terms: set[str]) -> dict[str, set[str]]:
+    """Two words of the question side by side, written as one word ("work out": "workout",
+    "road trip": "roadtrip"), each with the terms of its parts: English writes a compound
+    apart, hyphened or whole, and the question and memory need not agree."""
+    out: dict[str, set[str]] = {}
+    for a, b in itertools.pairwise(words):
+        if not (a.islower() and b.islower()):
+            continue  # a name is no part of a compound
+        whole = set(analyze(a + b))
+        parts = set(analyze(a)) | set(analyze(b))
+        if len(whole) == 1 and parts and parts <= terms:
+            out[next(iter(whole))] = parts
+    return out
 
 
 def _names(question: str) -> list[str]:
@@ -89,6 +111,7 @@ class Weigher:
         dated = date_words(question)
         self.terms = set(analyze(" ".join(w for w in asked if w.lower() not in dated)))
         self.names = {t for n in _names(question) for t in analyze(n)}
+        self.compounds = _compounds(asked, self.terms)
         df: dict[str, int] = {}
         for s in sentences:
             for t in _terms(s.text) & self.terms:
@@ -97,13 +120,22 @@ class Weigher:
         self.weight = {t: math.log(1 + total / (1 + df.get(t, 0))) for t in self.terms}
         self.whole = sum(self.weight.values()) or 1.0
 
+    def _said(self, text: str) -> set[str]:
+        """The terms ``text`` says, a compound the question writes apart counting when
+        written whole ("workout" says the question's "work out")."""
+        said = _terms(text)
+        for whole, parts in self.compounds.items():
+            if whole in said:
+                said |= parts
+        return said
+
     def share(self, s: Said, before: bool = True) -> float:
         """The question's weight ``s`` says; who said it counts as said, fully in the first
         person (asked what Caroline did, her "I went" is about her) and at a share otherwise
         (her "The new one is blue" is most likely hers too), and a sentence that points back
         takes the terms of the sentence before it at a share (unless ``before`` is False:
         what the sentence itself says)."""
-        said = _terms(s.text)
+        said = self._said(s.text)
         speaker = _terms(s.speaker) - said
         if re.search(r"\b(?:I|[Mm]y|[Mm]e|I'm|I've|[Ww]e|[Oo]ur)\b", s.text):
             said |= speaker
@@ -114,8 +146,45 @@ class Weigher:
             # What a sentence answers is often asked or named just before it: "What did
             # you paint?" — "A sunset!". A sentence that only points back leans on it more.
             share = BEFORE_POINTER if points_back(s.text) else BEFORE_SHARE
-            covered += share * sum(self.weight[t] for t in (_terms(s.before) - said) & self.terms)
+            if s.replies:
+                share = ANSWERED  # "What games did you play?" — "Charades!": played games
+            covered += share * sum(
+                self.weight[t] for t in (self._said(s.before) - said) & self.terms
+            )
         return covered / self.whole
+
+
+# Verbs that tell what someone said or thought: the answer is what they said, which seldom
+# repeats the verb ("What did Maria say it was like?" — "Like being in a fairy tale!").
+REPORTING = frozenset(
+    "say said says tell told tells describe described describes mention mentioned mentions "
+    "think thought thinks believe believes believed call called calls ask asked asks suggest "
+    "suggested suggests".split()
+)
+# Words after the subject that are no verb of content ("What have Jon and Gina both done?").
+NO_VERB = frozenset("be been being done doing both their together".split())
+AUXILIARY = r"(?:did|does|do|has|have|had|will|would|can|could)"
+# The question's subject: a name, or two joined ("Melanie and her family").
+SUBJECT = r"[A-Z][\w-]*(?:\s+(?:and|&)\s+(?:[A-Z][\w-]*|his|her|their)(?:\s+\w+)?)?"
+# "What did Melanie realize …", "Why did John decide …", "How does Jon use …".
+AUX_VERB = re.compile(
+    rf"\s*(?i:what|which|who|whom|why|how)(?:\s+\w+)??\s+{AUXILIARY}\s+{SUBJECT}"
+    r"\s+(?:\w+ly\s+)?([a-z]+)\b"
+)
+# "Who inspired Maria …", "What motivated Caroline …".
+WH_VERB = re.compile(r"\s*(?i:what|who)\s+([a-z]+(?:ed|s))\s+(?:[A-Z]|the\b|his\b|her\b)")
+
+
+def asked_verb(question: str) -> str:
+    """The verb the question asks about ("What did Melanie *realize* after the race?", "Who
+    *inspired* Maria to volunteer?"); empty when its form is other or the verb only reports
+    what was said."""
+    for form in (AUX_VERB, WH_VERB):
+        m = form.match(question)
+        if m:
+            verb = m.group(1)
+            return "" if verb in QUESTION_WORDS | REPORTING | NO_VERB else verb
+    return ""
 
 
 def gives(kind: str, s: Said) -> bool:
@@ -150,6 +219,7 @@ class Ranking:
         self.known = known_names(sentences)
         self.asked_speakers = self.weigher.names & self.speakers
         self.all = sentences
+        self.verb = set(analyze(asked_verb(question))) & self.weigher.terms
         order: dict[int, int] = {}
         for s in sentences:
             order.setdefault(id(s.item), len(order))
@@ -179,6 +249,8 @@ class Ranking:
             score *= OTHER_SPEAKER
         if s.replies:
             score *= REPLY
+        if self.kind == "thing" and self.verb and self.verb <= _terms(s.claim):
+            score *= VERB_SAID
         if is_own_answer(s.session, s.speaker):
             score *= OWN_ANSWER
         if corrects:

@@ -10,7 +10,8 @@ from helpers.talk import memorize
 from helpers.turns import TENANT
 
 from kbmem.agent.session import ChatSession
-from kbmem.research.ranking import Ranking
+from kbmem.research.direct import direct_answer
+from kbmem.research.ranking import Ranking, asked_verb
 from kbmem.research.researcher import Researcher
 from kbmem.research.said import read_sentences
 from kbmem.store.repository import KnowledgeBase
@@ -30,6 +31,86 @@ def test_a_turn_that_answers_a_question_is_read_as_a_reply() -> None:
         ("It matches the pines.", True),
         ("I also fixed the door.", False),
     ]
+
+
+def test_a_reply_that_opens_with_thanks_answers_in_its_next_sentence() -> None:
+    # Asked with a shared image after the question; answered after "Thanks, Tomas!".
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Tomas", "How often do you row? [shares an image: a photo of a boat]"),
+        ("Ilse", "Thanks, Tomas! Three times a week, it keeps me fit."),
+    )
+    said = read_sentences([item])
+    assert [(s.text, s.replies, s.before) for s in said[1:]] == [
+        ("Thanks, Tomas!", True, said[0].text),
+        ("Three times a week, it keeps me fit.", True, said[0].text),
+    ]
+
+
+def test_a_reply_after_an_acknowledgement_ranks_for_the_question_it_answers() -> None:
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "The regatta was wild, my crew raced the whole lake."),
+        ("Tomas", "Any songs that keep your crew going when you race?"),
+        ("Ilse", "Yeah totally! Rolling in the Deep by Adele has a lot of meaning for us."),
+        ("Ilse", "We also race on the lake in May."),
+    )
+    ranking = Ranking("Which song keeps Ilse's crew going in a race?", read_sentences([item]))
+    assert "Adele" in ranking.best().text, [(sc, s.text) for sc, _sh, s in ranking.ranked]
+
+
+def test_the_sentence_that_says_the_asked_verb_comes_before_the_event_s() -> None:
+    # The first sentence names the event, the third says what was asked of it.
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "I rowed a charity regatta for the lake trust last Sunday."),
+        ("Tomas", "How was it?"),
+        ("Ilse", "The regatta was tough. I'm starting to realize that rest really matters."),
+    )
+    ranking = Ranking("What did Ilse realize after the charity regatta?", read_sentences([item]))
+    assert "realize" in ranking.best().text, [(sc, s.text) for sc, _sh, s in ranking.ranked]
+
+
+@pytest.mark.parametrize(
+    ("question", "verb"),
+    [
+        ("What did Melanie realize after the charity race?", "realize"),
+        ("Who inspired Maria to start volunteering?", "inspired"),
+        ("Why did Jon and Gina both decide to open a shop?", "decide"),
+        ("What did Maria say it was like at the waterfall?", ""),
+        ("What is Caroline's necklace a gift from?", ""),
+    ],
+)
+def test_the_verb_a_question_asks_about(question: str, verb: str) -> None:
+    assert asked_verb(question) == verb
+
+
+def test_a_compound_written_whole_says_the_question_s_words_written_apart() -> None:
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "We did a long roadtrip along the coast last month."),
+        ("Tomas", "The coast is lovely in spring."),
+        ("Ilse", "The trip ended badly, the van broke down on the road."),
+    )
+    ranking = Ranking("Where did Ilse go on her road trip?", read_sentences([item]))
+    assert "roadtrip" in ranking.best().text, [(sc, s.text) for sc, _sh, s in ranking.ranked]
+
+
+def test_a_reply_says_the_words_of_the_question_it_answers() -> None:
+    # "Charades and a scavenger hunt." says no word of the question; it answers it.
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "We had a picnic by the lake with the church group, it was great."),
+        ("Tomas", "What games did you play at the picnic?"),
+        ("Ilse", "Charades and a scavenger hunt."),
+    )
+    answer = direct_answer("What games did Ilse play at the picnic?", [item])
+    assert "scavenger hunt" in answer.line
 
 
 def test_asked_about_a_speaker_their_words_come_before_another_s() -> None:
