@@ -55,10 +55,6 @@ BEFORE_SHARE = 0.7  # of the question's terms the sentence before says, the shar
 BEFORE_POINTER = 0.8  # the same, for a sentence that only points back
 # The same, for a reply to a question: the question's words are what it answers.
 ANSWERED = 1.0
-# A sentence that says the verb the question asks about ("What did Melanie realize after the
-# race?" — "I'm starting to realize that self-care is important") counts this much more than
-# one that only tells of the event the question names.
-VERB_SAID = 1.3
 # Who said a sentence not in the first person counts this much of their name's weight.
 SPEAKER_SHARE = 0.7
 QUESTION_WORDS = frozenset(
@@ -154,39 +150,6 @@ class Weigher:
         return covered / self.whole
 
 
-# Verbs that tell what someone said or thought: the answer is what they said, which seldom
-# repeats the verb ("What did Maria say it was like?" — "Like being in a fairy tale!").
-REPORTING = frozenset(
-    "say said says tell told tells describe described describes mention mentioned mentions "
-    "think thought thinks believe believes believed call called calls ask asked asks suggest "
-    "suggested suggests".split()
-)
-# Words after the subject that are no verb of content ("What have Jon and Gina both done?").
-NO_VERB = frozenset("be been being done doing both their together".split())
-AUXILIARY = r"(?:did|does|do|has|have|had|will|would|can|could)"
-# The question's subject: a name, or two joined ("Melanie and her family").
-SUBJECT = r"[A-Z][\w-]*(?:\s+(?:and|&)\s+(?:[A-Z][\w-]*|his|her|their)(?:\s+\w+)?)?"
-# "What did Melanie realize …", "Why did John decide …", "How does Jon use …".
-AUX_VERB = re.compile(
-    rf"\s*(?i:what|which|who|whom|why|how)(?:\s+\w+)??\s+{AUXILIARY}\s+{SUBJECT}"
-    r"\s+(?:\w+ly\s+)?([a-z]+)\b"
-)
-# "Who inspired Maria …", "What motivated Caroline …".
-WH_VERB = re.compile(r"\s*(?i:what|who)\s+([a-z]+(?:ed|s))\s+(?:[A-Z]|the\b|his\b|her\b)")
-
-
-def asked_verb(question: str) -> str:
-    """The verb the question asks about ("What did Melanie *realize* after the race?", "Who
-    *inspired* Maria to volunteer?"); empty when its form is other or the verb only reports
-    what was said."""
-    for form in (AUX_VERB, WH_VERB):
-        m = form.match(question)
-        if m:
-            verb = m.group(1)
-            return "" if verb in QUESTION_WORDS | REPORTING | NO_VERB else verb
-    return ""
-
-
 def gives(kind: str, s: Said) -> bool:
     """Whether sentence ``s`` gives an answer of ``kind`` (any sentence may give a thing, a
     list or a yes or no)."""
@@ -219,7 +182,6 @@ class Ranking:
         self.known = known_names(sentences)
         self.asked_speakers = self.weigher.names & self.speakers
         self.all = sentences
-        self.verb = set(analyze(asked_verb(question))) & self.weigher.terms
         order: dict[int, int] = {}
         for s in sentences:
             order.setdefault(id(s.item), len(order))
@@ -249,8 +211,6 @@ class Ranking:
             score *= OTHER_SPEAKER
         if s.replies:
             score *= REPLY
-        if self.kind == "thing" and self.verb and self.verb <= _terms(s.claim):
-            score *= VERB_SAID
         if is_own_answer(s.session, s.speaker):
             score *= OWN_ANSWER
         if corrects:

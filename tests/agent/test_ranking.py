@@ -11,7 +11,7 @@ from helpers.turns import TENANT
 
 from kbmem.agent.session import ChatSession
 from kbmem.research.direct import direct_answer
-from kbmem.research.ranking import Ranking, asked_verb
+from kbmem.research.ranking import Ranking
 from kbmem.research.researcher import Researcher
 from kbmem.research.said import read_sentences
 from kbmem.store.repository import KnowledgeBase
@@ -59,33 +59,6 @@ def test_a_reply_after_an_acknowledgement_ranks_for_the_question_it_answers() ->
     )
     ranking = Ranking("Which song keeps Ilse's crew going in a race?", read_sentences([item]))
     assert "Adele" in ranking.best().text, [(sc, s.text) for sc, _sh, s in ranking.ranked]
-
-
-def test_the_sentence_that_says_the_asked_verb_comes_before_the_event_s() -> None:
-    # The first sentence names the event, the third says what was asked of it.
-    item = turns_item(
-        "s1",
-        "2024-03-01T09:00:00",
-        ("Ilse", "I rowed a charity regatta for the lake trust last Sunday."),
-        ("Tomas", "How was it?"),
-        ("Ilse", "The regatta was tough. I'm starting to realize that rest really matters."),
-    )
-    ranking = Ranking("What did Ilse realize after the charity regatta?", read_sentences([item]))
-    assert "realize" in ranking.best().text, [(sc, s.text) for sc, _sh, s in ranking.ranked]
-
-
-@pytest.mark.parametrize(
-    ("question", "verb"),
-    [
-        ("What did Melanie realize after the charity race?", "realize"),
-        ("Who inspired Maria to start volunteering?", "inspired"),
-        ("Why did Jon and Gina both decide to open a shop?", "decide"),
-        ("What did Maria say it was like at the waterfall?", ""),
-        ("What is Caroline's necklace a gift from?", ""),
-    ],
-)
-def test_the_verb_a_question_asks_about(question: str, verb: str) -> None:
-    assert asked_verb(question) == verb
 
 
 def test_a_compound_written_whole_says_the_question_s_words_written_apart() -> None:
