@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 
-from kbmem.dates import date_windows, date_words, said_dates, year_windows
+from kbmem.dates import date_windows, said_dates, time_words, year_windows
 from kbmem.index.tenant import analyze
 from kbmem.memorize.sessions import is_own_answer
 from kbmem.research.answer_types import question_kind
@@ -86,7 +86,7 @@ class Weigher:
             for w in re.findall(r"[\w'’-]+", re.sub(r"\btake\s+place\b", "", question, flags=re.I))
             if w.lower() not in QUESTION_WORDS and w.lower() not in SHAPE_WORDS
         ]
-        dated = date_words(question)
+        dated = time_words(question)
         self.terms = set(analyze(" ".join(w for w in asked if w.lower() not in dated)))
         self.names = {t for n in _names(question) for t in analyze(n)}
         df: dict[str, int] = {}

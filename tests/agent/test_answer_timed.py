@@ -1,0 +1,36 @@
+"""Questions that name a time but ask what, where or who: the time picks what was said
+then, its words are asked of no sentence, and the kind asked is taken from what was said
+in it."""
+
+from __future__ import annotations
+
+from helpers.evidence import turns_item
+
+from kbmem.dates import time_words
+from kbmem.research.direct import direct_answer
+
+
+def test_the_words_of_a_named_time_are_not_asked_of_memory() -> None:
+    assert time_words("Who did Maria have dinner with on May 3, 2023?") == {"may", "3", "2023"}
+    assert {"week", "before", "3"} <= time_words("What did John do the week before August 3?")
+    assert {"two", "weeks", "before", "11"} <= time_words(
+        "What is the name of the puppy she got two weeks before August 11, 2023?"
+    )
+    assert "evening" in time_words("What did she plan on the evening of 7 July, 2023?")
+    # Words near no date stay asked.
+    assert "week" not in time_words("What did she bake last week for the fair?")
+    assert "between" not in time_words("What is between the two houses?")
+
+
+def test_a_stretch_named_asks_no_sentence_for_its_words() -> None:
+    item = turns_item(
+        "s1",
+        "2024-05-23T09:00:00",
+        ("Tomas", "How did the interviews go?"),
+        ("Ilse", "On Friday I got accepted for a fashion internship!"),
+        ("Tomas", "Congrats, Ilse!"),
+    )
+    answer = direct_answer("What was Ilse accepted for in the week before May 23, 2024?", [item])
+    # "the week before May 23" is the time, asked of no sentence: the sentence says enough
+    # of the question for a firm answer.
+    assert answer.line == "fashion internship", answer.line
