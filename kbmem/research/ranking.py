@@ -14,6 +14,7 @@ from kbmem.dates import date_windows, said_dates, time_words, year_windows
 from kbmem.index.tenant import analyze
 from kbmem.memorize.sessions import is_own_answer
 from kbmem.research.answer_types import question_kind
+from kbmem.research.kin import kin
 from kbmem.research.offline import (
     CORRECTION_WEIGHT,
     replaced_in,
@@ -131,7 +132,8 @@ def gives(kind: str, s: Said) -> bool:
     if kind == "count":
         return bool(NUMBER.search(text))
     if kind in ("person", "names"):
-        return bool(people(text, set(), frozenset(s.speaker.split()[:1])))
+        # A person named, or told of by relation ("my mom").
+        return bool(people(text, set(), frozenset(s.speaker.split()[:1])) or kin(text, "")[1])
     if kind == "place":
         return bool(PLACE.search(text))
     return True

@@ -8,6 +8,7 @@ from helpers.evidence import turns_item
 
 from kbmem.dates import time_words
 from kbmem.research.direct import direct_answer
+from kbmem.research.kin import kin
 
 
 def test_the_words_of_a_named_time_are_not_asked_of_memory() -> None:
@@ -34,3 +35,28 @@ def test_a_stretch_named_asks_no_sentence_for_its_words() -> None:
     # "the week before May 23" is the time, asked of no sentence: the sentence says enough
     # of the question for a firm answer.
     assert answer.line == "fashion internship", answer.line
+
+
+def test_a_person_told_of_by_relation_is_written_as_a_reader_would() -> None:
+    assert kin("My mom and I made some dinner together last night!", "Maria Lopez") == (
+        "Maria's",
+        "mother",
+    )
+    assert kin("We went with my best friends from school.", "") == ("my", "best friends")
+    assert kin("My painting is done.", "Ilse") == ("", "")
+
+
+def test_who_is_answered_by_the_relation_the_best_sentence_tells_of() -> None:
+    item = turns_item(
+        "s1",
+        "2024-05-04T09:00:00",
+        ("Tomas", "Hey Ilse, how was your week, Ilse?"),
+        ("Ilse", "My mom and I made some dinner together last night!"),
+        ("Tomas", "Looks delicious."),
+        ("Ilse", "Wow, Tomas!"),
+        ("Tomas", "Ilse, you should cook more, Ilse."),
+        ("Tomas", "See you soon, Ilse."),
+    )
+    answer = direct_answer("Who did Ilse have dinner with on May 3, 2024?", [item])
+    # Not the listener a lower sentence names: the one the dinner was had with.
+    assert answer.line == "Ilse's mother", answer.line
