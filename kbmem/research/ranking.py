@@ -40,6 +40,10 @@ from kbmem.research.types import Said
 MIN_SHARE = 0.25
 TYPE_MISS = 0.4  # a sentence that gives no answer of the kind asked counts this much
 OUT_OF_WINDOW = 0.5  # said outside the time the question names
+# A sentence that speaks of the day or week the question names in its own words ("last
+# night", said the day after) says it as one of the question's words of average weight.
+TIME_TERM = 1.0
+NARROW_DAYS = 10  # a day named (with its slack) or a week before one
 RANK_PRIOR = 0.2
 SUPERSEDED = 0.3  # a sentence stating a value that a correction replaced
 ECHO_FLOOR = 0.4  # a sentence saying nothing new counts this much of its coverage
@@ -97,6 +101,7 @@ class Weigher:
         total = max(1, len(sentences))
         self.weight = {t: math.log(1 + total / (1 + df.get(t, 0))) for t in self.terms}
         self.whole = sum(self.weight.values()) or 1.0
+        self.mean = self.whole / max(1, len(self.weight))
 
     def share(self, s: Said, before: bool = True) -> float:
         """The question's weight ``s`` says; who said it counts as said, fully in the first
@@ -148,6 +153,11 @@ class Ranking:
         self.kind = question_kind(question)
         self.weigher = Weigher(question, sentences)
         self.windows = date_windows(question) or year_windows(question)
+        # A day or a week the question names is said as a word is ("last night" of a day);
+        # a month holds too many days told of to be said by any one of them.
+        self.spans = [
+            w for w in self.windows if w.start and w.end and (w.end - w.start).days <= NARROW_DAYS
+        ]
         self.speakers = {t for s in sentences for t in analyze(s.speaker)}
         self.known = known_names(sentences)
         self.asked_speakers = self.weigher.names & self.speakers
@@ -170,6 +180,8 @@ class Ranking:
         corrects = states_correction([s.text])
         s.claim = replaced_in(s.text)[0] if corrects else s.text
         share = self.weigher.share(s)
+        if self._tells_asked_time(s):
+            share = min(1.0, share + TIME_TERM * self.weigher.mean / self.weigher.whole)
         if share < MIN_SHARE:
             return None
         score = share * (1.0 if self._gives(s) else TYPE_MISS)
@@ -190,6 +202,17 @@ class Ranking:
         if self.windows and s.day and not self._in_window(s):
             score *= OUT_OF_WINDOW
         return score, share
+
+    def _tells_asked_time(self, s: Said) -> bool:
+        """Whether ``s`` speaks of the day or stretch the question names, in its own words
+        ("last week", said on 3 August, of "the week before 3 August"; "last night", said
+        on 4 May, of "on 3 May"): it says the question's time as it says its words."""
+        return any(
+            w.meets(d.first, d.last)
+            for d in said_dates(s.claim or s.text, s.day)
+            if d.first and d.last and (s.day is None or d.first <= s.day)
+            for w in self.spans
+        )
 
     def _in_window(self, s: Said) -> bool:
         """Whether ``s`` was said in a time the question names, or tells of one gone by: an

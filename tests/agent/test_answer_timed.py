@@ -60,3 +60,20 @@ def test_who_is_answered_by_the_relation_the_best_sentence_tells_of() -> None:
     answer = direct_answer("Who did Ilse have dinner with on May 3, 2024?", [item])
     # Not the listener a lower sentence names: the one the dinner was had with.
     assert answer.line == "Ilse's mother", answer.line
+
+
+def test_a_sentence_that_tells_of_the_asked_week_in_its_own_words_says_its_time() -> None:
+    item = turns_item(
+        "s1",
+        "2024-08-03T09:00:00",
+        ("Tomas", "Hey Tomas here, how are the kids?"),
+        ("Ilse", "Last week, we had a meaningful experience at a military memorial."),
+        ("Ilse", "It really made an impact on my kids."),
+        ("Tomas", "It is super important to teach kids about history, Ilse."),
+    )
+    question = "What did Ilse do the week before August 3, 2024 involving her kids?"
+    answer = direct_answer(question, [item])
+    # "Last week", said on 3 August, is the week the question names: the sentence says the
+    # question's time as it would say one of its words, and answers firmly.
+    assert answer.line.startswith("meaningful experience"), answer.line
+    assert "weak" not in answer.line, answer.line
