@@ -71,6 +71,13 @@ SHAPE_WORDS = frozenset(
 )
 
 
+# A place said by description with its name set beside it: "in my home country, Sweden".
+_PLACE_BESIDE = re.compile(
+    r"\b(?:in|at|from|to|near)\s+(?:the|my|our|his|her|their)\s+[a-z][\w'’-]*"
+    r"(?:\s+[a-z][\w'’-]*)?\s*,\s*[A-Z][a-z]"
+)
+
+
 def _terms(text: str) -> set[str]:
     return set(analyze(text))
 
@@ -140,7 +147,7 @@ def gives(kind: str, s: Said) -> bool:
         # A person named, or told of by relation ("my mom").
         return bool(people(text, set(), frozenset(s.speaker.split()[:1])) or kin(text, "")[1])
     if kind == "place":
-        return bool(PLACE.search(text))
+        return bool(PLACE.search(text) or _PLACE_BESIDE.search(text))
     return True
 
 

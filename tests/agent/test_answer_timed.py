@@ -77,3 +77,16 @@ def test_a_sentence_that_tells_of_the_asked_week_in_its_own_words_says_its_time(
     # question's time as it would say one of its words, and answers firmly.
     assert answer.line.startswith("meaningful experience"), answer.line
     assert "weak" not in answer.line, answer.line
+
+
+def test_a_place_named_beside_its_description_is_given_firmly() -> None:
+    item = turns_item(
+        "s1",
+        "2024-06-27T09:00:00",
+        ("Tomas", "That necklace is lovely!"),
+        ("Ilse", "It is a gift from my grandma in my home country, Norway."),
+        ("Ilse", "She gave it to me when I was young."),
+    )
+    answer = direct_answer("What country is Ilse's grandma from?", [item])
+    # "in my home country, Norway" says a place as "in Norway" does.
+    assert answer.line == "Norway", answer.line
