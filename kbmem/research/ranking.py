@@ -62,7 +62,11 @@ SPEAKER_SHARE = 0.7
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how is are was were do does did has have had "
     "can could would will should shall may might the a an of to in on at for with by from "
-    "about and or any some there that this these those it its".split()
+    "about and or any some there that this these those it its"
+    # A singular pronoun stands for the one person the question names ("Mel and her kids"),
+    # who is asked by name already; read as a term, "his" is the greeting "hi". A plural one
+    # may stand for a group the question does not name, and stays.
+    " he him his she her hers".split()
 )
 # Words that shape the answer's kind without saying what it is about.
 SHAPE_WORDS = frozenset(

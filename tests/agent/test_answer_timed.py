@@ -9,6 +9,7 @@ from helpers.evidence import turns_item
 from kbmem.dates import time_words
 from kbmem.research.direct import direct_answer
 from kbmem.research.kin import kin
+from kbmem.research.ranking import Weigher
 
 
 def test_the_words_of_a_named_time_are_not_asked_of_memory() -> None:
@@ -90,3 +91,11 @@ def test_a_place_named_beside_its_description_is_given_firmly() -> None:
     answer = direct_answer("What country is Ilse's grandma from?", [item])
     # "in my home country, Norway" says a place as "in Norway" does.
     assert answer.line == "Norway", answer.line
+
+
+def test_a_pronoun_of_the_one_named_is_no_word_asked() -> None:
+    # "his" stands for Tomas, whom the question names; read as a term its stem is the
+    # greeting "hi", said in every other turn.
+    terms = Weigher("What did Tomas attend with his colleagues in March 2024?", []).terms
+    assert "hi" not in terms and "colleagu" in terms, terms
+    assert "her" not in Weigher("What did Mel and her kids make?", []).terms
