@@ -28,6 +28,7 @@ from kbmem.dates import (
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives, asks_doing
+from kbmem.research.kin import kin
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP, points_back
 from kbmem.research.spans import (
@@ -424,6 +425,14 @@ def _told_span(text: str, day: datetime.date) -> tuple[datetime.date, datetime.d
 
 def person(r: Ranking) -> Extracted:
     exclude = r.weigher.names
+    best = r.best()
+    if not people(best.claim, exclude, r.known):
+        # The sentence that says most of the question tells of someone by relation ("My
+        # mom and I made dinner last night"): it answers "who" over a name another sentence
+        # gives, most often the listener's ("Wow, John!").
+        whose, kinship = kin(best.claim, best.speaker)
+        if kinship and not set(analyze(kinship)) & r.weigher.terms:
+            return f"{whose} {kinship}", [best]
     for s in r.close_to_best("person"):
         found = people(s.claim, exclude, r.known)
         if found:

@@ -11,10 +11,11 @@ import itertools
 import math
 import re
 
-from kbmem.dates import date_windows, date_words, said_dates, year_windows
+from kbmem.dates import date_windows, said_dates, time_words, year_windows
 from kbmem.index.tenant import analyze
 from kbmem.memorize.sessions import is_own_answer
 from kbmem.research.answer_types import question_kind
+from kbmem.research.kin import kin
 from kbmem.research.offline import (
     CORRECTION_WEIGHT,
     replaced_in,
@@ -40,6 +41,10 @@ from kbmem.research.types import Said
 MIN_SHARE = 0.25
 TYPE_MISS = 0.4  # a sentence that gives no answer of the kind asked counts this much
 OUT_OF_WINDOW = 0.5  # said outside the time the question names
+# A sentence that speaks of the day or week the question names in its own words ("last
+# night", said the day after) says it as one of the question's words of average weight.
+TIME_TERM = 1.0
+NARROW_DAYS = 10  # a day named (with its slack) or a week before one
 RANK_PRIOR = 0.2
 SUPERSEDED = 0.3  # a sentence stating a value that a correction replaced
 ECHO_FLOOR = 0.4  # a sentence saying nothing new counts this much of its coverage
@@ -60,12 +65,23 @@ SPEAKER_SHARE = 0.7
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how is are was were do does did has have had "
     "can could would will should shall may might the a an of to in on at for with by from "
-    "about and or any some there that this these those it its".split()
+    "about and or any some there that this these those it its"
+    # A singular pronoun stands for the one person the question names ("Mel and her kids"),
+    # who is asked by name already; read as a term, "his" is the greeting "hi". A plural one
+    # may stand for a group the question does not name, and stays.
+    " he him his she her hers".split()
 )
 # Words that shape the answer's kind without saying what it is about.
 SHAPE_WORDS = frozenset(
     "many much long often far old kind kinds type types sort sorts name names time times "
     "date day year month week likely place happen".split()
+)
+
+
+# A place said by description with its name set beside it: "in my home country, Sweden".
+_PLACE_BESIDE = re.compile(
+    r"\b(?:in|at|from|to|near)\s+(?:the|my|our|his|her|their)\s+[a-z][\w'’-]*"
+    r"(?:\s+[a-z][\w'’-]*)?\s*,\s*[A-Z][a-z]"
 )
 
 
@@ -104,7 +120,7 @@ class Weigher:
             for w in re.findall(r"[\w'’-]+", re.sub(r"\btake\s+place\b", "", question, flags=re.I))
             if w.lower() not in QUESTION_WORDS and w.lower() not in SHAPE_WORDS
         ]
-        dated = date_words(question)
+        dated = time_words(question)
         self.terms = set(analyze(" ".join(w for w in asked if w.lower() not in dated)))
         self.names = {t for n in _names(question) for t in analyze(n)}
         self.compounds = _compounds(asked, self.terms)
@@ -115,6 +131,7 @@ class Weigher:
         total = max(1, len(sentences))
         self.weight = {t: math.log(1 + total / (1 + df.get(t, 0))) for t in self.terms}
         self.whole = sum(self.weight.values()) or 1.0
+        self.mean = self.whole / max(1, len(self.weight))
 
     def _said(self, text: str) -> set[str]:
         """The terms ``text`` says, a compound the question writes apart counting when
@@ -163,9 +180,10 @@ def gives(kind: str, s: Said) -> bool:
     if kind == "count":
         return bool(NUMBER.search(text))
     if kind in ("person", "names"):
-        return bool(people(text, set(), frozenset(s.speaker.split()[:1])))
+        # A person named, or told of by relation ("my mom").
+        return bool(people(text, set(), frozenset(s.speaker.split()[:1])) or kin(text, "")[1])
     if kind == "place":
-        return bool(PLACE.search(text))
+        return bool(PLACE.search(text) or _PLACE_BESIDE.search(text))
     return True
 
 
@@ -178,6 +196,11 @@ class Ranking:
         self.kind = question_kind(question)
         self.weigher = Weigher(question, sentences)
         self.windows = date_windows(question) or year_windows(question)
+        # A day or a week the question names is said as a word is ("last night" of a day);
+        # a month holds too many days told of to be said by any one of them.
+        self.spans = [
+            w for w in self.windows if w.start and w.end and (w.end - w.start).days <= NARROW_DAYS
+        ]
         self.speakers = {t for s in sentences for t in analyze(s.speaker)}
         self.known = known_names(sentences)
         self.asked_speakers = self.weigher.names & self.speakers
@@ -200,6 +223,8 @@ class Ranking:
         corrects = states_correction([s.text])
         s.claim = replaced_in(s.text)[0] if corrects else s.text
         share = self.weigher.share(s)
+        if self._tells_asked_time(s):
+            share = min(1.0, share + TIME_TERM * self.weigher.mean / self.weigher.whole)
         if share < MIN_SHARE:
             return None
         score = share * (1.0 if self._gives(s) else TYPE_MISS)
@@ -220,6 +245,17 @@ class Ranking:
         if self.windows and s.day and not self._in_window(s):
             score *= OUT_OF_WINDOW
         return score, share
+
+    def _tells_asked_time(self, s: Said) -> bool:
+        """Whether ``s`` speaks of the day or stretch the question names, in its own words
+        ("last week", said on 3 August, of "the week before 3 August"; "last night", said
+        on 4 May, of "on 3 May"): it says the question's time as it says its words."""
+        return any(
+            w.meets(d.first, d.last)
+            for d in said_dates(s.claim or s.text, s.day)
+            if d.first and d.last and (s.day is None or d.first <= s.day)
+            for w in self.spans
+        )
 
     def _in_window(self, s: Said) -> bool:
         """Whether ``s`` was said in a time the question names, or tells of one gone by: an
