@@ -130,7 +130,10 @@ class Weigher:
                 df[t] = df.get(t, 0) + 1
         total = max(1, len(sentences))
         self.weight = {t: math.log(1 + total / (1 + df.get(t, 0))) for t in self.terms}
-        self.whole = sum(self.weight.values()) or 1.0
+        # Summed exactly (math.fsum): a sum over a set in its iteration order differs in the
+        # last bit from run to run (string hashes are salted), and a share that lands on a
+        # threshold (FIRM_SHARE) would make the same question firm in one run, weak in another.
+        self.whole = math.fsum(self.weight.values()) or 1.0
         self.mean = self.whole / max(1, len(self.weight))
 
     def _said(self, text: str) -> set[str]:
@@ -153,15 +156,15 @@ class Weigher:
         if re.search(r"\b(?:I|[Mm]y|[Mm]e|I'm|I've|[Ww]e|[Oo]ur)\b", s.text):
             said |= speaker
             speaker = set()
-        covered = sum(self.weight[t] for t in said & self.terms)
-        covered += SPEAKER_SHARE * sum(self.weight[t] for t in speaker & self.terms)
+        covered = math.fsum(self.weight[t] for t in said & self.terms)
+        covered += SPEAKER_SHARE * math.fsum(self.weight[t] for t in speaker & self.terms)
         if s.before and before:
             # What a sentence answers is often asked or named just before it: "What did
             # you paint?" — "A sunset!". A sentence that only points back leans on it more.
             share = BEFORE_POINTER if points_back(s.text) else BEFORE_SHARE
             if s.replies:
                 share = ANSWERED  # "What games did you play?" — "Charades!": played games
-            covered += share * sum(
+            covered += share * math.fsum(
                 self.weight[t] for t in (self._said(s.before) - said) & self.terms
             )
         return covered / self.whole

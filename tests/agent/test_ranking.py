@@ -4,6 +4,11 @@ quotes following it on the example knowledge base (real index, real research).""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from helpers.evidence import turns_item
 from helpers.talk import memorize
@@ -158,3 +163,47 @@ def test_a_speaker_s_sentence_counts_for_them_in_any_person(empty_kb: KnowledgeB
     own = Ranking("What goats does Ilse keep?", said).weigher
     # "We" opens the sentence: it is Ilse's, in the first person, and says all of it.
     assert own.share(said[0]) == pytest.approx(1.0)  # a sum over a set: any order
+
+
+_SHARES_PROBE = """
+from helpers.evidence import turns_item
+from kbmem.research.ranking import Weigher
+from kbmem.research.said import read_sentences
+texts = [
+    "The harbour regatta near Ghent had violins, lanterns, pancakes and a brass band, kites,"
+    " tulips, waffles and ferries.",
+    "Lanterns and pancakes at a regatta sound lovely.", "Kites and tulips.",
+    "Waffles, ferries and violins.",
+]
+item = turns_item(
+    "s1", "2024-03-01T09:00:00",
+    *[("Ilse" if n % 2 == 0 else "Tomas", t) for n, t in enumerate(texts)],
+)
+sentences = read_sentences([item])
+weigher = Weigher(
+    "Which violins, lanterns, pancakes, regatta, harbour, brass band, kites, tulips, waffles,"
+    " ferries did Ilse enjoy near Ghent?",
+    sentences,
+)
+print(repr(weigher.whole), [repr(weigher.share(s)) for s in sentences])
+"""
+
+
+def test_a_sentence_s_share_is_the_same_in_every_process() -> None:
+    # The question's terms are a set, iterated in an order that string hashing salts per
+    # process; a share summed in that order differed in its last bits from run to run, and a
+    # share landing on a threshold made one answer firm in one run and weak in another.
+    tests_dir = str(Path(__file__).resolve().parents[1])
+    outputs = set()
+    for seed in range(8):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": tests_dir}
+        done = subprocess.run(
+            [sys.executable, "-c", _SHARES_PROBE],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        outputs.add(done.stdout)
+    assert len(outputs) == 1, outputs
