@@ -1635,6 +1635,9 @@ _LIGHT_GERUNDS = frozenset(
 )
 
 
+_CLAUSE_ASKED = re.compile(r"\s*(?:how|why)\b", re.I)
+
+
 def thing(r: Ranking) -> Extracted:
     """What a "what" question asks: the noun phrase of the kind asked (an activity: the
     verb's object, or a verb's -ing form), the reason asked "why", the object the
@@ -1685,6 +1688,14 @@ def thing(r: Ranking) -> Extracted:
         found = manner(best.claim, asked)
         if found:
             return found, [best]
+    # The thing a picture showed, when a sentence close to the best shares one that the
+    # question names. A picture shows things: no reason, manner or cause ("What inspired
+    # …?", see _ASKS_SUBJECT).
+    if not _CLAUSE_ASKED.match(r.question) and not _ASKS_SUBJECT.match(question):
+        for _score, _share, s in r.ranked[:3]:
+            phrase = shown(s.claim, r.weigher.terms - r.weigher.names)
+            if phrase:
+                return phrase, [s]
     # The object the question's grammar asks for, from the best sentence.
     best = r.best()
     asked = r.weigher.terms | r.weigher.names
@@ -1742,6 +1753,50 @@ def _told_next(r: Ranking, s: Said) -> Said | None:
         ),
         None,
     )
+
+
+# A picture shared is described by its caption ("[shares an image: a photo of a hoodie
+# with a camouflage print]"): the thing shown is what the words beside it speak of, so a
+# caption that names something the question asks about says what it is.
+_CAPTION_TEXT = re.compile(r"\\?\[shares an image:\s*([^\]\\]*)", re.I)
+_SHOT = re.compile(
+    r"^(?:an?\s+)?(?:(?:close-?up\s+)?(?:photo(?:graph|graphy)?|picture|image|pic|screenshot"
+    r"|close-?up|view)\s+of\s+)+",
+    re.I,
+)
+CAPTION_WORDS = 10
+_DETERMINERS = frozenset("a an the this that his her their my our your its".split())
+
+
+def _named_in_caption(caption: str) -> set[str]:
+    """The terms ``caption`` names: its words, but for an -ing form after a noun ("children
+    making clay sculptures"), which says what someone shown does at that instant, no
+    thing shown; after a determiner ("a painting of a sunset") it is a noun."""
+    words = re.findall(r"[\w'’-]+", caption)
+    named = [
+        w
+        for n, w in enumerate(words)
+        if not w.lower().endswith("ing") or (n and words[n - 1].lower() in _DETERMINERS)
+    ]
+    return set(analyze(" ".join(named)))
+
+
+def shown(text: str, asked: set[str]) -> str:
+    """What the picture ``text`` shares shows, when its caption names a word the question
+    (its terms ``asked``) says: the caption without its "a photo of", and after the asked
+    thing's own "of" when it opens with it ("a certificate of completion …" asked what the
+    certificate was for: "completion …"); else ""."""
+    found = _CAPTION_TEXT.search(text)
+    if not found:
+        return ""
+    caption = _SHOT.sub("", found.group(1).strip(" .\\"))
+    if not _named_in_caption(caption) & asked:
+        return ""
+    # "a painting of a sunset": asked what was painted, the painting is of the sunset.
+    opening = re.match(r"^(?:an?\s+|the\s+)?((?:[\w'’-]+\s+){0,2}?[\w'’-]+)\s+of\s+(.+)$", caption)
+    if opening and set(analyze(opening.group(1))) & asked:
+        caption = opening.group(2)
+    return " ".join(_trim_end(caption.split()[:CAPTION_WORDS]))
 
 
 EXTRACTORS: dict[str, Callable[[Ranking], Extracted]] = {
