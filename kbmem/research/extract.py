@@ -1635,6 +1635,47 @@ _LIGHT_GERUNDS = frozenset(
 )
 
 
+# A feeling is said by the complement of "feel" ("I felt free and light", "it makes me feel
+# tiny", "dancing makes me so happy"): asked how someone feels or what something makes
+# them, that complement answers, to where its clause ends.
+_ASKS_FEELING = re.compile(
+    r"\b(?:feel|feels|felt|feeling)\b|\bmakes?\s+(?:him|her|them)\s*\??\s*$", re.I
+)
+_FEELING_DEGREE = (
+    r"(?:(?:so|really|very|super|pretty|quite|just|truly|totally|a\s+bit|kind\s+of)\s+)*"
+)
+_FELT = re.compile(
+    rf"\b(?:(?:feel|feels|felt|feeling)|(?:make|makes|made|making)\s+(?:me|us|him|her|them)"
+    rf"(?:\s+feel)?)\s+{_FEELING_DEGREE}([^.;:!?,()\[\]]+)",
+    re.I,
+)
+_FEELING_ENDS = frozenset(
+    "when while because since as if but so after before knowing seeing that about".split()
+)
+FEELING_WORDS = 8
+_LEADS_ON = frozenset("and or the a an my our your his her their".split())
+
+
+def felt(text: str) -> str:
+    """The feeling ``text`` says its subject has: the complement of its first "feel" (or
+    of "makes me"), without the degree words before it, to its clause's end; "" if none."""
+    for found in _FELT.finditer(text):
+        words = found.group(1).split()
+        end = next(
+            (n for n, w in enumerate(words) if n and w.lower() in _FEELING_ENDS),
+            len(words),
+        )
+        words = words[: min(end, FEELING_WORDS)]
+        # Feelings are said in words a phrase of content drops ("so happy"): only the
+        # function words that lead on are trimmed.
+        while words and words[-1].lower() in PREPOSITIONS | _LEADS_ON:
+            words = words[:-1]
+        # "I feel I should go": a clause of its own, no feeling.
+        if words and not _SUBJECT.match(words[0]):
+            return " ".join(words)
+    return ""
+
+
 _CLAUSE_ASKED = re.compile(r"\s*(?:how|why)\b", re.I)
 
 
@@ -1645,6 +1686,11 @@ def thing(r: Ranking) -> Extracted:
     its verb), else the phrase that says most the question does not (from the sentence a
     pointing sentence leans on)."""
     question = untimed(r.question)
+    if _ASKS_FEELING.search(question) and not re.match(r"\s*why\b", question, re.I):
+        for _score, _share, s in r.ranked[:3]:
+            feeling = felt(s.claim)
+            if feeling:
+                return feeling, [s]
     noun = asked_noun(question)
     if noun:
         for _score, _share, s in r.ranked[:3]:
@@ -1765,7 +1811,6 @@ _SHOT = re.compile(
     re.I,
 )
 CAPTION_WORDS = 10
-_DETERMINERS = frozenset("a an the this that his her their my our your its".split())
 
 
 def _named_in_caption(caption: str) -> set[str]:

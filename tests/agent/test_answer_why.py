@@ -9,7 +9,7 @@ from helpers.evidence import turns_item
 
 from kbmem.index.tenant import analyze
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import shown
+from kbmem.research.extract import felt, shown
 
 
 @pytest.mark.parametrize(
@@ -72,3 +72,30 @@ def test_a_caption_gives_no_reason() -> None:
     )
     line = direct_answer("Why does Ilse sketch the lighthouse?", [item]).line
     assert "lighthouse at" not in line
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("They make me feel calm and strong.", "calm and strong"),
+        ("Sailing makes me so happy, and I get to share it.", "happy"),
+        ("I felt like I was flying when we left the harbour!", "like I was flying"),
+        ("I was feeling really proud of the crew.", "proud of the crew"),
+        # "feel" with a clause of its own says a thought, no feeling.
+        ("I feel we should sail at dawn.", ""),
+        ("We sailed at dawn.", ""),
+    ],
+)
+def test_a_feeling_is_the_complement_of_feel(text: str, expected: str) -> None:
+    assert felt(text) == expected
+
+
+def test_asked_what_something_makes_someone_the_feeling_answers() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Tomas", "Let's make the regatta great and bring some sailing spirit to the town."),
+        ("Tomas", "Sailing makes me so happy, and now I get to teach it."),
+    )
+    line = direct_answer("What does Tomas's sailing make him?", [item]).line
+    assert line.split(" (")[0] == "happy"
