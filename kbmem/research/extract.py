@@ -29,7 +29,7 @@ from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives, asks_doing
 from kbmem.research.ranking import Ranking
-from kbmem.research.said import STOP, points_back
+from kbmem.research.said import POINTERS, STOP, points_back
 from kbmem.research.spans import (
     CALENDAR,
     DURATION,
@@ -1581,13 +1581,38 @@ _LINKING = re.compile(
 )
 
 
+# "How do you unwind?" — "Dancing helps me unwind.": what helps, lets or keeps someone do
+# the verb asked is the means, said as one ("by dancing") when it is an activity.
+_ENABLER = re.compile(
+    r"^(?:(?:and|but|so|plus|also)\s+)?([^.;:!?,]{3,40}?)\s+(?:helps?|helped|lets|let|allows?"
+    r"|allowed|keeps?|kept)\s+(?:me|us|him|her|them)\s+(?:to\s+)?([\w'’-]+)",
+    re.I,
+)
+
+
+def enabler(text: str, asked: set[str]) -> str:
+    """The means ``text`` gives for doing a verb of the question (its terms ``asked``):
+    the subject of "helps me <verb>", after "by" when it is an activity ("by dancing");
+    "" if it says none."""
+    found = _ENABLER.match(text.strip())
+    if not found or not set(analyze(found.group(2).replace("-", ""))) & asked:
+        return ""
+    subject = found.group(1)
+    if _SUBJECT.match(subject) or subject.lower() in POINTERS:
+        return ""  # "It helps me relax": what helps is said before
+    first = subject.split()[0]
+    return f"by {subject[0].lower()}{subject[1:]}" if first.lower().endswith("ing") else subject
+
+
 def manner(text: str, asked: set[str]) -> str:
     """What a "how" question asks of ``text``: the means its "by" phrase gives, else the
     complement of its first linking verb that says something the question (its terms
     ``asked``) does not; "" if neither."""
     found = _MEANS.search(text)
     if found:
-        words = _trim_end(found.group(1).split(",")[0].split()[:OBJECT_WORDS])
+        # A means is a clause ("by reminding myself of my successes and progress"), as
+        # long as a reason, to its first comma.
+        words = _trim_end(found.group(1).split(",")[0].split()[:REASON_WORDS])
         if set(analyze(" ".join(words))) - asked:
             return "by " + " ".join(words)
     tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
@@ -1730,6 +1755,10 @@ def thing(r: Ranking) -> Extracted:
             return reason, [best]
     if re.match(r"\s*how\b", r.question, re.I):
         asked = r.weigher.terms | r.weigher.names
+        for _score, _share, s in r.ranked[:3]:
+            means = enabler(s.claim, asked)
+            if means:
+                return means, [s]
         best = r.best()
         found = manner(best.claim, asked)
         if found:

@@ -9,7 +9,7 @@ from helpers.evidence import turns_item
 
 from kbmem.index.tenant import analyze
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import felt, shown
+from kbmem.research.extract import enabler, felt, manner, shown
 
 
 @pytest.mark.parametrize(
@@ -99,3 +99,34 @@ def test_asked_what_something_makes_someone_the_feeling_answers() -> None:
     )
     line = direct_answer("What does Tomas's sailing make him?", [item]).line
     assert line.split(" (")[0] == "happy"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Sailing helps me unwind.", "by sailing"),
+        ("And long walks on the beach help me to unwind.", "long walks on the beach"),
+        # What helps is said before a pronoun, and another verb is no means of the asked.
+        ("It helps me unwind.", ""),
+        ("Sailing helps me sleep.", ""),
+    ],
+)
+def test_what_helps_someone_do_the_verb_asked_is_the_means(text: str, expected: str) -> None:
+    assert enabler(text, {"unwind"}) == expected
+
+
+def test_a_means_is_a_clause_as_long_as_a_reason() -> None:
+    assert manner("I stay calm by reminding myself of my training and my crew.", {"calm"}) == (
+        "by reminding myself of my training and my crew"
+    )
+
+
+def test_how_someone_does_a_thing_is_what_helps_them_do_it() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Tomas", "It's great we both love the sea, it's like having a crew."),
+        ("Tomas", "Sailing helps me unwind."),
+    )
+    line = direct_answer("How do Tomas and Ilse like to unwind?", [item]).line
+    assert line.split(" (")[0] == "by sailing"
