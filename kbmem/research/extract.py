@@ -1716,6 +1716,11 @@ def thing(r: Ranking) -> Extracted:
             feeling = felt(s.claim)
             if feeling:
                 return feeling, [s]
+        # Said without "feel", a feeling is what its subject is ("I'm so thankful").
+        for _score, _share, s in r.ranked[:3]:
+            feeling = manner(s.claim, r.weigher.terms | r.weigher.names)
+            if feeling:
+                return feeling, [s]
     noun = asked_noun(question)
     if noun:
         for _score, _share, s in r.ranked[:3]:

@@ -130,3 +130,14 @@ def test_how_someone_does_a_thing_is_what_helps_them_do_it() -> None:
     )
     line = direct_answer("How do Tomas and Ilse like to unwind?", [item]).line
     assert line.split(" (")[0] == "by sailing"
+
+
+def test_a_feeling_said_without_feel_is_what_its_subject_is() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Tomas", "Especially after the storm, I've thought a lot about the crew."),
+        ("Tomas", "They mean the world to me and I'm so thankful to have them."),
+    )
+    line = direct_answer("How did Tomas feel after the storm?", [item]).line
+    assert line.split(" (")[0] == "thankful"
