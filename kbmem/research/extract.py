@@ -1598,7 +1598,7 @@ def enabler(text: str, asked: set[str]) -> str:
     if not found or not set(analyze(found.group(2).replace("-", ""))) & asked:
         return ""
     subject = found.group(1)
-    if _SUBJECT.match(subject) or subject.lower() in POINTERS:
+    if _SUBJECT.match(subject) or subject.split()[0].lower().split("'")[0] in POINTERS:
         return ""  # "It helps me relax": what helps is said before
     first = subject.split()[0]
     return f"by {subject[0].lower()}{subject[1:]}" if first.lower().endswith("ing") else subject
@@ -1664,7 +1664,9 @@ _LIGHT_GERUNDS = frozenset(
 # tiny", "dancing makes me so happy"): asked how someone feels or what something makes
 # them, that complement answers, to where its clause ends.
 _ASKS_FEELING = re.compile(
-    r"\b(?:feel|feels|felt|feeling)\b|\bmakes?\s+(?:him|her|them)\s*\??\s*$", re.I
+    r"\b(?:feel|feels|felt|feeling)\b(?!\s+(?:I|we|you|he|she|they|it|that)\b)"
+    r"|\bmakes?\s+(?:him|her|them)\s*\??\s*$",
+    re.I,
 )
 _FEELING_DEGREE = (
     r"(?:(?:so|really|very|super|pretty|quite|just|truly|totally|a\s+bit|kind\s+of)\s+)*"
@@ -1699,9 +1701,6 @@ def felt(text: str) -> str:
         if words and not _SUBJECT.match(words[0]):
             return " ".join(words)
     return ""
-
-
-_CLAUSE_ASKED = re.compile(r"\s*(?:how|why)\b", re.I)
 
 
 def thing(r: Ranking) -> Extracted:
@@ -1768,14 +1767,6 @@ def thing(r: Ranking) -> Extracted:
         found = manner(best.claim, asked)
         if found:
             return found, [best]
-    # The thing a picture showed, when a sentence close to the best shares one that the
-    # question names. A picture shows things: no reason, manner or cause ("What inspired
-    # …?", see _ASKS_SUBJECT).
-    if not _CLAUSE_ASKED.match(r.question) and not _ASKS_SUBJECT.match(question):
-        for _score, _share, s in r.ranked[:3]:
-            phrase = shown(s.claim, r.weigher.terms - r.weigher.names)
-            if phrase:
-                return phrase, [s]
     # The object the question's grammar asks for, from the best sentence.
     best = r.best()
     asked = r.weigher.terms | r.weigher.names
@@ -1833,49 +1824,6 @@ def _told_next(r: Ranking, s: Said) -> Said | None:
         ),
         None,
     )
-
-
-# A picture shared is described by its caption ("[shares an image: a photo of a hoodie
-# with a camouflage print]"): the thing shown is what the words beside it speak of, so a
-# caption that names something the question asks about says what it is.
-_CAPTION_TEXT = re.compile(r"\\?\[shares an image:\s*([^\]\\]*)", re.I)
-_SHOT = re.compile(
-    r"^(?:an?\s+)?(?:(?:close-?up\s+)?(?:photo(?:graph|graphy)?|picture|image|pic|screenshot"
-    r"|close-?up|view)\s+of\s+)+",
-    re.I,
-)
-CAPTION_WORDS = 10
-
-
-def _named_in_caption(caption: str) -> set[str]:
-    """The terms ``caption`` names: its words, but for an -ing form after a noun ("children
-    making clay sculptures"), which says what someone shown does at that instant, no
-    thing shown; after a determiner ("a painting of a sunset") it is a noun."""
-    words = re.findall(r"[\w'’-]+", caption)
-    named = [
-        w
-        for n, w in enumerate(words)
-        if not w.lower().endswith("ing") or (n and words[n - 1].lower() in _DETERMINERS)
-    ]
-    return set(analyze(" ".join(named)))
-
-
-def shown(text: str, asked: set[str]) -> str:
-    """What the picture ``text`` shares shows, when its caption names a word the question
-    (its terms ``asked``) says: the caption without its "a photo of", and after the asked
-    thing's own "of" when it opens with it ("a certificate of completion …" asked what the
-    certificate was for: "completion …"); else ""."""
-    found = _CAPTION_TEXT.search(text)
-    if not found:
-        return ""
-    caption = _SHOT.sub("", found.group(1).strip(" .\\"))
-    if not _named_in_caption(caption) & asked:
-        return ""
-    # "a painting of a sunset": asked what was painted, the painting is of the sunset.
-    opening = re.match(r"^(?:an?\s+|the\s+)?((?:[\w'’-]+\s+){0,2}?[\w'’-]+)\s+of\s+(.+)$", caption)
-    if opening and set(analyze(opening.group(1))) & asked:
-        caption = opening.group(2)
-    return " ".join(_trim_end(caption.split()[:CAPTION_WORDS]))
 
 
 EXTRACTORS: dict[str, Callable[[Ranking], Extracted]] = {
