@@ -30,7 +30,7 @@ from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives, asks_doing
 from kbmem.research.kin import kin
 from kbmem.research.ranking import Ranking
-from kbmem.research.said import STOP, points_back
+from kbmem.research.said import POINTERS, STOP, points_back
 from kbmem.research.spans import (
     CALENDAR,
     DURATION,
@@ -1590,13 +1590,38 @@ _LINKING = re.compile(
 )
 
 
+# "How do you unwind?" — "Dancing helps me unwind.": what helps, lets or keeps someone do
+# the verb asked is the means, said as one ("by dancing") when it is an activity.
+_ENABLER = re.compile(
+    r"^(?:(?:and|but|so|plus|also)\s+)?([^.;:!?,]{3,40}?)\s+(?:helps?|helped|lets|let|allows?"
+    r"|allowed|keeps?|kept)\s+(?:me|us|him|her|them)\s+(?:to\s+)?([\w'’-]+)",
+    re.I,
+)
+
+
+def enabler(text: str, asked: set[str]) -> str:
+    """The means ``text`` gives for doing a verb of the question (its terms ``asked``):
+    the subject of "helps me <verb>", after "by" when it is an activity ("by dancing");
+    "" if it says none."""
+    found = _ENABLER.match(text.strip())
+    if not found or not set(analyze(found.group(2).replace("-", ""))) & asked:
+        return ""
+    subject = found.group(1)
+    if _SUBJECT.match(subject) or subject.split()[0].lower().split("'")[0] in POINTERS:
+        return ""  # "It helps me relax": what helps is said before
+    first = subject.split()[0]
+    return f"by {subject[0].lower()}{subject[1:]}" if first.lower().endswith("ing") else subject
+
+
 def manner(text: str, asked: set[str]) -> str:
     """What a "how" question asks of ``text``: the means its "by" phrase gives, else the
     complement of its first linking verb that says something the question (its terms
     ``asked``) does not; "" if neither."""
     found = _MEANS.search(text)
     if found:
-        words = _trim_end(found.group(1).split(",")[0].split()[:OBJECT_WORDS])
+        # A means is a clause ("by reminding myself of my successes and progress"), as
+        # long as a reason, to its first comma.
+        words = _trim_end(found.group(1).split(",")[0].split()[:REASON_WORDS])
         if set(analyze(" ".join(words))) - asked:
             return "by " + " ".join(words)
     tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
@@ -1644,6 +1669,49 @@ _LIGHT_GERUNDS = frozenset(
 )
 
 
+# A feeling is said by the complement of "feel" ("I felt free and light", "it makes me feel
+# tiny", "dancing makes me so happy"): asked how someone feels or what something makes
+# them, that complement answers, to where its clause ends.
+_ASKS_FEELING = re.compile(
+    r"\b(?:feel|feels|felt|feeling)\b(?!\s+(?:I|we|you|he|she|they|it|that)\b)"
+    r"|\bmakes?\s+(?:him|her|them)\s*\??\s*$",
+    re.I,
+)
+_FEELING_DEGREE = (
+    r"(?:(?:so|really|very|super|pretty|quite|just|truly|totally|a\s+bit|kind\s+of)\s+)*"
+)
+_FELT = re.compile(
+    rf"\b(?:(?:feel|feels|felt|feeling)|(?:make|makes|made|making)\s+(?:me|us|him|her|them)"
+    rf"(?:\s+feel)?)\s+{_FEELING_DEGREE}([^.;:!?,()\[\]]+)",
+    re.I,
+)
+_FEELING_ENDS = frozenset(
+    "when while because since as if but so after before knowing seeing that about".split()
+)
+FEELING_WORDS = 8
+_LEADS_ON = frozenset("and or the a an my our your his her their".split())
+
+
+def felt(text: str) -> str:
+    """The feeling ``text`` says its subject has: the complement of its first "feel" (or
+    of "makes me"), without the degree words before it, to its clause's end; "" if none."""
+    for found in _FELT.finditer(text):
+        words = found.group(1).split()
+        end = next(
+            (n for n, w in enumerate(words) if n and w.lower() in _FEELING_ENDS),
+            len(words),
+        )
+        words = words[: min(end, FEELING_WORDS)]
+        # Feelings are said in words a phrase of content drops ("so happy"): only the
+        # function words that lead on are trimmed.
+        while words and words[-1].lower() in PREPOSITIONS | _LEADS_ON:
+            words = words[:-1]
+        # "I feel I should go": a clause of its own, no feeling.
+        if words and not _SUBJECT.match(words[0]):
+            return " ".join(words)
+    return ""
+
+
 def thing(r: Ranking) -> Extracted:
     """What a "what" question asks: the noun phrase of the kind asked (an activity: the
     verb's object, or a verb's -ing form), the reason asked "why", the object the
@@ -1651,6 +1719,16 @@ def thing(r: Ranking) -> Extracted:
     its verb), else the phrase that says most the question does not (from the sentence a
     pointing sentence leans on)."""
     question = untimed(r.question)
+    if _ASKS_FEELING.search(question) and not re.match(r"\s*why\b", question, re.I):
+        for _score, _share, s in r.ranked[:3]:
+            feeling = felt(s.claim)
+            if feeling:
+                return feeling, [s]
+        # Said without "feel", a feeling is what its subject is ("I'm so thankful").
+        for _score, _share, s in r.ranked[:3]:
+            feeling = manner(s.claim, r.weigher.terms | r.weigher.names)
+            if feeling:
+                return feeling, [s]
     noun = asked_noun(question)
     if noun:
         for _score, _share, s in r.ranked[:3]:
@@ -1690,6 +1768,10 @@ def thing(r: Ranking) -> Extracted:
             return reason, [best]
     if re.match(r"\s*how\b", r.question, re.I):
         asked = r.weigher.terms | r.weigher.names
+        for _score, _share, s in r.ranked[:3]:
+            means = enabler(s.claim, asked)
+            if means:
+                return means, [s]
         best = r.best()
         found = manner(best.claim, asked)
         if found:
