@@ -28,6 +28,7 @@ from kbmem.dates import (
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives, asks_doing
+from kbmem.research.joint import joint_names, speaks_for_both
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP, points_back
 from kbmem.research.spans import (
@@ -591,6 +592,10 @@ def yesno(r: Ranking) -> Extracted:
     # A sentence that says little of the question gives no reason: words taken from it
     # would read as one (the line then says the evidence is weak, kbmem.research.direct).
     reason = _said_reason(r, text) if said else ""
+    if joint_names(r.question) and not speaks_for_both(text):
+        # Asked of two people, one person's sentence is half the answer: its clause is no
+        # reason for both (the verdict stands on the sentences that ranked).
+        reason = ""
     head = f"{hedge}{verdict.lower()}" if hedge else verdict
     return f"{head}; {reason}" if reason else head, [best]
 

@@ -57,12 +57,13 @@ SPEAKER_SHARE = 0.7
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how is are was were do does did has have had "
     "can could would will should shall may might the a an of to in on at for with by from "
-    "about and or any some there that this these those it its".split()
+    "about and or any some there that this these those it its he him his she her hers they "
+    "them their theirs".split()
 )
 # Words that shape the answer's kind without saying what it is about.
 SHAPE_WORDS = frozenset(
     "many much long often far old kind kinds type types sort sorts name names time times "
-    "date day year month week likely place happen".split()
+    "date day year month week likely place happen both".split()
 )
 
 

@@ -1,0 +1,55 @@
+"""Questions asked of two people at once, and the question's own grammar words: "both"
+and the pronouns that stand for the people named say nothing a sentence must say; a yes
+or no asked of two people takes no reason from one person's sentence. Synthetic turns
+through the real direct answer."""
+
+from __future__ import annotations
+
+from helpers.evidence import turns_item
+
+from kbmem.research.direct import direct_answer
+from kbmem.research.joint import joint_names
+from kbmem.research.ranking import Weigher
+from kbmem.research.said import read_sentences
+
+
+def test_both_is_no_word_a_sentence_must_say() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Jon", "It's great we both face the same challenges with the shop."),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Jon", "Running helps me unwind after work.")),
+        turns_item("s3", "2024-04-08T09:00:00", ("Gina", "Running is how I unwind too.")),
+    ]
+    answer = direct_answer("How do Jon and Gina both like to unwind?", items)
+    assert answer.ranked[0].text.startswith("Running")
+
+
+def test_a_pronoun_of_the_question_is_no_word_a_sentence_must_say() -> None:
+    # "her" stands for Ilse, whom the question names: a sentence saying "her" of someone
+    # else says nothing more of the question.
+    items = [turns_item("s1", "2024-03-01T09:00:00", ("Ilse", "I got a kite for my niece."))]
+    weigher = Weigher("What did Ilse buy for her niece?", read_sentences(items))
+    assert weigher.terms == {"ils", "bui", "niec"}
+
+
+def test_one_person_s_sentence_gives_no_reason_for_two() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Tomas", "I ran the Berlin marathon in spring, my knees still hurt from it."),
+        ),
+        turns_item(
+            "s2", "2024-04-01T09:00:00", ("Ilse", "I ran a marathon too, the one in Ghent.")
+        ),
+    ]
+    answer = direct_answer("Did Ilse and Tomas both run a marathon?", items)
+    assert answer.line.split(" (")[0] == "Yes"
+
+
+def test_two_names_joined_by_and_are_asked_together() -> None:
+    assert joint_names("Did Ilse and Tomas both run?") is not None
+    assert joint_names("What did Mel and her kids paint?") is None
