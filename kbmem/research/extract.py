@@ -434,6 +434,9 @@ def person(r: Ranking) -> Extracted:
     for _score, _share, s in r.ranked[:3]:
         relation = _RELATION.match(s.claim)
         if relation and not set(analyze(relation.group(2))) & r.weigher.terms:
+            named = named_elsewhere(r, s, relation.group(2))
+            if named:
+                return named  # "my aunt" is "my aunt, Rosa" where its speaker names her
             whose = relation.group(1)
             owner = f"{s.speaker}'s" if whose.lower() in ("my", "our") else whose
             return f"{owner} {relation.group(2)}".strip(), [s]
@@ -507,8 +510,34 @@ def place(r: Ranking) -> Extracted:
     for _score, _share, s in r.ranked[:3]:
         found = _said_place(r, s)
         if found:
-            return found, [s]
+            # "since I moved from my home country": which country, its speaker names
+            # where they say it again.
+            return named_elsewhere(r, s, found.split(None, 1)[-1]) or (found, [s])
     return "", [r.best()]
+
+
+# A noun phrase said with a possessive ("my old area", "our home country") describes what
+# it is; its speaker may name it where they say it again, the name set beside it.
+_POSSESSIVE = r"(?:my|our|his|her|their)"
+
+
+def named_elsewhere(r: Ranking, s: Said, phrase: str) -> Extracted | None:
+    """The name ``s``'s speaker gives, in another sentence, to the ``phrase`` ``s`` says
+    with a possessive ("my old area" — "my old area, West County"); None when ``s`` says it
+    without one or no sentence names it."""
+    said = re.compile(rf"\b{_POSSESSIVE}\s+{re.escape(phrase)}\b", re.I)
+    if not said.search(s.claim or s.text):
+        return None
+    for other in r.all:
+        if other is s or other.speaker != s.speaker:
+            continue
+        for found in said.finditer(other.text):
+            if not _NAME_AFTER.match(other.text[found.end() :]):
+                continue  # a name or a title, not a phrase set beside it
+            named = _named(other.text[found.end() :], r.weigher.terms | r.weigher.names)
+            if named:
+                return named, [s, other]
+    return None
 
 
 def _said_place(r: Ranking, s: Said) -> str:
@@ -1651,6 +1680,12 @@ def thing(r: Ranking) -> Extracted:
     if noun:
         for _score, _share, s in r.ranked[:3]:
             phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
+            if phrase:
+                # "My old area was hit by a flood": which area, its speaker names where
+                # they say it again ("my old area, West County").
+                named = named_elsewhere(r, s, phrase)
+                if named:
+                    return named
             if not phrase:
                 # A sentence may give it as the object the question's grammar asks for
                 # ("What kind of experience did she get accepted for?"), not by its noun.

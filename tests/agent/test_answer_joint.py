@@ -53,3 +53,48 @@ def test_one_person_s_sentence_gives_no_reason_for_two() -> None:
 def test_two_names_joined_by_and_are_asked_together() -> None:
     assert joint_names("Did Ilse and Tomas both run?") is not None
     assert joint_names("What did Mel and her kids paint?") is None
+
+
+def test_a_thing_said_with_a_possessive_is_named_where_its_speaker_says_it_again() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Tomas", "I want to help rebuild my old area, Kessel Flats, next year."),
+        ),
+        turns_item("s2", "2024-05-01T09:00:00", ("Tomas", "My old area was hit by a nasty storm.")),
+    ]
+    assert direct_answer("What area was hit by a storm?", items).line.startswith("Kessel Flats")
+
+
+def test_a_place_said_with_a_possessive_is_named_where_its_speaker_says_it_again() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I still cook the food of my home country, Estonia, every week."),
+        ),
+        turns_item(
+            "s2",
+            "2024-05-01T09:00:00",
+            ("Ilse", "I moved here years ago, I grew up in my home country by the sea."),
+        ),
+    ]
+    assert "Estonia" in direct_answer("Where did Ilse grow up?", items).line
+
+
+def test_a_relative_is_named_where_the_speaker_says_it_again() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I stayed with my aunt, Rosa, on the farm."),
+            ("Tomas", "Ilse, that sounds lovely. Ilse, you deserve a break. Well done, Ilse!"),
+        ),
+        turns_item(
+            "s2",
+            "2024-05-01T09:00:00",
+            ("Ilse", "My aunt taught me to sew when I was little."),
+        ),
+    ]
+    assert direct_answer("Who taught Ilse to sew?", items).line.startswith("Rosa")
