@@ -28,7 +28,7 @@ from kbmem.dates import (
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives, asks_doing
-from kbmem.research.joint import joint_names, speaks_for_both
+from kbmem.research.joint import joint_names, shared_item, speaks_for_both
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP, points_back
 from kbmem.research.spans import (
@@ -425,6 +425,9 @@ def _told_span(text: str, day: datetime.date) -> tuple[datetime.date, datetime.d
 
 def person(r: Ranking) -> Extracted:
     exclude = r.weigher.names
+    shared = shared_item(r, lambda s: people(s.claim, exclude | r.speakers, r.known))
+    if shared:
+        return shared  # "Who is Ilse and Tomas's favourite singer?": whom both name
     for s in r.close_to_best("person"):
         found = people(s.claim, exclude, r.known)
         if found:
@@ -498,6 +501,9 @@ _APPOSITION = re.compile(r"\s*,\s*([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)\s*(?:
 def place(r: Ranking) -> Extracted:
     """A place the best sentence reaches through what happens there, else one a sentence
     near the best names, else one said with a determiner ("in the mountains")."""
+    shared = shared_item(r, lambda s: _places(r, s))
+    if shared:
+        return shared  # "Which city have both Ilse and Tomas visited?"
     if re.match(r"\s*where\s+(?:has|have)\b", r.question, re.I):
         return _places_gathered(r)
     bridged = _bridged_place(r)

@@ -98,3 +98,37 @@ def test_a_relative_is_named_where_the_speaker_says_it_again() -> None:
         ),
     ]
     assert direct_answer("Who taught Ilse to sew?", items).line.startswith("Rosa")
+
+
+def test_asked_what_two_people_share_the_place_both_name_answers() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "Last spring I visited Lisbon with my sister, and later I went to Porto."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Tomas", "I visited Porto in May, the bridges are gorgeous."),
+        ),
+    ]
+    answer = direct_answer("Which city have both Ilse and Tomas visited?", items)
+    assert answer.line.split(" (")[0] == "Porto"
+
+
+def test_asked_whom_two_people_share_the_person_both_name_answers() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "My favourite singer is Nina Simone, though I love Adele too."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Tomas", "Adele is my favourite singer, her voice is unreal."),
+        ),
+    ]
+    answer = direct_answer("Who is Ilse and Tomas's favourite singer?", items)
+    assert answer.line.split(" (")[0] == "Adele"
