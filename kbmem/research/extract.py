@@ -899,6 +899,50 @@ def asked_noun(question: str) -> str:
     return "" if head.lower() in STOP else head
 
 
+def compound_kind(question: str) -> str:
+    """The noun before the head of a compound a "what N …?" question asks about ("career"
+    of "what career path"): the kind of thing the head is; "" if the noun is no compound."""
+    found = _ASKED_NOUN.match(question.strip())
+    if not found:
+        return ""
+    said: list[str] = found.group(1).split()
+    words = list(itertools.takewhile(lambda w: w.lower() not in PREPOSITIONS, said))
+    if len(words) < 2 or words[-2].lower() in STOP | _PHRASE_EDGE:
+        return ""
+    return words[-2]
+
+
+def taken_as(text: str, noun: str, asked: set[str]) -> str:
+    """The phrase ``text`` takes as a ``noun`` ("looking into counseling and mental health
+    as a career": "counseling and mental health"), back to the verb or preposition before
+    it (at most OBJECT_WORDS words); "" if none says what the question (its terms
+    ``asked``) does not."""
+    stems = set(analyze(noun))
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n in range(2, len(tokens) - 1):
+        if not (
+            tokens[n].lower() == "as"
+            and tokens[n + 1].lower() in ("a", "an")
+            and n + 2 < len(tokens)
+            and set(analyze(tokens[n + 2])) == stems
+        ):
+            continue
+        start = n
+        while (
+            start > 0
+            and n - start < OBJECT_WORDS
+            and re.match(r"[\w'’-]+$", tokens[start - 1])
+            and tokens[start - 1].lower() not in (STOP - {"and"}) | PREPOSITIONS | _SUBJECT_WORDS
+        ):
+            start -= 1
+        words = _trim_end(tokens[start:n])
+        while words and words[0].lower() == "and":
+            words = words[1:]
+        if words and set(analyze(" ".join(words))) - asked:
+            return " ".join(words)
+    return ""
+
+
 # "What is X's favourite style of dance?", "What was the setback …?": a form of "be", then
 # the noun phrase the answer is equated with; its head is the last word before the end of
 # the question or the preposition or clause that qualifies it.
@@ -1696,6 +1740,14 @@ def thing(r: Ranking) -> Extracted:
                 # A sentence may give it as the object the question's grammar asks for
                 # ("What kind of experience did she get accepted for?"), not by its noun.
                 phrase = grammar_object(question, s.claim, r.weigher.terms | r.weigher.names)
+            if phrase:
+                return phrase, [s]
+        kind = compound_kind(question)
+        for _score, _share, s in r.ranked[:3] if kind else []:
+            # "What career path …?": a sentence may say only the kind of path ("counseling
+            # as a career", "counseling career options").
+            asked = r.weigher.terms | r.weigher.names
+            phrase = noun_phrase(s.claim, kind, asked) or taken_as(s.claim, kind, asked)
             if phrase:
                 return phrase, [s]
         if noun.lower() == "activity" or _DONE_AS.match(question):

@@ -132,3 +132,16 @@ def test_asked_whom_two_people_share_the_person_both_name_answers() -> None:
     ]
     answer = direct_answer("Who is Ilse and Tomas's favourite singer?", items)
     assert answer.line.split(" (")[0] == "Adele"
+
+
+def test_a_compound_s_kind_answers_where_no_sentence_says_its_head() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "Lately I've been looking into marine biology as a career, it's exciting."),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Ilse", "Gonna check out career fairs soon!")),
+    ]
+    answer = direct_answer("What career path has Ilse decided to pursue?", items)
+    assert answer.line.split(" (")[0] == "marine biology"
