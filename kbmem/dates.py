@@ -385,6 +385,43 @@ def date_words(text: str) -> set[str]:
     return {w for w in words if w in names or _YEAR.fullmatch(w)}
 
 
+# A stretch told against a date the question names, written before it: "the week before",
+# "two weeks before", "last weekend before", "the evening of", "the beginning of".
+_STRETCH_LEAD = re.compile(
+    r"(?:\b(?:the|last|this|next|a|an|one|two|three|four|five|six|few|couple|of|\d{1,2}"
+    r"|first|second|third|fourth|early|late|mid)\s+)*"
+    r"\b(?:days?|nights?|weeks?|weekends?|months?|morning|afternoon|evening|night"
+    r"|beginning|start|end|middle|half)\s+(?:before|after|of)\s+(?:the\s+)?$"
+)
+_DATE_PHRASES = (
+    _DAY_MONTH_YEAR,
+    _MONTH_DAY_YEAR,
+    _ISO,
+    _DAY_MONTH,
+    _MONTH_DAY,
+    _MONTH_YEAR,
+    _MONTH_ONLY,
+    _BETWEEN,
+)
+
+
+def time_words(text: str) -> set[str]:
+    """The words of ``text`` that only say which time it speaks of: date_words, and the
+    rest of each phrase that names a date ("on May 3, 2023": the day's number; "the week
+    before 16 November": the stretch told against it). Asked "Who did X have dinner with on
+    May 3?", memory is asked for the time, not for the words "3" or "week"."""
+    lower = text.lower()
+    words = date_words(text)
+    for pattern in _DATE_PHRASES:
+        for m in pattern.finditer(lower):
+            if pattern is _BETWEEN and not date_words(m.group(0)):
+                continue  # "between the two of them" names no time
+            lead = _STRETCH_LEAD.search(lower[: m.start()])
+            start = lead.start() if lead else m.start()
+            words |= set(re.findall(r"\w+", lower[start : m.end()]))
+    return words
+
+
 def named_years(text: str) -> set[int]:
     """The years ``text`` names ("in 2023")."""
     return {int(y) for y in _YEAR.findall(text)}

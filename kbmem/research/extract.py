@@ -29,6 +29,7 @@ from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives, asks_doing
 from kbmem.research.joint import joint_names, shared_item, speaks_for_both
+from kbmem.research.kin import kin
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP, points_back
 from kbmem.research.spans import (
@@ -428,6 +429,15 @@ def person(r: Ranking) -> Extracted:
     shared = shared_item(r, lambda s: people(s.claim, exclude | r.speakers, r.known))
     if shared:
         return shared  # "Who is Ilse and Tomas's favourite singer?": whom both name
+    best = r.best()
+    if not people(best.claim, exclude, r.known):
+        # The sentence that says most of the question tells of someone by relation ("My
+        # mom and I made dinner last night"): it answers "who" over a name another sentence
+        # gives, most often the listener's ("Wow, John!").
+        whose, kinship = kin(best.claim, best.speaker)
+        if kinship and not set(analyze(kinship)) & r.weigher.terms:
+            # "my aunt" is "my aunt, Rosa" where its speaker names her.
+            return named_elsewhere(r, best, kinship) or (f"{whose} {kinship}", [best])
     for s in r.close_to_best("person"):
         found = people(s.claim, exclude, r.known)
         if found:
@@ -439,7 +449,7 @@ def person(r: Ranking) -> Extracted:
         if relation and not set(analyze(relation.group(2))) & r.weigher.terms:
             named = named_elsewhere(r, s, relation.group(2))
             if named:
-                return named  # "my aunt" is "my aunt, Rosa" where its speaker names her
+                return named
             whose = relation.group(1)
             owner = f"{s.speaker}'s" if whose.lower() in ("my", "our") else whose
             return f"{owner} {relation.group(2)}".strip(), [s]

@@ -7,13 +7,15 @@ names, and by whether a later correction replaced what it states."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
-from kbmem.dates import date_windows, date_words, said_dates, year_windows
+from kbmem.dates import date_windows, said_dates, time_words, year_windows
 from kbmem.index.tenant import analyze
 from kbmem.memorize.sessions import is_own_answer
 from kbmem.research.answer_types import question_kind
+from kbmem.research.kin import kin
 from kbmem.research.offline import (
     CORRECTION_WEIGHT,
     replaced_in,
@@ -39,6 +41,10 @@ from kbmem.research.types import Said
 MIN_SHARE = 0.25
 TYPE_MISS = 0.4  # a sentence that gives no answer of the kind asked counts this much
 OUT_OF_WINDOW = 0.5  # said outside the time the question names
+# A sentence that speaks of the day or week the question names in its own words ("last
+# night", said the day after) says it as one of the question's words of average weight.
+TIME_TERM = 1.0
+NARROW_DAYS = 10  # a day named (with its slack) or a week before one
 RANK_PRIOR = 0.2
 SUPERSEDED = 0.3  # a sentence stating a value that a correction replaced
 ECHO_FLOOR = 0.4  # a sentence saying nothing new counts this much of its coverage
@@ -52,13 +58,18 @@ REPLY = 1.2
 OWN_ANSWER = 0.5  # kbmem's own earlier answer (memorized with its chat), against its sources
 BEFORE_SHARE = 0.7  # of the question's terms the sentence before says, the share counted
 BEFORE_POINTER = 0.8  # the same, for a sentence that only points back
+# The same, for a reply to a question: the question's words are what it answers.
+ANSWERED = 1.0
 # Who said a sentence not in the first person counts this much of their name's weight.
 SPEAKER_SHARE = 0.7
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how is are was were do does did has have had "
     "can could would will should shall may might the a an of to in on at for with by from "
-    "about and or any some there that this these those it its he him his she her hers they "
-    "them their theirs".split()
+    "about and or any some there that this these those it its"
+    # A singular pronoun stands for the one person the question names ("Mel and her kids"),
+    # who is asked by name already; read as a term, "his" is the greeting "hi". A plural one
+    # may stand for a group the question does not name, and stays.
+    " he him his she her hers".split()
 )
 # Words that shape the answer's kind without saying what it is about.
 SHAPE_WORDS = frozenset(
@@ -67,8 +78,30 @@ SHAPE_WORDS = frozenset(
 )
 
 
+# A place said by description with its name set beside it: "in my home country, Sweden".
+_PLACE_BESIDE = re.compile(
+    r"\b(?:in|at|from|to|near)\s+(?:the|my|our|his|her|their)\s+[a-z][\w'’-]*"
+    r"(?:\s+[a-z][\w'’-]*)?\s*,\s*[A-Z][a-z]"
+)
+
+
 def _terms(text: str) -> set[str]:
     return set(analyze(text))
+
+
+def _compounds(words: list[str], terms: set[str]) -> dict[str, set[str]]:
+    """Two words of the question side by side, written as one word ("work out": "workout",
+    "road trip": "roadtrip"), each with the terms of its parts: English writes a compound
+    apart, hyphened or whole, and the question and memory need not agree."""
+    out: dict[str, set[str]] = {}
+    for a, b in itertools.pairwise(words):
+        if not (a.islower() and b.islower()):
+            continue  # a name is no part of a compound
+        whole = set(analyze(a + b))
+        parts = set(analyze(a)) | set(analyze(b))
+        if len(whole) == 1 and parts and parts <= terms:
+            out[next(iter(whole))] = parts
+    return out
 
 
 def _names(question: str) -> list[str]:
@@ -87,16 +120,30 @@ class Weigher:
             for w in re.findall(r"[\w'’-]+", re.sub(r"\btake\s+place\b", "", question, flags=re.I))
             if w.lower() not in QUESTION_WORDS and w.lower() not in SHAPE_WORDS
         ]
-        dated = date_words(question)
+        dated = time_words(question)
         self.terms = set(analyze(" ".join(w for w in asked if w.lower() not in dated)))
         self.names = {t for n in _names(question) for t in analyze(n)}
+        self.compounds = _compounds(asked, self.terms)
         df: dict[str, int] = {}
         for s in sentences:
             for t in _terms(s.text) & self.terms:
                 df[t] = df.get(t, 0) + 1
         total = max(1, len(sentences))
         self.weight = {t: math.log(1 + total / (1 + df.get(t, 0))) for t in self.terms}
-        self.whole = sum(self.weight.values()) or 1.0
+        # Summed exactly (math.fsum): a sum over a set in its iteration order differs in the
+        # last bit from run to run (string hashes are salted), and a share that lands on a
+        # threshold (FIRM_SHARE) would make the same question firm in one run, weak in another.
+        self.whole = math.fsum(self.weight.values()) or 1.0
+        self.mean = self.whole / max(1, len(self.weight))
+
+    def _said(self, text: str) -> set[str]:
+        """The terms ``text`` says, a compound the question writes apart counting when
+        written whole ("workout" says the question's "work out")."""
+        said = _terms(text)
+        for whole, parts in self.compounds.items():
+            if whole in said:
+                said |= parts
+        return said
 
     def share(self, s: Said, before: bool = True) -> float:
         """The question's weight ``s`` says; who said it counts as said, fully in the first
@@ -104,18 +151,22 @@ class Weigher:
         (her "The new one is blue" is most likely hers too), and a sentence that points back
         takes the terms of the sentence before it at a share (unless ``before`` is False:
         what the sentence itself says)."""
-        said = _terms(s.text)
+        said = self._said(s.text)
         speaker = _terms(s.speaker) - said
         if re.search(r"\b(?:I|[Mm]y|[Mm]e|I'm|I've|[Ww]e|[Oo]ur)\b", s.text):
             said |= speaker
             speaker = set()
-        covered = sum(self.weight[t] for t in said & self.terms)
-        covered += SPEAKER_SHARE * sum(self.weight[t] for t in speaker & self.terms)
+        covered = math.fsum(self.weight[t] for t in said & self.terms)
+        covered += SPEAKER_SHARE * math.fsum(self.weight[t] for t in speaker & self.terms)
         if s.before and before:
             # What a sentence answers is often asked or named just before it: "What did
             # you paint?" — "A sunset!". A sentence that only points back leans on it more.
             share = BEFORE_POINTER if points_back(s.text) else BEFORE_SHARE
-            covered += share * sum(self.weight[t] for t in (_terms(s.before) - said) & self.terms)
+            if s.replies:
+                share = ANSWERED  # "What games did you play?" — "Charades!": played games
+            covered += share * math.fsum(
+                self.weight[t] for t in (self._said(s.before) - said) & self.terms
+            )
         return covered / self.whole
 
 
@@ -132,9 +183,10 @@ def gives(kind: str, s: Said) -> bool:
     if kind == "count":
         return bool(NUMBER.search(text))
     if kind in ("person", "names"):
-        return bool(people(text, set(), frozenset(s.speaker.split()[:1])))
+        # A person named, or told of by relation ("my mom").
+        return bool(people(text, set(), frozenset(s.speaker.split()[:1])) or kin(text, "")[1])
     if kind == "place":
-        return bool(PLACE.search(text))
+        return bool(PLACE.search(text) or _PLACE_BESIDE.search(text))
     return True
 
 
@@ -147,6 +199,11 @@ class Ranking:
         self.kind = question_kind(question)
         self.weigher = Weigher(question, sentences)
         self.windows = date_windows(question) or year_windows(question)
+        # A day or a week the question names is said as a word is ("last night" of a day);
+        # a month holds too many days told of to be said by any one of them.
+        self.spans = [
+            w for w in self.windows if w.start and w.end and (w.end - w.start).days <= NARROW_DAYS
+        ]
         self.speakers = {t for s in sentences for t in analyze(s.speaker)}
         self.known = known_names(sentences)
         self.asked_speakers = self.weigher.names & self.speakers
@@ -169,6 +226,8 @@ class Ranking:
         corrects = states_correction([s.text])
         s.claim = replaced_in(s.text)[0] if corrects else s.text
         share = self.weigher.share(s)
+        if self._tells_asked_time(s):
+            share = min(1.0, share + TIME_TERM * self.weigher.mean / self.weigher.whole)
         if share < MIN_SHARE:
             return None
         score = share * (1.0 if self._gives(s) else TYPE_MISS)
@@ -189,6 +248,17 @@ class Ranking:
         if self.windows and s.day and not self._in_window(s):
             score *= OUT_OF_WINDOW
         return score, share
+
+    def _tells_asked_time(self, s: Said) -> bool:
+        """Whether ``s`` speaks of the day or stretch the question names, in its own words
+        ("last week", said on 3 August, of "the week before 3 August"; "last night", said
+        on 4 May, of "on 3 May"): it says the question's time as it says its words."""
+        return any(
+            w.meets(d.first, d.last)
+            for d in said_dates(s.claim or s.text, s.day)
+            if d.first and d.last and (s.day is None or d.first <= s.day)
+            for w in self.spans
+        )
 
     def _in_window(self, s: Said) -> bool:
         """Whether ``s`` was said in a time the question names, or tells of one gone by: an

@@ -21,12 +21,19 @@ STOP = frozenset(
     "great good nice awesome amazing cool glad happy love totally definitely sure well lot "
     "like get got go going went make made know think feel felt lol haha".split()
 )
+# Words that acknowledge what was said without saying anything ("Thanks, Maria!", "Yep!",
+# "Wow, that's so cool!"): a reply often opens with them, and its answer follows.
+ACKNOWLEDGING = STOP | frozenset(
+    "yep yup yay woohoo woah whoa absolutely exactly agreed indeed congrats congratulations "
+    "ok okay right true aww awww omg gosh hello".split()
+)
 POINTERS = frozenset("it its that this those these they them theirs there one".split())
 
 
 def read_sentences(evidence: list[EvidenceItem]) -> list[Said]:
     """Every sentence of the evidence's turns (or paragraphs), with speaker and day."""
     out: list[Said] = []
+    names = {w.lower() for item in evidence for w in _speakers(item)}
     for item in evidence:
         lines = (item.source_text or item.excerpt).split("\n")
         base = item.interval.start
@@ -51,12 +58,36 @@ def read_sentences(evidence: list[EvidenceItem]) -> list[Said]:
                 text = text.strip()
                 if not text:
                     continue
-                replies = opens and previous.endswith("?")
+                replies = opens and asks(previous)
                 out.append(
                     Said(text, speaker, day, item, start, end, previous, item.session_id, replies)
                 )
+                if opens and replies and acknowledges(text, names):
+                    continue  # the reply's answer is still to come, after the thanks
                 previous, opens = text, False
     return out
+
+
+def _speakers(item: EvidenceItem) -> list[str]:
+    """The first names of who speaks in ``item``."""
+    text = item.source_text or item.excerpt
+    return [
+        m.group(2).split()[0] for m in map(TURN_HEADER.match, text.split("\n")) if m and m.group(2)
+    ]
+
+
+def asks(text: str) -> bool:
+    """Whether ``text`` asks something (an image it shares aside: "How often do you all work
+    out? [shares an image: ...]")."""
+    return text.split("[shares", 1)[0].rstrip().endswith("?")
+
+
+def acknowledges(text: str, names: set[str]) -> bool:
+    """Whether ``text`` only acknowledges ("Thanks, Maria!", "Yeah totally!")."""
+    if "[shares" in text:
+        return False  # what it shares may be the answer
+    words = re.findall(r"[a-z']+", text.lower())
+    return all(w in ACKNOWLEDGING or w in names for w in words)
 
 
 def points_back(text: str) -> bool:

@@ -4,12 +4,18 @@ quotes following it on the example knowledge base (real index, real research).""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from helpers.evidence import turns_item
 from helpers.talk import memorize
 from helpers.turns import TENANT
 
 from kbmem.agent.session import ChatSession
+from kbmem.research.direct import direct_answer
 from kbmem.research.ranking import Ranking
 from kbmem.research.researcher import Researcher
 from kbmem.research.said import read_sentences
@@ -30,6 +36,59 @@ def test_a_turn_that_answers_a_question_is_read_as_a_reply() -> None:
         ("It matches the pines.", True),
         ("I also fixed the door.", False),
     ]
+
+
+def test_a_reply_that_opens_with_thanks_answers_in_its_next_sentence() -> None:
+    # Asked with a shared image after the question; answered after "Thanks, Tomas!".
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Tomas", "How often do you row? [shares an image: a photo of a boat]"),
+        ("Ilse", "Thanks, Tomas! Three times a week, it keeps me fit."),
+    )
+    said = read_sentences([item])
+    assert [(s.text, s.replies, s.before) for s in said[1:]] == [
+        ("Thanks, Tomas!", True, said[0].text),
+        ("Three times a week, it keeps me fit.", True, said[0].text),
+    ]
+
+
+def test_a_reply_after_an_acknowledgement_ranks_for_the_question_it_answers() -> None:
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "The regatta was wild, my crew raced the whole lake."),
+        ("Tomas", "Any songs that keep your crew going when you race?"),
+        ("Ilse", "Yeah totally! Rolling in the Deep by Adele has a lot of meaning for us."),
+        ("Ilse", "We also race on the lake in May."),
+    )
+    ranking = Ranking("Which song keeps Ilse's crew going in a race?", read_sentences([item]))
+    assert "Adele" in ranking.best().text, [(sc, s.text) for sc, _sh, s in ranking.ranked]
+
+
+def test_a_compound_written_whole_says_the_question_s_words_written_apart() -> None:
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "We did a long roadtrip along the coast last month."),
+        ("Tomas", "The coast is lovely in spring."),
+        ("Ilse", "The trip ended badly, the van broke down on the road."),
+    )
+    ranking = Ranking("Where did Ilse go on her road trip?", read_sentences([item]))
+    assert "roadtrip" in ranking.best().text, [(sc, s.text) for sc, _sh, s in ranking.ranked]
+
+
+def test_a_reply_says_the_words_of_the_question_it_answers() -> None:
+    # "Charades and a scavenger hunt." says no word of the question; it answers it.
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "We had a picnic by the lake with the church group, it was great."),
+        ("Tomas", "What games did you play at the picnic?"),
+        ("Ilse", "Charades and a scavenger hunt."),
+    )
+    answer = direct_answer("What games did Ilse play at the picnic?", [item])
+    assert "scavenger hunt" in answer.line
 
 
 def test_asked_about_a_speaker_their_words_come_before_another_s() -> None:
@@ -104,3 +163,47 @@ def test_a_speaker_s_sentence_counts_for_them_in_any_person(empty_kb: KnowledgeB
     own = Ranking("What goats does Ilse keep?", said).weigher
     # "We" opens the sentence: it is Ilse's, in the first person, and says all of it.
     assert own.share(said[0]) == pytest.approx(1.0)  # a sum over a set: any order
+
+
+_SHARES_PROBE = """
+from helpers.evidence import turns_item
+from kbmem.research.ranking import Weigher
+from kbmem.research.said import read_sentences
+texts = [
+    "The harbour regatta near Ghent had violins, lanterns, pancakes and a brass band, kites,"
+    " tulips, waffles and ferries.",
+    "Lanterns and pancakes at a regatta sound lovely.", "Kites and tulips.",
+    "Waffles, ferries and violins.",
+]
+item = turns_item(
+    "s1", "2024-03-01T09:00:00",
+    *[("Ilse" if n % 2 == 0 else "Tomas", t) for n, t in enumerate(texts)],
+)
+sentences = read_sentences([item])
+weigher = Weigher(
+    "Which violins, lanterns, pancakes, regatta, harbour, brass band, kites, tulips, waffles,"
+    " ferries did Ilse enjoy near Ghent?",
+    sentences,
+)
+print(repr(weigher.whole), [repr(weigher.share(s)) for s in sentences])
+"""
+
+
+def test_a_sentence_s_share_is_the_same_in_every_process() -> None:
+    # The question's terms are a set, iterated in an order that string hashing salts per
+    # process; a share summed in that order differed in its last bits from run to run, and a
+    # share landing on a threshold made one answer firm in one run and weak in another.
+    tests_dir = str(Path(__file__).resolve().parents[1])
+    outputs = set()
+    for seed in range(8):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": tests_dir}
+        done = subprocess.run(
+            [sys.executable, "-c", _SHARES_PROBE],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        outputs.add(done.stdout)
+    assert len(outputs) == 1, outputs
