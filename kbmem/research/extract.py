@@ -909,6 +909,40 @@ def asked_noun(question: str) -> str:
     return "" if head.lower() in STOP else head
 
 
+def _recalled(r: Ranking, noun: str) -> Extracted | None:
+    """The title the listener gave the ``noun`` a top sentence recalls by what they did to
+    it ("Been reading that book you recommended": the listener's "I loved 'Becoming
+    Nicole' … Highly recommend it"): the title their sentence saying that verb gives, or
+    the nearest one before it in its turn; None when no sentence near the best recalls one
+    so."""
+    recalls = re.compile(
+        rf"\b(?:the|that|this|those)\s+{re.escape(noun)}s?\s+you\s+([a-z]+)\b", re.I
+    )
+    asked = r.weigher.terms | r.weigher.names
+    top = r.ranked[0][0]
+    # A recalling sentence says little of the question ("that book"), so any near the best.
+    for _score, _share, s in (entry for entry in r.ranked if entry[0] >= 0.5 * top):
+        found = recalls.search(s.claim)
+        if not found:
+            continue
+        verb = set(analyze(found.group(1)))
+        for other in r.all:
+            if other.speaker == s.speaker or not verb & set(analyze(other.text)):
+                continue
+            # "Highly recommend it!": what "it" is, its turn said before.
+            turn = [
+                o
+                for o in r.all
+                if o.item is other.item and (o.start, o.end) == (other.start, other.end)
+            ]
+            told = turn[: turn.index(other) + 1] if other in turn else [other]
+            for said in reversed(told):
+                title = quoted_title(said.text, asked)
+                if title:
+                    return title, [s, said]
+    return None
+
+
 def compound_kind(question: str) -> str:
     """The noun before the head of a compound a "what N …?" question asks about ("career"
     of "what career path"): the kind of thing the head is; "" if the noun is no compound."""
@@ -1738,6 +1772,10 @@ def thing(r: Ranking) -> Extracted:
     question = untimed(r.question)
     noun = asked_noun(question)
     if noun:
+        # "Been reading that book you recommended": which book, the listener named.
+        recalled = _recalled(r, noun)
+        if recalled:
+            return recalled
         for _score, _share, s in r.ranked[:3]:
             phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
             if phrase:

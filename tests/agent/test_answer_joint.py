@@ -145,3 +145,21 @@ def test_a_compound_s_kind_answers_where_no_sentence_says_its_head() -> None:
     ]
     answer = direct_answer("What career path has Ilse decided to pursue?", items)
     assert answer.line.split(" (")[0] == "marine biology"
+
+
+def test_a_thing_recalled_by_what_the_listener_did_is_the_one_they_named() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Tomas", 'I loved "The Salt Road" by Ann Vey. It gave me hope. Highly recommend it!'),
+        ),
+        turns_item(
+            "s2",
+            "2024-06-01T09:00:00",
+            ("Ilse", "I loved reading picture books as a kid."),
+            ("Ilse", "Been reading that book you recommended and walking to keep busy."),
+        ),
+    ]
+    answer = direct_answer("What book did Ilse read on Tomas's advice?", items)
+    assert answer.line.split(" (")[0] == "The Salt Road"
