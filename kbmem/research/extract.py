@@ -28,6 +28,7 @@ from kbmem.dates import (
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives, asks_doing
+from kbmem.research.joint import joint_names, shared_item, speaks_for_both
 from kbmem.research.kin import kin
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import POINTERS, STOP, points_back
@@ -425,6 +426,9 @@ def _told_span(text: str, day: datetime.date) -> tuple[datetime.date, datetime.d
 
 def person(r: Ranking) -> Extracted:
     exclude = r.weigher.names
+    shared = shared_item(r, lambda s: people(s.claim, exclude | r.speakers, r.known))
+    if shared:
+        return shared  # "Who is Ilse and Tomas's favourite singer?": whom both name
     best = r.best()
     if not people(best.claim, exclude, r.known):
         # The sentence that says most of the question tells of someone by relation ("My
@@ -432,7 +436,8 @@ def person(r: Ranking) -> Extracted:
         # gives, most often the listener's ("Wow, John!").
         whose, kinship = kin(best.claim, best.speaker)
         if kinship and not set(analyze(kinship)) & r.weigher.terms:
-            return f"{whose} {kinship}", [best]
+            # "my aunt" is "my aunt, Rosa" where its speaker names her.
+            return named_elsewhere(r, best, kinship) or (f"{whose} {kinship}", [best])
     for s in r.close_to_best("person"):
         found = people(s.claim, exclude, r.known)
         if found:
@@ -442,6 +447,9 @@ def person(r: Ranking) -> Extracted:
     for _score, _share, s in r.ranked[:3]:
         relation = _RELATION.match(s.claim)
         if relation and not set(analyze(relation.group(2))) & r.weigher.terms:
+            named = named_elsewhere(r, s, relation.group(2))
+            if named:
+                return named
             whose = relation.group(1)
             owner = f"{s.speaker}'s" if whose.lower() in ("my", "our") else whose
             return f"{owner} {relation.group(2)}".strip(), [s]
@@ -503,6 +511,9 @@ _APPOSITION = re.compile(r"\s*,\s*([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)\s*(?:
 def place(r: Ranking) -> Extracted:
     """A place the best sentence reaches through what happens there, else one a sentence
     near the best names, else one said with a determiner ("in the mountains")."""
+    shared = shared_item(r, lambda s: _places(r, s))
+    if shared:
+        return shared  # "Which city have both Ilse and Tomas visited?"
     if re.match(r"\s*where\s+(?:has|have)\b", r.question, re.I):
         return _places_gathered(r)
     bridged = _bridged_place(r)
@@ -515,8 +526,34 @@ def place(r: Ranking) -> Extracted:
     for _score, _share, s in r.ranked[:3]:
         found = _said_place(r, s)
         if found:
-            return found, [s]
+            # "since I moved from my home country": which country, its speaker names
+            # where they say it again.
+            return named_elsewhere(r, s, found.split(None, 1)[-1]) or (found, [s])
     return "", [r.best()]
+
+
+# A noun phrase said with a possessive ("my old area", "our home country") describes what
+# it is; its speaker may name it where they say it again, the name set beside it.
+_POSSESSIVE = r"(?:my|our|his|her|their)"
+
+
+def named_elsewhere(r: Ranking, s: Said, phrase: str) -> Extracted | None:
+    """The name ``s``'s speaker gives, in another sentence, to the ``phrase`` ``s`` says
+    with a possessive ("my old area" — "my old area, West County"); None when ``s`` says it
+    without one or no sentence names it."""
+    said = re.compile(rf"\b{_POSSESSIVE}\s+{re.escape(phrase)}\b", re.I)
+    if not said.search(s.claim or s.text):
+        return None
+    for other in r.all:
+        if other is s or other.speaker != s.speaker:
+            continue
+        for found in said.finditer(other.text):
+            if not _NAME_AFTER.match(other.text[found.end() :]):
+                continue  # a name or a title, not a phrase set beside it
+            named = _named(other.text[found.end() :], r.weigher.terms | r.weigher.names)
+            if named:
+                return named, [s, other]
+    return None
 
 
 def _said_place(r: Ranking, s: Said) -> str:
@@ -600,6 +637,10 @@ def yesno(r: Ranking) -> Extracted:
     # A sentence that says little of the question gives no reason: words taken from it
     # would read as one (the line then says the evidence is weak, kbmem.research.direct).
     reason = _said_reason(r, text) if said else ""
+    if joint_names(r.question) and not speaks_for_both(text):
+        # Asked of two people, one person's sentence is half the answer: its clause is no
+        # reason for both (the verdict stands on the sentences that ranked).
+        reason = ""
     head = f"{hedge}{verdict.lower()}" if hedge else verdict
     return f"{head}; {reason}" if reason else head, [best]
 
@@ -866,6 +907,84 @@ def asked_noun(question: str) -> str:
     )
     head = words[-1] if words else found.group(1).split()[-1]
     return "" if head.lower() in STOP else head
+
+
+def _recalled(r: Ranking, noun: str) -> Extracted | None:
+    """The title the listener gave the ``noun`` a top sentence recalls by what they did to
+    it ("Been reading that book you recommended": the listener's "I loved 'Becoming
+    Nicole' … Highly recommend it"): the title their sentence saying that verb gives, or
+    the nearest one before it in its turn; None when no sentence near the best recalls one
+    so."""
+    recalls = re.compile(
+        rf"\b(?:the|that|this|those)\s+{re.escape(noun)}s?\s+you\s+([a-z]+)\b", re.I
+    )
+    asked = r.weigher.terms | r.weigher.names
+    top = r.ranked[0][0]
+    # A recalling sentence says little of the question ("that book"), so any near the best.
+    for _score, _share, s in (entry for entry in r.ranked if entry[0] >= 0.5 * top):
+        found = recalls.search(s.claim)
+        if not found:
+            continue
+        verb = set(analyze(found.group(1)))
+        for other in r.all:
+            if other.speaker == s.speaker or not verb & set(analyze(other.text)):
+                continue
+            # "Highly recommend it!": what "it" is, its turn said before.
+            turn = [
+                o
+                for o in r.all
+                if o.item is other.item and (o.start, o.end) == (other.start, other.end)
+            ]
+            told = turn[: turn.index(other) + 1] if other in turn else [other]
+            for said in reversed(told):
+                title = quoted_title(said.text, asked)
+                if title:
+                    return title, [s, said]
+    return None
+
+
+def compound_kind(question: str) -> str:
+    """The noun before the head of a compound a "what N …?" question asks about ("career"
+    of "what career path"): the kind of thing the head is; "" if the noun is no compound."""
+    found = _ASKED_NOUN.match(question.strip())
+    if not found:
+        return ""
+    said: list[str] = found.group(1).split()
+    words = list(itertools.takewhile(lambda w: w.lower() not in PREPOSITIONS, said))
+    if len(words) < 2 or words[-2].lower() in STOP | _PHRASE_EDGE:
+        return ""
+    return words[-2]
+
+
+def taken_as(text: str, noun: str, asked: set[str]) -> str:
+    """The phrase ``text`` takes as a ``noun`` ("looking into counseling and mental health
+    as a career": "counseling and mental health"), back to the verb or preposition before
+    it (at most OBJECT_WORDS words); "" if none says what the question (its terms
+    ``asked``) does not."""
+    stems = set(analyze(noun))
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n in range(2, len(tokens) - 1):
+        if not (
+            tokens[n].lower() == "as"
+            and tokens[n + 1].lower() in ("a", "an")
+            and n + 2 < len(tokens)
+            and set(analyze(tokens[n + 2])) == stems
+        ):
+            continue
+        start = n
+        while (
+            start > 0
+            and n - start < OBJECT_WORDS
+            and re.match(r"[\w'’-]+$", tokens[start - 1])
+            and tokens[start - 1].lower() not in (STOP - {"and"}) | PREPOSITIONS | _SUBJECT_WORDS
+        ):
+            start -= 1
+        words = _trim_end(tokens[start:n])
+        while words and words[0].lower() == "and":
+            words = words[1:]
+        if words and set(analyze(" ".join(words))) - asked:
+            return " ".join(words)
+    return ""
 
 
 # "What is X's favourite style of dance?", "What was the setback …?": a form of "be", then
@@ -1731,12 +1850,30 @@ def thing(r: Ranking) -> Extracted:
                 return feeling, [s]
     noun = asked_noun(question)
     if noun:
+        # "Been reading that book you recommended": which book, the listener named.
+        recalled = _recalled(r, noun)
+        if recalled:
+            return recalled
         for _score, _share, s in r.ranked[:3]:
             phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
+            if phrase:
+                # "My old area was hit by a flood": which area, its speaker names where
+                # they say it again ("my old area, West County").
+                named = named_elsewhere(r, s, phrase)
+                if named:
+                    return named
             if not phrase:
                 # A sentence may give it as the object the question's grammar asks for
                 # ("What kind of experience did she get accepted for?"), not by its noun.
                 phrase = grammar_object(question, s.claim, r.weigher.terms | r.weigher.names)
+            if phrase:
+                return phrase, [s]
+        kind = compound_kind(question)
+        for _score, _share, s in r.ranked[:3] if kind else []:
+            # "What career path …?": a sentence may say only the kind of path ("counseling
+            # as a career", "counseling career options").
+            asked = r.weigher.terms | r.weigher.names
+            phrase = noun_phrase(s.claim, kind, asked) or taken_as(s.claim, kind, asked)
             if phrase:
                 return phrase, [s]
         if noun.lower() == "activity" or _DONE_AS.match(question):

@@ -74,7 +74,7 @@ QUESTION_WORDS = frozenset(
 # Words that shape the answer's kind without saying what it is about.
 SHAPE_WORDS = frozenset(
     "many much long often far old kind kinds type types sort sorts name names time times "
-    "date day year month week likely place happen".split()
+    "date day year month week likely place happen both".split()
 )
 
 

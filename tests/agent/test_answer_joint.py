@@ -1,0 +1,165 @@
+"""Questions asked of two people at once, and the question's own grammar words: "both"
+and the pronouns that stand for the people named say nothing a sentence must say; a yes
+or no asked of two people takes no reason from one person's sentence. Synthetic turns
+through the real direct answer."""
+
+from __future__ import annotations
+
+from helpers.evidence import turns_item
+
+from kbmem.research.direct import direct_answer
+from kbmem.research.joint import joint_names
+from kbmem.research.ranking import Weigher
+from kbmem.research.said import read_sentences
+
+
+def test_both_is_no_word_a_sentence_must_say() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Jon", "It's great we both face the same challenges with the shop."),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Jon", "Running helps me unwind after work.")),
+        turns_item("s3", "2024-04-08T09:00:00", ("Gina", "Running is how I unwind too.")),
+    ]
+    answer = direct_answer("How do Jon and Gina both like to unwind?", items)
+    assert answer.ranked[0].text.startswith("Running")
+
+
+def test_a_pronoun_of_the_question_is_no_word_a_sentence_must_say() -> None:
+    # "her" stands for Ilse, whom the question names: a sentence saying "her" of someone
+    # else says nothing more of the question.
+    items = [turns_item("s1", "2024-03-01T09:00:00", ("Ilse", "I got a kite for my niece."))]
+    weigher = Weigher("What did Ilse buy for her niece?", read_sentences(items))
+    assert weigher.terms == {"ils", "bui", "niec"}
+
+
+def test_one_person_s_sentence_gives_no_reason_for_two() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Tomas", "I ran the Berlin marathon in spring, my knees still hurt from it."),
+        ),
+        turns_item(
+            "s2", "2024-04-01T09:00:00", ("Ilse", "I ran a marathon too, the one in Ghent.")
+        ),
+    ]
+    answer = direct_answer("Did Ilse and Tomas both run a marathon?", items)
+    assert answer.line.split(" (")[0] == "Yes"
+
+
+def test_two_names_joined_by_and_are_asked_together() -> None:
+    assert joint_names("Did Ilse and Tomas both run?") is not None
+    assert joint_names("What did Mel and her kids paint?") is None
+
+
+def test_a_thing_said_with_a_possessive_is_named_where_its_speaker_says_it_again() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Tomas", "I want to help rebuild my old area, Kessel Flats, next year."),
+        ),
+        turns_item("s2", "2024-05-01T09:00:00", ("Tomas", "My old area was hit by a nasty storm.")),
+    ]
+    assert direct_answer("What area was hit by a storm?", items).line.startswith("Kessel Flats")
+
+
+def test_a_place_said_with_a_possessive_is_named_where_its_speaker_says_it_again() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I still cook the food of my home country, Estonia, every week."),
+        ),
+        turns_item(
+            "s2",
+            "2024-05-01T09:00:00",
+            ("Ilse", "I moved here years ago, I grew up in my home country by the sea."),
+        ),
+    ]
+    assert "Estonia" in direct_answer("Where did Ilse grow up?", items).line
+
+
+def test_a_relative_is_named_where_the_speaker_says_it_again() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I stayed with my aunt, Rosa, on the farm."),
+            ("Tomas", "Ilse, that sounds lovely. Ilse, you deserve a break. Well done, Ilse!"),
+        ),
+        turns_item(
+            "s2",
+            "2024-05-01T09:00:00",
+            ("Ilse", "My aunt taught me to sew when I was little."),
+        ),
+    ]
+    assert direct_answer("Who taught Ilse to sew?", items).line.startswith("Rosa")
+
+
+def test_asked_what_two_people_share_the_place_both_name_answers() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "Last spring I visited Lisbon with my sister, and later I went to Porto."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Tomas", "I visited Porto in May, the bridges are gorgeous."),
+        ),
+    ]
+    answer = direct_answer("Which city have both Ilse and Tomas visited?", items)
+    assert answer.line.split(" (")[0] == "Porto"
+
+
+def test_asked_whom_two_people_share_the_person_both_name_answers() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "My favourite singer is Nina Simone, though I love Adele too."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Tomas", "Adele is my favourite singer, her voice is unreal."),
+        ),
+    ]
+    answer = direct_answer("Who is Ilse and Tomas's favourite singer?", items)
+    assert answer.line.split(" (")[0] == "Adele"
+
+
+def test_a_compound_s_kind_answers_where_no_sentence_says_its_head() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "Lately I've been looking into marine biology as a career, it's exciting."),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Ilse", "Gonna check out career fairs soon!")),
+    ]
+    answer = direct_answer("What career path has Ilse decided to pursue?", items)
+    assert answer.line.split(" (")[0] == "marine biology"
+
+
+def test_a_thing_recalled_by_what_the_listener_did_is_the_one_they_named() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Tomas", 'I loved "The Salt Road" by Ann Vey. It gave me hope. Highly recommend it!'),
+        ),
+        turns_item(
+            "s2",
+            "2024-06-01T09:00:00",
+            ("Ilse", "I loved reading picture books as a kid."),
+            ("Ilse", "Been reading that book you recommended and walking to keep busy."),
+        ),
+    ]
+    answer = direct_answer("What book did Ilse read on Tomas's advice?", items)
+    assert answer.line.split(" (")[0] == "The Salt Road"
