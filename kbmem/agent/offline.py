@@ -33,7 +33,7 @@ from kbmem.research.offline import (
     superseded_on,
 )
 from kbmem.research.reading import read_request
-from kbmem.research.said import STOP, points_back
+from kbmem.research.said import STOP, asks, points_back, says_nothing
 from kbmem.research.types import BriefingContext, DirectAnswer, EvidenceItem, Said
 from kbmem.store.pages import TURN_HEADER, unescape_line
 from kbmem.textutil import count_tokens, split_sentences, truncate_tokens
@@ -661,32 +661,12 @@ def quotation(
 # Words that, opening a sentence, make it go on about what the sentence before it spoke of:
 # "I really enjoy the upside-down poses. They make me feel free and light."
 _CONTINUES = frozenset("it its they their them she her he his this that these those".split())
-# Words of thanks, greeting, leave-taking and assent: a sentence made only of these, of the
-# words that say little (kbmem.research.said.STOP) and of the speakers' names ("Thanks,
-# Mel!", "Talk to you later!") tells a reader nothing, whatever the question.
-_CIVILITIES = frozenset(
-    "absolutely appreciate aw aww bye care congrats congratulations enjoy later soon sorry "
-    "sounds talk welcome yep yup".split()
-)
 
 
 def _continues(text: str) -> bool:
     """Whether ``text`` opens with a word that refers back to the sentence before it."""
     first = re.match(r"[A-Za-z]+", text)
     return first is not None and first.group(0).lower() in _CONTINUES
-
-
-def says_nothing(text: str, names: set[str]) -> bool:
-    """Whether ``text`` is only thanks, a greeting or assent, maybe with a name of ``names``
-    (the speakers' first names, lower case; "Mel" is Melanie's)."""
-    for word in re.findall(r"[A-Za-z0-9']+", text):  # (a number says something)
-        low = word.lower()
-        if low in STOP or low.split("'")[0] in STOP or low in _CIVILITIES:
-            continue
-        if word[0].isupper() and len(low) >= 3 and any(n.startswith(low) for n in names):
-            continue
-        return False
-    return True
 
 
 def with_neighbours(
@@ -727,10 +707,10 @@ def _reply_to_follow_up(
     at = next((n for n, u in enumerate(units) if u.start == sentence.start), None)
     if at is None or at + 2 >= len(units):
         return None
-    asks, answers = units[at + 1], units[at + 2]
-    if not sentence.speaker or asks.speaker == sentence.speaker:
+    question, answers = units[at + 1], units[at + 2]
+    if not sentence.speaker or question.speaker == sentence.speaker:
         return None
-    if answers.speaker != sentence.speaker or not "\n".join(asks.body).rstrip().endswith("?"):
+    if answers.speaker != sentence.speaker or not asks("\n".join(question.body)):
         return None
     return openings.get((sentence.item.interval.path, answers.start))
 

@@ -21,11 +21,14 @@ STOP = frozenset(
     "great good nice awesome amazing cool glad happy love totally definitely sure well lot "
     "like get got go going went make made know think feel felt lol haha".split()
 )
-# Words that acknowledge what was said without saying anything ("Thanks, Maria!", "Yep!",
-# "Wow, that's so cool!"): a reply often opens with them, and its answer follows.
-ACKNOWLEDGING = STOP | frozenset(
-    "yep yup yay woohoo woah whoa absolutely exactly agreed indeed congrats congratulations "
-    "ok okay right true aww awww omg gosh hello".split()
+# Words of thanks, greeting, leave-taking and assent ("Thanks, Maria!", "Yep!", "Talk to you
+# later!"): a sentence made only of these, of the words that say little (STOP) and of the
+# speakers' names tells a reader nothing, whatever was asked; a reply often opens with one,
+# and its answer follows.
+CIVILITIES = frozenset(
+    "absolutely agreed appreciate aw aww awww bye care congrats congratulations enjoy exactly "
+    "gosh hello indeed later ok okay omg right soon sorry sounds talk true welcome whoa woah "
+    "woohoo yay yep yup".split()
 )
 POINTERS = frozenset("it its that this those these they them theirs there one".split())
 
@@ -62,7 +65,7 @@ def read_sentences(evidence: list[EvidenceItem]) -> list[Said]:
                 out.append(
                     Said(text, speaker, day, item, start, end, previous, item.session_id, replies)
                 )
-                if opens and replies and acknowledges(text, names):
+                if opens and replies and says_nothing(text, names):
                     continue  # the reply's answer is still to come, after the thanks
                 previous, opens = text, False
     return out
@@ -82,12 +85,20 @@ def asks(text: str) -> bool:
     return text.split("[shares", 1)[0].rstrip().endswith("?")
 
 
-def acknowledges(text: str, names: set[str]) -> bool:
-    """Whether ``text`` only acknowledges ("Thanks, Maria!", "Yeah totally!")."""
+def says_nothing(text: str, names: set[str]) -> bool:
+    """Whether ``text`` is only thanks, a greeting or assent (see CIVILITIES), maybe with a
+    speaker's name (``names``: their first names, lower case; a name cut short, "Mel", is
+    Melanie's). A number, another name and an image shared say something."""
     if "[shares" in text:
-        return False  # what it shares may be the answer
-    words = re.findall(r"[a-z']+", text.lower())
-    return all(w in ACKNOWLEDGING or w in names for w in words)
+        return False
+    for word in re.findall(r"[A-Za-z0-9']+", text):
+        low = word.lower()
+        if low in STOP or low.split("'")[0] in STOP or low in CIVILITIES:
+            continue
+        if word[0].isupper() and len(low) >= 3 and any(n.startswith(low) for n in names):
+            continue
+        return False
+    return True
 
 
 def points_back(text: str) -> bool:

@@ -18,11 +18,11 @@ from kbmem.agent.offline import (
     Sentence,
     question_terms,
     quotation,
-    says_nothing,
 )
 from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import NOTHING as NOT_SAID
+from kbmem.research.said import says_nothing
 from kbmem.research.types import DirectAnswer
 from kbmem.store.repository import KnowledgeBase
 from kbmem.textutil import split_sentences
