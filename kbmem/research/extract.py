@@ -268,11 +268,13 @@ def count(r: Ranking) -> Extracted:
     say several: a part is shown or told more often than the whole, and a count only grows);
     else, asked "how many times", the distinct days the asked person says the asked thing
     in their own words; else the distinct things the sentences that answer nearly as well
-    as the best one name (the items of ``listed``), counted. Written in digits, with what
-    was counted."""
+    as the best one name (the items of ``listed``), counted. A number said is kept as said;
+    a count made here is written as prose writes one (``count_written``), with what was
+    counted."""
     noun = counted_noun(r.question)
     top = r.ranked[0][0]
-    stated: list[tuple[int, str, Said]] = []
+    # (its value, the count as written, what it counts, the sentence)
+    stated: list[tuple[int, str, str, Said]] = []
     for score, _share, s in r.ranked:
         if score < LIST_SHARE * top:
             break
@@ -288,18 +290,63 @@ def count(r: Ranking) -> Extracted:
                 # An ordinal's noun is one of them: the count names them as the question does.
                 ordinal = bool(_ORDINAL.fullmatch(found.group(0)))
                 words = [*after[:at], counted_words(r.question)[-1]] if ordinal else after[: at + 1]
-                stated.append((value, " ".join(words), s))
+                if ordinal and value == 1:
+                    words[-1] = _singular(words[-1])
+                # A number said is kept as its speaker said it ("3", "three"); an ordinal
+                # says the count only by its place, which is written as a count.
+                said = count_written(value) if ordinal else found.group(0).lower()
+                stated.append((value, said, " ".join(words), s))
     if stated:
-        value, unit, s = max(stated, key=lambda v: v[0])
-        return f"{value} {unit}", [s]
-    if noun == stem_set("times"):
+        _value, said, unit, s = max(stated, key=lambda v: v[0])
+        return f"{said} {unit}", [s]
+    times = noun == stem_set("times")
+    if times:
         days = _occasions(r)
         if days:
-            return f"{len(days)}: {_days_written(sorted(days))}", list(days.values())
-    items, sources = _items(r, per_session=noun == stem_set("times"))
+            return f"{times_written(len(days))}: {_days_written(sorted(days))}", list(days.values())
+    items, sources = _items(r, per_session=times)
     if not items:
         return "", [r.best()]
-    return f"{len(items)}: {', '.join(dict.fromkeys(items))}", sources
+    distinct = list(dict.fromkeys(items))
+    # What was counted, named as the question names it ("two ridges: Storr, Quiraing").
+    counted = times_written(len(items)) if times else _counted_as(len(items), r.question)
+    return f"{counted}: {', '.join(distinct)}", sources
+
+
+# A count is written as English prose writes one: a whole number under ten in words, larger
+# ones in digits (the common newspaper and book style), and how many times as "once",
+# "twice" or "N times" — the way a person answers "how many times …?".
+_SMALL = "zero one two three four five six seven eight nine".split()
+
+
+def count_written(value: int) -> str:
+    """``value`` as prose writes a count: "three", "12"."""
+    return _SMALL[value] if 0 <= value < len(_SMALL) else str(value)
+
+
+def times_written(value: int) -> str:
+    """How many times, as said: "once", "twice", "three times", "12 times"."""
+    return {1: "once", 2: "twice"}.get(value) or f"{count_written(value)} times"
+
+
+def _counted_as(value: int, question: str) -> str:
+    """The count with the noun the question counts ("two ridges"), or the number alone
+    when the question names none."""
+    words = counted_words(question)
+    if words and value == 1:
+        words = [*words[:-1], _singular(words[-1])]
+    return " ".join([count_written(value), *words]) if words else count_written(value)
+
+
+def _singular(noun: str) -> str:
+    """The singular of a regular English plural ("dogs" → "dog", "stories" → "story",
+    "boxes" → "box"); other words as they are."""
+    for plural, single in (("ies", "y"), ("sses", "ss"), ("shes", "sh"), ("ches", "ch")):
+        if noun.endswith(plural):
+            return noun[: -len(plural)] + single
+    if re.search(r"[^s]xes$", noun):
+        return noun[:-2]
+    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
 
 
 def _days_written(days: list[datetime.date]) -> str:

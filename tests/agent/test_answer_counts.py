@@ -25,7 +25,7 @@ def test_the_largest_ordinal_before_the_counted_noun_is_the_count() -> None:
         turns_item("s1", "2024-03-01T09:00:00", ("Tomas", FIRST)),
         turns_item("s2", "2024-05-01T09:00:00", ("Tomas", THIRD)),
     ]
-    assert direct_answer(QUESTION, items).line == "3 chess tournaments"
+    assert direct_answer(QUESTION, items).line == "three chess tournaments"
 
 
 def test_a_memorized_conversation_counts_by_the_ordinal_said(tmp_path: Path) -> None:
@@ -40,7 +40,7 @@ def test_a_memorized_conversation_counts_by_the_ordinal_said(tmp_path: Path) -> 
     )
     with ChatSession(kb, "acme") as chat:
         counted = chat.send(QUESTION)
-    assert counted.answer.startswith("3 chess tournaments"), counted.answer
+    assert counted.answer.startswith("three chess tournaments"), counted.answer
 
 
 LAKE = [
@@ -57,7 +57,7 @@ def test_an_occasion_told_again_later_counts_once() -> None:
         turns_item(f"s{n}", f"{day}T09:00:00", (who, said))
         for n, (day, who, said) in enumerate(LAKE)
     ]
-    assert direct_answer(TIMES, items).line == "2: 1 June, 20 June 2026"
+    assert direct_answer(TIMES, items).line == "twice: 1 June, 20 June 2026"
 
 
 def test_a_memorized_conversation_counts_an_occasion_told_again_once(tmp_path: Path) -> None:
@@ -72,4 +72,16 @@ def test_a_memorized_conversation_counts_an_occasion_told_again_once(tmp_path: P
     )
     with ChatSession(kb, "acme") as chat:
         counted = chat.send(TIMES)
-    assert counted.answer.startswith("2: 1 June, 20 June 2026"), counted.answer
+    assert counted.answer.startswith("twice: 1 June, 20 June 2026"), counted.answer
+
+
+def test_a_count_said_is_kept_as_said_and_a_count_made_is_written_in_words() -> None:
+    # The speaker's digits stay digits; a count made by counting days is said as a person
+    # says how many times ("once", "twice", "three times").
+    said = turns_item("s1", "2024-01-05T09:00:00", ("Ilse", "I own 3 kayaks now, all red."))
+    assert direct_answer("How many kayaks does Ilse own?", [said]).line == "3 kayaks"
+    once = [turns_item("s1", "2026-06-01T09:00:00", ("Ilse", LAKE[0][2]))]
+    assert direct_answer(TIMES, once).line == "once: 1 June 2026"
+    # Things counted are named as the question names them, one in the singular.
+    ridge = [turns_item("s1", "2024-01-01T09:00:00", ("Ilse", "I climbed the Storr ridge."))]
+    assert direct_answer("How many ridges has Ilse climbed?", ridge).line.startswith("one ridge: ")
