@@ -85,6 +85,22 @@ _PLACE_BESIDE = re.compile(
 )
 
 
+# Endings that derive one word from another without changing what it names, each with the
+# shortest stem it is taken to extend: the stemmer leaves "reaction" whole beside "react",
+# and cuts "focus" to "focu" but "focusing" to "focus". A listener asks "How did they react?"
+# of what memory is asked as "their reaction". Shorter stems are left alone: "pass" is no
+# form of "passion", "mill" none of "million".
+DERIVATIONS = {"s": 4, "ion": 5}
+
+
+def same_word(a: str, b: str) -> bool:
+    """Whether stems ``a`` and ``b`` are forms of one word: equal, or one the other with an
+    ending of DERIVATIONS."""
+    short, long = sorted((a, b), key=len)
+    shortest = DERIVATIONS.get(long[len(short) :])
+    return a == b or (shortest is not None and len(short) >= shortest and long.startswith(short))
+
+
 def _terms(text: str) -> set[str]:
     return set(analyze(text))
 
@@ -138,12 +154,13 @@ class Weigher:
 
     def _said(self, text: str) -> set[str]:
         """The terms ``text`` says, a compound the question writes apart counting when
-        written whole ("workout" says the question's "work out")."""
+        written whole ("workout" says the question's "work out"), and a question's word
+        when ``text`` says another form of it ("react" says "reaction", see same_word)."""
         said = _terms(text)
         for whole, parts in self.compounds.items():
             if whole in said:
                 said |= parts
-        return said
+        return said | {t for t in self.terms - said if any(same_word(t, u) for u in said)}
 
     def share(self, s: Said, before: bool = True) -> float:
         """The question's weight ``s`` says; who said it counts as said, fully in the first
