@@ -60,6 +60,10 @@ BEFORE_SHARE = 0.7  # of the question's terms the sentence before says, the shar
 BEFORE_POINTER = 0.8  # the same, for a sentence that only points back
 # The same, for a reply to a question: the question's words are what it answers.
 ANSWERED = 1.0
+# The same, for a reply whose question points back with a pronoun, of the terms of the turn
+# before it that the pronoun stands for (see told_before): a step further away, and it may
+# stand for only some of them.
+POINTED_SHARE = 0.5
 # Who said a sentence not in the first person counts this much of their name's weight.
 SPEAKER_SHARE = 0.7
 QUESTION_WORDS = frozenset(
@@ -186,6 +190,43 @@ class Weigher:
             )
         return covered / self.whole
 
+    def lent(self, s: Said, text: str) -> float:
+        """The question's weight ``text`` says and neither ``s``, its speaker nor the
+        sentence before it do."""
+        own = self._said(s.text) | self._said(s.before) | _terms(s.speaker)
+        return math.fsum(self.weight[t] for t in (self._said(text) - own) & self.terms) / (
+            self.whole
+        )
+
+
+# A personal pronoun of the third person, which stands for something told before ("that" is
+# as often a conjunction, or a determiner pointing at what its noun names).
+_POINTS = re.compile(r"\b(?:they|them|their|it|its|he|him|his|she|her)\b", re.I)
+
+
+def told_before(sentences: list[Said]) -> dict[int, str]:
+    """For each reply (by its id) that points back with a pronoun to a question that points
+    back too, the replier's own turn before that question: "Last week we visited the
+    memorial. It moved my kids." — "How did they react?" — "They were awestruck." Both
+    "they" stand for what the replier told, which the question asked of memory may name
+    ("his kids' reaction at the memorial"); the listener's question only points at it."""
+    out: dict[int, str] = {}
+    for n, s in enumerate(sentences):
+        if not (s.replies and s.speaker) or not all(
+            _POINTS.search(text.split("[shares", 1)[0]) for text in (s.before, s.text)
+        ):
+            continue
+        k = n - 1
+        while k >= 0 and sentences[k].item is s.item and sentences[k].speaker != s.speaker:
+            k -= 1  # the listener's turn, with the question
+        turn: list[str] = []
+        while k >= 0 and sentences[k].item is s.item and sentences[k].speaker == s.speaker:
+            turn.insert(0, sentences[k].text)
+            k -= 1
+        if turn:
+            out[id(s)] = " ".join(turn)
+    return out
+
 
 def gives(kind: str, s: Said) -> bool:
     """Whether sentence ``s`` gives an answer of ``kind`` (any sentence may give a thing, a
@@ -225,6 +266,7 @@ class Ranking:
         self.known = known_names(sentences)
         self.asked_speakers = self.weigher.names & self.speakers
         self.all = sentences
+        self.told_before = told_before(sentences)
         order: dict[int, int] = {}
         for s in sentences:
             order.setdefault(id(s.item), len(order))
@@ -243,6 +285,8 @@ class Ranking:
         corrects = states_correction([s.text])
         s.claim = replaced_in(s.text)[0] if corrects else s.text
         share = self.weigher.share(s)
+        if id(s) in self.told_before:
+            share += POINTED_SHARE * self.weigher.lent(s, self.told_before[id(s)])
         if self._tells_asked_time(s):
             share = min(1.0, share + TIME_TERM * self.weigher.mean / self.weigher.whole)
         if share < MIN_SHARE:

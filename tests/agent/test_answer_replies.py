@@ -34,3 +34,36 @@ def test_a_reply_answers_the_question_asked_in_another_form_of_its_word() -> Non
         (round(sc, 3), s.text) for sc, _sh, s in ranking.ranked
     ]
     assert "sail repair" in direct_answer(question, [item]).line
+
+
+def test_a_reply_whose_pronoun_the_question_names_answers_it() -> None:
+    # "How did they react?" — "They were thrilled": both "they" are Ilse's nieces, whom
+    # Ilse named in the turn before the question, as the question asked of memory does.
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "Last week we had a wonderful afternoon at the maritime museum."),
+        ("Ilse", "It made a real impression on my nieces. [shares an image: two girls, a ship]"),
+        ("Tomas", "That's so lovely! How did they react when they saw it?"),
+        ("Ilse", "They were thrilled and wanted to sail at once."),
+        ("Tomas", "Museums are great for kids, I remember the maritime museum from school."),
+    )
+    question = "How did Ilse describe her nieces' reaction at the maritime museum?"
+    ranking = Ranking(question, read_sentences([item]))
+    assert ranking.best().text.startswith("They were thrilled"), [
+        (round(sc, 3), s.text) for sc, _sh, s in ranking.ranked
+    ]
+    assert "thrilled" in direct_answer(question, [item]).line
+
+
+def test_a_pronoun_with_nothing_told_before_it_lends_no_words() -> None:
+    # The reply points back, but the question it replies to names what it asks.
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Tomas", "Did the nieces like the maritime museum?"),
+        ("Ilse", "They loved it."),
+    )
+    said = read_sentences([item])
+    ranking = Ranking("How did Ilse's nieces like the maritime museum?", said)
+    assert ranking.told_before == {}
