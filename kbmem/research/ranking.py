@@ -22,7 +22,7 @@ from kbmem.research.offline import (
     stated_values,
     states_correction,
 )
-from kbmem.research.said import known_names, points_back
+from kbmem.research.said import known_names, points_back, says_nothing
 from kbmem.research.spans import (
     CAPS,
     DURATION,
@@ -267,17 +267,26 @@ class Ranking:
         self.asked_speakers = self.weigher.names & self.speakers
         self.all = sentences
         self.told_before = told_before(sentences)
+        self.first_names = {s.speaker.split()[0].lower() for s in sentences if s.speaker}
         order: dict[int, int] = {}
         for s in sentences:
             order.setdefault(id(s.item), len(order))
         ranked = []
         for n, s in enumerate(sentences):
-            scored = None if s.text.endswith("?") else self._score(s, order[id(s.item)])
+            scored = None if self._answers_nothing(s) else self._score(s, order[id(s.item)])
             if scored is not None:
                 ranked.append((scored[0], -n, scored[1], s))
         ranked = _stale_values_down(ranked, sentences)
         ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
         self.ranked = [(score, share, s) for score, _n, share, s in ranked]
+
+    def _answers_nothing(self, s: Said) -> bool:
+        """Whether ``s`` cannot answer the question: a question, or (asked anything but yes
+        or no) a sentence of thanks or assent alone ("Awesome, John!"), which takes the
+        words of the question it replies to but says nothing of its own."""
+        if s.text.endswith("?"):
+            return True
+        return self.kind != "yesno" and says_nothing(s.text, self.first_names)
 
     def _score(self, s: Said, rank: int) -> tuple[float, float] | None:
         """The score and share of sentence ``s`` (of the ``rank``-th evidence item), None when

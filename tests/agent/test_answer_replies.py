@@ -67,3 +67,19 @@ def test_a_pronoun_with_nothing_told_before_it_lends_no_words() -> None:
     said = read_sentences([item])
     ranking = Ranking("How did Ilse's nieces like the maritime museum?", said)
     assert ranking.told_before == {}
+
+
+def test_thanks_alone_answers_no_question_but_a_yes_or_no() -> None:
+    # "Thanks, Tomas!" replies to the question and so takes its words; it says nothing.
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Tomas", "Your new puppy is so sweet! Do she and your old dog get along?"),
+        ("Ilse", "Thanks, Tomas! Her name is Pepper, and they play all day."),
+    )
+    said = read_sentences([item])
+    asked_what = Ranking("What is the name of Ilse's new puppy?", said)
+    assert "Thanks, Tomas!" not in [s.text for _sc, _sh, s in asked_what.ranked]
+    assert asked_what.best().text.startswith("Her name is Pepper")
+    asked_whether = Ranking("Does Ilse's new puppy get along with her old dog?", said)
+    assert "Thanks, Tomas!" in [s.text for _sc, _sh, s in asked_whether.ranked]
