@@ -22,7 +22,7 @@ from kbmem.research.offline import (
     stated_values,
     states_correction,
 )
-from kbmem.research.said import known_names, points_back
+from kbmem.research.said import known_names, points_back, says_nothing
 from kbmem.research.spans import (
     CAPS,
     DURATION,
@@ -60,6 +60,10 @@ BEFORE_SHARE = 0.7  # of the question's terms the sentence before says, the shar
 BEFORE_POINTER = 0.8  # the same, for a sentence that only points back
 # The same, for a reply to a question: the question's words are what it answers.
 ANSWERED = 1.0
+# The same, for a reply whose question points back with a pronoun, of the terms of the turn
+# before it that the pronoun stands for (see told_before): a step further away, and it may
+# stand for only some of them.
+POINTED_SHARE = 0.5
 # Who said a sentence not in the first person counts this much of their name's weight.
 SPEAKER_SHARE = 0.7
 QUESTION_WORDS = frozenset(
@@ -83,6 +87,22 @@ _PLACE_BESIDE = re.compile(
     r"\b(?:in|at|from|to|near)\s+(?:the|my|our|his|her|their)\s+[a-z][\w'’-]*"
     r"(?:\s+[a-z][\w'’-]*)?\s*,\s*[A-Z][a-z]"
 )
+
+
+# Endings that derive one word from another without changing what it names, each with the
+# shortest stem it is taken to extend: the stemmer leaves "reaction" whole beside "react",
+# and cuts "focus" to "focu" but "focusing" to "focus". A listener asks "How did they react?"
+# of what memory is asked as "their reaction". Shorter stems are left alone: "pass" is no
+# form of "passion", "mill" none of "million".
+DERIVATIONS = {"s": 4, "ion": 5}
+
+
+def same_word(a: str, b: str) -> bool:
+    """Whether stems ``a`` and ``b`` are forms of one word: equal, or one the other with an
+    ending of DERIVATIONS."""
+    short, long = sorted((a, b), key=len)
+    shortest = DERIVATIONS.get(long[len(short) :])
+    return a == b or (shortest is not None and len(short) >= shortest and long.startswith(short))
 
 
 def _terms(text: str) -> set[str]:
@@ -138,12 +158,13 @@ class Weigher:
 
     def _said(self, text: str) -> set[str]:
         """The terms ``text`` says, a compound the question writes apart counting when
-        written whole ("workout" says the question's "work out")."""
+        written whole ("workout" says the question's "work out"), and a question's word
+        when ``text`` says another form of it ("react" says "reaction", see same_word)."""
         said = _terms(text)
         for whole, parts in self.compounds.items():
             if whole in said:
                 said |= parts
-        return said
+        return said | {t for t in self.terms - said if any(same_word(t, u) for u in said)}
 
     def share(self, s: Said, before: bool = True) -> float:
         """The question's weight ``s`` says; who said it counts as said, fully in the first
@@ -168,6 +189,43 @@ class Weigher:
                 self.weight[t] for t in (self._said(s.before) - said) & self.terms
             )
         return covered / self.whole
+
+    def lent(self, s: Said, text: str) -> float:
+        """The question's weight ``text`` says and neither ``s``, its speaker nor the
+        sentence before it do."""
+        own = self._said(s.text) | self._said(s.before) | _terms(s.speaker)
+        return math.fsum(self.weight[t] for t in (self._said(text) - own) & self.terms) / (
+            self.whole
+        )
+
+
+# A personal pronoun of the third person, which stands for something told before ("that" is
+# as often a conjunction, or a determiner pointing at what its noun names).
+_POINTS = re.compile(r"\b(?:they|them|their|it|its|he|him|his|she|her)\b", re.I)
+
+
+def told_before(sentences: list[Said]) -> dict[int, str]:
+    """For each reply (by its id) that points back with a pronoun to a question that points
+    back too, the replier's own turn before that question: "Last week we visited the
+    memorial. It moved my kids." — "How did they react?" — "They were awestruck." Both
+    "they" stand for what the replier told, which the question asked of memory may name
+    ("his kids' reaction at the memorial"); the listener's question only points at it."""
+    out: dict[int, str] = {}
+    for n, s in enumerate(sentences):
+        if not (s.replies and s.speaker) or not all(
+            _POINTS.search(text.split("[shares", 1)[0]) for text in (s.before, s.text)
+        ):
+            continue
+        k = n - 1
+        while k >= 0 and sentences[k].item is s.item and sentences[k].speaker != s.speaker:
+            k -= 1  # the listener's turn, with the question
+        turn: list[str] = []
+        while k >= 0 and sentences[k].item is s.item and sentences[k].speaker == s.speaker:
+            turn.insert(0, sentences[k].text)
+            k -= 1
+        if turn:
+            out[id(s)] = " ".join(turn)
+    return out
 
 
 def gives(kind: str, s: Said) -> bool:
@@ -208,17 +266,27 @@ class Ranking:
         self.known = known_names(sentences)
         self.asked_speakers = self.weigher.names & self.speakers
         self.all = sentences
+        self.told_before = told_before(sentences)
+        self.first_names = {s.speaker.split()[0].lower() for s in sentences if s.speaker}
         order: dict[int, int] = {}
         for s in sentences:
             order.setdefault(id(s.item), len(order))
         ranked = []
         for n, s in enumerate(sentences):
-            scored = None if s.text.endswith("?") else self._score(s, order[id(s.item)])
+            scored = None if self._answers_nothing(s) else self._score(s, order[id(s.item)])
             if scored is not None:
                 ranked.append((scored[0], -n, scored[1], s))
         ranked = _stale_values_down(ranked, sentences)
         ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
         self.ranked = [(score, share, s) for score, _n, share, s in ranked]
+
+    def _answers_nothing(self, s: Said) -> bool:
+        """Whether ``s`` cannot answer the question: a question, or (asked anything but yes
+        or no) a sentence of thanks or assent alone ("Awesome, John!"), which takes the
+        words of the question it replies to but says nothing of its own."""
+        if s.text.endswith("?"):
+            return True
+        return self.kind != "yesno" and says_nothing(s.text, self.first_names)
 
     def _score(self, s: Said, rank: int) -> tuple[float, float] | None:
         """The score and share of sentence ``s`` (of the ``rank``-th evidence item), None when
@@ -226,6 +294,8 @@ class Ranking:
         corrects = states_correction([s.text])
         s.claim = replaced_in(s.text)[0] if corrects else s.text
         share = self.weigher.share(s)
+        if id(s) in self.told_before:
+            share += POINTED_SHARE * self.weigher.lent(s, self.told_before[id(s)])
         if self._tells_asked_time(s):
             share = min(1.0, share + TIME_TERM * self.weigher.mean / self.weigher.whole)
         if share < MIN_SHARE:
