@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 
 from kbmem.research.answer_types import question_kind
-from kbmem.research.extract import EXTRACTORS, FIRM_SHARE
+from kbmem.research.extract import EXTRACTORS, FIRM_SHARE, asked_event
 from kbmem.research.ranking import Ranking, gives
 from kbmem.research.said import read_sentences
-from kbmem.research.spans import phrase_after
+from kbmem.research.spans import phrase_after, stem_set
 from kbmem.research.types import DirectAnswer, EvidenceItem, Said
 
 NOTHING = "Memory does not say."
@@ -46,10 +46,12 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     # taken from gives the kind asked (a place named through "the city where my sister
     # lives" is given by the sentence that names it). A count made by counting is given by
     # its sentences together, each one of what was counted.
-    firm = (
-        bool(line)
-        and ranking.ranked[0][1] >= FIRM_SHARE
-        and (kind == "count" or any(gives(kind, s) for s in sources))
+    firm = bool(line) and (
+        (
+            ranking.ranked[0][1] >= FIRM_SHARE
+            and (kind == "count" or any(gives(kind, s) for s in sources))
+        )
+        or (kind == "date" and dates_asked_event(question, sources))
     )
     if not line:
         # Nothing of the kind asked: the words of the best sentence after the question's.
@@ -59,6 +61,18 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     if not line:
         return DirectAnswer(NOTHING, [], False, kind, ranked)
     return DirectAnswer(line if firm else f"{line} {WEAK}", sources, firm, kind, ranked)
+
+
+def dates_asked_event(question: str, sources: list[Said]) -> bool:
+    """Whether a sentence the date was taken from says the event asked and a time: "When
+    did X go to a fair to get more exposure for the studio?" is answered firmly by
+    "Yesterday, I went to a fair to show off my studio", though it says less than half of
+    the question's words, which describe the event more than they name it. The event is the
+    question's verb, or the noun a light verb carries ("a car accident": the accident)."""
+    event = asked_event(question)
+    return bool(event) and any(
+        gives("date", s) and event & stem_set(s.claim or s.text) for s in sources
+    )
 
 
 _SPEAKER_VOICE = re.compile(r"\b(?:I|me|myself|I'm|I've|I'd|I'll)(?![\w'’])")

@@ -185,8 +185,26 @@ def asked_event(question: str) -> frozenset[str]:
         verb, *after = after[1:]
     if verb.lower() not in grammar:
         return stem_set(verb)
-    word = next((w for w in after if w.lower() not in grammar), "")
-    return stem_set(word)
+    return stem_set(_phrase_head(after, grammar))
+
+
+# Words that may close a noun phrase without being its noun ("go to a festival together").
+_NOT_HEAD = frozenset("together alone again also too there here".split())
+
+
+def _phrase_head(words: list[str], grammar: frozenset[str]) -> str:
+    """The noun the first phrase of ``words`` ends in: the last of its run of words that are
+    not grammar words. English puts a noun's modifiers before it, so "a car accident" names
+    an accident and "a pride festival" a festival: a sentence saying only "my old car" or "a
+    pride parade" tells of another event."""
+    run: list[str] = []
+    for word in words:
+        if word.lower() in grammar or word.lower() in _NOT_HEAD | _PHRASE_EDGE:
+            if run:
+                break
+            continue
+        run.append(word)
+    return run[-1] if run else ""
 
 
 def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float, float, Said]:

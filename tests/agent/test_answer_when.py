@@ -1,0 +1,44 @@
+"""How firmly a "when" answer is given: by whether its sentence tells the event asked, not
+by how many of the question's describing words it repeats; and which event a question
+asks when a light verb carries a noun ("get in a car accident")."""
+
+from __future__ import annotations
+
+from helpers.evidence import turns_item
+
+from kbmem.research.direct import WEAK, direct_answer
+from kbmem.research.extract import asked_event
+
+
+def test_the_event_a_light_verb_carries_is_the_noun_its_phrase_ends_in() -> None:
+    assert asked_event("When did Ilse get in a car accident?") == {"accid"}
+    assert asked_event("When did Ilse and Tomas go to a folk festival together?") == {"festiv"}
+    assert asked_event("When did Ilse go on a hike after the storm?") == {"hike"}
+    assert asked_event("When did Ilse go to a fair to sell her jam?") == {"fair"}
+
+
+def test_a_dated_sentence_telling_the_event_asked_is_firm() -> None:
+    item = turns_item(
+        "s1",
+        "2024-04-25T10:00:00",
+        ("Ilse", "Yesterday, I went to a fair to show off my bakery."),
+        ("Tomas", "How did it go?"),
+    )
+    # Most of the question's words only describe the event; the sentence tells it, dated.
+    answer = direct_answer(
+        "When did Ilse go to a fair to get more customers for her small bakery business?", [item]
+    )
+    assert answer.line == "Wednesday 24 April 2024"
+    assert answer.firm
+
+
+def test_a_sentence_saying_only_a_modifier_of_the_event_stays_weak() -> None:
+    item = turns_item(
+        "s1",
+        "2024-04-25T10:00:00",
+        ("Ilse", "I sold my old car to a neighbour yesterday."),
+        ("Tomas", "Good riddance."),
+    )
+    # "my old car" is no car accident: the date may be another event's.
+    answer = direct_answer("When did Ilse get in a car accident on the way to the coast?", [item])
+    assert answer.line.endswith(WEAK), answer.line
