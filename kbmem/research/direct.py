@@ -67,12 +67,32 @@ def dates_asked_event(question: str, sources: list[Said]) -> bool:
     """Whether a sentence the date was taken from says the event asked and a time: "When
     did X go to a fair to get more exposure for the studio?" is answered firmly by
     "Yesterday, I went to a fair to show off my studio", though it says less than half of
-    the question's words, which describe the event more than they name it. The event is the
-    question's verb, or the noun a light verb carries ("a car accident": the accident)."""
+    the question's words, which describe the event more than they name it. A sentence telling
+    the event as just done dates it by the day it was told ("I just launched …": around that
+    day). The event is the question's verb, or the noun a light verb carries ("a car
+    accident": the accident)."""
     event = asked_event(question)
     return bool(event) and any(
-        gives("date", s) and event & stem_set(s.claim or s.text) for s in sources
+        (gives("date", s) or tells_news(s.claim or s.text)) and event & stem_set(s.claim or s.text)
+        for s in sources
     )
+
+
+# The event told as just done: "I just launched …", "I've just got …", "I have developed …".
+# English tells news in these forms, of what happened on the day it is told or shortly
+# before; the simple past ("I launched a campaign") also recalls what happened long ago.
+_NEWS = re.compile(
+    r"\bjust\s+(?:got\s+|been\s+)?(?:[a-z]+ed|got|had|made|won|bought|began|sold|met|took|"
+    r"went|came|found|finished|started|became|gave|did|ran|wrote|passed)\b"
+    r"|\b(?:I|we)(?:['’]ve|\s+have)\s+(?:just\s+|finally\s+)?[a-z]+ed\b",
+    re.I,
+)
+
+
+def tells_news(text: str) -> bool:
+    """Whether ``text`` tells an event as just done, so that the day it was said dates it
+    (an answer "around" that day, see kbmem.research.extract.date)."""
+    return bool(_NEWS.search(text))
 
 
 _SPEAKER_VOICE = re.compile(r"\b(?:I|me|myself|I'm|I've|I'd|I'll)(?![\w'’])")

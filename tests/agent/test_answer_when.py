@@ -42,3 +42,24 @@ def test_a_sentence_saying_only_a_modifier_of_the_event_stays_weak() -> None:
     # "my old car" is no car accident: the date may be another event's.
     answer = direct_answer("When did Ilse get in a car accident on the way to the coast?", [item])
     assert answer.line.endswith(WEAK), answer.line
+
+
+def test_an_event_told_as_just_done_is_firmly_around_the_day_it_was_told() -> None:
+    news = turns_item(
+        "s1",
+        "2024-02-08T10:00:00",
+        ("Ilse", "Busy weeks. I just opened a second stall at the market on the square."),
+        ("Tomas", "Congrats!"),
+    )
+    question = "When did Ilse open a second stall at the market?"
+    answer = direct_answer(question, [news])
+    assert answer.line == "around 8 February 2024"
+    assert answer.firm
+    # Told in the simple past, the event may be long gone: the day it was told is a guess.
+    recalled = turns_item(
+        "s1",
+        "2024-02-08T10:00:00",
+        ("Ilse", "Busy weeks. I opened a second stall at the market on the square."),
+        ("Tomas", "Congrats!"),
+    )
+    assert direct_answer(question, [recalled]).line == f"around 8 February 2024 {WEAK}"
