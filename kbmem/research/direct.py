@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from kbmem.research.answer_types import question_kind
-from kbmem.research.extract import EXTRACTORS, FIRM_SHARE, asked_event
+from kbmem.research.extract import EXTRACTORS, FIRM_SHARE, asked_event, asks_saying
 from kbmem.research.ranking import Ranking, gives
 from kbmem.research.said import read_sentences
 from kbmem.research.spans import phrase_after, stem_set
@@ -45,11 +45,16 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     # Firm when the best sentence says enough of the question and a sentence the answer was
     # taken from gives the kind asked (a place named through "the city where my sister
     # lives" is given by the sentence that names it). A count made by counting is given by
-    # its sentences together, each one of what was counted.
+    # its sentences together, each one of what was counted. Asked when something was said,
+    # a sentence saying it gives its own day.
     firm = bool(line) and (
         (
             ranking.ranked[0][1] >= FIRM_SHARE
-            and (kind == "count" or any(gives(kind, s) for s in sources))
+            and (
+                kind == "count"
+                or any(gives(kind, s) for s in sources)
+                or (kind == "date" and asks_saying(question))
+            )
         )
         or (kind == "date" and dates_asked_event(question, sources))
     )

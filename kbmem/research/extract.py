@@ -24,6 +24,7 @@ from kbmem.dates import (
     date_words,
     named_years,
     said_dates,
+    written_date,
 )
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
@@ -97,6 +98,10 @@ def date(r: Ranking) -> Extracted:
         return f"around {anchor_date(s.day)}"
 
     asked_words = date_words(r.question)
+    if asks_saying(r.question):
+        said = _first_told(r.ranked, 1)[2]
+        if said.day:
+            return (_in_unit(unit, said.day) if unit else written_date(said.day)), [said]
     # The sentence that says most of the question; a dated one that says much less of it
     # speaks of another event, and the day this one was said is the better answer.
     told = _first_told(r.ranked, 1)
@@ -133,6 +138,20 @@ def date(r: Ranking) -> Extracted:
     # told (what memory knows).
     best = _first_told(r.ranked, 0)[2]
     return around(best), [best]
+
+
+# "When did X mention / say / bring up / talk about …?": asked when something was said.
+_ASKS_SAYING = re.compile(
+    r"^\s*[Ww]hen\s+(?:did|has|had)\s+[A-Z][\w'’-]*(?:\s+(?:and|&)\s+[A-Z][\w'’-]*)?\s+"
+    r"(?:first\s+)?(?:mention|say|tell|bring\s+up|talk\s+about|speak\s+(?:of|about))\b"
+)
+
+
+def asks_saying(question: str) -> bool:
+    """Whether ``question`` asks when something was said: the sentence saying it is the
+    event, and the day it was said its time, exactly (the words it says may tell of another
+    time, which is not the one asked)."""
+    return bool(_ASKS_SAYING.match(question))
 
 
 def _turn_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:

@@ -63,3 +63,19 @@ def test_an_event_told_as_just_done_is_firmly_around_the_day_it_was_told() -> No
         ("Tomas", "Congrats!"),
     )
     assert direct_answer(question, [recalled]).line == f"around 8 February 2024 {WEAK}"
+
+
+def test_asked_when_something_was_said_the_answer_is_the_day_it_was_said() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T10:00:00",
+            ("Tomas", "Who painted the mural by the station?"),
+            ("Ilse", "It was Lotte Brandt, years ago, in 2015!"),
+        ),
+        turns_item("s2", "2024-03-09T10:00:00", ("Ilse", "I painted my kitchen yesterday.")),
+    ]
+    # The year the sentence names is when the mural was painted, not when it was said.
+    answer = direct_answer("When did Ilse mention Lotte Brandt?", items)
+    assert answer.line == "Friday 1 March 2024"
+    assert answer.firm
