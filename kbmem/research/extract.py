@@ -87,8 +87,9 @@ def date(r: Ranking) -> Extracted:
         return when.written
 
     def around(s: Said) -> str:
-        """When ``s`` tells of the event: a time its turn says, else the day it was told."""
-        in_turn = _turn_time(r, s, asked_words)
+        """When ``s`` tells of the event: a time its turn says, or the turn it answers a
+        question about, else the day it was told."""
+        in_turn = _turn_time(r, s, asked_words) or _asked_about_time(r, s, asked_words)
         if in_turn:
             return in_unit(in_turn)
         if not s.day:
@@ -167,6 +168,43 @@ def _turn_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:
         if d.first and not _restates(d, asked_words)
     }
     return next(iter(times.values())) if len(times) == 1 else None
+
+
+def _asked_about_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:
+    """The one time of what ``s`` replies about: a reply answers the question before it,
+    and a question that names no time ("What did you do to make them so happy?") asks
+    about what its speaker was just told, so the time the replying speaker's turn before
+    it says ("Here's a pic from last Friday …") is the reply's. None when ``s`` replies to
+    nothing, the question says a time of its own, or that turn says none or several."""
+    if not s.replies:
+        return None
+    turn = [o for o in r.all if o.item is s.item and o.end == s.start - 1]
+    if not turn or _one_time(turn, asked_words) or _several_times(turn, asked_words):
+        return None
+    told = [
+        o
+        for o in r.all
+        if o.item is s.item and o.end == turn[0].start - 1 and o.speaker == s.speaker
+    ]
+    return _one_time(told, asked_words)
+
+
+def _turn_times(turn: list[Said], asked_words: set[str]) -> dict[str, SaidDate]:
+    return {
+        d.written: d
+        for o in turn
+        for d in said_dates(o.claim or o.text, o.day)
+        if d.first and not _restates(d, asked_words)
+    }
+
+
+def _one_time(turn: list[Said], asked_words: set[str]) -> SaidDate | None:
+    times = _turn_times(turn, asked_words)
+    return next(iter(times.values())) if len(times) == 1 else None
+
+
+def _several_times(turn: list[Said], asked_words: set[str]) -> bool:
+    return len(_turn_times(turn, asked_words)) > 1
 
 
 # "In which month …?", "What year …?": the answer is that month or year, not a day in it.

@@ -79,3 +79,16 @@ def test_asked_when_something_was_said_the_answer_is_the_day_it_was_said() -> No
     answer = direct_answer("When did Ilse mention Lotte Brandt?", items)
     assert answer.line == "Friday 1 March 2024"
     assert answer.firm
+
+
+def test_a_reply_is_dated_by_the_turn_its_question_asks_about() -> None:
+    item = turns_item(
+        "s1",
+        "2024-05-18T10:00:00",
+        ("Ilse", "Here's a pic from last Friday with the choir, all of them beaming."),
+        ("Tomas", "They look thrilled! What did you do to make them so happy?"),
+        ("Ilse", "Thanks! We threw a small party and invited the old conductor."),
+    )
+    # The party is told in reply to a question about the picture of last Friday.
+    answer = direct_answer("When did Ilse throw a party for the choir?", [item])
+    assert answer.line.startswith("Friday 17 May 2024"), answer.line
