@@ -159,15 +159,23 @@ def _turn_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:
     """The one time the other sentences of ``s``'s turn place on the calendar (None when
     they say none or several; "recently" places nothing): a turn tells of one event
     ("Here's a pic from last Friday …; we had a great time throwing a party"), so its time
-    is that event's."""
+    is that event's. Unless a plan is asked, a time ahead of the day it was said ("a
+    competition next month") dates another event: what is told done or under way has
+    happened by then."""
+    ahead = asks_ahead(r.question)
     times = {
         d.written: d
         for o in r.all
         if o is not s and o.item is s.item and (o.start, o.end) == (s.start, s.end)
         for d in said_dates(o.claim or o.text, o.day)
-        if d.first and not _restates(d, asked_words)
+        if d.first and not _restates(d, asked_words) and (ahead or not _ahead_of(d, o.day))
     }
     return next(iter(times.values())) if len(times) == 1 else None
+
+
+def _ahead_of(when: SaidDate, day: datetime.date | None) -> bool:
+    """Whether ``when`` begins after ``day``, the day it was said."""
+    return bool(day and when.first and when.first > day)
 
 
 def _asked_about_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:
@@ -179,32 +187,26 @@ def _asked_about_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | 
     if not s.replies:
         return None
     turn = [o for o in r.all if o.item is s.item and o.end == s.start - 1]
-    if not turn or _one_time(turn, asked_words) or _several_times(turn, asked_words):
+    if not turn or _turn_times(r, turn, asked_words):
         return None
     told = [
         o
         for o in r.all
         if o.item is s.item and o.end == turn[0].start - 1 and o.speaker == s.speaker
     ]
-    return _one_time(told, asked_words)
+    times = _turn_times(r, told, asked_words)
+    return next(iter(times.values())) if len(times) == 1 else None
 
 
-def _turn_times(turn: list[Said], asked_words: set[str]) -> dict[str, SaidDate]:
+def _turn_times(r: Ranking, turn: list[Said], asked_words: set[str]) -> dict[str, SaidDate]:
+    """The times ``turn`` places on the calendar, as _turn_time reads them."""
+    ahead = asks_ahead(r.question)
     return {
         d.written: d
         for o in turn
         for d in said_dates(o.claim or o.text, o.day)
-        if d.first and not _restates(d, asked_words)
+        if d.first and not _restates(d, asked_words) and (ahead or not _ahead_of(d, o.day))
     }
-
-
-def _one_time(turn: list[Said], asked_words: set[str]) -> SaidDate | None:
-    times = _turn_times(turn, asked_words)
-    return next(iter(times.values())) if len(times) == 1 else None
-
-
-def _several_times(turn: list[Said], asked_words: set[str]) -> bool:
-    return len(_turn_times(turn, asked_words)) > 1
 
 
 # "In which month …?", "What year …?": the answer is that month or year, not a day in it.
@@ -229,6 +231,9 @@ _WHEN_VERB = re.compile(
 # event asked is the second.
 _CARRIES = re.compile(r"^(?:plan(?:s|ning|ned)?|going|about|hoping|trying)$", re.I)
 
+# A verb of beginning, whose event is the activity begun, said after it.
+_BEGINS = re.compile(r"^(?:start(?:s|ed)?|begin|began|begun)$", re.I)
+
 
 def asked_event(question: str) -> frozenset[str]:
     """The stems of the word naming the event a "when did X …?" question asks about (empty
@@ -240,6 +245,10 @@ def asked_event(question: str) -> frozenset[str]:
     verb, *after = found.group(1).split()
     if _CARRIES.match(verb) and after[:1] == ["to"] and len(after) > 1:
         verb, *after = after[1:]
+    elif _BEGINS.match(verb) and after and (after[0] == "to" or after[0].endswith("ing")):
+        # "start reading …", "begin to paint …": the beginning is told by the activity
+        # begun ("I'm reading …", "I started volunteering …"), its verb the event.
+        verb, *after = after[1:] if after[0] == "to" else after
     if verb.lower() not in grammar:
         return stem_set(verb)
     return stem_set(_phrase_head(after, grammar))

@@ -92,3 +92,26 @@ def test_a_reply_is_dated_by_the_turn_its_question_asks_about() -> None:
     # The party is told in reply to a question about the picture of last Friday.
     answer = direct_answer("When did Ilse throw a party for the choir?", [item])
     assert answer.line.startswith("Friday 17 May 2024"), answer.line
+
+
+def test_a_beginning_asked_is_told_by_the_activity_begun() -> None:
+    assert asked_event("When did Ilse start reading a book on sailing?") == {"read"}
+    assert asked_event("When did Ilse begin to paint portraits?") == {"paint"}
+    # Begun with a noun, the beginning itself is the event.
+    assert asked_event("When did Ilse start boot camp?") == {"start"}
+
+
+def test_an_event_under_way_is_not_dated_by_a_time_ahead_in_its_turn() -> None:
+    item = turns_item(
+        "s1",
+        "2024-04-03T10:00:00",
+        ("Tomas", "What do you have going for the bakery?"),
+        (
+            "Ilse",
+            "I'm expanding the bakery's delivery service to nearby towns. "
+            "I'm also hosting a baking contest next month to bring in more people.",
+        ),
+    )
+    answer = direct_answer("When did Ilse start expanding the bakery's delivery service?", [item])
+    # The contest is ahead; the expansion is under way on the day it is told.
+    assert answer.line.startswith("around 3 April 2024"), answer.line
