@@ -85,11 +85,13 @@ def dates_asked_event(question: str, sources: list[Said]) -> bool:
 
 # The event told as just done: "I just launched …", "I've just got …", "I have developed …".
 # English tells news in these forms, of what happened on the day it is told or shortly
-# before; the simple past ("I launched a campaign") also recalls what happened long ago.
+# before; the simple past ("I launched a campaign") also recalls what happened long ago. A
+# wish or a liking ("I just wanted to say …", "I've always loved …") tells no event.
+_WISH = r"(?!(?:wanted|needed|hoped|wished|meant|liked|loved)\b)"
 _NEWS = re.compile(
-    r"\bjust\s+(?:got\s+|been\s+)?(?:[a-z]+ed|got|had|made|won|bought|began|sold|met|took|"
-    r"went|came|found|finished|started|became|gave|did|ran|wrote|passed)\b"
-    r"|\b(?:I|we)(?:['’]ve|\s+have)\s+(?:just\s+|finally\s+)?[a-z]+ed\b",
+    rf"\bjust\s+(?:got\s+|been\s+)?(?:{_WISH}[a-z]+ed|got|had|made|won|bought|began|sold|met|"
+    r"took|went|came|found|finished|started|became|gave|did|ran|wrote|passed)\b"
+    rf"|\b(?:I|we)(?:['’]ve|\s+have)\s+(?:just\s+|finally\s+)?{_WISH}[a-z]+ed\b",
     re.I,
 )
 

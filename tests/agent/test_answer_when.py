@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from helpers.evidence import turns_item
 
-from kbmem.research.direct import WEAK, direct_answer
+from kbmem.research.direct import WEAK, direct_answer, tells_news
 from kbmem.research.extract import asked_event
 
 
@@ -63,6 +63,9 @@ def test_an_event_told_as_just_done_is_firmly_around_the_day_it_was_told() -> No
         ("Tomas", "Congrats!"),
     )
     assert direct_answer(question, [recalled]).line == f"around 8 February 2024 {WEAK}"
+    # A wish or a liking tells no event.
+    assert not tells_news("I just wanted to tell you about the stall.")
+    assert not tells_news("I've always loved the market.")
 
 
 def test_asked_when_something_was_said_the_answer_is_the_day_it_was_said() -> None:
