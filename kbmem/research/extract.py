@@ -80,10 +80,14 @@ def date(r: Ranking) -> Extracted:
     asked_unit = _ASKS_UNIT.search(r.question)
     unit = asked_unit.group(1) if asked_unit else ""
 
+    yearly = bool(_ASKS_YEARLY.search(r.question))
+
     def in_unit(when: SaidDate) -> str:
         """``when`` written in the unit asked, else as said."""
         if unit and when.first:
             return _in_unit(unit, when.first)
+        if yearly and when.exact and when.first:
+            return f"{when.first.day} {when.first:%B}"
         return when.written
 
     def around(s: Said) -> str:
@@ -207,6 +211,11 @@ def _turn_times(r: Ranking, turn: list[Said], asked_words: set[str]) -> dict[str
         for d in said_dates(o.claim or o.text, o.day)
         if d.first and not _restates(d, asked_words) and (ahead or not _ahead_of(d, o.day))
     }
+
+
+# "When is X's birthday?": a day that comes back every year is asked by its day and month;
+# the weekday and year are those of one celebration of it.
+_ASKS_YEARLY = re.compile(r"^\s*when\s+is\b.*\b(?:birthday|anniversary|name\s*day)\b", re.I)
 
 
 # "In which month …?", "What year …?": the answer is that month or year, not a day in it.

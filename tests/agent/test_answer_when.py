@@ -118,3 +118,16 @@ def test_an_event_under_way_is_not_dated_by_a_time_ahead_in_its_turn() -> None:
     answer = direct_answer("When did Ilse start expanding the bakery's delivery service?", [item])
     # The contest is ahead; the expansion is under way on the day it is told.
     assert answer.line.startswith("around 3 April 2024"), answer.line
+
+
+def test_a_yearly_day_is_answered_by_its_day_and_month() -> None:
+    item = turns_item(
+        "s1",
+        "2024-09-12T10:00:00",
+        ("Ilse", "We celebrated my son's birthday yesterday with a picnic by the lake."),
+    )
+    answer = direct_answer("When is Ilse's son's birthday?", [item])
+    assert answer.line.startswith("11 September"), answer.line
+    # Asked when it was celebrated, the day is that day.
+    answer = direct_answer("When did Ilse celebrate her son's birthday?", [item])
+    assert answer.line == "Wednesday 11 September 2024"
