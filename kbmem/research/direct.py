@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 
 from kbmem.research.answer_types import question_kind
-from kbmem.research.extract import EXTRACTORS, FIRM_SHARE
+from kbmem.research.extract import EXTRACTORS, FIRM_SHARE, asked_event, asks_saying
 from kbmem.research.ranking import Ranking, gives
 from kbmem.research.said import read_sentences
-from kbmem.research.spans import phrase_after
+from kbmem.research.spans import phrase_after, stem_set
 from kbmem.research.types import DirectAnswer, EvidenceItem, Said
 
 NOTHING = "Memory does not say."
@@ -45,11 +45,18 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     # Firm when the best sentence says enough of the question and a sentence the answer was
     # taken from gives the kind asked (a place named through "the city where my sister
     # lives" is given by the sentence that names it). A count made by counting is given by
-    # its sentences together, each one of what was counted.
-    firm = (
-        bool(line)
-        and ranking.ranked[0][1] >= FIRM_SHARE
-        and (kind == "count" or any(gives(kind, s) for s in sources))
+    # its sentences together, each one of what was counted. Asked when something was said,
+    # a sentence saying it gives its own day.
+    firm = bool(line) and (
+        (
+            ranking.ranked[0][1] >= FIRM_SHARE
+            and (
+                kind == "count"
+                or any(gives(kind, s) for s in sources)
+                or (kind == "date" and asks_saying(question))
+            )
+        )
+        or (kind == "date" and dates_asked_event(question, sources))
     )
     if not line:
         # Nothing of the kind asked: the words of the best sentence after the question's.
@@ -59,6 +66,40 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     if not line:
         return DirectAnswer(NOTHING, [], False, kind, ranked)
     return DirectAnswer(line if firm else f"{line} {WEAK}", sources, firm, kind, ranked)
+
+
+def dates_asked_event(question: str, sources: list[Said]) -> bool:
+    """Whether a sentence the date was taken from says the event asked and a time: "When
+    did X go to a fair to get more exposure for the studio?" is answered firmly by
+    "Yesterday, I went to a fair to show off my studio", though it says less than half of
+    the question's words, which describe the event more than they name it. A sentence telling
+    the event as just done dates it by the day it was told ("I just launched …": around that
+    day). The event is the question's verb, or the noun a light verb carries ("a car
+    accident": the accident)."""
+    event = asked_event(question)
+    return bool(event) and any(
+        (gives("date", s) or tells_news(s.claim or s.text)) and event & stem_set(s.claim or s.text)
+        for s in sources
+    )
+
+
+# The event told as just done: "I just launched …", "I've just got …", "I have developed …".
+# English tells news in these forms, of what happened on the day it is told or shortly
+# before; the simple past ("I launched a campaign") also recalls what happened long ago. A
+# wish or a liking ("I just wanted to say …", "I've always loved …") tells no event.
+_WISH = r"(?!(?:wanted|needed|hoped|wished|meant|liked|loved)\b)"
+_NEWS = re.compile(
+    rf"\bjust\s+(?:got\s+|been\s+)?(?:{_WISH}[a-z]+ed|got|had|made|won|bought|began|sold|met|"
+    r"took|went|came|found|finished|started|became|gave|did|ran|wrote|passed)\b"
+    rf"|\b(?:I|we)(?:['’]ve|\s+have)\s+(?:just\s+|finally\s+)?{_WISH}[a-z]+ed\b",
+    re.I,
+)
+
+
+def tells_news(text: str) -> bool:
+    """Whether ``text`` tells an event as just done, so that the day it was said dates it
+    (an answer "around" that day, see kbmem.research.extract.date)."""
+    return bool(_NEWS.search(text))
 
 
 _SPEAKER_VOICE = re.compile(r"\b(?:I|me|myself|I'm|I've|I'd|I'll)(?![\w'’])")

@@ -24,6 +24,7 @@ from kbmem.dates import (
     date_words,
     named_years,
     said_dates,
+    written_date,
 )
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
@@ -79,15 +80,20 @@ def date(r: Ranking) -> Extracted:
     asked_unit = _ASKS_UNIT.search(r.question)
     unit = asked_unit.group(1) if asked_unit else ""
 
+    yearly = bool(_ASKS_YEARLY.search(r.question))
+
     def in_unit(when: SaidDate) -> str:
         """``when`` written in the unit asked, else as said."""
         if unit and when.first:
             return _in_unit(unit, when.first)
+        if yearly and when.exact and when.first:
+            return f"{when.first.day} {when.first:%B}"
         return when.written
 
     def around(s: Said) -> str:
-        """When ``s`` tells of the event: a time its turn says, else the day it was told."""
-        in_turn = _turn_time(r, s, asked_words)
+        """When ``s`` tells of the event: a time its turn says, or the turn it answers a
+        question about, else the day it was told."""
+        in_turn = _turn_time(r, s, asked_words) or _asked_about_time(r, s, asked_words)
         if in_turn:
             return in_unit(in_turn)
         if not s.day:
@@ -97,6 +103,10 @@ def date(r: Ranking) -> Extracted:
         return f"around {anchor_date(s.day)}"
 
     asked_words = date_words(r.question)
+    if asks_saying(r.question):
+        said = _first_told(r.ranked, 1)[2]
+        if said.day:
+            return (_in_unit(unit, said.day) if unit else written_date(said.day)), [said]
     # The sentence that says most of the question; a dated one that says much less of it
     # speaks of another event, and the day this one was said is the better answer.
     told = _first_told(r.ranked, 1)
@@ -135,19 +145,77 @@ def date(r: Ranking) -> Extracted:
     return around(best), [best]
 
 
+# "When did X mention / say / bring up / talk about …?": asked when something was said.
+_ASKS_SAYING = re.compile(
+    r"^\s*[Ww]hen\s+(?:did|has|had)\s+[A-Z][\w'’-]*(?:\s+(?:and|&)\s+[A-Z][\w'’-]*)?\s+"
+    r"(?:first\s+)?(?:mention|say|tell|bring\s+up|talk\s+about|speak\s+(?:of|about))\b"
+)
+
+
+def asks_saying(question: str) -> bool:
+    """Whether ``question`` asks when something was said: the sentence saying it is the
+    event, and the day it was said its time, exactly (the words it says may tell of another
+    time, which is not the one asked)."""
+    return bool(_ASKS_SAYING.match(question))
+
+
 def _turn_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:
     """The one time the other sentences of ``s``'s turn place on the calendar (None when
     they say none or several; "recently" places nothing): a turn tells of one event
     ("Here's a pic from last Friday …; we had a great time throwing a party"), so its time
-    is that event's."""
+    is that event's. Unless a plan is asked, a time ahead of the day it was said ("a
+    competition next month") dates another event: what is told done or under way has
+    happened by then."""
+    ahead = asks_ahead(r.question)
     times = {
         d.written: d
         for o in r.all
         if o is not s and o.item is s.item and (o.start, o.end) == (s.start, s.end)
         for d in said_dates(o.claim or o.text, o.day)
-        if d.first and not _restates(d, asked_words)
+        if d.first and not _restates(d, asked_words) and (ahead or not _ahead_of(d, o.day))
     }
     return next(iter(times.values())) if len(times) == 1 else None
+
+
+def _ahead_of(when: SaidDate, day: datetime.date | None) -> bool:
+    """Whether ``when`` begins after ``day``, the day it was said."""
+    return bool(day and when.first and when.first > day)
+
+
+def _asked_about_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:
+    """The one time of what ``s`` replies about: a reply answers the question before it,
+    and a question that names no time ("What did you do to make them so happy?") asks
+    about what its speaker was just told, so the time the replying speaker's turn before
+    it says ("Here's a pic from last Friday …") is the reply's. None when ``s`` replies to
+    nothing, the question says a time of its own, or that turn says none or several."""
+    if not s.replies:
+        return None
+    turn = [o for o in r.all if o.item is s.item and o.end == s.start - 1]
+    if not turn or _turn_times(r, turn, asked_words):
+        return None
+    told = [
+        o
+        for o in r.all
+        if o.item is s.item and o.end == turn[0].start - 1 and o.speaker == s.speaker
+    ]
+    times = _turn_times(r, told, asked_words)
+    return next(iter(times.values())) if len(times) == 1 else None
+
+
+def _turn_times(r: Ranking, turn: list[Said], asked_words: set[str]) -> dict[str, SaidDate]:
+    """The times ``turn`` places on the calendar, as _turn_time reads them."""
+    ahead = asks_ahead(r.question)
+    return {
+        d.written: d
+        for o in turn
+        for d in said_dates(o.claim or o.text, o.day)
+        if d.first and not _restates(d, asked_words) and (ahead or not _ahead_of(d, o.day))
+    }
+
+
+# "When is X's birthday?": a day that comes back every year is asked by its day and month;
+# the weekday and year are those of one celebration of it.
+_ASKS_YEARLY = re.compile(r"^\s*when\s+is\b.*\b(?:birthday|anniversary|name\s*day)\b", re.I)
 
 
 # "In which month …?", "What year …?": the answer is that month or year, not a day in it.
@@ -172,6 +240,9 @@ _WHEN_VERB = re.compile(
 # event asked is the second.
 _CARRIES = re.compile(r"^(?:plan(?:s|ning|ned)?|going|about|hoping|trying)$", re.I)
 
+# A verb of beginning, whose event is the activity begun, said after it.
+_BEGINS = re.compile(r"^(?:start(?:s|ed)?|begin|began|begun)$", re.I)
+
 
 def asked_event(question: str) -> frozenset[str]:
     """The stems of the word naming the event a "when did X …?" question asks about (empty
@@ -183,10 +254,32 @@ def asked_event(question: str) -> frozenset[str]:
     verb, *after = found.group(1).split()
     if _CARRIES.match(verb) and after[:1] == ["to"] and len(after) > 1:
         verb, *after = after[1:]
+    elif _BEGINS.match(verb) and after and (after[0] == "to" or after[0].endswith("ing")):
+        # "start reading …", "begin to paint …": the beginning is told by the activity
+        # begun ("I'm reading …", "I started volunteering …"), its verb the event.
+        verb, *after = after[1:] if after[0] == "to" else after
     if verb.lower() not in grammar:
         return stem_set(verb)
-    word = next((w for w in after if w.lower() not in grammar), "")
-    return stem_set(word)
+    return stem_set(_phrase_head(after, grammar))
+
+
+# Words that may close a noun phrase without being its noun ("go to a festival together").
+_NOT_HEAD = frozenset("together alone again also too there here".split())
+
+
+def _phrase_head(words: list[str], grammar: frozenset[str]) -> str:
+    """The noun the first phrase of ``words`` ends in: the last of its run of words that are
+    not grammar words. English puts a noun's modifiers before it, so "a car accident" names
+    an accident and "a pride festival" a festival: a sentence saying only "my old car" or "a
+    pride parade" tells of another event."""
+    run: list[str] = []
+    for word in words:
+        if word.lower() in grammar or word.lower() in _NOT_HEAD | _PHRASE_EDGE:
+            if run:
+                break
+            continue
+        run.append(word)
+    return run[-1] if run else ""
 
 
 def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float, float, Said]:
