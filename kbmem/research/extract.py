@@ -732,6 +732,14 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
             break
         text = s.before if points_back(s.claim) else s.claim
         typed, level = _typed_item(r, text)
+        if text is not s.claim:
+            # "I made some peach cobbler recently, it was great": a sentence with a pointer
+            # and few words of its own may still give the thing asked in its own clause,
+            # which is what it tells; only a sentence that gives none speaks through the
+            # one before it.
+            own, own_level = _typed_item(r, s.claim)
+            if own_level >= MEMBER:
+                text, typed, level = s.claim, own, own_level
         # A name or a title is a thing of the kind asked in itself: "a short trip to Rome"
         # answers "which cities has Jon visited?" without the question's words.
         if level != NAMED and about and not set(analyze(text)) & about:

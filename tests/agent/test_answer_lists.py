@@ -263,3 +263,21 @@ def test_a_name_is_no_member_beside_members_named_with_the_noun_asked() -> None:
     ]
     line = direct_answer("What shelters does Wren volunteer at?", items).line
     assert "Rosa" not in line and "animal" in line
+
+
+def test_a_sentence_with_a_pointer_gives_the_item_of_its_own_clause() -> None:
+    # "it was great" points back, but the clause before it says what was made.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Wren", "Baking calms me down. I made some lemon tart recently, it was great."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Wren", "I made a cheesecake for my sister's birthday."),
+        ),
+    ]
+    line = direct_answer("What desserts has Wren made?", items).line
+    assert sorted(_items(line)) == ["cheesecake", "lemon tart"], line
