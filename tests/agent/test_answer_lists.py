@@ -281,3 +281,16 @@ def test_a_sentence_with_a_pointer_gives_the_item_of_its_own_clause() -> None:
     ]
     line = direct_answer("What desserts has Wren made?", items).line
     assert sorted(_items(line)) == ["cheesecake", "lemon tart"], line
+
+
+def test_a_light_verb_s_object_is_the_activity() -> None:
+    # "going" and "having" name nothing done; "hikes" and "picnics" are the activities.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Wren", "Our favourite activities are going for hikes and having picnics."),
+        ),
+    ]
+    line = direct_answer("What activities does Wren enjoy?", items).line
+    assert sorted(_items(line)) == ["hikes", "picnics"], line
