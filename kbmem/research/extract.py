@@ -30,6 +30,7 @@ from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives, asks_doing
 from kbmem.research.joint import joint_names, shared_item, speaks_for_both
 from kbmem.research.kin import kin
+from kbmem.research.meaning import nearness
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import POINTERS, STOP, points_back
 from kbmem.research.spans import (
@@ -761,6 +762,7 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
             for s, item, level in candidates
             if level != NAMED or _ends_in(item, noun) or item in quoted_titles(s.claim)
         ]
+    candidates = _of_class_asked(r, candidates)
     for s, said, _typed in candidates:
         # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
         item = _DASH.split(said, 1)[0]
@@ -774,6 +776,58 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
         if len(items) == MAX_ITEMS:
             break
     return items, sources
+
+
+# A list item far in meaning from the class asked: nearer than CLASS_NEAR, or than
+# CLASS_SHARE of the nearest item, keeps it (see _of_class_asked).
+CLASS_NEAR = 0.3
+CLASS_SHARE = 0.6
+_ITEM_CUT = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?")
+
+
+def _of_class_asked(
+    r: Ranking, candidates: list[tuple[Said, str, int]]
+) -> list[tuple[Said, str, int]]:
+    """``candidates`` (sentence, item, level) without the items far in meaning from the
+    class the question asks the members of ("what instruments": "clarinet" stays, "water"
+    and "games" go): grammar finds a verb's object or a noun phrase, not whether it is of
+    the kind asked. An item goes only when it is far from the class in itself and far
+    below the nearest item, so a class the model reads poorly ("activities") loses none;
+    a quoted title is kept, since its words do not say what it names, and so are the
+    phrases of sentences that give nothing typed."""
+    kind = asked_class(untimed(r.question))
+    parts = [_ITEM_CUT.split(_DASH.split(item, 1)[0]) for _s, item, _level in candidates]
+    phrases = [p for ps in parts for p in ps if p]
+    if not kind or not phrases:
+        return candidates
+    near = dict(zip(phrases, nearness(kind, phrases), strict=True))
+    bar = min(CLASS_NEAR, CLASS_SHARE * max(near.values()))
+    kept: list[tuple[Said, str, int]] = []
+    for (s, item, level), ps in zip(candidates, parts, strict=True):
+        if level == UNTYPED or item in quoted_titles(s.claim):
+            kept.append((s, item, level))
+            continue
+        # An item that holds a list ("hikes, hanging, picnics") is judged item by item.
+        near_enough = [p for p in ps if p and near[p] >= bar]
+        if near_enough:
+            kept.append((s, ", ".join(near_enough), level))
+    return kept
+
+
+def asked_class(question: str) -> str:
+    """The class a "what Ns …?" question asks the members of, with the words that qualify
+    it ("European countries", "events for veterans"); "" when the question names none
+    ("What does X do …?")."""
+    found = _ASKED_NOUN.match(question.strip())
+    if not found or not asked_noun(question):
+        return ""
+    words = found.group(1).split()
+    if words[0].lower() in _AUXILIARIES:
+        return ""
+    return " ".join(words)
+
+
+_AUXILIARIES = frozenset("is are was were do does did has have had can could would will".split())
 
 
 def _ends_in(phrase: str, stems: frozenset[str]) -> bool:

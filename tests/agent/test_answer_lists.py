@@ -294,3 +294,26 @@ def test_a_light_verb_s_object_is_the_activity() -> None:
     ]
     line = direct_answer("What activities does Wren enjoy?", items).line
     assert sorted(_items(line)) == ["hikes", "picnics"], line
+
+
+def test_an_item_far_in_meaning_from_the_class_asked_is_dropped() -> None:
+    # "play" takes cards as well as a cello: only the cello is an instrument.
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
+        turns_item("s2", "2024-04-01T09:00:00", ("Tomas", "I play cards with my uncle.")),
+        turns_item("s3", "2024-05-01T09:00:00", ("Tomas", "I play the flute for fun.")),
+    ]
+    line = direct_answer("What instruments does Tomas play?", items).line
+    assert sorted(_items(line)) == ["cello", "flute"], line
+
+
+def test_a_quoted_title_is_kept_whatever_its_words_mean() -> None:
+    # The words of a title do not say that it is a book; the model cannot judge it.
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Wren", 'I read "Quiet Rivers" on the train.')),
+        turns_item(
+            "s2", "2024-04-01T09:00:00", ("Wren", "I read a cookbook about bread last month.")
+        ),
+    ]
+    line = direct_answer("What books has Wren read?", items).line
+    assert "Quiet Rivers" in _items(line), line
