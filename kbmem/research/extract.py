@@ -746,6 +746,7 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
         if level != NAMED and about and not set(analyze(text)) & about:
             continue
         candidates.append((s, typed or r.novel(text, 3, whole_list=False), level))
+    candidates += _named_below_bar(r, top)
     # Items are things of one kind: once a sentence gives what the question's grammar asks
     # for (its verb's object, a noun of the kind asked, a title, a name), the phrases taken
     # from sentences that give none are fragments, not items; once one names a member of
@@ -812,6 +813,35 @@ def _of_class_asked(
         if near_enough:
             kept.append((s, ", ".join(near_enough), level))
     return kept
+
+
+# A name from a sentence below the list's bar, down to NAMED_FLOOR of the best sentence's
+# score, joins the list when it is this near in meaning to the class asked.
+NAMED_FLOOR = 0.4
+NAMED_NEAR = 0.5
+
+
+def _named_below_bar(r: Ranking, top: float) -> list[tuple[Said, str, int]]:
+    """The names of things of the class asked (see asked_class) that sentences scoring
+    between NAMED_FLOOR and LIST_SHARE of the best one give ("a road trip to Oregon" for
+    "what states …?"). A list gathers across sessions, and a sentence that names one
+    member says little else of the question; a name the model reads as a member of the
+    class asked is as sure an item as one from a sentence above the bar. First names and
+    titles, which the model cannot place, never come near."""
+    kind = asked_class(untimed(r.question))
+    if not kind:
+        return []
+    found: list[tuple[Said, str, int]] = []
+    for score, _share, s in r.ranked:
+        if score >= LIST_SHARE * top:
+            continue
+        if score < NAMED_FLOOR * top:
+            break
+        item, level = _typed_item(r, s.before if points_back(s.claim) else s.claim)
+        if level == NAMED and item not in quoted_titles(s.claim):
+            found.append((s, item, level))
+    near = nearness(kind, [item for _s, item, _level in found])
+    return [named for named, v in zip(found, near, strict=True) if v >= NAMED_NEAR]
 
 
 def asked_class(question: str) -> str:

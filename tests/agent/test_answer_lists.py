@@ -317,3 +317,18 @@ def test_a_quoted_title_is_kept_whatever_its_words_mean() -> None:
     ]
     line = direct_answer("What books has Wren read?", items).line
     assert "Quiet Rivers" in _items(line), line
+
+
+def test_a_name_of_the_class_asked_joins_from_a_sentence_below_the_bar() -> None:
+    # "My visit to Lisbon was short" says less of the question than the Ghent sentence,
+    # but Lisbon is a city by what it names.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I visited Ghent with my sister, the cities of Belgium are lovely."),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Ilse", "My visit to Lisbon was short.")),
+    ]
+    line = direct_answer("Which cities has Ilse visited?", items).line
+    assert sorted(_items(line)) == ["Ghent", "Lisbon"], line
