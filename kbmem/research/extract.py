@@ -728,6 +728,7 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     # the item is a name or title itself.
     about = r.weigher.terms - r.weigher.names - r.speakers
     candidates: list[tuple[Said, str, int]] = []
+    unasked: list[tuple[Said, str, int]] = []  # members whose sentence says no such word
     for score, _share, s in r.ranked:
         if score < LIST_SHARE * top:
             break
@@ -744,9 +745,11 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
         # A name or a title is a thing of the kind asked in itself: "a short trip to Rome"
         # answers "which cities has Jon visited?" without the question's words.
         if level != NAMED and about and not set(analyze(text)) & about:
+            if level >= MEMBER:
+                unasked.append((s, typed, level))
             continue
         candidates.append((s, typed or r.novel(text, 3, whole_list=False), level))
-    candidates += _named_below_bar(r, top)
+    candidates += _named_below_bar(r, top) + _members_by_meaning(r, unasked)
     # Items are things of one kind: once a sentence gives what the question's grammar asks
     # for (its verb's object, a noun of the kind asked, a title, a name), the phrases taken
     # from sentences that give none are fragments, not items; once one names a member of
@@ -816,7 +819,8 @@ def _of_class_asked(
 
 
 # A name from a sentence below the list's bar, down to NAMED_FLOOR of the best sentence's
-# score, joins the list when it is this near in meaning to the class asked.
+# score, joins the list when it is this near in meaning to the class asked; so does a
+# member from a sentence that says none of the question's words (_members_by_meaning).
 NAMED_FLOOR = 0.4
 NAMED_NEAR = 0.5
 
@@ -842,6 +846,20 @@ def _named_below_bar(r: Ranking, top: float) -> list[tuple[Said, str, int]]:
             found.append((s, item, level))
     near = nearness(kind, [item for _s, item, _level in found])
     return [named for named, v in zip(found, near, strict=True) if v >= NAMED_NEAR]
+
+
+def _members_by_meaning(
+    r: Ranking, unasked: list[tuple[Said, str, int]]
+) -> list[tuple[Said, str, int]]:
+    """Of the members found in sentences that say none of the question's words but names
+    (``unasked``: "We love going for hikes and having picnics" for "what activities does
+    the family enjoy?"), those the embedder reads as near the class asked (NAMED_NEAR):
+    what the sentence names is then of what is asked, though it does not say so."""
+    kind = asked_class(untimed(r.question))
+    if not kind:
+        return []
+    near = nearness(kind, [item for _s, item, _level in unasked])
+    return [member for member, v in zip(unasked, near, strict=True) if v >= NAMED_NEAR]
 
 
 def asked_class(question: str) -> str:

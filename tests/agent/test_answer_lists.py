@@ -332,3 +332,17 @@ def test_a_name_of_the_class_asked_joins_from_a_sentence_below_the_bar() -> None
     ]
     line = direct_answer("Which cities has Ilse visited?", items).line
     assert sorted(_items(line)) == ["Ghent", "Lisbon"], line
+
+
+def test_a_member_near_the_class_asked_joins_though_its_sentence_does_not_say_it() -> None:
+    # The reply names the activities without the question's words; its question says them.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Bram", "What outdoor activities do you and your brother enjoy?"),
+            ("Wren", "We love going for hikes and having picnics by the lake."),
+        ),
+    ]
+    line = direct_answer("What outdoor activities does Wren enjoy?", items).line
+    assert sorted(_items(line)) == ["hikes", "picnics"], line
