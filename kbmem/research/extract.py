@@ -929,56 +929,17 @@ def _is_activity(noun: str) -> bool:
 
 
 def _gerunds(text: str, asked: set[str]) -> list[str]:
-    """Every activity ``text`` names by an -ing form (see gerund), or as the object of a
-    light verb's -ing form (see _light_objects), in its order."""
-    found: list[tuple[int, str]] = []
+    """Every activity ``text`` names by an -ing form (see gerund), in its order."""
+    found: list[str] = []
     # A picture's caption describes the scene shown ("a person holding a frisbee"): its
     # -ing forms say what someone in it is doing at that instant, no activity told of.
-    text = _CAPTION.sub("", text)
-    rest, at = text, 0
+    rest = _CAPTION.sub("", text)
     while True:
         doing = gerund(rest, asked)
         if not doing:
-            break
-        found.append((at + rest.find(doing), doing))
-        cut = rest.find(doing.split()[-1]) + len(doing.split()[-1])
-        at, rest = at + cut, rest[cut:]
-    found += _light_objects(text, asked)
-    return [doing for _at, doing in sorted(found)]
-
-
-# The light verbs of doing: their -ing form takes the activity as its object ("going for
-# hikes", "having picnics"), over these words. Verbs of mind and feeling take no activity.
-_DOING_LIGHT = frozenset("doing going having taking making trying starting getting".split())
-_LIGHT_LEADS = frozenset("for a an the some".split())
-LIGHT_OBJECT_WORDS = 2
-
-
-def _light_objects(text: str, asked: set[str]) -> list[tuple[int, str]]:
-    """The activities ``text`` names as the object of a light verb's -ing form ("going for
-    hikes", "having picnics", "having movie nights"), each with where it is said. A light
-    verb names nothing done by itself (_LIGHT_GERUNDS): what it takes is the activity, a
-    noun of one or two words; an -ing form after it ("going camping") is one already."""
-    found: list[tuple[int, str]] = []
-    light = r"\b(?:" + "|".join(sorted(_DOING_LIGHT)) + r")\s+(?=([^.,;:!?()\[\]-]+))"
-    for m in re.finditer(light, text, re.I):
-        words = m.group(1).split()
-        while words and words[0].lower() in _LIGHT_LEADS:
-            words.pop(0)
-        taken: list[str] = []
-        for word in words[:LIGHT_OBJECT_WORDS]:
-            low = word.lower()
-            if (
-                not re.match(r"[a-z][\w'’-]*$", word)
-                or low in STOP | FUNCTION_WORDS | _PHRASE_EDGE | PREPOSITIONS | _SUBJECT_WORDS
-                or low.endswith("ing")
-                or TIME_WORD.match(low)
-            ):
-                break
-            taken.append(word)
-        if taken and set(analyze(" ".join(taken))) - asked:
-            found.append((m.start(), " ".join(taken)))
-    return found
+            return found
+        found.append(doing)
+        rest = rest[rest.find(doing.split()[-1]) + len(doing.split()[-1]) :]
 
 
 _CAPTION = re.compile(r"\\?\[shares an image:[^\]]*\]?")
