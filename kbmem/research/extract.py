@@ -31,6 +31,7 @@ from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives, asks_doing
 from kbmem.research.joint import joint_names, shared_item, speaks_for_both
 from kbmem.research.kin import kin
+from kbmem.research.meaning import nearness
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import POINTERS, STOP, points_back
 from kbmem.research.spans import (
@@ -867,16 +868,28 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     # the item is a name or title itself.
     about = r.weigher.terms - r.weigher.names - r.speakers
     candidates: list[tuple[Said, str, int]] = []
+    unasked: list[tuple[Said, str, int]] = []  # members whose sentence says no such word
     for score, _share, s in r.ranked:
         if score < LIST_SHARE * top:
             break
         text = s.before if points_back(s.claim) else s.claim
         typed, level = _typed_item(r, text)
+        if text is not s.claim:
+            # "I made some peach cobbler recently, it was great": a sentence with a pointer
+            # and few words of its own may still give the thing asked in its own clause,
+            # which is what it tells; only a sentence that gives none speaks through the
+            # one before it.
+            own, own_level = _typed_item(r, s.claim)
+            if own_level >= MEMBER:
+                text, typed, level = s.claim, own, own_level
         # A name or a title is a thing of the kind asked in itself: "a short trip to Rome"
         # answers "which cities has Jon visited?" without the question's words.
         if level != NAMED and about and not set(analyze(text)) & about:
+            if level >= MEMBER:
+                unasked.append((s, typed, level))
             continue
         candidates.append((s, typed or r.novel(text, 3, whole_list=False), level))
+    candidates += _named_below_bar(r, top) + _members_by_meaning(r, unasked)
     # Items are things of one kind: once a sentence gives what the question's grammar asks
     # for (its verb's object, a noun of the kind asked, a title, a name), the phrases taken
     # from sentences that give none are fragments, not items; once one names a member of
@@ -893,6 +906,7 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
             for s, item, level in candidates
             if level != NAMED or _ends_in(item, noun) or item in quoted_titles(s.claim)
         ]
+    candidates = _of_class_asked(r, candidates)
     for s, said, _typed in candidates:
         # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
         item = _DASH.split(said, 1)[0]
@@ -906,6 +920,102 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
         if len(items) == MAX_ITEMS:
             break
     return items, sources
+
+
+# A list item far in meaning from the class asked: nearer than CLASS_NEAR, or than
+# CLASS_SHARE of the nearest item, keeps it (see _of_class_asked).
+CLASS_NEAR = 0.3
+CLASS_SHARE = 0.6
+_ITEM_CUT = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?")
+
+
+def _of_class_asked(
+    r: Ranking, candidates: list[tuple[Said, str, int]]
+) -> list[tuple[Said, str, int]]:
+    """``candidates`` (sentence, item, level) without the items far in meaning from the
+    class the question asks the members of ("what instruments": "clarinet" stays, "water"
+    and "games" go): grammar finds a verb's object or a noun phrase, not whether it is of
+    the kind asked. An item goes only when it is far from the class in itself and far
+    below the nearest item, so a class the model reads poorly ("activities") loses none;
+    a quoted title is kept, since its words do not say what it names, and so are the
+    phrases of sentences that give nothing typed."""
+    kind = asked_class(untimed(r.question))
+    parts = [_ITEM_CUT.split(_DASH.split(item, 1)[0]) for _s, item, _level in candidates]
+    phrases = [p for ps in parts for p in ps if p]
+    if not kind or not phrases:
+        return candidates
+    near = dict(zip(phrases, nearness(kind, phrases), strict=True))
+    bar = min(CLASS_NEAR, CLASS_SHARE * max(near.values()))
+    kept: list[tuple[Said, str, int]] = []
+    for (s, item, level), ps in zip(candidates, parts, strict=True):
+        if level == UNTYPED or item in quoted_titles(s.claim):
+            kept.append((s, item, level))
+            continue
+        # An item that holds a list ("hikes, hanging, picnics") is judged item by item.
+        near_enough = [p for p in ps if p and near[p] >= bar]
+        if near_enough:
+            kept.append((s, ", ".join(near_enough), level))
+    return kept
+
+
+# A name from a sentence below the list's bar, down to NAMED_FLOOR of the best sentence's
+# score, joins the list when it is this near in meaning to the class asked; so does a
+# member from a sentence that says none of the question's words (_members_by_meaning).
+NAMED_FLOOR = 0.4
+NAMED_NEAR = 0.5
+
+
+def _named_below_bar(r: Ranking, top: float) -> list[tuple[Said, str, int]]:
+    """The names of things of the class asked (see asked_class) that sentences scoring
+    between NAMED_FLOOR and LIST_SHARE of the best one give ("a road trip to Oregon" for
+    "what states …?"). A list gathers across sessions, and a sentence that names one
+    member says little else of the question; a name the model reads as a member of the
+    class asked is as sure an item as one from a sentence above the bar. First names and
+    titles, which the model cannot place, never come near."""
+    kind = asked_class(untimed(r.question))
+    if not kind:
+        return []
+    found: list[tuple[Said, str, int]] = []
+    for score, _share, s in r.ranked:
+        if score >= LIST_SHARE * top:
+            continue
+        if score < NAMED_FLOOR * top:
+            break
+        item, level = _typed_item(r, s.before if points_back(s.claim) else s.claim)
+        if level == NAMED and item not in quoted_titles(s.claim):
+            found.append((s, item, level))
+    near = nearness(kind, [item for _s, item, _level in found])
+    return [named for named, v in zip(found, near, strict=True) if v >= NAMED_NEAR]
+
+
+def _members_by_meaning(
+    r: Ranking, unasked: list[tuple[Said, str, int]]
+) -> list[tuple[Said, str, int]]:
+    """Of the members found in sentences that say none of the question's words but names
+    (``unasked``: "We love going for hikes and having picnics" for "what activities does
+    the family enjoy?"), those the embedder reads as near the class asked (NAMED_NEAR):
+    what the sentence names is then of what is asked, though it does not say so."""
+    kind = asked_class(untimed(r.question))
+    if not kind:
+        return []
+    near = nearness(kind, [item for _s, item, _level in unasked])
+    return [member for member, v in zip(unasked, near, strict=True) if v >= NAMED_NEAR]
+
+
+def asked_class(question: str) -> str:
+    """The class a "what Ns …?" question asks the members of, with the words that qualify
+    it ("European countries", "events for veterans"); "" when the question names none
+    ("What does X do …?")."""
+    found = _ASKED_NOUN.match(question.strip())
+    if not found or not asked_noun(question):
+        return ""
+    words = found.group(1).split()
+    if words[0].lower() in _AUXILIARIES:
+        return ""
+    return " ".join(words)
+
+
+_AUXILIARIES = frozenset("is are was were do does did has have had can could would will".split())
 
 
 def _ends_in(phrase: str, stems: frozenset[str]) -> bool:

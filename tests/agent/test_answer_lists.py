@@ -263,3 +263,73 @@ def test_a_name_is_no_member_beside_members_named_with_the_noun_asked() -> None:
     ]
     line = direct_answer("What shelters does Wren volunteer at?", items).line
     assert "Rosa" not in line and "animal" in line
+
+
+def test_a_sentence_with_a_pointer_gives_the_item_of_its_own_clause() -> None:
+    # "it was great" points back, but the clause before it says what was made.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Wren", "Baking calms me down. I made some lemon tart recently, it was great."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Wren", "I made a cheesecake for my sister's birthday."),
+        ),
+    ]
+    line = direct_answer("What desserts has Wren made?", items).line
+    assert sorted(_items(line)) == ["cheesecake", "lemon tart"], line
+
+
+def test_an_item_far_in_meaning_from_the_class_asked_is_dropped() -> None:
+    # "play" takes cards as well as a cello: only the cello is an instrument.
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
+        turns_item("s2", "2024-04-01T09:00:00", ("Tomas", "I play cards with my uncle.")),
+        turns_item("s3", "2024-05-01T09:00:00", ("Tomas", "I play the flute for fun.")),
+    ]
+    line = direct_answer("What instruments does Tomas play?", items).line
+    assert sorted(_items(line)) == ["cello", "flute"], line
+
+
+def test_a_quoted_title_is_kept_whatever_its_words_mean() -> None:
+    # The words of a title do not say that it is a book; the model cannot judge it.
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Wren", 'I read "Quiet Rivers" on the train.')),
+        turns_item(
+            "s2", "2024-04-01T09:00:00", ("Wren", "I read a cookbook about bread last month.")
+        ),
+    ]
+    line = direct_answer("What books has Wren read?", items).line
+    assert "Quiet Rivers" in _items(line), line
+
+
+def test_a_name_of_the_class_asked_joins_from_a_sentence_below_the_bar() -> None:
+    # "My visit to Lisbon was short" says less of the question than the Ghent sentence,
+    # but Lisbon is a city by what it names.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I visited Ghent with my sister, the cities of Belgium are lovely."),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Ilse", "My visit to Lisbon was short.")),
+    ]
+    line = direct_answer("Which cities has Ilse visited?", items).line
+    assert sorted(_items(line)) == ["Ghent", "Lisbon"], line
+
+
+def test_a_member_near_the_class_asked_joins_though_its_sentence_does_not_say_it() -> None:
+    # The reply names the activities without the question's words; its question says them.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Bram", "What outdoor activities do you and your brother enjoy?"),
+            ("Wren", "We love hiking and kayaking by the lake."),
+        ),
+    ]
+    line = direct_answer("What outdoor activities does Wren enjoy?", items).line
+    assert sorted(_items(line)) == ["hiking", "kayaking"], line
