@@ -1961,11 +1961,20 @@ def _picture_shown(r: Ranking, question: str, noun: str) -> Extracted | None:
     verb = _asked_verb(plain)
     asked = r.weigher.terms | r.weigher.names
     for _score, _share, s in r.ranked[:3]:
-        # The speaker's own words that say which one ("I'm after Marley flooring", "I
-        # baked a lemon cake") answer, from here on, not a picture ("thoughtful signs like
-        # this!" points at the picture instead, and so does "I made it").
+        # The speaker's own words that say which one ("I'm after Marley flooring", a title
+        # in quotes, "I baked a lemon cake") answer, from here on, not a picture
+        # ("thoughtful signs like this!" points at the picture instead, and so does "I
+        # made it").
         words, _scene = split_caption(s.claim or s.text)
-        if noun and noun_phrase(words, noun, asked) and not points_at(words, noun):
+        if (
+            noun
+            and not points_at(words, noun)
+            and (
+                noun_phrase(words, noun, asked)
+                or quoted_title(words, asked)
+                or grammar_object(question, words, asked)
+            )
+        ):
             noun = ""
         picture = shown(question, s, noun, verb)
         if picture:

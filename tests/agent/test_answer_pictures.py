@@ -90,6 +90,15 @@ def test_the_speakers_own_words_that_name_the_kind_answer_not_the_picture() -> N
     assert line == "old box kite"
 
 
+def test_a_title_the_speaker_gives_answers_not_the_picture_of_its_noun() -> None:
+    line = _line(
+        "What book is Tomas reading?",
+        ("Tomas", "I'm reading \"Salt and Sails\" at the moment, it's gripping."),
+        ("Tomas", "Look!\n[shares an image: a photo of a book with a blue cover]"),
+    )
+    assert line == "Salt and Sails"
+
+
 def test_a_picture_that_only_shares_a_word_with_the_question_answers_nothing() -> None:
     # "beach" is the question's word and the scene's, but the picture shows no kite asked.
     line = _line(
