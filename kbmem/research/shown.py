@@ -72,6 +72,7 @@ _PASSIVE_POINTER = re.compile(
 # The question's verb's object is a phrase of at most this many words in the speaker's
 # words ("made a painting", "made a small clay bowl").
 OBJECT_REACH = 4
+_EQUATES = re.compile(r"^\s*what\s+(?:is|was|are|were|'s)\b", re.I)
 _STRANDED = re.compile(r"([a-z][\w'’-]*)\s+([a-z]+)\s*\?*\s*$", re.I)
 
 
@@ -245,8 +246,10 @@ def shown(question: str, s: Said, noun: str, verb: set[str]) -> str:
         if head_stems == asked:
             return _after(tokens, head, ("of", prep))
         # "What did X make a line of?": the words say the line and not of what; the
-        # picture shared with them shows its things. (Not "for": a purpose is not seen.)
-        if prep == "of" and _says_without(words, asked, prep):
+        # picture shared with them shows its things. Not "for" (a purpose is not seen),
+        # nor a noun that "be" equates the subject with ("what is the bowl a reminder
+        # of?": a relation, no thing made).
+        if prep == "of" and not _EQUATES.match(question) and _says_without(words, asked, prep):
             return _head_phrase(tokens, head)
     how = _says_verb_of(words, verb, tokens[head])
     if how:

@@ -172,6 +172,19 @@ def test_a_line_of_what_the_words_leave_unsaid_is_the_pictures_head() -> None:
     assert line == "scarf"
 
 
+def test_what_a_thing_is_equated_with_is_no_picture() -> None:
+    # A reminder "of" something is a relation, no thing the picture shows.
+    line = _line(
+        "What is Ilse's scarf a reminder of?",
+        (
+            "Ilse",
+            "My scarf is a reminder to slow down and enjoy the sea air.\n"
+            "[shares an image: a photo of a scarf with a bird print on it]",
+        ),
+    )
+    assert line != "scarf"
+
+
 def test_a_question_that_ends_in_of_keeps_it() -> None:
     assert untimed("What did Ilse design a small line of?") == (
         "What did Ilse design a small line of?"
