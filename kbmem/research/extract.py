@@ -887,17 +887,12 @@ _TRAILING_TIME = re.compile(
 )
 
 
-# What is cut as a time must name one: a question that ends in "of" or "the" ("What did
-# X make a line of?") asks for that preposition's object.
-_NAMES_TIME = re.compile(r"\b(?!(?:of|the|on|in|during|at|around|by|since|until|before|after)\b)\w")
-
-
 def untimed(question: str) -> str:
     """``question`` without the times it names at its end (see _TRAILING_TIME)."""
     shorter = question.strip()
     while True:
         question, shorter = shorter, _TRAILING_TIME.sub("?", shorter)
-        if shorter == question or not _NAMES_TIME.search(question[len(shorter) - 1 :]):
+        if shorter == question:
             return question
 
 

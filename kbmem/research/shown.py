@@ -72,7 +72,6 @@ _PASSIVE_POINTER = re.compile(
 # The question's verb's object is a phrase of at most this many words in the speaker's
 # words ("made a painting", "made a small clay bowl").
 OBJECT_REACH = 4
-_EQUATES = re.compile(r"^\s*what\s+(?:is|was|are|were|'s)\b", re.I)
 _STRANDED = re.compile(r"([a-z][\w'’-]*)\s+([a-z]+)\s*\?*\s*$", re.I)
 
 
@@ -197,14 +196,6 @@ def points_at(words: str, noun: str) -> bool:
     )
 
 
-def _says_without(words: str, noun: frozenset[str], prep: str) -> bool:
-    """Whether ``words`` say ``noun`` (its stems) and never with ``prep`` right after it
-    (or a word later): the words leave what the question asks of the noun unsaid."""
-    tokens = [t.lower() for t in re.findall(r"[\w'’-]+", words)]
-    at = [n for n, t in enumerate(tokens) if noun and stem_set(t) == noun]
-    return bool(at) and not any(prep in tokens[n + 1 : n + 3] for n in at)
-
-
 def pointed(words: str, verb: set[str]) -> bool:
     """Whether ``words`` say ``verb`` (its stems) with a pointer as its object ("made
     this!", "it was made for …")."""
@@ -245,12 +236,6 @@ def shown(question: str, s: Said, noun: str, verb: set[str]) -> str:
         # "What did X receive a certificate for?": what the certificate is of.
         if head_stems == asked:
             return _after(tokens, head, ("of", prep))
-        # "What did X make a line of?": the words say the line and not of what; the
-        # picture shared with them shows its things. Not "for" (a purpose is not seen),
-        # nor a noun that "be" equates the subject with ("what is the bowl a reminder
-        # of?": a relation, no thing made).
-        if prep == "of" and not _EQUATES.match(question) and _says_without(words, asked, prep):
-            return _head_phrase(tokens, head)
     how = _says_verb_of(words, verb, tokens[head])
     if how:
         return " ".join(tokens[start:]) if how == "named" else scene

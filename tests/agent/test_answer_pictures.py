@@ -10,7 +10,6 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import untimed
 from kbmem.research.shown import pointed, scene_head, split_caption
 from kbmem.research.spans import stem_set
 
@@ -158,35 +157,3 @@ def test_what_a_noun_asked_of_is_follows_it_in_the_picture() -> None:
         ),
     )
     assert line == "completion of a lifeguard course"
-
-
-def test_a_line_of_what_the_words_leave_unsaid_is_the_pictures_head() -> None:
-    line = _line(
-        "What did Ilse design a small line of?",
-        (
-            "Ilse",
-            "I designed a small line last month to try out my own prints!\n"
-            "[shares an image: a photo of a scarf with a bird print on it]",
-        ),
-    )
-    assert line == "scarf"
-
-
-def test_what_a_thing_is_equated_with_is_no_picture() -> None:
-    # A reminder "of" something is a relation, no thing the picture shows.
-    line = _line(
-        "What is Ilse's scarf a reminder of?",
-        (
-            "Ilse",
-            "My scarf is a reminder to slow down and enjoy the sea air.\n"
-            "[shares an image: a photo of a scarf with a bird print on it]",
-        ),
-    )
-    assert line != "scarf"
-
-
-def test_a_question_that_ends_in_of_keeps_it() -> None:
-    assert untimed("What did Ilse design a small line of?") == (
-        "What did Ilse design a small line of?"
-    )
-    assert untimed("What did Ilse design on 5 May, 2023?") == "What did Ilse design?"
