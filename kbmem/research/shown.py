@@ -18,8 +18,11 @@ shows the very thing the question asks for, by grammar that holds in any convers
 - the question asks what a thing says ("what did the posters say?"), and the caption
   shows writing ("a sign that says …").
 
-A question's noun that the speaker's own words give with a phrase that says which one is
-answered from those words (the extractor's noun phrase), never from the picture.
+Speaker's words that say which one answer instead, in their sentence and below it
+(kbmem.research.extract._picture_shown): a noun phrase of the asked noun, a title in quotes
+or the object the question's grammar asks for stop a picture of the noun; an object of the
+asked verb that names a thing ("I baked a lemon cake") stops the pictures of the sentences
+below. A pointer ("signs like this", "made it") is no such word: it points at the picture.
 """
 
 from __future__ import annotations
