@@ -34,6 +34,7 @@ from kbmem.research.kin import kin
 from kbmem.research.meaning import nearness
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import POINTERS, STOP, points_back
+from kbmem.research.shown import pointed, points_at, shown, split_caption
 from kbmem.research.spans import (
     CALENDAR,
     DURATION,
@@ -2099,6 +2100,9 @@ def thing(r: Ranking) -> Extracted:
             if feeling:
                 return feeling, [s]
     noun = asked_noun(question)
+    picture = _picture_shown(r, question, noun)
+    if picture:
+        return picture
     if noun:
         # "Been reading that book you recommended": which book, the listener named.
         recalled = _recalled(r, noun)
@@ -2189,6 +2193,49 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+# "What kind of pot did X make?" asks about the verb as "What pot did X make?" does.
+_KIND_OF = re.compile(r"^(\s*[Ww]hat)\s+(?:kind|type|sort|form|style)s?\s+of\s+")
+
+
+def _picture_shown(r: Ranking, question: str, noun: str) -> Extracted | None:
+    """What a picture shared with one of the three best sentences shows, when it shows the
+    thing asked (kbmem.research.shown); None otherwise."""
+    plain = _KIND_OF.sub(r"\1 ", question)
+    verb = _asked_verb(plain)
+    asked = r.weigher.terms | r.weigher.names
+    for _score, _share, s in r.ranked[:3]:
+        # The speaker's own words that say which one ("I'm after Marley flooring", a title
+        # in quotes, "I baked a lemon cake") answer, from here on, not a picture
+        # ("thoughtful signs like this!" points at the picture instead, and so does "I
+        # made it").
+        words, _scene = split_caption(s.claim or s.text)
+        if (
+            noun
+            and not points_at(words, noun)
+            and (
+                noun_phrase(words, noun, asked)
+                or quoted_title(words, asked)
+                or grammar_object(question, words, asked)
+            )
+        ):
+            noun = ""
+        picture = shown(question, s, noun, verb)
+        if picture:
+            return picture, [s]
+        if verb and _names_object(verb_object(plain, words, asked)) and not pointed(words, verb):
+            verb = set()
+    return None
+
+
+# Objects that say no which ("make something with clay").
+_INDEFINITE = frozenset("something anything everything nothing stuff thing things".split())
+
+
+def _names_object(phrase: str) -> bool:
+    """Whether a verb's object ``phrase`` names a thing (not "something …")."""
+    return bool(phrase) and phrase.split()[0].lower() not in _INDEFINITE
 
 
 # "What creative project do Ilse and her kids do together?": a noun that the question's
