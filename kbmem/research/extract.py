@@ -1113,6 +1113,31 @@ def equated(text: str, noun: str, asked: set[str]) -> str:
     return ""
 
 
+# "… but contemporary is my top pick": a clause that equates its subject with something of
+# the speaker's answers "what is X's N?" in the speaker's words ("top pick" for
+# "favourite style"), the subject being what the question asks for.
+_OWNED_SUBJECT = re.compile(
+    r"(?:^|[,;:]\s*|\s[-–—]\s*|\b(?=but|and|so))(?:(?:but|and|so)\s+)?"
+    r"((?:the\s+)?[\w'’-]+(?:\s+[\w'’-]+){0,2}?)\s+(?:is|was|'s|’s)\s+(?:my|our)\s+"
+    r"(?:[\w'’-]+\s*){1,3}(?:[.;!?,]|$)",
+    re.I,
+)
+
+
+def owned_subject(text: str, asked: set[str]) -> str:
+    """The subject ``text`` equates with something of the speaker's ("contemporary is my
+    top pick": "contemporary"), asked "what is X's N?" where the sentence says N in other
+    words; a pronoun is no answer, nor words the question (its terms ``asked``) says. ""
+    if none."""
+    for found in _OWNED_SUBJECT.finditer(text):
+        subject = found.group(1)
+        first = subject.split()[0].lower()
+        if (first in STOP and first != "the") or not set(analyze(subject)) - asked:
+            continue
+        return subject
+    return ""
+
+
 # "What was the biggest challenge …?" asks for the one thing a superlative picks out; a
 # sentence picks it out with a superlative of its own, equated with it by "be" ("… but the
 # worst was self-doubt"), whatever the adjective. Words in -est that are no adjective's
@@ -1951,6 +1976,8 @@ def thing(r: Ranking) -> Extracted:
         phrase = (equated(best.claim, noun, asked) if noun else "") or superlative(
             question, best.claim, asked
         )
+        if not phrase and noun:
+            phrase = owned_subject(best.claim, asked)
         if phrase:
             return phrase, [best]
     if re.match(r"\s*why\b", r.question, re.I):

@@ -9,7 +9,7 @@ from helpers.evidence import turns_item
 
 from kbmem.index.tenant import analyze
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import examples_of
+from kbmem.research.extract import examples_of, owned_subject
 from kbmem.research.spans import novel_phrase
 
 
@@ -79,3 +79,29 @@ def test_examples_of_the_asked_kind_are_its_members() -> None:
 )
 def test_examples_follow_a_word_of_the_asked_phrase(text: str, expected: str) -> None:
     assert examples_of("Which outdoor games do Ilse's kids play?", text) == expected
+
+
+def test_a_subject_equated_with_the_speakers_own_answers_what_is_their_noun() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I listen to all sorts of records, but jazz is my top pick."),
+        )
+    ]
+    line = direct_answer("What is Ilse's favorite style of music?", items).line
+    assert line.split(" (")[0] == "jazz"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I listen to all sorts, but jazz is my top pick.", "jazz"),
+        ("Salsa is our thing.", "Salsa"),
+        # A pronoun or a pointer says nothing of what it is.
+        ("It is my favorite.", ""),
+        ("This is my go-to spot.", ""),
+    ],
+)
+def test_owned_subject(text: str, expected: str) -> None:
+    assert owned_subject(text, set()) == expected
