@@ -1933,6 +1933,10 @@ def thing(r: Ranking) -> Extracted:
             feeling = manner(s.claim, r.weigher.terms | r.weigher.names)
             if feeling:
                 return feeling, [s]
+    for _score, _share, s in r.ranked[:3]:
+        event = happened_to(question, s.claim)
+        if event:
+            return event, [s]
     noun = asked_noun(question)
     if noun:
         # "Been reading that book you recommended": which book, the listener named.
@@ -2026,6 +2030,43 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+# "What happened to Melanie's son?" asks what befell the son: the clause that says it.
+_HAPPENED_TO = re.compile(
+    r"^\s*[Ww]hat\s+(?:has\s+|had\s+)?happened\s+to\s+(?:[\w'’-]+\s+){0,3}?([a-z][\w'’-]*)"
+    r"\s*(?:\?|$|\s+(?:on|in|at|during|after|before|when|while)\b)"
+)
+_CLAUSE_OPENERS = frozenset("when while because since after before that and but so".split())
+_HOLDER = frozenset("my our his her their the a an this that".split())
+EVENT_WORDS = 10
+
+
+def happened_to(question: str, text: str) -> str:
+    """What ``text`` says befell the noun a "what happened to N?" question names: said of
+    N as its subject ("when my son got into an accident"), the predicate ("got into an
+    accident"); N said elsewhere in its clause ("I lost my job at the company"), the whole
+    clause; to the clause's end, at most EVENT_WORDS words. "" when the question has
+    another shape or ``text`` does not say N."""
+    found = _HAPPENED_TO.match(untimed(question))
+    if not found:
+        return ""
+    stems = stem_set(found.group(1))
+    for clause in _CLAUSE_CUT.split(text.split("[shares", 1)[0]):
+        words = re.findall(r"[\w'’-]+", clause)
+        at = next((n for n, w in enumerate(words) if stem_set(w) == stems), None)
+        if at is None:
+            continue
+        # The clause starts after the last word that opens one before the noun.
+        start = max((n + 1 for n in range(at) if words[n].lower() in _CLAUSE_OPENERS), default=0)
+        if all(w.lower() in _HOLDER for w in words[start:at]) and at + 1 < len(words):
+            taken = words[at + 1 :]  # the noun is the subject: what it did or underwent
+        else:
+            taken = words[start:]
+        taken = _trim_end(taken[:EVENT_WORDS])
+        if len(taken) >= 2:
+            return " ".join(taken)
+    return ""
 
 
 # "What creative project do Ilse and her kids do together?": a noun that the question's

@@ -9,7 +9,7 @@ from helpers.evidence import turns_item
 
 from kbmem.index.tenant import analyze
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import examples_of, owned_subject
+from kbmem.research.extract import examples_of, happened_to, owned_subject
 from kbmem.research.spans import novel_phrase
 
 
@@ -105,3 +105,35 @@ def test_a_subject_equated_with_the_speakers_own_answers_what_is_their_noun() ->
 )
 def test_owned_subject(text: str, expected: str) -> None:
     assert owned_subject(text, set()) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # The noun is the subject: what it did or underwent.
+        (
+            "We were all scared when my bike got stolen outside the gym.",
+            "got stolen outside the gym",
+        ),
+        # The noun said elsewhere in its clause: the whole clause.
+        (
+            "Sadly, I sold my bike to a neighbour last week.",
+            "I sold my bike to a neighbour last week",
+        ),
+        ("I went for a run.", ""),
+    ],
+)
+def test_what_happened_to_a_noun_is_the_clause_that_says_it(text: str, expected: str) -> None:
+    assert happened_to("What happened to Ilse's bike last month?", text) == expected
+
+
+def test_what_happened_is_answered_by_its_clause_through_the_answer() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "We were all scared when my bike got stolen outside the gym."),
+        )
+    ]
+    line = direct_answer("What happened to Ilse's bike?", items).line
+    assert line.split(" (")[0] == "got stolen outside the gym"
