@@ -2037,18 +2037,24 @@ _HAPPENED_TO = re.compile(
     r"^\s*[Ww]hat\s+(?:has\s+|had\s+)?happened\s+to\s+(?:[\w'’-]+\s+){0,3}?([a-z][\w'’-]*)"
     r"\s*(?:\?|$|\s+(?:on|in|at|during|after|before|when|while)\b)"
 )
+# "How did the flood impact the homes?" asks the same of the homes: what became of them.
+_AFFECTED = re.compile(
+    r"^\s*[Hh]ow\s+(?:did|does|has|have|had)\s+.+?\s+(?:affect|impact|change|hurt|damage)\s+"
+    r"(?:[\w'’-]+\s+){0,3}?([a-z][\w'’-]*)\s*(?:\?|$|\s+(?:in|on|at|of|during)\b)"
+)
 _CLAUSE_OPENERS = frozenset("when while because since after before that and but so".split())
 _HOLDER = frozenset("my our his her their the a an this that".split())
 EVENT_WORDS = 10
 
 
 def happened_to(question: str, text: str) -> str:
-    """What ``text`` says befell the noun a "what happened to N?" question names: said of
-    N as its subject ("when my son got into an accident"), the predicate ("got into an
-    accident"); N said elsewhere in its clause ("I lost my job at the company"), the whole
-    clause; to the clause's end, at most EVENT_WORDS words. "" when the question has
-    another shape or ``text`` does not say N."""
-    found = _HAPPENED_TO.match(untimed(question))
+    """What ``text`` says befell the noun a "what happened to N?" (or "how did X affect
+    N?") question names: said of N as its subject ("when my son got into an accident"),
+    the predicate ("got into an accident"); N said elsewhere in its clause ("I lost my job
+    at the company", "so lots of homes were ruined"), the whole clause; to the clause's
+    end, at most EVENT_WORDS words. "" when the question has another shape or ``text``
+    does not say N."""
+    found = _HAPPENED_TO.match(untimed(question)) or _AFFECTED.match(untimed(question))
     if not found:
         return ""
     stems = stem_set(found.group(1))

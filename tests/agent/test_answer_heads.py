@@ -137,3 +137,9 @@ def test_what_happened_is_answered_by_its_clause_through_the_answer() -> None:
     ]
     line = direct_answer("What happened to Ilse's bike?", items).line
     assert line.split(" (")[0] == "got stolen outside the gym"
+
+
+def test_how_a_noun_was_affected_is_the_clause_that_says_it() -> None:
+    question = "How did the storm affect the boats in the harbour?"
+    text = "The wind was strong, so most of the boats were wrecked."
+    assert happened_to(question, text) == "most of the boats were wrecked"
