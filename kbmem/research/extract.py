@@ -1643,6 +1643,30 @@ def verb_object(question: str, text: str, asked: set[str]) -> str:
     return ""
 
 
+# "What did Maria receive?" is answered by its converse, said of the giver: "they gave me a
+# medal" says what the speaker received, as the object after the one it was given to.
+_RECEIVED = frozenset(analyze("receive get win earn"))
+_GIVEN = re.compile(
+    r"\b(?:gave|give|gives|given|giving|awarded|handed|sent|presented|offered|bought|got)\s+"
+    r"(?:me|us|him|her|them)\b",
+    re.I,
+)
+
+
+def received(question: str, text: str, asked: set[str]) -> str:
+    """What ``text`` says was given to its speaker (or the one it names), asked "what did X
+    receive/get/win?" ("they gave me a medal": "a medal"); "" when the question has another
+    verb or ``text`` says no giving."""
+    if not _asked_verb(question) & _RECEIVED:
+        return ""
+    for given in _GIVEN.finditer(text):
+        tokens = re.findall(r"[\w'’-]+|[^\w\s]", text[given.end() :])
+        phrase = _object_after(tokens, 0, asked)
+        if phrase:
+            return phrase
+    return ""
+
+
 def _same_word(a: set[str], b: set[str]) -> bool:
     """Whether stems ``a`` and ``b`` are of one word: equal, or one a stem of four letters
     or more that the other starts with (the analyzer stems "participate" to "particip" and
@@ -2015,6 +2039,7 @@ def thing(r: Ranking) -> Extracted:
         said_about(question, best.claim)
         or grammar_object(question, best.claim, asked)
         or passive_agent(question, best.claim, asked)
+        or received(question, best.claim, asked)
     )
     if phrase:
         return phrase, [best]

@@ -9,7 +9,7 @@ from helpers.evidence import turns_item
 
 from kbmem.index.tenant import analyze
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import examples_of, happened_to, owned_subject
+from kbmem.research.extract import examples_of, happened_to, owned_subject, received
 from kbmem.research.spans import novel_phrase
 
 
@@ -143,3 +143,20 @@ def test_how_a_noun_was_affected_is_the_clause_that_says_it() -> None:
     question = "How did the storm affect the boats in the harbour?"
     text = "The wind was strong, so most of the boats were wrecked."
     assert happened_to(question, text) == "most of the boats were wrecked"
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "expected"),
+    [
+        (
+            "What award did Ilse receive at the fair?",
+            "I judged at the fair and they gave me a silver ribbon!",
+            "silver ribbon",
+        ),
+        ("What did Ilse win at the fair?", "The judges handed us a big trophy.", "big trophy"),
+        # Another verb asked: the giving is no answer.
+        ("What did Ilse bake at the fair?", "They gave me a silver ribbon.", ""),
+    ],
+)
+def test_what_was_received_is_what_was_given(question: str, text: str, expected: str) -> None:
+    assert received(question, text, set()) == expected
