@@ -1667,6 +1667,45 @@ def received(question: str, text: str, asked: set[str]) -> str:
     return ""
 
 
+# "What did Melanie realize …?": a verb said with "that" and a clause ("I'm starting to
+# realize that self-care is really important") takes the clause as its object, what was
+# realised, learnt or decided.
+# "that" opens a clause when a subject pronoun follows it, or a form of "be" or an
+# auxiliary within its next three words ("that self-care is …"); "that book you
+# recommended" is a determiner's noun phrase.
+_THAT_CLAUSE = re.compile(
+    r"\s+that\s+((?:(?:i|we|you|he|she|they|it)\b|(?:[\w'’-]+\s+){1,2}"
+    r"(?:is|are|was|were|has|have|had|can|could|will|would|should|must|needs?)\b)[^.;!?]*)",
+    re.I,
+)
+CLAUSE_WORDS = 12
+THAT_SENTENCES = 5
+
+
+def _said_by_asked(r: Ranking, s: Said) -> bool:
+    """Whether ``s`` was said by a speaker the question names (any, when it names none)."""
+    return not r.asked_speakers or bool(set(analyze(s.speaker)) & r.asked_speakers)
+
+
+def that_clause(question: str, text: str) -> str:
+    """The clause ``text`` says after the question's verb and "that" ("realize that
+    self-care is important": "self-care is important"), to the sentence's end or a dash,
+    at most CLAUSE_WORDS words; "" when the question asks no verb or ``text`` does not say
+    it so."""
+    verb = _asked_verb(question)
+    if not verb:
+        return ""
+    for found in re.finditer(r"[\w'’-]+", text):
+        if not _same_word(set(analyze(found.group(0))), verb):
+            continue
+        clause = _THAT_CLAUSE.match(text, found.end())
+        if clause:
+            words = _trim_end(re.split(r"\s[-–—]\s|,", clause.group(1))[0].split()[:CLAUSE_WORDS])
+            if len(words) >= 2:
+                return " ".join(words)
+    return ""
+
+
 def _same_word(a: set[str], b: set[str]) -> bool:
     """Whether stems ``a`` and ``b`` are of one word: equal, or one a stem of four letters
     or more that the other starts with (the analyzer stems "participate" to "particip" and
@@ -1961,6 +2000,13 @@ def thing(r: Ranking) -> Extracted:
         event = happened_to(question, s.claim)
         if event:
             return event, [s]
+    # The asked verb said with its clause is rare, and says what was realised or decided
+    # more surely than the best sentence's words: looked for a little past the best three,
+    # in what the person asked about said.
+    for _score, _share, s in r.ranked[:THAT_SENTENCES]:
+        clause = that_clause(question, s.claim) if _said_by_asked(r, s) else ""
+        if clause:
+            return clause, [s]
     noun = asked_noun(question)
     if noun:
         # "Been reading that book you recommended": which book, the listener named.

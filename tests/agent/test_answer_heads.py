@@ -9,7 +9,13 @@ from helpers.evidence import turns_item
 
 from kbmem.index.tenant import analyze
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import examples_of, happened_to, owned_subject, received
+from kbmem.research.extract import (
+    examples_of,
+    happened_to,
+    owned_subject,
+    received,
+    that_clause,
+)
 from kbmem.research.spans import novel_phrase
 
 
@@ -160,3 +166,30 @@ def test_how_a_noun_was_affected_is_the_clause_that_says_it() -> None:
 )
 def test_what_was_received_is_what_was_given(question: str, text: str, expected: str) -> None:
     assert received(question, text, set()) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I'm starting to realize that rest is really important.", "rest is really important"),
+        ("It made me realize that we need a bigger boat - seriously.", "we need a bigger boat"),
+        # "that" as a determiner opens a noun phrase, no clause.
+        ("I realized that book you lent me was a first edition.", ""),
+    ],
+)
+def test_a_verb_of_realising_takes_its_that_clause(text: str, expected: str) -> None:
+    assert that_clause("What did Ilse realize after the race?", text) == expected
+
+
+def test_the_asked_verbs_clause_is_found_past_the_best_sentence() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I ran a charity race for the harbour trust last Saturday."),
+            ("Tomas", "That sounds rewarding, Ilse!"),
+            ("Ilse", "Thanks! I'm starting to realize that rest is really important."),
+        )
+    ]
+    line = direct_answer("What did Ilse realize after the charity race?", items).line
+    assert line.split(" (")[0] == "rest is really important"
