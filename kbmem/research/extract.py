@@ -1706,6 +1706,28 @@ def that_clause(question: str, text: str) -> str:
     return ""
 
 
+# "What advice does X give?": advice is said in the imperative ("Do your research and find
+# an agency"), a verb with no subject before it, its object next; the whole clause is it.
+_ASKS_ADVICE = re.compile(r"^\s*[Ww]hat\s+(?:\w+\s+)?(?:advice|tips?|suggestions?)\b")
+_IMPERATIVE = re.compile(
+    r"^\s*(?:(?:just|always|never|don['’]t|do\s+not)\s+)?"
+    r"(?!(?:i|we|you|he|she|they|it|this|that|there|the|a|an|my|our|yeah|yes|so|and|but)\b)"
+    r"[a-z]+\s+(?:your|the|a|an|it|them|some|yourself|up|out|on)\b",
+    re.I,
+)
+ADVICE_WORDS = 16
+
+
+def advice(question: str, text: str) -> str:
+    """The clause ``text`` gives as advice, asked "what advice does X give?": a sentence in
+    the imperative, to its end (at most ADVICE_WORDS words); "" when the question asks
+    something else or ``text`` is no imperative."""
+    if not _ASKS_ADVICE.match(question) or not _IMPERATIVE.match(text):
+        return ""
+    words = re.split(r"[.;!?]", text)[0].split()
+    return " ".join(words) if len(words) <= ADVICE_WORDS else ""
+
+
 def _same_word(a: set[str], b: set[str]) -> bool:
     """Whether stems ``a`` and ``b`` are of one word: equal, or one a stem of four letters
     or more that the other starts with (the analyzer stems "participate" to "particip" and
@@ -1996,10 +2018,11 @@ def thing(r: Ranking) -> Extracted:
             feeling = manner(s.claim, r.weigher.terms | r.weigher.names)
             if feeling:
                 return feeling, [s]
+    # An event or advice is asked: a clause, no noun phrase.
     for _score, _share, s in r.ranked[:3]:
-        event = happened_to(question, s.claim)
-        if event:
-            return event, [s]
+        clause = happened_to(question, s.claim) or advice(question, s.claim)
+        if clause:
+            return clause, [s]
     # The asked verb said with its clause is rare, and says what was realised or decided
     # more surely than the best sentence's words: looked for a little past the best three,
     # in what the person asked about said.

@@ -10,6 +10,7 @@ from helpers.evidence import turns_item
 from kbmem.index.tenant import analyze
 from kbmem.research.direct import direct_answer
 from kbmem.research.extract import (
+    advice,
     examples_of,
     happened_to,
     owned_subject,
@@ -193,3 +194,17 @@ def test_the_asked_verbs_clause_is_found_past_the_best_sentence() -> None:
     ]
     line = direct_answer("What did Ilse realize after the charity race?", items).line
     assert line.split(" (")[0] == "rest is really important"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Take your time and ask the crew first.", "Take your time and ask the crew first"),
+        ("Just keep it simple!", "Just keep it simple"),
+        # A statement, with its subject, is no advice given.
+        ("I took my time and asked the crew.", ""),
+        ("The crew is great.", ""),
+    ],
+)
+def test_advice_is_said_in_the_imperative(text: str, expected: str) -> None:
+    assert advice("What advice does Ilse give for sailing?", text) == expected
