@@ -1169,6 +1169,25 @@ def superlative(question: str, text: str, asked: set[str]) -> str:
     return ""
 
 
+# "a safe, inviting place for people to grow": a short phrase of a preposition after the
+# noun, closing its clause, says which one it is, as its modifiers do.
+_NOUN_COMPLEMENT = re.compile(
+    r"\s+((?:for|of|with|from|about)\s+[\w'’-]+(?:\s+[\w'’-]+){0,4}?)\s*(?:[.!?;,]|$)"
+)
+
+
+def with_complement(text: str, phrase: str) -> str:
+    """``phrase`` (a noun phrase cut from ``text``) with the short prepositional phrase
+    that follows it to its clause's end, when there is one (see _NOUN_COMPLEMENT)."""
+    at = text.find(phrase)
+    if not phrase or at < 0:
+        return phrase
+    found = _NOUN_COMPLEMENT.match(text, at + len(phrase))
+    if not found or _SUBJECT_WORDS & {w.lower() for w in found.group(1).split()}:
+        return phrase
+    return f"{phrase} {found.group(1)}"
+
+
 def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
     """The noun phrase of ``text`` that ends in ``noun`` (by stem) and says, in the words
     before it, what the question (its terms ``asked``) does not: asked what kind of
@@ -2075,7 +2094,9 @@ def thing(r: Ranking) -> Extracted:
         if recalled:
             return recalled
         for _score, _share, s in r.ranked[:3]:
-            phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
+            phrase = with_complement(
+                s.claim, noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
+            )
             if phrase:
                 # "My old area was hit by a flood": which area, its speaker names where
                 # they say it again ("my old area, West County").

@@ -17,6 +17,7 @@ from kbmem.research.extract import (
     owned_subject,
     received,
     that_clause,
+    with_complement,
 )
 from kbmem.research.spans import novel_phrase
 
@@ -232,3 +233,26 @@ def test_advice_is_said_in_the_imperative(text: str, expected: str) -> None:
 )
 def test_what_was_done_is_the_predicate(question: str, text: str, expected: str) -> None:
     assert done_predicate(question, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "I'm keen on building a quiet, sheltered harbour for small boats to rest.",
+            "quiet, sheltered harbour for small boats to rest",
+        ),
+        # A long phrase after it, or one with a clause of its own, is another phrase.
+        (
+            "I'm keen on building a quiet, sheltered harbour for the many old wooden fishing"
+            " boats.",
+            "quiet, sheltered harbour",
+        ),
+        (
+            "I'm keen on building a quiet, sheltered harbour for when we retire.",
+            "quiet, sheltered harbour",
+        ),
+    ],
+)
+def test_a_noun_keeps_the_short_phrase_that_completes_it(text: str, expected: str) -> None:
+    assert with_complement(text, "quiet, sheltered harbour") == expected
