@@ -1747,44 +1747,6 @@ def advice(question: str, text: str) -> str:
     return " ".join(words) if len(words) <= ADVICE_WORDS else ""
 
 
-# "What did John do to help …?", "What activity did Maria and her mom do?": the main verb
-# "do" asks for what was done, a predicate: in a sentence that says it, the words after its
-# subject ("I helped renovate a rundown community center": "helped renovate …").
-_ASKS_DONE = re.compile(
-    r"^\s*[Ww]hat(?:\s+[a-z][\w'’-]*){0,2}\s+(?:did|does|do)\s+(?:[\w'’-]+\s+){1,5}?do\b"
-    r"(?!\s+(?:you|we|they)\b)"
-)
-_DOER = re.compile(
-    r"(?:^|[,;:]\s*|\b(?:and|but|so|when|then)\s+)"
-    r"(?:(?:my|our)\s+[a-z]+\s+and\s+I|I|we|he|she|they)"
-    r"(?:\s+(?:just|also|really|always|finally|even|[a-z]+ly))?\s+(?=[a-z])",
-    re.I,
-)
-_PREDICATE_END = re.compile(
-    r"[.;:!?,(\[]|\s[-–—]\s|\s(?:but|because|which|and\s+(?:i|we|it))\b", re.I
-)
-PREDICATE_WORDS = 8
-# "Be" and "have" say a state or carry an idiom ("had a great time", "was fun"), no deed.
-_STATIVE = frozenset("am is are was were be been have has had".split())
-
-
-def done_predicate(question: str, text: str) -> str:
-    """What ``text`` says its subject did, asked "what did X do …?": the words after the
-    first subject ("I", "we", "my mom and I"), to its clause's end, without the time
-    said at its end ("last night"), at most PREDICATE_WORDS words; "" when the question
-    has another shape or ``text`` has no such subject."""
-    if not _ASKS_DONE.match(question):
-        return ""
-    for doer in _DOER.finditer(text):
-        said = _PREDICATE_END.split(text[doer.end() :], 1)[0].split()
-        while said and TIME_WORD.match(said[-1]):
-            said.pop()  # "… last night": when, not what
-        words = _trim_end(said[:PREDICATE_WORDS])
-        if len(words) >= 2 and words[0].lower() not in _PHRASE_EDGE | PREPOSITIONS | _STATIVE:
-            return " ".join(words)
-    return ""
-
-
 def _same_word(a: set[str], b: set[str]) -> bool:
     """Whether stems ``a`` and ``b`` are of one word: equal, or one a stem of four letters
     or more that the other starts with (the analyzer stems "participate" to "particip" and
@@ -2171,7 +2133,7 @@ def thing(r: Ranking) -> Extracted:
     )
     if phrase:
         return phrase, [best]
-    phrase = head_before(question, best.claim, asked) or done_predicate(question, best.claim)
+    phrase = head_before(question, best.claim, asked)
     if phrase:
         return phrase, [best]
     for _score, _share, best in r.ranked[:3]:

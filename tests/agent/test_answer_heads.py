@@ -11,7 +11,6 @@ from kbmem.index.tenant import analyze
 from kbmem.research.direct import direct_answer
 from kbmem.research.extract import (
     advice,
-    done_predicate,
     examples_of,
     happened_to,
     owned_subject,
@@ -210,29 +209,6 @@ def test_the_asked_verbs_clause_is_found_past_the_best_sentence() -> None:
 )
 def test_advice_is_said_in_the_imperative(text: str, expected: str) -> None:
     assert advice("What advice does Ilse give for sailing?", text) == expected
-
-
-@pytest.mark.parametrize(
-    ("question", "text", "expected"),
-    [
-        (
-            "What did Ilse do to help her club last year?",
-            "Last year, I helped repaint the old boathouse by the pier.",
-            "helped repaint the old boathouse by the pier",
-        ),
-        (
-            "What activity did Ilse and her dad do together?",
-            "My dad and I baked some bread together last night!",
-            "baked some bread together",
-        ),
-        # "Have" and "be" say a state or an idiom, no deed.
-        ("What did Ilse do at the party?", "We had a great time at the party.", ""),
-        # Another verb asked: no predicate of "do".
-        ("What did Ilse bake?", "I baked some bread.", ""),
-    ],
-)
-def test_what_was_done_is_the_predicate(question: str, text: str, expected: str) -> None:
-    assert done_predicate(question, text) == expected
 
 
 @pytest.mark.parametrize(
