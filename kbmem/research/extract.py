@@ -790,9 +790,6 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     "" if none. With how surely it is one (NAMED, MEMBER, CLASS, UNTYPED)."""
     asked = r.weigher.terms | r.weigher.names
     noun = asked_noun(untimed(r.question))
-    examples = examples_of(untimed(r.question), text)
-    if examples:
-        return examples, MEMBER
     grouped = ""
     found = done_object(untimed(r.question), text, asked)
     if found and not _names_class(found, noun):
@@ -815,63 +812,6 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     if named:
         return named[0], NAMED
     return (grouped, CLASS) if grouped else ("", UNTYPED)
-
-
-# "classical like Bach and Mozart", "outdoor games such as tag or hide-and-seek": the words
-# after "like", "such as" or "including" name members of the kind said just before them.
-_EXAMPLE_OPENER = re.compile(r"\b(?:like|such\s+as|including|especially)\s+", re.I)
-_EXAMPLES_END = re.compile(
-    r"[.;:!?()\[\]\"“”]|\s[-–—]|,\s*(?:as|but|which|who|and\s+(?:i|we|it))\b", re.I
-)
-EXAMPLE_WORDS = 8
-EXAMPLE_ITEM_WORDS = 3
-
-
-def examples_of(question: str, text: str) -> str:
-    """The members ``text`` gives as examples of the kind a "which/what N …?" question asks
-    for: the words after "like", "such as", "including" or "especially" right after a word
-    of the asked noun's phrase ("a fan of classical like Bach and Mozart" for "which
-    classical musicians"), to the clause's end; each item a short phrase, none a clause.
-    "" if none."""
-    found = _ASKED_NOUN.match(question.strip())
-    if not found:
-        return ""
-    kind = stem_set(found.group(1)) - stem_set(" ".join(STOP))
-    for opener in _EXAMPLE_OPENER.finditer(text):
-        before = re.findall(r"[\w'’-]+", text[: opener.start()])[-2:]
-        if not kind or not any(stem_set(w) & kind for w in before):
-            continue
-        said = _listed_items(_EXAMPLES_END.split(text[opener.end() :], 1)[0])
-        if said:
-            return said
-    return ""
-
-
-_ITEM_SEPARATOR = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+")
-
-
-def _listed_items(text: str) -> str:
-    """The list ``text`` opens with: its items, each a short phrase (EXAMPLE_ITEM_WORDS words
-    at most, no subject pronoun, none giving examples of its own), to the first that is
-    none ("Hals and Steen, and modern ones like …": "Hals and Steen"), EXAMPLE_WORDS words
-    at most; "" if none is."""
-    end, at = 0, 0
-    for separator in [*_ITEM_SEPARATOR.finditer(text), None]:
-        stop = separator.start() if separator else len(text)
-        item = text[at:stop].split()
-        if (
-            not item
-            or len(item) > EXAMPLE_ITEM_WORDS
-            or any(_SUBJECT.match(w) for w in item)
-            or _EXAMPLE_OPENER.search(" ".join(item) + " ")
-        ):
-            break  # a clause, or a phrase that gives examples of its own
-        end = stop
-        if separator is None or len(text[:end].split()) > EXAMPLE_WORDS:
-            break
-        at = separator.end()
-    said = text[:end].strip()
-    return said if len(said.split()) <= EXAMPLE_WORDS else ""
 
 
 def _is_activity(noun: str) -> bool:

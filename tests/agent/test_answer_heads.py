@@ -11,7 +11,6 @@ from kbmem.index.tenant import analyze
 from kbmem.research.direct import direct_answer
 from kbmem.research.extract import (
     advice,
-    examples_of,
     happened_to,
     owned_subject,
     received,
@@ -56,37 +55,6 @@ from kbmem.research.spans import novel_phrase
 def test_a_phrase_cut_by_the_word_limit_ends_at_its_head(text: str, expected: str) -> None:
     asked = set(analyze("What did Ilse find in the harbour during her walk?"))
     assert novel_phrase(text, asked, set()) == expected
-
-
-def test_examples_of_the_asked_kind_are_its_members() -> None:
-    items = [
-        turns_item(
-            "s1",
-            "2024-03-01T09:00:00",
-            (
-                "Ilse",
-                'I love both folk painters like Hals and Steen, and modern ones like "Blue Pier".',
-            ),
-        )
-    ]
-    line = direct_answer("Which folk painters does Ilse admire?", items).line
-    assert line.split(" (")[0] == "Hals and Steen"
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        (
-            "We play outdoor games such as tag, tennis or hide-and-seek.",
-            "tag, tennis or hide-and-seek",
-        ),
-        # "like" after another word, or opening a clause, gives no examples of the kind.
-        ("I like tag and tennis.", ""),
-        ("Games are fun, like when we played all night.", ""),
-    ],
-)
-def test_examples_follow_a_word_of_the_asked_phrase(text: str, expected: str) -> None:
-    assert examples_of("Which outdoor games do Ilse's kids play?", text) == expected
 
 
 def test_a_subject_equated_with_the_speakers_own_answers_what_is_their_noun() -> None:
