@@ -158,61 +158,8 @@ def novel_phrase(
                 best = (score, a, b)
     if best is None:
         return ""
-    a, b = best[1:]
-    if whole_list:
-        a, b = coordinated(tokens, a, _completed(tokens, marks, b))
+    a, b = coordinated(tokens, best[1], best[2]) if whole_list else best[1:]
     return joined(tokens[a : b + 1])
-
-
-COMPLETION_WORDS = 3  # at most this many words finish a phrase cut by the word limit
-
-
-def _completed(tokens: list[str], marks: list[bool], b: int) -> int:
-    """Where the phrase ending at token ``b`` ends when the word limit cut it short: a run
-    of words that say something new goes on to its last ("this cool rainbow sidewalk": an
-    English noun phrase ends in its head, after its modifiers), at most COMPLETION_WORDS
-    more; a phrase cut at a clause's edge (punctuation, a function word) is whole."""
-    end = b
-    while (
-        end + 1 < len(tokens)
-        and end - b < COMPLETION_WORDS
-        and marks[end + 1]
-        and tokens[end + 1].lower() not in _OTHER_PREPOSITIONS
-    ):
-        end += 1
-    return _complement_end(tokens, marks, end)
-
-
-_DETERMINERS = frozenset("a an the this that these those my our your his her their".split())
-
-
-def _complement_end(tokens: list[str], marks: list[bool], end: int) -> int:
-    """Where the phrase ending at token ``end`` ends with the prepositional phrase right
-    after it, when that phrase is short and closes its clause ("gains in strength and
-    endurance.", "a family struggling on the streets."): a head's complement is part of its
-    phrase. ``end`` when no such phrase follows."""
-    at = end + 1
-    if at >= len(tokens) or tokens[at].lower() not in PREPOSITIONS | _OTHER_PREPOSITIONS:
-        return end
-    at += 1
-    if at < len(tokens) and tokens[at].lower() in _DETERMINERS:
-        at += 1
-    last = -1
-    while at < len(tokens) and at - end <= COMPLETION_WORDS + 2:
-        if marks[at]:
-            last = at
-        elif tokens[at].lower() not in _COORDINATORS or last < 0:
-            break
-        at += 1
-    closes = at >= len(tokens) or tokens[at] in _CLAUSE_END | {","}
-    return last if last > end and closes and last == at - 1 else end
-
-
-# Prepositions that STOP does not hold: they open a phrase of their own, no head's.
-_OTHER_PREPOSITIONS = frozenset(
-    "through across after before during around under without within between among toward "
-    "towards behind near along past via despite inside outside beyond upon".split()
-)
 
 
 _CLAUSE_END = frozenset('.;:!?()[]"')
