@@ -1304,6 +1304,31 @@ def equated(text: str, noun: str, asked: set[str]) -> str:
     return ""
 
 
+# "… but contemporary is my top pick": a clause that equates its subject with something of
+# the speaker's answers "what is X's N?" in the speaker's words ("top pick" for
+# "favourite style"), the subject being what the question asks for.
+_OWNED_SUBJECT = re.compile(
+    r"(?:^|[,;:]\s*|\s[-–—]\s*|\b(?=but|and|so))(?:(?:but|and|so)\s+)?"
+    r"((?:the\s+)?[\w'’-]+(?:\s+[\w'’-]+){0,2}?)\s+(?:is|was|'s|’s)\s+(?:my|our)\s+"
+    r"(?:[\w'’-]+\s*){1,3}(?:[.;!?,]|$)",
+    re.I,
+)
+
+
+def owned_subject(text: str, asked: set[str]) -> str:
+    """The subject ``text`` equates with something of the speaker's ("contemporary is my
+    top pick": "contemporary"), asked "what is X's N?" where the sentence says N in other
+    words; a pronoun is no answer, nor words the question (its terms ``asked``) says. ""
+    if none."""
+    for found in _OWNED_SUBJECT.finditer(text):
+        subject = found.group(1)
+        first = subject.split()[0].lower()
+        if (first in STOP and first != "the") or not set(analyze(subject)) - asked:
+            continue
+        return subject
+    return ""
+
+
 # "What was the biggest challenge …?" asks for the one thing a superlative picks out; a
 # sentence picks it out with a superlative of its own, equated with it by "be" ("… but the
 # worst was self-doubt"), whatever the adjective. Words in -est that are no adjective's
@@ -1333,6 +1358,25 @@ def superlative(question: str, text: str, asked: set[str]) -> str:
         if words and set(analyze(" ".join(words))) - asked:
             return " ".join(words)
     return ""
+
+
+# "a safe, inviting place for people to grow": a short phrase of a preposition after the
+# noun, closing its clause, says which one it is, as its modifiers do.
+_NOUN_COMPLEMENT = re.compile(
+    r"\s+((?:for|of|with|from|about)\s+[\w'’-]+(?:\s+[\w'’-]+){0,4}?)\s*(?:[.!?;,]|$)"
+)
+
+
+def with_complement(text: str, phrase: str) -> str:
+    """``phrase`` (a noun phrase cut from ``text``) with the short prepositional phrase
+    that follows it to its clause's end, when there is one (see _NOUN_COMPLEMENT)."""
+    at = text.find(phrase)
+    if not phrase or at < 0:
+        return phrase
+    found = _NOUN_COMPLEMENT.match(text, at + len(phrase))
+    if not found or _SUBJECT_WORDS & {w.lower() for w in found.group(1).split()}:
+        return phrase
+    return f"{phrase} {found.group(1)}"
 
 
 def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
@@ -1809,6 +1853,91 @@ def verb_object(question: str, text: str, asked: set[str]) -> str:
     return ""
 
 
+# "What did Maria receive?" is answered by its converse, said of the giver: "they gave me a
+# medal" says what the speaker received, as the object after the one it was given to.
+_RECEIVED = frozenset(analyze("receive get win earn"))
+_GIVEN = re.compile(
+    r"\b(?:gave|give|gives|given|giving|awarded|handed|sent|presented|offered|bought|got)\s+"
+    r"(?:me|us|him|her|them)\b",
+    re.I,
+)
+
+
+def received(question: str, text: str, asked: set[str]) -> str:
+    """What ``text`` says was given to its speaker (or the one it names), asked "what did X
+    receive/get/win?" ("they gave me a medal": "a medal"); "" when the question has another
+    verb or ``text`` says no giving."""
+    if not _asked_verb(question) & _RECEIVED:
+        return ""
+    for given in _GIVEN.finditer(text):
+        tokens = re.findall(r"[\w'’-]+|[^\w\s]", text[given.end() :])
+        phrase = _object_after(tokens, 0, asked)
+        if phrase:
+            return phrase
+    return ""
+
+
+# "What did Melanie realize …?": a verb said with "that" and a clause ("I'm starting to
+# realize that self-care is really important") takes the clause as its object, what was
+# realised, learnt or decided.
+# "that" opens a clause when a subject pronoun follows it, or a form of "be" or an
+# auxiliary within its next three words ("that self-care is …"); "that book you
+# recommended" is a determiner's noun phrase.
+_THAT_CLAUSE = re.compile(
+    r"\s+that\s+((?:(?:i|we|you|he|she|they|it)\b|(?:[\w'’-]+\s+){1,2}"
+    r"(?:is|are|was|were|has|have|had|can|could|will|would|should|must|needs?)\b)[^.;!?]*)",
+    re.I,
+)
+CLAUSE_WORDS = 12
+THAT_SENTENCES = 5
+
+
+def _said_by_asked(r: Ranking, s: Said) -> bool:
+    """Whether ``s`` was said by a speaker the question names (any, when it names none)."""
+    return not r.asked_speakers or bool(set(analyze(s.speaker)) & r.asked_speakers)
+
+
+def that_clause(question: str, text: str) -> str:
+    """The clause ``text`` says after the question's verb and "that" ("realize that
+    self-care is important": "self-care is important"), to the sentence's end or a dash,
+    at most CLAUSE_WORDS words; "" when the question asks no verb or ``text`` does not say
+    it so."""
+    verb = _asked_verb(question)
+    if not verb:
+        return ""
+    for found in re.finditer(r"[\w'’-]+", text):
+        if not _same_word(set(analyze(found.group(0))), verb):
+            continue
+        clause = _THAT_CLAUSE.match(text, found.end())
+        if clause:
+            words = _trim_end(re.split(r"\s[-–—]\s|,", clause.group(1))[0].split()[:CLAUSE_WORDS])
+            if len(words) >= 2:
+                return " ".join(words)
+    return ""
+
+
+# "What advice does X give?": advice is said in the imperative ("Do your research and find
+# an agency"), a verb with no subject before it, its object next; the whole clause is it.
+_ASKS_ADVICE = re.compile(r"^\s*[Ww]hat\s+(?:\w+\s+)?(?:advice|tips?|suggestions?)\b")
+_IMPERATIVE = re.compile(
+    r"^\s*(?:(?:just|always|never|don['’]t|do\s+not)\s+)?"
+    r"(?!(?:i|we|you|he|she|they|it|this|that|there|the|a|an|my|our|yeah|yes|so|and|but)\b)"
+    r"[a-z]+\s+(?:your|the|a|an|it|them|some|yourself|up|out|on)\b",
+    re.I,
+)
+ADVICE_WORDS = 16
+
+
+def advice(question: str, text: str) -> str:
+    """The clause ``text`` gives as advice, asked "what advice does X give?": a sentence in
+    the imperative, to its end (at most ADVICE_WORDS words); "" when the question asks
+    something else or ``text`` is no imperative."""
+    if not _ASKS_ADVICE.match(question) or not _IMPERATIVE.match(text):
+        return ""
+    words = re.split(r"[.;!?]", text)[0].split()
+    return " ".join(words) if len(words) <= ADVICE_WORDS else ""
+
+
 def _same_word(a: set[str], b: set[str]) -> bool:
     """Whether stems ``a`` and ``b`` are of one word: equal, or one a stem of four letters
     or more that the other starts with (the analyzer stems "participate" to "particip" and
@@ -2099,6 +2228,18 @@ def thing(r: Ranking) -> Extracted:
             feeling = manner(s.claim, r.weigher.terms | r.weigher.names)
             if feeling:
                 return feeling, [s]
+    # An event or advice is asked: a clause, no noun phrase.
+    for _score, _share, s in r.ranked[:3]:
+        clause = happened_to(question, s.claim) or advice(question, s.claim)
+        if clause:
+            return clause, [s]
+    # The asked verb said with its clause is rare, and says what was realised or decided
+    # more surely than the best sentence's words: looked for a little past the best three,
+    # in what the person asked about said.
+    for _score, _share, s in r.ranked[:THAT_SENTENCES]:
+        clause = that_clause(question, s.claim) if _said_by_asked(r, s) else ""
+        if clause:
+            return clause, [s]
     noun = asked_noun(question)
     picture = _picture_shown(r, question, noun)
     if picture:
@@ -2109,7 +2250,9 @@ def thing(r: Ranking) -> Extracted:
         if recalled:
             return recalled
         for _score, _share, s in r.ranked[:3]:
-            phrase = noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
+            phrase = with_complement(
+                s.claim, noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
+            )
             if phrase:
                 # "My old area was hit by a flood": which area, its speaker names where
                 # they say it again ("my old area, West County").
@@ -2145,6 +2288,8 @@ def thing(r: Ranking) -> Extracted:
         phrase = (equated(best.claim, noun, asked) if noun else "") or superlative(
             question, best.claim, asked
         )
+        if not phrase and noun:
+            phrase = owned_subject(best.claim, asked)
         if phrase:
             return phrase, [best]
     if re.match(r"\s*why\b", r.question, re.I):
@@ -2178,6 +2323,7 @@ def thing(r: Ranking) -> Extracted:
         said_about(question, best.claim)
         or grammar_object(question, best.claim, asked)
         or passive_agent(question, best.claim, asked)
+        or received(question, best.claim, asked)
     )
     if phrase:
         return phrase, [best]
@@ -2236,6 +2382,49 @@ _INDEFINITE = frozenset("something anything everything nothing stuff thing thing
 def _names_object(phrase: str) -> bool:
     """Whether a verb's object ``phrase`` names a thing (not "something …")."""
     return bool(phrase) and phrase.split()[0].lower() not in _INDEFINITE
+
+
+# "What happened to Melanie's son?" asks what befell the son: the clause that says it.
+_HAPPENED_TO = re.compile(
+    r"^\s*[Ww]hat\s+(?:has\s+|had\s+)?happened\s+to\s+(?:[\w'’-]+\s+){0,3}?([a-z][\w'’-]*)"
+    r"\s*(?:\?|$|\s+(?:on|in|at|during|after|before|when|while)\b)"
+)
+# "How did the flood impact the homes?" asks the same of the homes: what became of them.
+_AFFECTED = re.compile(
+    r"^\s*[Hh]ow\s+(?:did|does|has|have|had)\s+.+?\s+(?:affect|impact|change|hurt|damage)\s+"
+    r"(?:[\w'’-]+\s+){0,3}?([a-z][\w'’-]*)\s*(?:\?|$|\s+(?:in|on|at|of|during)\b)"
+)
+_CLAUSE_OPENERS = frozenset("when while because since after before that and but so".split())
+_HOLDER = frozenset("my our his her their the a an this that".split())
+EVENT_WORDS = 10
+
+
+def happened_to(question: str, text: str) -> str:
+    """What ``text`` says befell the noun a "what happened to N?" (or "how did X affect
+    N?") question names: said of N as its subject ("when my son got into an accident"),
+    the predicate ("got into an accident"); N said elsewhere in its clause ("I lost my job
+    at the company", "so lots of homes were ruined"), the whole clause; to the clause's
+    end, at most EVENT_WORDS words. "" when the question has another shape or ``text``
+    does not say N."""
+    found = _HAPPENED_TO.match(untimed(question)) or _AFFECTED.match(untimed(question))
+    if not found:
+        return ""
+    stems = stem_set(found.group(1))
+    for clause in _CLAUSE_CUT.split(text.split("[shares", 1)[0]):
+        words = re.findall(r"[\w'’-]+", clause)
+        at = next((n for n, w in enumerate(words) if stem_set(w) == stems), None)
+        if at is None:
+            continue
+        # The clause starts after the last word that opens one before the noun.
+        start = max((n + 1 for n in range(at) if words[n].lower() in _CLAUSE_OPENERS), default=0)
+        if all(w.lower() in _HOLDER for w in words[start:at]) and at + 1 < len(words):
+            taken = words[at + 1 :]  # the noun is the subject: what it did or underwent
+        else:
+            taken = words[start:]
+        taken = _trim_end(taken[:EVENT_WORDS])
+        if len(taken) >= 2:
+            return " ".join(taken)
+    return ""
 
 
 # "What creative project do Ilse and her kids do together?": a noun that the question's

@@ -122,10 +122,10 @@ def test_how_is_answered_by_the_means_or_the_linking_verb_s_complement() -> None
             "What kind of lighting does Ilse's studio have?",
             "red and purple lighting",
         ),
-        (
+        (  # with the short phrase that completes the noun, closing its clause
             [("Ilse", "I'm hoping to build a safe, quiet place for people to rest.")],
             "What kind of place does Ilse want to build?",
-            "safe, quiet place",
+            "safe, quiet place for people to rest",
         ),
         (  # "something" announces what was done; the speaker's next sentence says it,
             # the question's verb there in another form and with its preposition
