@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import NamedTuple
 
 from kbmem.agent.context import TurnContext
@@ -46,6 +47,9 @@ MAX_SOURCES = 3  # of the sentences the direct answer was taken from, those quot
 # said them included): the sentences the answer must show come first, whatever they take,
 # and the others while they fit (see quotation).
 QUOTE_BUDGET = 100
+# Quotes of turns this close in one passage (at most this many turns between them) share one
+# citation (see quotation).
+RUN_REACH = 2
 # "The offsite will be in the city where my sister lives": the answer is where the sister
 # lives, said elsewhere. A sentence that resolves such a reference must name at least this
 # many of its terms (the person whose relation it is, the relation, a name given for them).
@@ -617,7 +621,8 @@ def quotation(
     are so quoted each in its own words, and a sentence that repeats another is not.
     Each is offered with the sentences next to it that say what it is asked about (see
     with_neighbours); one that only thanks or greets is never quoted. Sentences of one turn
-    or paragraph are one quote, under one citation."""
+    or paragraph are one quote, under one citation, and so are those of turns close together
+    in one passage (see in_runs): such a sentence costs only its words."""
     sources = [reading.of(s) for s in direct.sources[:MAX_SOURCES]]
     ranked = [reading.of(s) for s in direct.ranked]
     offered = [(s, n == 0) for n, s in enumerate(x for x in sources if x is not None)]
@@ -648,6 +653,8 @@ def quotation(
             continue  # a turn's other sentences only where they speak of the question
         if unit in quotes:
             cost = count_tokens(sentence.text) + 2  # " … " within the turn's quote
+        elif any(_near(sentence, others[0]) for others in quotes.values()):
+            cost = count_tokens(_run_part(sentence, None, dated))  # a quote near it cites it
         else:
             cost = count_tokens(_quote_line(sentence, dated))
         if not forced and quotes and used + cost > QUOTE_BUDGET:
@@ -655,7 +662,58 @@ def quotation(
         quotes.setdefault(unit, []).append(sentence)
         said |= terms
         used += cost
-    return [_joined(sentences) for sentences in quotes.values()]
+    return in_runs([_joined(sentences) for sentences in quotes.values()], dated)
+
+
+def _near(a: Sentence, b: Sentence) -> bool:
+    """Whether ``a`` and ``b`` are turns or paragraphs of one passage with at most RUN_REACH
+    others between them."""
+    if a.item.interval != b.item.interval:
+        return False
+    starts = [u.start for u in _units(a.item)]
+    if a.start not in starts or b.start not in starts:
+        return False
+    return abs(starts.index(a.start) - starts.index(b.start)) <= RUN_REACH + 1
+
+
+def _run_part(sentence: Sentence, before: Sentence | None, dated: bool) -> str:
+    """How ``sentence`` goes on a quote of the same passage said before it (``before``; None:
+    not known yet): after " … ", with who said it when another did, and the day when
+    another."""
+    said_on = stamp_day(sentence.stamp) if dated else None
+    same_day = before is not None and stamp_day(before.stamp) == said_on
+    day = f" ({written_date(said_on)})" if said_on and not same_day else ""
+    same_speaker = before is not None and before.speaker == sentence.speaker
+    who = f"{sentence.speaker}{day}: " if sentence.speaker and not same_speaker else ""
+    return f" … {who}{sentence.text}"
+
+
+def in_runs(quotes: list[Sentence], dated: bool = False) -> list[Sentence]:
+    """``quotes``, those of turns close together in one passage (see _near) made one quote
+    under one citation of the lines from the first to the last, in the order said ("Melanie:
+    I ran a charity race … Caroline: That charity race sounds great!"): a citation costs a
+    reader more words than most quoted sentences, and the lines between are as easy to
+    check. The quote stands where the first of them stood."""
+    runs: list[list[Sentence]] = []
+    for sentence in quotes:
+        run = next((r for r in runs if any(_near(sentence, s) for s in r)), None)
+        if run is None:
+            runs.append([sentence])
+        else:
+            run.append(sentence)
+    return [_run_quote(sorted(run, key=lambda s: s.start), dated) for run in runs]
+
+
+def _run_quote(run: list[Sentence], dated: bool) -> Sentence:
+    """The quotes of ``run`` (in the order said) as one quote."""
+    first = run[0]
+    text = first.text + "".join(_run_part(s, before, dated) for before, s in pairwise(run))
+    return replace(
+        first,
+        text=text,
+        end=max(s.end for s in run),
+        terms=frozenset().union(*(s.terms for s in run)),
+    )
 
 
 # Words that, opening a sentence, make it go on about what the sentence before it spoke of:
