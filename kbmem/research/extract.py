@@ -580,6 +580,11 @@ def person(r: Ranking) -> Extracted:
         if kinship and not set(analyze(kinship)) & r.weigher.terms:
             # "my aunt" is "my aunt, Rosa" where its speaker names her.
             return named_elsewhere(r, best, kinship) or (f"{whose} {kinship}", [best])
+    if _says_doing_asked(r.question, best) and not set(analyze(best.speaker)) & exclude:
+        # "Who owns the sync service?" — "I own the sync service, and the Postgres
+        # migration": who does what is asked is the one saying "I" or "we", not a name
+        # said further on.
+        return best.speaker, [best]
     for s in r.close_to_best("person"):
         found = people(s.claim, exclude, r.known)
         if found:
@@ -600,6 +605,30 @@ def person(r: Ranking) -> Extracted:
         if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
             return s.speaker, [s]
     return "", [r.best()]
+
+
+# "Who owns …?", "Who has led …?": who is the subject of the verb asked; "Who did X
+# meet?" asks the verb's object instead.
+_WHO_DOES = re.compile(
+    r"^\s*[Ww]ho\s+(?:(?:has|have|had|will|would|can|could|should)\s+)?([a-z][\w'’-]*)"
+)
+_NOT_DONE = frozenset("is are was were do does did be been being".split())
+
+
+def _says_doing_asked(question: str, s: Said) -> bool:
+    """Whether ``s`` says, in the first person, the verb a "who does …?" question asks
+    ("I own", "we've been running"): its speaker is who."""
+    found = _WHO_DOES.match(question)
+    if not found or found.group(1).lower() in _NOT_DONE or not s.speaker:
+        return False
+    verb = set(analyze(found.group(1)))
+    text = s.claim or s.text
+    for m in re.finditer(
+        r"\b(?:I|[Ww]e)(?:'(?:ve|ll|m|re|d))?\s+((?:[\w'’-]+\s+){0,2}[\w'’-]+)", text
+    ):
+        if any(set(analyze(w)) & verb for w in m.group(1).split()):
+            return True
+    return False
 
 
 _RELATION = re.compile(
@@ -2244,6 +2273,14 @@ def thing(r: Ranking) -> Extracted:
     picture = _picture_shown(r, question, noun)
     if picture:
         return picture
+    if noun and _WHICH.match(question):
+        # "Which company was the first pilot customer?" — "Skerrick Island Ferries will be
+        # our first pilot customer": the best sentence names the one asked by saying it is
+        # what the question says of it, without the question's noun.
+        best = r.best()
+        name = named_as(best.claim, r.weigher.terms, r.weigher.names | r.speakers)
+        if name:
+            return name, [best]
     if noun:
         # "Been reading that book you recommended": which book, the listener named.
         recalled = _recalled(r, noun)
@@ -2339,6 +2376,31 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+_WHICH = re.compile(
+    r"^\s*(?:[Ww]hich|[Ww]hat)\s+[a-z][\w'’-]*\s+(?:is|was|were|are|will|has|had)\b"
+)
+_COPULA_NAME = re.compile(
+    r"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s+(?:will\s+be|is|was|became|has\s+become)"
+    r"\s+(?:our|their|the|my|his|her|its)\s+((?:[\w'’-]+\s*){1,4})"
+)
+
+
+def named_as(text: str, terms: set[str], exclude: set[str]) -> str:
+    """The name ``text`` equates with a phrase that says at least two of the question's
+    ``terms`` ("Skerrick Island Ferries will be our first pilot customer"), none of its
+    words one of ``exclude`` (the question's names, the speakers); "" when it names none."""
+    for m in _COPULA_NAME.finditer(text):
+        name = m.group(1)
+        if set(analyze(name)) & exclude or name.split()[0] in _NOT_NAMES:
+            continue
+        if len(set(analyze(m.group(2))) & terms) >= 2:
+            return name
+    return ""
+
+
+_NOT_NAMES = frozenset("I It This That These Those There He She They We You".split())
 
 
 # "What kind of pot did X make?" asks about the verb as "What pot did X make?" does.
