@@ -33,7 +33,7 @@ from kbmem.research.joint import joint_names, shared_item, speaks_for_both
 from kbmem.research.kin import kin
 from kbmem.research.meaning import nearness
 from kbmem.research.ranking import Ranking
-from kbmem.research.said import POINTERS, STOP, points_back
+from kbmem.research.said import CIVILITIES, POINTERS, STOP, points_back
 from kbmem.research.shown import pointed, points_at, shown, split_caption
 from kbmem.research.spans import (
     CALENDAR,
@@ -567,6 +567,9 @@ def _told_span(text: str, day: datetime.date) -> tuple[datetime.date, datetime.d
 
 
 def person(r: Ranking) -> Extracted:
+    described = _described(r)
+    if described:
+        return described  # "Who is Femi Adeyemi?": what memory says she is
     exclude = r.weigher.names
     shared = shared_item(r, lambda s: people(s.claim, exclude | r.speakers, r.known))
     if shared:
@@ -580,6 +583,12 @@ def person(r: Ranking) -> Extracted:
         if kinship and not set(analyze(kinship)) & r.weigher.terms:
             # "my aunt" is "my aunt, Rosa" where its speaker names her.
             return named_elsewhere(r, best, kinship) or (f"{whose} {kinship}", [best])
+    if _WHO_IS.match(r.question):
+        # "Who is the first pilot customer?" — "Skerrick Island Ferries will be our first
+        # pilot customer": the name said to be what is asked, not another name beside it.
+        name = named_as(best.claim, r.weigher.terms, exclude | r.speakers)
+        if name:
+            return name, [best]
     if _says_doing_asked(r.question, best) and not set(analyze(best.speaker)) & exclude:
         # "Who owns the sync service?" — "I own the sync service, and the Postgres
         # migration": who does what is asked is the one saying "I" or "we", not a name
@@ -604,6 +613,81 @@ def person(r: Ranking) -> Extracted:
     for _score, _share, s in r.ranked[:3]:
         if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
             return s.speaker, [s]
+    return "", [r.best()]
+
+
+_WHO_IS = re.compile(r"^\s*[Ww]ho\s+(?:is|was|will\s+be)\s+(?:the|our|their|his|her|my)\b")
+# "Who is Femi Adeyemi?" asks what the named person is, not for another person.
+_WHO_IS_NAMED = re.compile(
+    r"^\s*[Ww]ho\s+(?:is|was|'s)\s+([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s*\??\s*$"
+)
+_DESCRIPTION_WORDS = 8
+# Words that after "Name," open no description of the named: a vocative's request
+# ("Femi, can you take it?"), a greeting, a reply.
+_NOT_DESCRIBING = STOP | CIVILITIES | frozenset("please could let did you".split())
+
+
+def _described(r: Ranking) -> Extracted | None:
+    """Asked "who is <name>?", what a sentence says the named is: the phrase set beside the
+    name ("Hire: Femi Adeyemi, senior backend engineer, accepted …"), said of it by "is"
+    ("Femi is our new backend engineer") or the role it takes ("joins us as a senior
+    backend engineer"); None when no sentence describes them."""
+    found = _WHO_IS_NAMED.match(r.question)
+    if not found:
+        return None
+    full = found.group(1).split()
+    # Named in full or, among people who know them, by the first name ("Tobias, backend.").
+    name = (
+        "(?:"
+        + r"\s+".join(map(re.escape, full))
+        + (f"|{re.escape(full[0])}" if len(full) > 1 else "")
+        + ")"
+    )
+    beside = re.compile(
+        rf"\b{name}\**\s*(?:,\s*|\s+(?:is|was)\s+)((?:a|an|the|our|my|their|his|her)\s+)?"
+        r"([\w'’-]+(?:\s+[\w'’-]+)*?)\s*(?=[,.;:()]|$)"
+    )
+    # "… Femi Adeyemi, who joins us today as a senior backend engineer": the role taken,
+    # said of the named by "as" in the clause that names them.
+    role = re.compile(
+        rf"\b{name}\b[^.;:?!]*?\b(?:joins?|joined|joining|starts?|started|works?|worked|"
+        r"serves?|served|comes?|came|hired)\b(?:\s+[\w'’-]+){0,3}?\s+as\s+"
+        r"((?:a|an|the|our|their)\s+)([\w'’-]+(?:\s+[\w'’-]+)*?)"
+        r"\s*(?=[,.;:()]|\s+(?:on|from|at|in|with|since|until|for|and|but|who|which)\b|$)"
+    )
+    for _score, _share, s in r.ranked:
+        text = s.claim or s.text
+        for m in itertools.chain(beside.finditer(text), role.finditer(text)):
+            words = m.group(2).split()
+            if (
+                words
+                and re.split(r"['’]", words[0].lower())[0] not in _NOT_DESCRIBING
+                and words[0] not in r.known  # "Maya, Tobias and Oskar": a list of names
+                and len(words) <= _DESCRIPTION_WORDS
+            ):
+                return f"{m.group(1) or ''}{m.group(2)}", [s]
+    # Else whose relation they are ("my sister Niamh", "Dara's sister Niamh") or what they
+    # do, said of them by name ("Tobias Ferrante owns the sync service, …").
+    related = re.compile(
+        rf"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?['’]s|[Mm]y|[Oo]ur)\s+"
+        rf"([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+{name}\b"
+    )
+    doing = re.compile(
+        rf"\b{name}\s+((?:[a-z]+s|[a-z]+ed)\b[^.;:?!()]*)",
+    )
+    for _score, _share, s in r.ranked:
+        text = s.claim or s.text
+        m = related.search(text)
+        if m and m.group(2).split()[0] not in _NOT_DESCRIBING:
+            whose = m.group(1)
+            if whose.lower() in ("my", "our") and s.speaker:
+                whose = f"{s.speaker}'s"
+            return f"{whose} {m.group(2)}", [s]
+    for _score, _share, s in r.ranked:
+        m = doing.search(s.claim or s.text)
+        if m and m.group(1).split()[0] not in _NOT_DESCRIBING:
+            return " ".join(m.group(1).split()[:REASON_WORDS]), [s]
+    # No other person answers "who is X?": the best sentence's words, said weakly.
     return "", [r.best()]
 
 

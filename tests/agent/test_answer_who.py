@@ -39,3 +39,32 @@ def test_which_one_is_the_name_said_to_be_what_the_question_says() -> None:
     ]
     got = direct_answer("Which company was signed as the first pilot customer?", items)
     assert got.line == "Skerrick Island Ferries"
+
+
+def test_who_is_a_named_person_is_what_memory_says_they_are() -> None:
+    def asked(*turns: tuple[str, str]) -> str:
+        item = turns_item("s1", "2026-03-02T09:00:00", *turns)
+        return direct_answer("Who is Femi Adeyemi?", [item]).line
+
+    # The role taken, the phrase set beside the name, whose relation they are.
+    role = ("Maya", "Everyone, this is Femi Adeyemi, who joins us today as a senior engineer.")
+    assert asked(role) == "a senior engineer"
+    beside = ("Assistant", "Hire: Femi Adeyemi, senior backend engineer, accepted on Friday.")
+    assert asked(beside) == "senior backend engineer"
+    assert asked(("Dara Whitcombe", "I'm visiting my cousin Femi Adeyemi.")) == (
+        "Dara Whitcombe's cousin"
+    )
+    # Not another person named with them, nor a request made of them by name.
+    other = asked(("Maya", "Femi, can you pair with Tobias Ferrante on FL-212 today?"))
+    assert "Tobias" not in other and not other.startswith("can you"), other
+
+
+def test_what_things_are_called_asks_their_names() -> None:
+    item = turns_item(
+        "s1",
+        "2026-01-05T09:00:00",
+        ("Maya", "Three apps: Ferrylog Cloud, the API; Deckhand, the crew app; and Harbourmaster."),
+    )
+    line = direct_answer("What are the three apps called?", [item]).line
+    assert line.startswith("Ferrylog Cloud, Deckhand"), line
+    assert "Harbourmaster" in line, line
