@@ -677,16 +677,16 @@ def _described(r: Ranking) -> Extracted | None:
     )
     for _score, _share, s in r.ranked:
         text = s.claim or s.text
-        m = related.search(text)
-        if m and m.group(2).split()[0] not in _NOT_DESCRIBING:
-            whose = m.group(1)
+        kin_of = related.search(text)
+        if kin_of and kin_of.group(2).split()[0] not in _NOT_DESCRIBING:
+            whose = kin_of.group(1)
             if whose.lower() in ("my", "our") and s.speaker:
                 whose = f"{s.speaker}'s"
-            return f"{whose} {m.group(2)}", [s]
+            return f"{whose} {kin_of.group(2)}", [s]
     for _score, _share, s in r.ranked:
-        m = doing.search(s.claim or s.text)
-        if m and m.group(1).split()[0] not in _NOT_DESCRIBING:
-            return " ".join(m.group(1).split()[:REASON_WORDS]), [s]
+        done = doing.search(s.claim or s.text)
+        if done and done.group(1).split()[0] not in _NOT_DESCRIBING:
+            return " ".join(done.group(1).split()[:REASON_WORDS]), [s]
     # No other person answers "who is X?": the best sentence's words, said weakly.
     return "", [r.best()]
 
