@@ -350,12 +350,33 @@ def number(r: Ranking) -> Extracted:
             found = FREQUENCY.search(s.claim)
             if found:
                 return found.group(0), [s]
+    amount = bool(_ASKS_AMOUNT.search(r.question))
     for s in r.top("number")[:3]:
-        found = NUMBER.search(s.claim)
-        if found:
-            tail = unit_after(s.claim[found.end() :])
+        said = [(m, unit_after(s.claim[m.end() :])) for m in NUMBER.finditer(s.claim)]
+        if amount:
+            # "How much is the budget?" asks an amount of money: "Three days, …, budget of
+            # about 6,000 pounds" answers with the pounds, not the days.
+            money = [(m, u) for m, u in said if _is_money(s.claim, m, u)]
+            said = money or said
+        if said:
+            found, tail = said[0]
             return f"{found.group(0)} {tail}".strip(), [s]
     return "", [r.best()]
+
+
+_ASKS_AMOUNT = re.compile(
+    r"\b(?:how\s+much|budget|cost|costs|price|fee|fees|salary|spend|spent|paid|pay)\b", re.I
+)
+_MONEY_WORDS = frozenset(
+    "pounds pound dollars dollar euros euro quid bucks pence cents kroner krona yen".split()
+)
+
+
+def _is_money(text: str, number: re.Match[str], unit: str) -> bool:
+    """Whether the number ``number`` of ``text`` (``unit``: the words after it) is an
+    amount of money: a currency sign before it or a currency's name after it."""
+    before = text[max(0, number.start() - 1) : number.start()]
+    return before in ("£", "$", "€") or bool(set(unit.lower().split()[:1]) & _MONEY_WORDS)
 
 
 def count(r: Ranking) -> Extracted:
@@ -1636,7 +1657,7 @@ _SINCE_CAUSE = (
     r"|don['’]t|doesn['’]t)\b))"
 )
 _BECAUSE = re.compile(
-    rf"(?:\bbecause|'cause|’cause|\bso that|{_SINCE_CAUSE})\s+([^.;!?]{{3,}})", re.I
+    rf"(?:\bbecause(?:\s+of)?|'cause|’cause|\bso that|{_SINCE_CAUSE})\s+([^.;!?]{{3,}})", re.I
 )
 _CAUSER = re.compile(
     r"^([^.;!?]{3,60}?)\s+(?:gave|made|got|inspired|pushed|motivated|led)\s+(?:me|us)\b", re.I
@@ -1663,7 +1684,9 @@ def _reason(text: str) -> str:
     """The reason a causal connective or a verb of causing in ``text`` gives."""
     found = _BECAUSE.search(text)
     if found:
-        words = found.group(1).split()[:PHRASE_WORDS]
+        # A reason is a clause, to its comma (at most REASON_WORDS words).
+        clause = re.split(r",\s", found.group(1), maxsplit=1)[0]
+        words = clause.split()[:REASON_WORDS]
         # A reason put first ends where the main clause's subject starts ("since I'm
         # tired I'm staying in": "I'm tired").
         end = next(
