@@ -100,6 +100,10 @@ def question_kind(question: str) -> str:
         return "number"
     if re.match(r"(?:what|which)\b.*\bnames\b", q):
         return "names"  # "What are her pets' names?": the names, gathered
+    called = re.match(r"(?:what|which)\s+(is|was|are|were)\b.*\b(?:called|named)\s*\??$", q)
+    if called:
+        # "What are the three apps called?" asks their names; "What is her dog called?" one.
+        return "names" if called.group(1) in ("are", "were") else "person"
     if re.match(r"(?:who\s+(?:have|are|were)|(?:what|which)\s+(?:people|friends))\b", q):
         return "names"  # "Who have written to her?", "What people …": several, gathered
     if re.match(r"(?:with\s+)?(?:who|whom|whose)\b", q) or re.search(

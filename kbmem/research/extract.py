@@ -33,7 +33,7 @@ from kbmem.research.joint import joint_names, shared_item, speaks_for_both
 from kbmem.research.kin import kin
 from kbmem.research.meaning import nearness
 from kbmem.research.ranking import Ranking
-from kbmem.research.said import POINTERS, STOP, points_back
+from kbmem.research.said import CIVILITIES, POINTERS, STOP, points_back
 from kbmem.research.shown import pointed, points_at, shown, split_caption
 from kbmem.research.spans import (
     CALENDAR,
@@ -350,12 +350,33 @@ def number(r: Ranking) -> Extracted:
             found = FREQUENCY.search(s.claim)
             if found:
                 return found.group(0), [s]
+    amount = bool(_ASKS_AMOUNT.search(r.question))
     for s in r.top("number")[:3]:
-        found = NUMBER.search(s.claim)
-        if found:
-            tail = unit_after(s.claim[found.end() :])
+        said = [(m, unit_after(s.claim[m.end() :])) for m in NUMBER.finditer(s.claim)]
+        if amount:
+            # "How much is the budget?" asks an amount of money: "Three days, …, budget of
+            # about 6,000 pounds" answers with the pounds, not the days.
+            money = [(m, u) for m, u in said if _is_money(s.claim, m, u)]
+            said = money or said
+        if said:
+            found, tail = said[0]
             return f"{found.group(0)} {tail}".strip(), [s]
     return "", [r.best()]
+
+
+_ASKS_AMOUNT = re.compile(
+    r"\b(?:how\s+much|budget|cost|costs|price|fee|fees|salary|spend|spent|paid|pay)\b", re.I
+)
+_MONEY_WORDS = frozenset(
+    "pounds pound dollars dollar euros euro quid bucks pence cents kroner krona yen".split()
+)
+
+
+def _is_money(text: str, number: re.Match[str], unit: str) -> bool:
+    """Whether the number ``number`` of ``text`` (``unit``: the words after it) is an
+    amount of money: a currency sign before it or a currency's name after it."""
+    before = text[max(0, number.start() - 1) : number.start()]
+    return before in ("£", "$", "€") or bool(set(unit.lower().split()[:1]) & _MONEY_WORDS)
 
 
 def count(r: Ranking) -> Extracted:
@@ -567,6 +588,9 @@ def _told_span(text: str, day: datetime.date) -> tuple[datetime.date, datetime.d
 
 
 def person(r: Ranking) -> Extracted:
+    described = _described(r)
+    if described:
+        return described  # "Who is Femi Adeyemi?": what memory says she is
     exclude = r.weigher.names
     shared = shared_item(r, lambda s: people(s.claim, exclude | r.speakers, r.known))
     if shared:
@@ -580,6 +604,17 @@ def person(r: Ranking) -> Extracted:
         if kinship and not set(analyze(kinship)) & r.weigher.terms:
             # "my aunt" is "my aunt, Rosa" where its speaker names her.
             return named_elsewhere(r, best, kinship) or (f"{whose} {kinship}", [best])
+    if _WHO_IS.match(r.question):
+        # "Who is the first pilot customer?" — "Skerrick Island Ferries will be our first
+        # pilot customer": the name said to be what is asked, not another name beside it.
+        name = named_as(best.claim, r.weigher.terms, exclude | r.speakers)
+        if name:
+            return name, [best]
+    if _says_doing_asked(r.question, best) and not set(analyze(best.speaker)) & exclude:
+        # "Who owns the sync service?" — "I own the sync service, and the Postgres
+        # migration": who does what is asked is the one saying "I" or "we", not a name
+        # said further on.
+        return best.speaker, [best]
     for s in r.close_to_best("person"):
         found = people(s.claim, exclude, r.known)
         if found:
@@ -600,6 +635,105 @@ def person(r: Ranking) -> Extracted:
         if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
             return s.speaker, [s]
     return "", [r.best()]
+
+
+_WHO_IS = re.compile(r"^\s*[Ww]ho\s+(?:is|was|will\s+be)\s+(?:the|our|their|his|her|my)\b")
+# "Who is Femi Adeyemi?" asks what the named person is, not for another person.
+_WHO_IS_NAMED = re.compile(
+    r"^\s*[Ww]ho\s+(?:is|was|'s)\s+([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s*\??\s*$"
+)
+_DESCRIPTION_WORDS = 8
+# Words that after "Name," open no description of the named: a vocative's request
+# ("Femi, can you take it?"), a greeting, a reply.
+_NOT_DESCRIBING = STOP | CIVILITIES | frozenset("please could let did you".split())
+
+
+def _described(r: Ranking) -> Extracted | None:
+    """Asked "who is <name>?", what a sentence says the named is: the phrase set beside the
+    name ("Hire: Femi Adeyemi, senior backend engineer, accepted …"), said of it by "is"
+    ("Femi is our new backend engineer") or the role it takes ("joins us as a senior
+    backend engineer"); None when no sentence describes them."""
+    found = _WHO_IS_NAMED.match(r.question)
+    if not found:
+        return None
+    full = found.group(1).split()
+    # Named in full or, among people who know them, by the first name ("Tobias, backend.").
+    name = (
+        "(?:"
+        + r"\s+".join(map(re.escape, full))
+        + (f"|{re.escape(full[0])}" if len(full) > 1 else "")
+        + ")"
+    )
+    beside = re.compile(
+        rf"\b{name}\**\s*(?:,\s*|\s+(?:is|was)\s+)((?:a|an|the|our|my|their|his|her)\s+)?"
+        r"([\w'’-]+(?:\s+[\w'’-]+)*?)\s*(?=[,.;:()]|$)"
+    )
+    # "… Femi Adeyemi, who joins us today as a senior backend engineer": the role taken,
+    # said of the named by "as" in the clause that names them.
+    role = re.compile(
+        rf"\b{name}\b[^.;:?!]*?\b(?:joins?|joined|joining|starts?|started|works?|worked|"
+        r"serves?|served|comes?|came|hired)\b(?:\s+[\w'’-]+){0,3}?\s+as\s+"
+        r"((?:a|an|the|our|their)\s+)([\w'’-]+(?:\s+[\w'’-]+)*?)"
+        r"\s*(?=[,.;:()]|\s+(?:on|from|at|in|with|since|until|for|and|but|who|which)\b|$)"
+    )
+    for _score, _share, s in r.ranked:
+        text = s.claim or s.text
+        for m in itertools.chain(beside.finditer(text), role.finditer(text)):
+            words = m.group(2).split()
+            if (
+                words
+                and re.split(r"['’]", words[0].lower())[0] not in _NOT_DESCRIBING
+                and words[0] not in r.known  # "Maya, Tobias and Oskar": a list of names
+                and len(words) <= _DESCRIPTION_WORDS
+            ):
+                return f"{m.group(1) or ''}{m.group(2)}", [s]
+    # Else whose relation they are ("my sister Niamh", "Dara's sister Niamh") or what they
+    # do, said of them by name ("Tobias Ferrante owns the sync service, …").
+    related = re.compile(
+        rf"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?['’]s|[Mm]y|[Oo]ur)\s+"
+        rf"([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+{name}\b"
+    )
+    doing = re.compile(
+        rf"\b{name}\s+((?:[a-z]+s|[a-z]+ed)\b[^.;:?!()]*)",
+    )
+    for _score, _share, s in r.ranked:
+        text = s.claim or s.text
+        kin_of = related.search(text)
+        if kin_of and kin_of.group(2).split()[0] not in _NOT_DESCRIBING:
+            whose = kin_of.group(1)
+            if whose.lower() in ("my", "our") and s.speaker:
+                whose = f"{s.speaker}'s"
+            return f"{whose} {kin_of.group(2)}", [s]
+    for _score, _share, s in r.ranked:
+        done = doing.search(s.claim or s.text)
+        if done and done.group(1).split()[0] not in _NOT_DESCRIBING:
+            return " ".join(done.group(1).split()[:REASON_WORDS]), [s]
+    # No other person answers "who is X?": the best sentence's words, said weakly.
+    return "", [r.best()]
+
+
+# "Who owns …?", "Who has led …?": who is the subject of the verb asked; "Who did X
+# meet?" asks the verb's object instead.
+_WHO_DOES = re.compile(
+    r"^\s*[Ww]ho\s+(?:(?:has|have|had|will|would|can|could|should)\s+)?([a-z][\w'’-]*)"
+)
+_NOT_DONE = frozenset("is are was were do does did be been being".split())
+
+
+def _says_doing_asked(question: str, s: Said) -> bool:
+    """Whether ``s`` says, in the first person, the verb a "who does …?" question asks
+    ("I own", "we've been running"): its speaker is who."""
+    found = _WHO_DOES.match(question)
+    if not found or found.group(1).lower() in _NOT_DONE or not s.speaker:
+        return False
+    verb = set(analyze(found.group(1)))
+    text = s.claim or s.text
+    for m in re.finditer(
+        r"\b(?:I|[Ww]e)(?:'(?:ve|ll|m|re|d))?\s+((?:[\w'’-]+\s+){0,2}[\w'’-]+)", text
+    ):
+        if any(set(analyze(w)) & verb for w in m.group(1).split()):
+            return True
+    return False
 
 
 _RELATION = re.compile(
@@ -1523,7 +1657,7 @@ _SINCE_CAUSE = (
     r"|don['’]t|doesn['’]t)\b))"
 )
 _BECAUSE = re.compile(
-    rf"(?:\bbecause|'cause|’cause|\bso that|{_SINCE_CAUSE})\s+([^.;!?]{{3,}})", re.I
+    rf"(?:\bbecause(?:\s+of)?|'cause|’cause|\bso that|{_SINCE_CAUSE})\s+([^.;!?]{{3,}})", re.I
 )
 _CAUSER = re.compile(
     r"^([^.;!?]{3,60}?)\s+(?:gave|made|got|inspired|pushed|motivated|led)\s+(?:me|us)\b", re.I
@@ -1550,7 +1684,9 @@ def _reason(text: str) -> str:
     """The reason a causal connective or a verb of causing in ``text`` gives."""
     found = _BECAUSE.search(text)
     if found:
-        words = found.group(1).split()[:PHRASE_WORDS]
+        # A reason is a clause, to its comma (at most REASON_WORDS words).
+        clause = re.split(r",\s", found.group(1), maxsplit=1)[0]
+        words = clause.split()[:REASON_WORDS]
         # A reason put first ends where the main clause's subject starts ("since I'm
         # tired I'm staying in": "I'm tired").
         end = next(
@@ -2244,6 +2380,14 @@ def thing(r: Ranking) -> Extracted:
     picture = _picture_shown(r, question, noun)
     if picture:
         return picture
+    if noun and _WHICH.match(question):
+        # "Which company was the first pilot customer?" — "Skerrick Island Ferries will be
+        # our first pilot customer": the best sentence names the one asked by saying it is
+        # what the question says of it, without the question's noun.
+        best = r.best()
+        name = named_as(best.claim, r.weigher.terms, r.weigher.names | r.speakers)
+        if name:
+            return name, [best]
     if noun:
         # "Been reading that book you recommended": which book, the listener named.
         recalled = _recalled(r, noun)
@@ -2339,6 +2483,31 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+_WHICH = re.compile(
+    r"^\s*(?:[Ww]hich|[Ww]hat)\s+[a-z][\w'’-]*\s+(?:is|was|were|are|will|has|had)\b"
+)
+_COPULA_NAME = re.compile(
+    r"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s+(?:will\s+be|is|was|became|has\s+become)"
+    r"\s+(?:our|their|the|my|his|her|its)\s+((?:[\w'’-]+\s*){1,4})"
+)
+
+
+def named_as(text: str, terms: set[str], exclude: set[str]) -> str:
+    """The name ``text`` equates with a phrase that says at least two of the question's
+    ``terms`` ("Skerrick Island Ferries will be our first pilot customer"), none of its
+    words one of ``exclude`` (the question's names, the speakers); "" when it names none."""
+    for m in _COPULA_NAME.finditer(text):
+        name = m.group(1)
+        if set(analyze(name)) & exclude or name.split()[0] in _NOT_NAMES:
+            continue
+        if len(set(analyze(m.group(2))) & terms) >= 2:
+            return name
+    return ""
+
+
+_NOT_NAMES = frozenset("I It This That These Those There He She They We You".split())
 
 
 # "What kind of pot did X make?" asks about the verb as "What pot did X make?" does.

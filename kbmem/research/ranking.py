@@ -47,6 +47,7 @@ TIME_TERM = 1.0
 NARROW_DAYS = 10  # a day named (with its slack) or a week before one
 RANK_PRIOR = 0.2
 SUPERSEDED = 0.3  # a sentence stating a value that a correction replaced
+CORRECTED_SHARE = 0.5  # a correction counts more only when it says this share of the question
 ECHO_FLOOR = 0.4  # a sentence saying nothing new counts this much of its coverage
 NEWS = 3  # new words for a sentence to count fully
 # Asked about a person who speaks in memory, a sentence another speaker said that does not
@@ -311,8 +312,10 @@ class Ranking:
             score *= REPLY
         if is_own_answer(s.session, s.speaker):
             score *= OWN_ANSWER
-        if corrects:
-            score *= CORRECTION_WEIGHT  # what memory holds now, over what it replaced
+        if corrects and share >= CORRECTED_SHARE:
+            # What memory holds now, over what it replaced; a correction of something else
+            # (the cloud budget, asked the offsite's) says too little of the question.
+            score *= CORRECTION_WEIGHT
         # The researcher's order of the evidence breaks near ties.
         score *= 1 + RANK_PRIOR / (1 + rank)
         if self.windows and s.day and not self._in_window(s):

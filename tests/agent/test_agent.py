@@ -168,6 +168,31 @@ def test_offline_answer_quotes_and_cites_the_evidence(kb: KnowledgeBase) -> None
         assert item.retriever and item.score > 0 and len(item.commit) == 40
 
 
+def test_the_example_names_who_does_what_is_asked_and_which_one_is_meant(
+    kb: KnowledgeBase,
+) -> None:
+    # "I own the sync service, …, and for the next two weeks the Postgres migration" was
+    # answered "Postgres", a name said further on; "Skerrick Island Ferries will be our
+    # first pilot customer" lost to another sentence that had the word "company".
+    with ChatSession(kb, TENANT) as chat:
+        owner = chat.send("Who owns the sync service?")
+        pilot = chat.send("Which company was signed as the first pilot customer?")
+    assert owner.answer.split("\n", 1)[0] == "Tobias Ferrante", owner.answer
+    assert pilot.answer.split("\n", 1)[0] == "Skerrick Island Ferries", pilot.answer
+
+
+def test_the_example_answers_the_budget_asked_not_a_corrected_other_one(
+    kb: KnowledgeBase,
+) -> None:
+    # "Correction recorded: the monthly AWS budget is 5,600 dollars" said little of the
+    # offsite's budget, but a correction counted double: it was the answer.
+    with ChatSession(kb, TENANT) as chat:
+        budget = chat.send("How much is the offsite budget?")
+        who = chat.send("Who is Femi Adeyemi?")
+    assert budget.answer.split("\n", 1)[0] == "6,000 pounds", budget.answer
+    assert who.answer.split("\n", 1)[0] == "a senior backend engineer", who.answer
+
+
 def test_the_answer_finds_the_turn_a_key_fact_cites(kb: KnowledgeBase) -> None:
     # The research's key facts named the offsite's dates and place, from a long standup
     # summary; its turn did not fit the evidence's budget after the others, so the answer,
