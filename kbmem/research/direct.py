@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 
 from kbmem.research.answer_types import question_kind
-from kbmem.research.extract import EXTRACTORS, FIRM_SHARE, asked_event, asks_saying
 from kbmem.research.ranking import Ranking, gives
 from kbmem.research.said import read_sentences
 from kbmem.research.spans import phrase_after, stem_set
 from kbmem.research.types import DirectAnswer, EvidenceItem, Said
+from kbmem.research.what import EXTRACTORS, FIRM_SHARE, asked_event, asks_saying
 
 NOTHING = "Memory does not say."
 # Kinds whose line is one phrase cut from one sentence, in its speaker's words.

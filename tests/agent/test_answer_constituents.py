@@ -11,7 +11,8 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import (
+from kbmem.research.spans import coordinated
+from kbmem.research.what import (
     _asked_verb,
     _reason,
     equated,
@@ -22,7 +23,6 @@ from kbmem.research.extract import (
     superlative,
     verb_object,
 )
-from kbmem.research.spans import coordinated
 
 
 @pytest.mark.parametrize(
