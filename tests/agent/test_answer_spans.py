@@ -15,8 +15,8 @@ from helpers.talk import memorize
 from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
+from kbmem.research.phrases import done_object, gerund, stranded_object, verb_object
 from kbmem.research.spans import novel_phrase, people
-from kbmem.research.what import done_object, gerund, stranded_object, verb_object
 
 
 def test_a_stranded_preposition_asks_for_its_object() -> None:
