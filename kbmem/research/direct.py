@@ -4,21 +4,29 @@ from what memory says (the briefing's evidence), never made up.
 The question is typed (kbmem.research.answer_types.question_kind); the evidence is read
 sentence by sentence with who said it and on which day (kbmem.research.said); the sentences
 are ranked for the question (kbmem.research.ranking), and the extractor of the kind asked
-takes the answer out of the best of them (kbmem.research.extract). When no sentence covers
-the question well the line says the evidence is weak; when none covers it at all the answer
-is "Memory does not say". The researcher computes it once per request and the briefing
-carries it (BriefingContext.answer)."""
+(EXTRACTORS, in the modules kbmem.research.extract lists) takes the answer out of the best
+of them. When no sentence covers the question well the line says the evidence is weak; when
+none covers it at all the answer is "Memory does not say". The researcher computes it once
+per request and the briefing carries it (BriefingContext.answer)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from kbmem.research.answer_types import question_kind
-from kbmem.research.extract import EXTRACTORS, FIRM_SHARE, asked_event, asks_saying
+from kbmem.research.counts import count, number
+from kbmem.research.extract import FIRM_SHARE, Extracted
+from kbmem.research.lists import listed
 from kbmem.research.ranking import Ranking, gives
 from kbmem.research.said import read_sentences
 from kbmem.research.spans import phrase_after, stem_set
 from kbmem.research.types import DirectAnswer, EvidenceItem, Said
+from kbmem.research.what import thing
+from kbmem.research.when import asked_event, asks_saying, date, duration
+from kbmem.research.where import place
+from kbmem.research.who import names, person
+from kbmem.research.yesno import choice, yesno
 
 NOTHING = "Memory does not say."
 # Kinds whose line is one phrase cut from one sentence, in its speaker's words.
@@ -27,6 +35,21 @@ OWNED_KINDS = frozenset({"thing", "place"})
 # steps"), whose "my" reads with its "I", no noun phrase read on its own.
 _CLAUSE_ASKED = re.compile(r"\s*(?:how|why)\b", re.I)
 WEAK = "(weak evidence)"
+# The extractor of each kind of answer (kbmem.research.answer_types.question_kind), each in
+# the module of its family (see kbmem.research.extract).
+EXTRACTORS: dict[str, Callable[[Ranking], Extracted]] = {
+    "date": date,
+    "duration": duration,
+    "number": number,
+    "count": count,
+    "person": person,
+    "names": names,
+    "place": place,
+    "yesno": yesno,
+    "list": listed,
+    "choice": choice,
+    "thing": thing,
+}
 
 
 def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
@@ -98,7 +121,7 @@ _NEWS = re.compile(
 
 def tells_news(text: str) -> bool:
     """Whether ``text`` tells an event as just done, so that the day it was said dates it
-    (an answer "around" that day, see kbmem.research.extract.date)."""
+    (an answer "around" that day, see kbmem.research.when.date)."""
     return bool(_NEWS.search(text))
 
 

@@ -19,7 +19,7 @@ shows the very thing the question asks for, by grammar that holds in any convers
   shows writing ("a sign that says …").
 
 Speaker's words that say which one answer instead, in their sentence and below it
-(kbmem.research.extract._picture_shown): a noun phrase of the asked noun, a title in quotes
+(kbmem.research.what._picture_shown): a noun phrase of the asked noun, a title in quotes
 or the object the question's grammar asks for stop a picture of the noun; an object of the
 asked verb that names a thing ("I baked a lemon cake") stops the pictures of the sentences
 below. A pointer ("signs like this", "made it") is no such word: it points at the picture.

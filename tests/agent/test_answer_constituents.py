@@ -11,18 +11,16 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import (
-    _asked_verb,
+from kbmem.research.phrases import _asked_verb, noun_phrase, verb_object
+from kbmem.research.spans import coordinated
+from kbmem.research.what import (
     _reason,
     equated,
     equated_noun,
-    noun_phrase,
     passive_agent,
     said_about,
     superlative,
-    verb_object,
 )
-from kbmem.research.spans import coordinated
 
 
 @pytest.mark.parametrize(

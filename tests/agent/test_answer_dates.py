@@ -17,7 +17,7 @@ from kbmem.agent.tools import resolved_dates
 from kbmem.dates import DateWindow, date_windows, said_dates, year_windows
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import asked_event, asks_ahead
+from kbmem.research.when import asked_event, asks_ahead
 
 
 def test_a_said_time_spans_the_days_it_means() -> None:

@@ -16,7 +16,8 @@ from helpers.talk import memorize
 from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import asked_noun, manner, untimed
+from kbmem.research.grammar import asked_noun, untimed
+from kbmem.research.what import manner
 
 
 def _line(answer: str) -> str:

@@ -9,7 +9,7 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import (
+from kbmem.research.what import (
     advice,
     happened_to,
     owned_subject,

@@ -15,7 +15,7 @@ from helpers.talk import memorize
 from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import done_object, gerund, stranded_object, verb_object
+from kbmem.research.phrases import done_object, gerund, stranded_object, verb_object
 from kbmem.research.spans import novel_phrase, people
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import WEAK, direct_answer, tells_news
-from kbmem.research.extract import asked_event
+from kbmem.research.when import asked_event
 
 
 def test_the_event_a_light_verb_carries_is_the_noun_its_phrase_ends_in() -> None:

@@ -8,7 +8,7 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.extract import _ASKS_FEELING, enabler, felt, manner
+from kbmem.research.what import _ASKS_FEELING, enabler, felt, manner
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,265 @@
+"""The answer to "how much", "how often" and "how many" (kbmem.research.extract):
+``number``, a number said with what it counts, or a frequency; ``count``, a number said of
+the things counted, else the occasions asked "how many times", else the distinct things
+the best sentences name (kbmem.research.lists), counted; and how a count is written and
+read (number words, ordinals, the noun "how many" asks about)."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import re
+
+from kbmem.dates import named_years, said_dates
+from kbmem.index.tenant import analyze
+from kbmem.research.extract import LIST_SHARE, Extracted
+from kbmem.research.lists import _items
+from kbmem.research.ranking import Ranking
+from kbmem.research.said import STOP
+from kbmem.research.spans import FREQUENCY, NUMBER, PREPOSITIONS, stem_set, unit_after
+from kbmem.research.types import Said
+
+
+def number(r: Ranking) -> Extracted:
+    """A frequency asked "how often"; else the number the best sentences giving one say,
+    with what it counts."""
+    if re.search(r"\bhow\s+often\b", r.question, re.I):
+        for _score, _share, s in r.ranked[:3]:
+            found = FREQUENCY.search(s.claim)
+            if found:
+                return found.group(0), [s]
+    amount = bool(_ASKS_AMOUNT.search(r.question))
+    for s in r.top("number")[:3]:
+        said = [(m, unit_after(s.claim[m.end() :])) for m in NUMBER.finditer(s.claim)]
+        if amount:
+            # "How much is the budget?" asks an amount of money: "Three days, …, budget of
+            # about 6,000 pounds" answers with the pounds, not the days.
+            money = [(m, u) for m, u in said if _is_money(s.claim, m, u)]
+            said = money or said
+        if said:
+            found, tail = said[0]
+            return f"{found.group(0)} {tail}".strip(), [s]
+    return "", [r.best()]
+
+
+_ASKS_AMOUNT = re.compile(
+    r"\b(?:how\s+much|budget|cost|costs|price|fee|fees|salary|spend|spent|paid|pay)\b", re.I
+)
+_MONEY_WORDS = frozenset(
+    "pounds pound dollars dollar euros euro quid bucks pence cents kroner krona yen".split()
+)
+
+
+def _is_money(text: str, number: re.Match[str], unit: str) -> bool:
+    """Whether the number ``number`` of ``text`` (``unit``: the words after it) is an
+    amount of money: a currency sign before it or a currency's name after it."""
+    before = text[max(0, number.start() - 1) : number.start()]
+    return before in ("£", "$", "€") or bool(set(unit.lower().split()[:1]) & _MONEY_WORDS)
+
+
+def count(r: Ranking) -> Extracted:
+    """How many of the things asked: a number said of them (the largest, when sentences
+    say several: a part is shown or told more often than the whole, and a count only grows);
+    else, asked "how many times", the distinct days the asked person says the asked thing
+    in their own words; else the distinct things the sentences that answer nearly as well
+    as the best one name (the items of ``listed``), counted. A number said is kept as said;
+    a count made here is written as prose writes one (``count_written``), with what was
+    counted."""
+    noun = counted_noun(r.question)
+    top = r.ranked[0][0]
+    # (its value, the count as written, what it counts, the sentence)
+    stated: list[tuple[int, str, str, Said]] = []
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top:
+            break
+        # An ordinal before the noun counts too: "my fourth tournament" is the fourth of
+        # them, so far.
+        for found in itertools.chain(NUMBER.finditer(s.claim), _ORDINAL.finditer(s.claim)):
+            value = number_value(found.group(0))
+            after = re.findall(r"[\w'’-]+", s.claim[found.end() :])[:3]
+            at = next((n for n, w in enumerate(after) if noun and stem_set(w) == noun), -1)
+            # The counted noun right after the number, or after the words qualifying it
+            # ("three young children"), none of them a word that ends the phrase.
+            if value is not None and at >= 0 and not set(after[:at]) & (STOP | PREPOSITIONS):
+                # An ordinal's noun is one of them: the count names them as the question does.
+                ordinal = bool(_ORDINAL.fullmatch(found.group(0)))
+                words = [*after[:at], counted_words(r.question)[-1]] if ordinal else after[: at + 1]
+                if ordinal and value == 1:
+                    words[-1] = _singular(words[-1])
+                # A number said is kept as its speaker said it ("3", "three"); an ordinal
+                # says the count only by its place, which is written as a count.
+                said = count_written(value) if ordinal else found.group(0).lower()
+                stated.append((value, said, " ".join(words), s))
+    if stated:
+        _value, said, unit, s = max(stated, key=lambda v: v[0])
+        return f"{said} {unit}", [s]
+    times = noun == stem_set("times")
+    if times:
+        days = _occasions(r)
+        if days:
+            return f"{times_written(len(days))}: {_days_written(sorted(days))}", list(days.values())
+    items, sources = _items(r, per_session=times)
+    if not items:
+        return "", [r.best()]
+    distinct = list(dict.fromkeys(items))
+    # What was counted, named as the question names it ("two ridges: Storr, Quiraing").
+    counted = times_written(len(items)) if times else _counted_as(len(items), r.question)
+    return f"{counted}: {', '.join(distinct)}", sources
+
+
+# A count is written as English prose writes one: a whole number under ten in words, larger
+# ones in digits (the common newspaper and book style), and how many times as "once",
+# "twice" or "N times" — the way a person answers "how many times …?".
+_SMALL = "zero one two three four five six seven eight nine".split()
+
+
+def count_written(value: int) -> str:
+    """``value`` as prose writes a count: "three", "12"."""
+    return _SMALL[value] if 0 <= value < len(_SMALL) else str(value)
+
+
+def times_written(value: int) -> str:
+    """How many times, as said: "once", "twice", "three times", "12 times"."""
+    return {1: "once", 2: "twice"}.get(value) or f"{count_written(value)} times"
+
+
+def _counted_as(value: int, question: str) -> str:
+    """The count with the noun the question counts ("two ridges"), or the number alone
+    when the question names none."""
+    words = counted_words(question)
+    if words and value == 1:
+        words = [*words[:-1], _singular(words[-1])]
+    return " ".join([count_written(value), *words]) if words else count_written(value)
+
+
+def _singular(noun: str) -> str:
+    """The singular of a regular English plural ("dogs" → "dog", "stories" → "story",
+    "boxes" → "box"); other words as they are."""
+    for plural, single in (("ies", "y"), ("sses", "ss"), ("shes", "sh"), ("ches", "ch")):
+        if noun.endswith(plural):
+            return noun[: -len(plural)] + single
+    if re.search(r"[^s]xes$", noun):
+        return noun[:-2]
+    return noun[:-1] if noun.endswith("s") and not noun.endswith("ss") else noun
+
+
+def _days_written(days: list[datetime.date]) -> str:
+    """Days as people list them, the year said once: "6 July, 20 July 2023"."""
+    return ", ".join(
+        f"{d.day} {d:%B}"
+        + (f" {d.year}" if n == len(days) - 1 or days[n + 1].year != d.year else "")
+        for n, d in enumerate(days)
+    )
+
+
+_COUNT_AUX = re.compile(
+    r"\b(?:has|have|had|does|do|did|is|are|was|were|will|would|can|could|should|in|of|at|on|"
+    r"for|from|with|to|by|during|since|between)\b"
+)
+
+
+def counted_noun(question: str) -> frozenset[str]:
+    """The stem of the noun "how many" asks about: the last word of the phrase after it,
+    before the verb or preposition that follows ("How many video games has …" → game)."""
+    words = counted_words(question)
+    return stem_set(words[-1]) if words else frozenset()
+
+
+def counted_words(question: str) -> list[str]:
+    """The words of the phrase "how many" asks about ("video games"), [] if none."""
+    m = re.search(r"\bhow\s+many\s+((?:[\w'’-]+\s*){1,3})", question, re.I)
+    if not m:
+        return []
+    words: list[str] = []
+    for w in m.group(1).split():
+        if _COUNT_AUX.fullmatch(w.lower()) or (words and w.lower().endswith("ed")):
+            break
+        words.append(w)
+    return words
+
+
+_NUMBER_WORDS = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve".split()
+    )
+} | {"once": 1, "twice": 2, "dozen": 12}
+
+
+_ORDINALS = {
+    w: n
+    for n, w in enumerate(
+        "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split(),
+        start=1,
+    )
+}
+_ORDINAL = re.compile(r"\b(?:\d+(?:st|nd|rd|th)|" + "|".join(_ORDINALS) + r")\b", re.I)
+
+
+def number_value(word: str) -> int | None:
+    """The whole number a number word, an ordinal ("fourth", "4th") or digits say; None
+    for others ("3.5", "hundred")."""
+    if word.isdigit():
+        return int(word)
+    low = word.lower()
+    if re.fullmatch(r"\d+(?:st|nd|rd|th)", low):
+        return int(low[:-2])
+    return _NUMBER_WORDS.get(low, _ORDINALS.get(low))
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|me|my|we|us|our|I'm|I've|we're|we've)\b", re.I)
+
+
+def _occasions(r: Ranking) -> dict[datetime.date, Said]:
+    """The days on which a sentence says, in its own words (a picture's caption shows,
+    it does not tell of a time), the most telling of the question's nouns (else words)
+    other than the names, within the time the question names; asked about a speaker, said
+    by them of themselves. Each day is one occasion, unless the time gone by that its
+    sentence tells of reaches the day of another: the same event told again."""
+    about = r.weigher.terms - r.weigher.names - r.speakers - stem_set("times")
+    if not about:
+        return {}
+    # The thing done is named by a noun (the word after a determiner: "gone to the beach"),
+    # the doing by verbs said of many things.
+    nouns = {
+        t
+        for m in re.finditer(
+            r"\b(?:the|a|an|my|our|his|her|their|its)\s+([\w'’-]+)", r.question, re.I
+        )
+        for t in analyze(m.group(1))
+    } & about
+    rarest = max(nouns or about, key=lambda t: r.weigher.weight[t])
+    years = named_years(r.question)
+    days: dict[datetime.date, Said] = {}
+    spans: list[tuple[datetime.date, datetime.date]] = []
+    for _score, _share, s in r.ranked:
+        own = s.claim.split("[shares", 1)[0]
+        if not s.day or rarest not in set(analyze(own)):
+            continue
+        if r.windows and not any(w.contains(s.day) for w in r.windows):
+            continue
+        if years and s.day.year not in years:
+            continue
+        # What the person asked about did is told by them, of themselves (a sentence to
+        # another, "the beach inspired you", tells of the listener's time).
+        if r.asked_speakers and not (
+            set(analyze(s.speaker)) & r.asked_speakers and _FIRST_PERSON.search(own)
+        ):
+            continue
+        # An event told again later ("remember the lake last week?") is the one told then:
+        # a telling whose past time reaches the day of another counts once.
+        span = _told_span(own, s.day)
+        if any(span[0] <= last and first <= span[1] for first, last in spans):
+            continue
+        spans.append(span)
+        days[s.day] = s
+    return days
+
+
+def _told_span(text: str, day: datetime.date) -> tuple[datetime.date, datetime.date]:
+    """The days the event ``text`` tells of may lie in: the times gone by it places on the
+    calendar, with the day it was told; that day alone when it places none."""
+    past = [d for d in said_dates(text, day) if d.first and d.last and d.first <= day]
+    if not past:
+        return day, day
+    return min(d.first for d in past if d.first), max(day, *(d.last for d in past if d.last))

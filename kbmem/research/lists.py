@@ -1,0 +1,302 @@
+"""The answer to a question that asks for several things (kbmem.research.extract):
+``listed``, one item from each sentence that answers nearly as well as the best, gathered
+across sessions and deduplicated. An item is what the question's grammar asks for (the
+object of its verb, a noun of the kind asked, a title, a name; ``_typed_item``), kept to
+the class asked by meaning (``asked_class``, kbmem.research.meaning). ``_items`` gives the
+things ``count`` counts too (kbmem.research.counts)."""
+
+from __future__ import annotations
+
+import re
+
+from kbmem.index.tenant import analyze
+from kbmem.research.answer_types import asks_doing
+from kbmem.research.extract import LIST_SHARE, MAX_ITEMS, Extracted
+from kbmem.research.grammar import _ASKED_NOUN, asked_noun, untimed
+from kbmem.research.meaning import nearness
+from kbmem.research.phrases import done_object, gerund, noun_phrase
+from kbmem.research.ranking import Ranking
+from kbmem.research.said import points_back
+from kbmem.research.spans import (
+    CALENDAR,
+    PREPOSITIONS,
+    TIME_WORD,
+    people,
+    quoted_title,
+    quoted_titles,
+    stem_set,
+)
+from kbmem.research.types import Said
+
+
+def listed(r: Ranking) -> Extracted:
+    """One item from each sentence that answers nearly as well as the best, gathered
+    across sessions and deduplicated."""
+    items, sources = _items(r)
+    return ", ".join(_shared_head_once(items, asked_noun(untimed(r.question)))), sources
+
+
+def _shared_head_once(items: list[str], noun: str) -> list[str]:
+    """``items`` with the noun the question asks about said once, after the last of them,
+    when every item ends in it ("kundalini yoga, aerial yoga": "kundalini, aerial yoga"),
+    as people list the kinds of one thing; the question already names it."""
+    stems = stem_set(noun) if noun else frozenset()
+    if len(items) < 2 or not stems:
+        return items
+    heads = [item.rsplit(None, 1) for item in items]
+    if not all(len(h) == 2 and stem_set(h[1]) == stems for h in heads):
+        return items
+    return [h[0] for h in heads[:-1]] + [items[-1]]
+
+
+def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]]:
+    """The distinct things the sentences scoring LIST_SHARE of the best one's say (a
+    sentence that points back speaks through the one before it): the object of the verb
+    the question asks about where a sentence says it, else its short phrase that says most
+    the question does not; and their sentences. ``per_session``: a thing said again in
+    another session counts again."""
+    top = r.ranked[0][0]
+    items: list[str] = []
+    seen: list[tuple[str, frozenset[str]]] = []
+    sources: list[Said] = []
+    # An item is of what is asked, not only of whom: its sentence (or the one it points
+    # back to) says one of the question's words other than the names it gives, unless
+    # the item is a name or title itself.
+    about = r.weigher.terms - r.weigher.names - r.speakers
+    candidates: list[tuple[Said, str, int]] = []
+    unasked: list[tuple[Said, str, int]] = []  # members whose sentence says no such word
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top:
+            break
+        text = s.before if points_back(s.claim) else s.claim
+        typed, level = _typed_item(r, text)
+        if text is not s.claim:
+            # "I made some peach cobbler recently, it was great": a sentence with a pointer
+            # and few words of its own may still give the thing asked in its own clause,
+            # which is what it tells; only a sentence that gives none speaks through the
+            # one before it.
+            own, own_level = _typed_item(r, s.claim)
+            if own_level >= MEMBER:
+                text, typed, level = s.claim, own, own_level
+        # A name or a title is a thing of the kind asked in itself: "a short trip to Rome"
+        # answers "which cities has Jon visited?" without the question's words.
+        if level != NAMED and about and not set(analyze(text)) & about:
+            if level >= MEMBER:
+                unasked.append((s, typed, level))
+            continue
+        candidates.append((s, typed or r.novel(text, 3, whole_list=False), level))
+    candidates += _named_below_bar(r, top) + _members_by_meaning(r, unasked)
+    # Items are things of one kind: once a sentence gives what the question's grammar asks
+    # for (its verb's object, a noun of the kind asked, a title, a name), the phrases taken
+    # from sentences that give none are fragments, not items; once one names a member of
+    # the class asked, a phrase naming the class itself ("fun activities") is none either
+    # (names and other members alike are members).
+    best_level = min(max((level for _s, _item, level in candidates), default=0), MEMBER)
+    candidates = [c for c in candidates if c[2] >= best_level]
+    noun = stem_set(asked_noun(untimed(r.question)))
+    if noun and any(_ends_in(item, noun) for _s, item, _level in candidates):
+        # Members named with the noun asked ("the dog shelter" for "what shelters"): a
+        # person's name said elsewhere is of another kind (who was met there).
+        candidates = [
+            (s, item, level)
+            for s, item, level in candidates
+            if level != NAMED or _ends_in(item, noun) or item in quoted_titles(s.claim)
+        ]
+    candidates = _of_class_asked(r, candidates)
+    for s, said, _typed in candidates:
+        # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
+        item = _DASH.split(said, 1)[0]
+        key = stem_set(item) - r.weigher.terms
+        where = s.session or s.item.page_id if per_session else ""
+        if not key or any(key & k for w, k in seen if w == where):
+            continue
+        seen.append((where, key))
+        items.append(item)
+        sources.append(s)
+        if len(items) == MAX_ITEMS:
+            break
+    return items, sources
+
+
+# A list item far in meaning from the class asked: nearer than CLASS_NEAR, or than
+# CLASS_SHARE of the nearest item, keeps it (see _of_class_asked).
+CLASS_NEAR = 0.3
+CLASS_SHARE = 0.6
+_ITEM_CUT = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?")
+
+
+def _of_class_asked(
+    r: Ranking, candidates: list[tuple[Said, str, int]]
+) -> list[tuple[Said, str, int]]:
+    """``candidates`` (sentence, item, level) without the items far in meaning from the
+    class the question asks the members of ("what instruments": "clarinet" stays, "water"
+    and "games" go): grammar finds a verb's object or a noun phrase, not whether it is of
+    the kind asked. An item goes only when it is far from the class in itself and far
+    below the nearest item, so a class the model reads poorly ("activities") loses none;
+    a quoted title is kept, since its words do not say what it names, and so are the
+    phrases of sentences that give nothing typed."""
+    kind = asked_class(untimed(r.question))
+    parts = [_ITEM_CUT.split(_DASH.split(item, 1)[0]) for _s, item, _level in candidates]
+    phrases = [p for ps in parts for p in ps if p]
+    if not kind or not phrases:
+        return candidates
+    near = dict(zip(phrases, nearness(kind, phrases), strict=True))
+    bar = min(CLASS_NEAR, CLASS_SHARE * max(near.values()))
+    kept: list[tuple[Said, str, int]] = []
+    for (s, item, level), ps in zip(candidates, parts, strict=True):
+        if level == UNTYPED or item in quoted_titles(s.claim):
+            kept.append((s, item, level))
+            continue
+        # An item that holds a list ("hikes, hanging, picnics") is judged item by item.
+        near_enough = [p for p in ps if p and near[p] >= bar]
+        if near_enough:
+            kept.append((s, ", ".join(near_enough), level))
+    return kept
+
+
+# A name from a sentence below the list's bar, down to NAMED_FLOOR of the best sentence's
+# score, joins the list when it is this near in meaning to the class asked; so does a
+# member from a sentence that says none of the question's words (_members_by_meaning).
+NAMED_FLOOR = 0.4
+NAMED_NEAR = 0.5
+
+
+def _named_below_bar(r: Ranking, top: float) -> list[tuple[Said, str, int]]:
+    """The names of things of the class asked (see asked_class) that sentences scoring
+    between NAMED_FLOOR and LIST_SHARE of the best one give ("a road trip to Oregon" for
+    "what states …?"). A list gathers across sessions, and a sentence that names one
+    member says little else of the question; a name the model reads as a member of the
+    class asked is as sure an item as one from a sentence above the bar. First names and
+    titles, which the model cannot place, never come near."""
+    kind = asked_class(untimed(r.question))
+    if not kind:
+        return []
+    found: list[tuple[Said, str, int]] = []
+    for score, _share, s in r.ranked:
+        if score >= LIST_SHARE * top:
+            continue
+        if score < NAMED_FLOOR * top:
+            break
+        item, level = _typed_item(r, s.before if points_back(s.claim) else s.claim)
+        if level == NAMED and item not in quoted_titles(s.claim):
+            found.append((s, item, level))
+    near = nearness(kind, [item for _s, item, _level in found])
+    return [named for named, v in zip(found, near, strict=True) if v >= NAMED_NEAR]
+
+
+def _members_by_meaning(
+    r: Ranking, unasked: list[tuple[Said, str, int]]
+) -> list[tuple[Said, str, int]]:
+    """Of the members found in sentences that say none of the question's words but names
+    (``unasked``: "We love going for hikes and having picnics" for "what activities does
+    the family enjoy?"), those the embedder reads as near the class asked (NAMED_NEAR):
+    what the sentence names is then of what is asked, though it does not say so."""
+    kind = asked_class(untimed(r.question))
+    if not kind:
+        return []
+    near = nearness(kind, [item for _s, item, _level in unasked])
+    return [member for member, v in zip(unasked, near, strict=True) if v >= NAMED_NEAR]
+
+
+def asked_class(question: str) -> str:
+    """The class a "what Ns …?" question asks the members of, with the words that qualify
+    it ("European countries", "events for veterans"); "" when the question names none
+    ("What does X do …?")."""
+    found = _ASKED_NOUN.match(question.strip())
+    if not found or not asked_noun(question):
+        return ""
+    words = found.group(1).split()
+    if words[0].lower() in _AUXILIARIES:
+        return ""
+    return " ".join(words)
+
+
+_AUXILIARIES = frozenset("is are was were do does did has have had can could would will".split())
+
+
+def _ends_in(phrase: str, stems: frozenset[str]) -> bool:
+    """Whether ``phrase``'s last word is of ``stems`` (its head noun is the one asked)."""
+    words = re.findall(r"[\w'’-]+", phrase)
+    return bool(words) and stem_set(words[-1]) == stems
+
+
+_DASH = re.compile(r"\s+[-–—]+(?:\s+|$)|\s*[–—]\s*")
+
+
+# How surely an item is one of the things a list question asks for (_typed_item): none
+# of the kind asked, a phrase naming their class, a member of it, a member by its name or
+# title.
+UNTYPED, CLASS, MEMBER, NAMED = 0, 1, 2, 3
+
+
+def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
+    """What ``text`` gives of the kind a list question asks for: the object of its verb,
+    the noun phrase of the noun it asks about ("what instruments": "a bass guitar"), a
+    title in quotes, or a name; else a phrase naming the class asked (see _names_class);
+    "" if none. With how surely it is one (NAMED, MEMBER, CLASS, UNTYPED)."""
+    asked = r.weigher.terms | r.weigher.names
+    noun = asked_noun(untimed(r.question))
+    grouped = ""
+    found = done_object(untimed(r.question), text, asked)
+    if found and not _names_class(found, noun):
+        return found, MEMBER
+    grouped = found
+    if noun:
+        found = noun_phrase(text, noun, asked)
+        if found and not _names_class(found, noun):
+            return found, MEMBER
+        grouped = grouped or found
+    if asks_doing(r.question) or _is_activity(noun):
+        # "What does X do …?": the things done are activities, named by their -ing form.
+        doing = _gerunds(text, asked)
+        if doing:
+            return ", ".join(doing), MEMBER
+    title = quoted_title(text, asked)
+    if title:
+        return title, NAMED
+    named = [n for n in map(_untimed_name, people(text, asked | r.speakers, r.known)) if n]
+    if named:
+        return named[0], NAMED
+    return (grouped, CLASS) if grouped else ("", UNTYPED)
+
+
+def _is_activity(noun: str) -> bool:
+    return noun.lower() in ("activity", "activities")
+
+
+def _gerunds(text: str, asked: set[str]) -> list[str]:
+    """Every activity ``text`` names by an -ing form (see gerund), in its order."""
+    found: list[str] = []
+    # A picture's caption describes the scene shown ("a person holding a frisbee"): its
+    # -ing forms say what someone in it is doing at that instant, no activity told of.
+    rest = _CAPTION.sub("", text)
+    while True:
+        doing = gerund(rest, asked)
+        if not doing:
+            return found
+        found.append(doing)
+        rest = rest[rest.find(doing.split()[-1]) + len(doing.split()[-1]) :]
+
+
+_CAPTION = re.compile(r"\\?\[shares an image:[^\]]*\]?")
+
+
+def _untimed_name(name: str) -> str:
+    """``name`` without the time words and prepositions a sentence capitalised before it
+    ("Last Monday", "During Thanksgiving": Thanksgiving); "" when it names a time."""
+    words = name.split()
+    while words and (TIME_WORD.match(words[0]) or words[0].lower() in PREPOSITIONS | CALENDAR):
+        words.pop(0)
+    return " ".join(words) if words and words[0][0].isupper() else ""
+
+
+def _names_class(phrase: str, noun: str) -> bool:
+    """Whether ``phrase`` names the plural class a list question asks the members of
+    ("favorite cities", "fun activities" for "which cities …", "what activities …"): it
+    says the asked noun in the plural, as the question does. A member is one thing, named
+    in the singular ("a live music event") or by its name."""
+    return _is_plural(noun.lower()) and noun.lower() in phrase.lower().split()
+
+
+def _is_plural(word: str) -> bool:
+    return len(word) > 3 and word.endswith("s") and not word.endswith("ss")

@@ -1,0 +1,289 @@
+"""The answer to "when" and "how long" (kbmem.research.extract): ``date``, the date the best
+dated sentence gives resolved against the day it was said (kbmem.dates.said_dates), the
+time its turn tells, or the day it was told; the event a "when did X …?" question asks
+about (``asked_event``), whether it asks when something was said (``asks_saying``) or of
+a plan (``asks_ahead``); and ``duration``, the stretch of time said."""
+
+from __future__ import annotations
+
+import datetime
+import re
+
+from kbmem.dates import SaidDate, anchor_date, date_words, said_dates, written_date
+from kbmem.index.late import FUNCTION_WORDS
+from kbmem.research.extract import Extracted
+from kbmem.research.grammar import _PHRASE_EDGE
+from kbmem.research.ranking import Ranking
+from kbmem.research.said import STOP
+from kbmem.research.spans import DURATION, PREPOSITIONS, SINCE, stem_set
+from kbmem.research.types import Said
+
+TOLD_TIE = 0.95  # of the best, for an earlier telling of the same event to answer "when"
+DATED_SHARE = 0.6  # of the best share, for a dated sentence to answer "when" over it
+
+
+def date(r: Ranking) -> Extracted:
+    """The date the best dated sentence gives, resolved against the day it was said (a day
+    named on the calendar over one said relative to today); else the day the best sentence
+    was said, as "around" it. Asked which month or year, that month or year."""
+    asked_unit = _ASKS_UNIT.search(r.question)
+    unit = asked_unit.group(1) if asked_unit else ""
+
+    yearly = bool(_ASKS_YEARLY.search(r.question))
+
+    def in_unit(when: SaidDate) -> str:
+        """``when`` written in the unit asked, else as said."""
+        if unit and when.first:
+            return _in_unit(unit, when.first)
+        if yearly and when.exact and when.first:
+            return f"{when.first.day} {when.first:%B}"
+        return when.written
+
+    def around(s: Said) -> str:
+        """When ``s`` tells of the event: a time its turn says, or the turn it answers a
+        question about, else the day it was told."""
+        in_turn = _turn_time(r, s, asked_words) or _asked_about_time(r, s, asked_words)
+        if in_turn:
+            return in_unit(in_turn)
+        if not s.day:
+            return ""
+        if unit:
+            return _in_unit(unit, s.day)
+        return f"around {anchor_date(s.day)}"
+
+    asked_words = date_words(r.question)
+    if asks_saying(r.question):
+        said = _first_told(r.ranked, 1)[2]
+        if said.day:
+            return (_in_unit(unit, said.day) if unit else written_date(said.day)), [said]
+    # The sentence that says most of the question; a dated one that says much less of it
+    # speaks of another event, and the day this one was said is the better answer.
+    told = _first_told(r.ranked, 1)
+    dated = r.top("date")[:3]
+    if asks_ahead(r.question):
+        # Asked of a plan, a sentence that speaks of a time ahead of its day answers first.
+        dated.sort(
+            key=lambda s: not any(_AHEAD.search(d.phrase) for d in said_dates(s.claim, s.day))
+        )
+    event = asked_event(r.question)
+    told_event = bool(event & stem_set(told[2].claim))
+    other_event = False
+    for s in dated:
+        if r.weigher.share(s) < DATED_SHARE * told[1]:
+            return around(told[2]), [told[2]]
+        if told_event and not event & stem_set(s.claim):
+            # The sentence saying most of the question says the event asked ("When did X
+            # apply …?" — "I applied …"); a dated one that does not tells of another.
+            other_event = True
+            continue
+        found = [d for d in said_dates(s.claim, s.day) if not _restates(d, asked_words)]
+        if found:
+            named = [d for d in found if d.exact and re.search(r"\d", d.phrase)]
+            exact = named or [d for d in found if d.exact] or found
+            near = r.nearest(s.claim, [d.phrase for d in exact])
+            when = next(d for d in exact if d.phrase == near)
+            if _HOW_LONG_AGO.search(r.question) and when.phrase.lower().endswith("ago"):
+                # Asked how long ago, the answer is the stretch as said, then when that was.
+                return f"{when.phrase} ({when.written})", [s]
+            return in_unit(when), [s]
+    if other_event and (told[2].day or _turn_time(r, told[2], asked_words)):
+        return around(told[2]), [told[2]]
+    # Nothing dated answers: a time the best sentence's turn says, else the day it was
+    # told (what memory knows).
+    best = _first_told(r.ranked, 0)[2]
+    return around(best), [best]
+
+
+# "When did X mention / say / bring up / talk about …?": asked when something was said.
+_ASKS_SAYING = re.compile(
+    r"^\s*[Ww]hen\s+(?:did|has|had)\s+[A-Z][\w'’-]*(?:\s+(?:and|&)\s+[A-Z][\w'’-]*)?\s+"
+    r"(?:first\s+)?(?:mention|say|tell|bring\s+up|talk\s+about|speak\s+(?:of|about))\b"
+)
+
+
+def asks_saying(question: str) -> bool:
+    """Whether ``question`` asks when something was said: the sentence saying it is the
+    event, and the day it was said its time, exactly (the words it says may tell of another
+    time, which is not the one asked)."""
+    return bool(_ASKS_SAYING.match(question))
+
+
+def _turn_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:
+    """The one time the other sentences of ``s``'s turn place on the calendar (None when
+    they say none or several; "recently" places nothing): a turn tells of one event
+    ("Here's a pic from last Friday …; we had a great time throwing a party"), so its time
+    is that event's. Unless a plan is asked, a time ahead of the day it was said ("a
+    competition next month") dates another event: what is told done or under way has
+    happened by then."""
+    ahead = asks_ahead(r.question)
+    times = {
+        d.written: d
+        for o in r.all
+        if o is not s and o.item is s.item and (o.start, o.end) == (s.start, s.end)
+        for d in said_dates(o.claim or o.text, o.day)
+        if d.first and not _restates(d, asked_words) and (ahead or not _ahead_of(d, o.day))
+    }
+    return next(iter(times.values())) if len(times) == 1 else None
+
+
+def _ahead_of(when: SaidDate, day: datetime.date | None) -> bool:
+    """Whether ``when`` begins after ``day``, the day it was said."""
+    return bool(day and when.first and when.first > day)
+
+
+def _asked_about_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:
+    """The one time of what ``s`` replies about: a reply answers the question before it,
+    and a question that names no time ("What did you do to make them so happy?") asks
+    about what its speaker was just told, so the time the replying speaker's turn before
+    it says ("Here's a pic from last Friday …") is the reply's. None when ``s`` replies to
+    nothing, the question says a time of its own, or that turn says none or several."""
+    if not s.replies:
+        return None
+    turn = [o for o in r.all if o.item is s.item and o.end == s.start - 1]
+    if not turn or _turn_times(r, turn, asked_words):
+        return None
+    told = [
+        o
+        for o in r.all
+        if o.item is s.item and o.end == turn[0].start - 1 and o.speaker == s.speaker
+    ]
+    times = _turn_times(r, told, asked_words)
+    return next(iter(times.values())) if len(times) == 1 else None
+
+
+def _turn_times(r: Ranking, turn: list[Said], asked_words: set[str]) -> dict[str, SaidDate]:
+    """The times ``turn`` places on the calendar, as _turn_time reads them."""
+    ahead = asks_ahead(r.question)
+    return {
+        d.written: d
+        for o in turn
+        for d in said_dates(o.claim or o.text, o.day)
+        if d.first and not _restates(d, asked_words) and (ahead or not _ahead_of(d, o.day))
+    }
+
+
+# "When is X's birthday?": a day that comes back every year is asked by its day and month;
+# the weekday and year are those of one celebration of it.
+_ASKS_YEARLY = re.compile(r"^\s*when\s+is\b.*\b(?:birthday|anniversary|name\s*day)\b", re.I)
+
+
+# "In which month …?", "What year …?": the answer is that month or year, not a day in it.
+_ASKS_UNIT = re.compile(r"\b(?:which|what)\s+(month|year)\b", re.I)
+
+
+def _in_unit(unit: str, day: datetime.date) -> str:
+    return f"{day:%B} {day.year}" if unit.lower() == "month" else str(day.year)
+
+
+# "When did X <verb> …?": the verb that names the event asked; when it only carries the
+# event ("get accepted", "go camping", "have a party"), the first word after it that is not
+# a grammar word.
+# The auxiliary may follow the subject as people type it ("When Jon is planning to …?").
+_AUX = r"(?:did|does|do|has|have|had|will|would|was|is|are)"
+_WHEN_VERB = re.compile(
+    rf"^\s*[Ww]hen\s+(?:{_AUX}\s+)?"
+    r"[A-Z][\w-]*(?:['’]s\s+[a-z][\w-]*)?(?:\s+(?:and|&)\s+[A-Z][\w-]*)?"
+    rf"(?:\s+{_AUX}\b)?((?:\s+[a-z][\w'’-]*){{1,5}})"
+)
+# A verb that only carries the one after it ("planning to open", "going to move"): the
+# event asked is the second.
+_CARRIES = re.compile(r"^(?:plan(?:s|ning|ned)?|going|about|hoping|trying)$", re.I)
+
+# A verb of beginning, whose event is the activity begun, said after it.
+_BEGINS = re.compile(r"^(?:start(?:s|ed)?|begin|began|begun)$", re.I)
+
+
+def asked_event(question: str) -> frozenset[str]:
+    """The stems of the word naming the event a "when did X …?" question asks about (empty
+    when it has another shape)."""
+    found = _WHEN_VERB.match(question)
+    if not found:
+        return frozenset()
+    grammar = STOP | FUNCTION_WORDS | PREPOSITIONS
+    verb, *after = found.group(1).split()
+    if _CARRIES.match(verb) and after[:1] == ["to"] and len(after) > 1:
+        verb, *after = after[1:]
+    elif _BEGINS.match(verb) and after and (after[0] == "to" or after[0].endswith("ing")):
+        # "start reading …", "begin to paint …": the beginning is told by the activity
+        # begun ("I'm reading …", "I started volunteering …"), its verb the event.
+        verb, *after = after[1:] if after[0] == "to" else after
+    if verb.lower() not in grammar:
+        return stem_set(verb)
+    return stem_set(_phrase_head(after, grammar))
+
+
+# Words that may close a noun phrase without being its noun ("go to a festival together").
+_NOT_HEAD = frozenset("together alone again also too there here".split())
+
+
+def _phrase_head(words: list[str], grammar: frozenset[str]) -> str:
+    """The noun the first phrase of ``words`` ends in: the last of its run of words that are
+    not grammar words. English puts a noun's modifiers before it, so "a car accident" names
+    an accident and "a pride festival" a festival: a sentence saying only "my old car" or "a
+    pride parade" tells of another event."""
+    run: list[str] = []
+    for word in words:
+        if word.lower() in grammar or word.lower() in _NOT_HEAD | _PHRASE_EDGE:
+            if run:
+                break
+            continue
+        run.append(word)
+    return run[-1] if run else ""
+
+
+def _first_told(ranked: list[tuple[float, float, Said]], by: int) -> tuple[float, float, Said]:
+    """Of the ranked sentences best by score (``by`` 0) or share (1), and those within
+    TOLD_TIE of it, the one told first: an event is told when it happens and recalled
+    later ("My store is open!", then months on "I opened a store")."""
+
+    def measure(entry: tuple[float, float, Said]) -> float:
+        return entry[1] if by else entry[0]
+
+    top = max(measure(entry) for entry in ranked)
+    near = [entry for entry in ranked if measure(entry) >= TOLD_TIE * top]
+    return min(near, key=lambda entry: entry[2].day or datetime.date.max)
+
+
+# A question of what is planned or coming ("When is X planning to …", "When will …",
+# "When is X going to …") and a time said ahead of the day it is said ("next month").
+_ASKS_AHEAD = re.compile(
+    r"^\s*when\b.*\b(?:plan(?:s|ning|ned)?\s+(?:to|on)|will|going\s+to)\b", re.I
+)
+# "When is X hosting …?" asks of an arrangement too: "is" with an -ing form speaks ahead.
+_ASKS_ARRANGED = re.compile(
+    r"^\s*[Ww]hen\s+(?:is|are)\s+[A-Z][\w'’-]*(?:\s+(?:and|&)\s+[A-Z][\w'’-]*)?"
+    r"\s+[a-z]+ing\b"
+)
+
+
+def asks_ahead(question: str) -> bool:
+    """Whether ``question`` asks when something planned or arranged is to happen."""
+    return bool(_ASKS_AHEAD.search(question) or _ASKS_ARRANGED.search(question))
+
+
+_AHEAD = re.compile(r"\b(?:next|tomorrow|coming|upcoming|soon)\b", re.I)
+_HOW_LONG_AGO = re.compile(r"\bhow\s+long\s+ago\b", re.I)
+
+
+def _restates(found: SaidDate, asked_words: set[str]) -> bool:
+    """Whether a date in a sentence only repeats the time the question already names."""
+    words = {w.lower() for w in re.findall(r"\w+", found.phrase)}
+    return bool(words) and words <= asked_words
+
+
+def duration(r: Ranking) -> Extracted:
+    """The stretch of time the best sentences giving one say, without the words that carry
+    it in the sentence ("for 4 years now": "4 years"); else the start a "since" gives."""
+    top = r.top("duration")[:3]
+    for s in top:
+        found = DURATION.search(s.claim)
+        if found:
+            return _CARRIER.sub("", found.group(0)).strip(), [s]
+    for s in top:
+        found = SINCE.search(s.claim)
+        if found:
+            return found.group(0).strip(), [s]
+    return "", [r.best()]
+
+
+_CARRIER = re.compile(r"^\s*for\s+|\s+now$", re.I)

@@ -1,0 +1,116 @@
+"""The answer to "where" (kbmem.research.extract): ``place``, a place named where both
+people asked name it, the places gathered asked "where has X been?", a place the best
+sentence reaches through what happens there, one a sentence near the best names, else one
+said with a determiner ("in the mountains")."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from kbmem.index.tenant import analyze
+from kbmem.research.extract import Extracted, _gathered, named_elsewhere
+from kbmem.research.joint import shared_item
+from kbmem.research.ranking import Ranking
+from kbmem.research.said import STOP
+from kbmem.research.spans import CALENDAR, PLACE, WHERE_CLAUSE, is_novel, stem_set
+from kbmem.research.types import Said
+
+# "in the mountains", "at my parents' house": a place said with a determiner, when no
+# sentence names one (a grammatical shape, no list of place words).
+_LOCATIVE = re.compile(
+    r"\b(?:in|at|near|inside|outside)\s+((?:the|a|an|my|our|their|his|her|your)\s+"
+    r"[a-z][\w'’-]*(?:\s+[a-z][\w'’-]*)?)",
+    re.I,
+)
+
+
+_APPOSITION = re.compile(r"\s*,\s*([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)\s*(?:[.,;:!?)]|$)")
+
+
+def place(r: Ranking) -> Extracted:
+    """A place the best sentence reaches through what happens there, else one a sentence
+    near the best names, else one said with a determiner ("in the mountains")."""
+    shared = shared_item(r, lambda s: _places(r, s))
+    if shared:
+        return shared  # "Which city have both Ilse and Tomas visited?"
+    if re.match(r"\s*where\s+(?:has|have)\b", r.question, re.I):
+        return _places_gathered(r)
+    bridged = _bridged_place(r)
+    if bridged:
+        return bridged
+    for s in r.close_to_best("place", 5):
+        places = _places(r, s)
+        if places:
+            return r.nearest(s.claim, places), [s]
+    for _score, _share, s in r.ranked[:3]:
+        found = _said_place(r, s)
+        if found:
+            # "since I moved from my home country": which country, its speaker names
+            # where they say it again.
+            return named_elsewhere(r, s, found.split(None, 1)[-1]) or (found, [s])
+    return "", [r.best()]
+
+
+def _said_place(r: Ranking, s: Said) -> str:
+    """A place ``s`` says with a determiner ("in the mountains"), or the name set beside
+    it ("in my home country, Sweden"); "" if none says more than the question."""
+    exclude = r.weigher.names | r.weigher.terms
+    for found in _LOCATIVE.finditer(s.claim):
+        head, *words = found.group(1).split()
+        # The noun phrase ends where a function or time word begins ("the mountains
+        # last week").
+        kept = list(itertools.takewhile(lambda w: is_novel(w, set(), set()), words))
+        named = _APPOSITION.match(s.claim[found.end() :])
+        if kept and named and set(analyze(named.group(1))) - exclude:
+            return named.group(1)
+        if kept and set(analyze(" ".join(kept))) - exclude:
+            return " ".join([head, *kept])
+    return ""
+
+
+def _places_gathered(r: Ranking) -> Extracted:
+    """Asked "where has X been?", the perfect asks for what has accumulated: the places
+    the sentences answering nearly as well as the best one name, each once."""
+
+    def place_of(s: Said) -> list[str]:
+        named = _places(r, s)
+        return [r.nearest(s.claim, named) if named else _said_place(r, s)]
+
+    def is_new(place: str, found: list[str]) -> bool:
+        key = stem_set(place)
+        return not any(key & stem_set(f) for f in found)
+
+    return _gathered(r, place_of, is_new)
+
+
+def _bridged_place(r: Ranking) -> Extracted | None:
+    """A place the best sentence names only by what happens there ("in the city where
+    my sister lives"): the named place of the sentence that says that (who said it
+    counts: "I'm flying to Tromsø to see my sister")."""
+    best = r.best()
+    found = WHERE_CLAUSE.search(best.claim)
+    if not found:
+        return None
+    clause = set(analyze(found.group(1))) - set(analyze(" ".join(STOP)))
+    if best.speaker and re.search(r"\b(?:my|our)\b", found.group(1), re.I):
+        clause |= set(analyze(best.speaker))
+    for s in r.all:
+        said = set(analyze(s.text)) | set(analyze(s.speaker))
+        if s is best or len(clause & said) < min(2, len(clause)):
+            continue
+        places = _places(r, s)
+        if places:
+            return r.nearest(s.text, places), [best, s]
+    return None
+
+
+def _places(r: Ranking, s: Said) -> list[str]:
+    exclude = r.weigher.names | r.weigher.terms
+    return [
+        found.group(1)
+        for found in PLACE.finditer(s.claim or s.text)
+        if not set(analyze(found.group(1))) <= exclude
+        and found.group(1).split()[0].lower() not in STOP | CALENDAR
+        and not found.group(1).endswith(("'s", "’s"))
+    ]

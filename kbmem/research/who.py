@@ -1,0 +1,193 @@
+"""The answer to "who" (kbmem.research.extract): ``person``, a name the best sentences give
+(not the question's own), someone said by relation ("my aunt"), or the speaker answering in
+the first person; and ``names``, the names gathered from the sentences that answer nearly as
+well as the best one."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+from kbmem.index.tenant import analyze
+from kbmem.research.extract import Extracted, _gathered, named_elsewhere
+from kbmem.research.grammar import REASON_WORDS
+from kbmem.research.joint import shared_item
+from kbmem.research.kin import kin
+from kbmem.research.phrases import named_as
+from kbmem.research.ranking import Ranking
+from kbmem.research.said import CIVILITIES, STOP
+from kbmem.research.spans import people, quoted_titles
+from kbmem.research.types import Said
+
+
+def person(r: Ranking) -> Extracted:
+    described = _described(r)
+    if described:
+        return described  # "Who is Femi Adeyemi?": what memory says she is
+    exclude = r.weigher.names
+    shared = shared_item(r, lambda s: people(s.claim, exclude | r.speakers, r.known))
+    if shared:
+        return shared  # "Who is Ilse and Tomas's favourite singer?": whom both name
+    best = r.best()
+    if not people(best.claim, exclude, r.known):
+        # The sentence that says most of the question tells of someone by relation ("My
+        # mom and I made dinner last night"): it answers "who" over a name another sentence
+        # gives, most often the listener's ("Wow, John!").
+        whose, kinship = kin(best.claim, best.speaker)
+        if kinship and not set(analyze(kinship)) & r.weigher.terms:
+            # "my aunt" is "my aunt, Rosa" where its speaker names her.
+            return named_elsewhere(r, best, kinship) or (f"{whose} {kinship}", [best])
+    if _WHO_IS.match(r.question):
+        # "Who is the first pilot customer?" — "Skerrick Island Ferries will be our first
+        # pilot customer": the name said to be what is asked, not another name beside it.
+        name = named_as(best.claim, r.weigher.terms, exclude | r.speakers)
+        if name:
+            return name, [best]
+    if _says_doing_asked(r.question, best) and not set(analyze(best.speaker)) & exclude:
+        # "Who owns the sync service?" — "I own the sync service, and the Postgres
+        # migration": who does what is asked is the one saying "I" or "we", not a name
+        # said further on.
+        return best.speaker, [best]
+    for s in r.close_to_best("person"):
+        found = people(s.claim, exclude, r.known)
+        if found:
+            return r.nearest(s.claim, found), [s]
+    # No name: a person said by relation, the subject a sentence opens with ("My aunt
+    # believed in volunteering": the speaker's aunt).
+    for _score, _share, s in r.ranked[:3]:
+        relation = _RELATION.match(s.claim)
+        if relation and not set(analyze(relation.group(2))) & r.weigher.terms:
+            named = named_elsewhere(r, s, relation.group(2))
+            if named:
+                return named
+            whose = relation.group(1)
+            owner = f"{s.speaker}'s" if whose.lower() in ("my", "our") else whose
+            return f"{owner} {relation.group(2)}".strip(), [s]
+    # "Who ...?" answered in the first person: the speaker is the person.
+    for _score, _share, s in r.ranked[:3]:
+        if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
+            return s.speaker, [s]
+    return "", [r.best()]
+
+
+_WHO_IS = re.compile(r"^\s*[Ww]ho\s+(?:is|was|will\s+be)\s+(?:the|our|their|his|her|my)\b")
+# "Who is Femi Adeyemi?" asks what the named person is, not for another person.
+_WHO_IS_NAMED = re.compile(
+    r"^\s*[Ww]ho\s+(?:is|was|'s)\s+([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s*\??\s*$"
+)
+_DESCRIPTION_WORDS = 8
+# Words that after "Name," open no description of the named: a vocative's request
+# ("Femi, can you take it?"), a greeting, a reply.
+_NOT_DESCRIBING = STOP | CIVILITIES | frozenset("please could let did you".split())
+
+
+def _described(r: Ranking) -> Extracted | None:
+    """Asked "who is <name>?", what a sentence says the named is: the phrase set beside the
+    name ("Hire: Femi Adeyemi, senior backend engineer, accepted …"), said of it by "is"
+    ("Femi is our new backend engineer") or the role it takes ("joins us as a senior
+    backend engineer"); None when no sentence describes them."""
+    found = _WHO_IS_NAMED.match(r.question)
+    if not found:
+        return None
+    full = found.group(1).split()
+    # Named in full or, among people who know them, by the first name ("Tobias, backend.").
+    name = (
+        "(?:"
+        + r"\s+".join(map(re.escape, full))
+        + (f"|{re.escape(full[0])}" if len(full) > 1 else "")
+        + ")"
+    )
+    beside = re.compile(
+        rf"\b{name}\**\s*(?:,\s*|\s+(?:is|was)\s+)((?:a|an|the|our|my|their|his|her)\s+)?"
+        r"([\w'’-]+(?:\s+[\w'’-]+)*?)\s*(?=[,.;:()]|$)"
+    )
+    # "… Femi Adeyemi, who joins us today as a senior backend engineer": the role taken,
+    # said of the named by "as" in the clause that names them.
+    role = re.compile(
+        rf"\b{name}\b[^.;:?!]*?\b(?:joins?|joined|joining|starts?|started|works?|worked|"
+        r"serves?|served|comes?|came|hired)\b(?:\s+[\w'’-]+){0,3}?\s+as\s+"
+        r"((?:a|an|the|our|their)\s+)([\w'’-]+(?:\s+[\w'’-]+)*?)"
+        r"\s*(?=[,.;:()]|\s+(?:on|from|at|in|with|since|until|for|and|but|who|which)\b|$)"
+    )
+    for _score, _share, s in r.ranked:
+        text = s.claim or s.text
+        for m in itertools.chain(beside.finditer(text), role.finditer(text)):
+            words = m.group(2).split()
+            if (
+                words
+                and re.split(r"['’]", words[0].lower())[0] not in _NOT_DESCRIBING
+                and words[0] not in r.known  # "Maya, Tobias and Oskar": a list of names
+                and len(words) <= _DESCRIPTION_WORDS
+            ):
+                return f"{m.group(1) or ''}{m.group(2)}", [s]
+    # Else whose relation they are ("my sister Niamh", "Dara's sister Niamh") or what they
+    # do, said of them by name ("Tobias Ferrante owns the sync service, …").
+    related = re.compile(
+        rf"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?['’]s|[Mm]y|[Oo]ur)\s+"
+        rf"([a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+{name}\b"
+    )
+    doing = re.compile(
+        rf"\b{name}\s+((?:[a-z]+s|[a-z]+ed)\b[^.;:?!()]*)",
+    )
+    for _score, _share, s in r.ranked:
+        text = s.claim or s.text
+        kin_of = related.search(text)
+        if kin_of and kin_of.group(2).split()[0] not in _NOT_DESCRIBING:
+            whose = kin_of.group(1)
+            if whose.lower() in ("my", "our") and s.speaker:
+                whose = f"{s.speaker}'s"
+            return f"{whose} {kin_of.group(2)}", [s]
+    for _score, _share, s in r.ranked:
+        done = doing.search(s.claim or s.text)
+        if done and done.group(1).split()[0] not in _NOT_DESCRIBING:
+            return " ".join(done.group(1).split()[:REASON_WORDS]), [s]
+    # No other person answers "who is X?": the best sentence's words, said weakly.
+    return "", [r.best()]
+
+
+# "Who owns …?", "Who has led …?": who is the subject of the verb asked; "Who did X
+# meet?" asks the verb's object instead.
+_WHO_DOES = re.compile(
+    r"^\s*[Ww]ho\s+(?:(?:has|have|had|will|would|can|could|should)\s+)?([a-z][\w'’-]*)"
+)
+_NOT_DONE = frozenset("is are was were do does did be been being".split())
+
+
+def _says_doing_asked(question: str, s: Said) -> bool:
+    """Whether ``s`` says, in the first person, the verb a "who does …?" question asks
+    ("I own", "we've been running"): its speaker is who."""
+    found = _WHO_DOES.match(question)
+    if not found or found.group(1).lower() in _NOT_DONE or not s.speaker:
+        return False
+    verb = set(analyze(found.group(1)))
+    text = s.claim or s.text
+    for m in re.finditer(
+        r"\b(?:I|[Ww]e)(?:'(?:ve|ll|m|re|d))?\s+((?:[\w'’-]+\s+){0,2}[\w'’-]+)", text
+    ):
+        if any(set(analyze(w)) & verb for w in m.group(1).split()):
+            return True
+    return False
+
+
+_RELATION = re.compile(
+    r"^\s*(my|our|his|her|their)\s+([a-z][\w'’-]*)\b(?!\s+(?:is|was|has)\b)", re.I
+)
+
+
+def names(r: Ranking) -> Extracted:
+    """The names (not the question's own) that the sentences answering nearly as well as
+    the best one give, gathered and deduplicated."""
+    # The speakers are who talk, not whom they name.
+    exclude = r.weigher.names | r.speakers
+    return _gathered(
+        r,
+        lambda s: untitled_people(s.claim, exclude, r.known),
+        lambda name, found: name not in found,
+    )
+
+
+def untitled_people(text: str, exclude: set[str], known: frozenset[str]) -> list[str]:
+    """The names ``text`` gives (spans.people) outside the titles it quotes: words in
+    quotes are a work's title ("Charlotte's Web"), not whom it names."""
+    titles = quoted_titles(text)
+    return [n for n in people(text, exclude, known) if not any(n in t for t in titles)]
