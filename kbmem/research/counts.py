@@ -1,5 +1,6 @@
 """The answer to "how much", "how often" and "how many" (kbmem.research.extract):
-``number``, a number said with what it counts, or a frequency; ``count``, a number said of
+``number``, a number said with what it counts (an amount of money when money is asked), or
+a frequency; ``count``, a number said of
 the things counted, else the occasions asked "how many times", else the distinct things
 the best sentences name (kbmem.research.lists), counted; and how a count is written and
 read (number words, ordinals, the noun "how many" asks about)."""

@@ -1,7 +1,9 @@
 """The answer to "who" (kbmem.research.extract): ``person``, a name the best sentences give
-(not the question's own), someone said by relation ("my aunt"), or the speaker answering in
-the first person; and ``names``, the names gathered from the sentences that answer nearly as
-well as the best one."""
+(not the question's own), the name said to be what is asked ("X will be our first pilot
+customer"), the speaker saying in the first person the verb asked ("I own the sync
+service"), someone said by relation ("my aunt"); asked "who is <name>?", what memory says
+they are (a role, a phrase beside the name, a relation, what they do); and ``names``, the
+names gathered from the sentences that answer nearly as well as the best one."""
 
 from __future__ import annotations
 
