@@ -380,7 +380,13 @@ def passive_agent(question: str, text: str, asked: set[str]) -> str:
     when the question has another shape or ``text`` no such phrase."""
     if not _ASKS_SUBJECT.match(question):
         return ""
-    for found in _BY_AGENT.finditer(text):
+    return _object_after_first(_BY_AGENT, text, asked)
+
+
+def _object_after_first(opener: re.Pattern[str], text: str, asked: set[str]) -> str:
+    """The phrase after the first place ``opener`` matches in ``text`` that is followed by
+    one (see _object_after); "" when none is."""
+    for found in opener.finditer(text):
         tokens = re.findall(r"[\w'’-]+|[^\w\s]", text[found.end() :])
         phrase = _object_after(tokens, 0, asked)
         if phrase:
@@ -459,12 +465,7 @@ def received(question: str, text: str, asked: set[str]) -> str:
     verb or ``text`` says no giving."""
     if not _asked_verb(question) & _RECEIVED:
         return ""
-    for given in _GIVEN.finditer(text):
-        tokens = re.findall(r"[\w'’-]+|[^\w\s]", text[given.end() :])
-        phrase = _object_after(tokens, 0, asked)
-        if phrase:
-            return phrase
-    return ""
+    return _object_after_first(_GIVEN, text, asked)
 
 
 # "What did Melanie realize …?": a verb said with "that" and a clause ("I'm starting to
