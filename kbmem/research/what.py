@@ -688,6 +688,9 @@ def thing(r: Ranking) -> Extracted:
         name = named_as(best.claim, r.weigher.terms, r.weigher.names | r.speakers)
         if name:
             return name, [best]
+    which = _named_which(r, question)
+    if which:
+        return which
     if noun:
         # "Been reading that book you recommended": which book, the listener named.
         recalled = _recalled(r, noun)
@@ -783,6 +786,57 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+def _named_which(r: Ranking, question: str) -> Extracted | None:
+    """Asked "which N …?", the name a sentence near the best gives as N ("we're using
+    Halyard Talent as the recruiter"), or, asked "which N <verb> …?", the name said as that
+    verb's subject ("Inverlochy Boat Company signed a letter of intent"), of the subjects
+    the one whose clause says most of the question. A name is what "which" asks for."""
+    asked = _WHICH_NOUN.match(question)
+    if not asked:
+        return None
+    noun, after = asked.group(1), asked.group(2)
+    exclude = r.weigher.names | r.speakers
+    verb = set() if after.lower() in _AUXILIARIES else set(analyze(after))
+    top = r.ranked[0][0]
+    for score, _share, s in r.ranked[:3]:
+        if score < 0.5 * top:
+            break
+        text = s.claim or s.text
+        as_noun = re.search(
+            rf"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s+as\s+(?:the|our|their|its|a|an)\s+"
+            rf"(?:[\w'’-]+\s+){{0,2}}?{re.escape(noun)}\b",
+            text,
+        )
+        if as_noun and not set(analyze(as_noun.group(1))) & exclude:
+            return as_noun.group(1), [s]
+        if not verb:
+            continue
+        subjects = [
+            m
+            for m in re.finditer(r"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s+([a-z]+)\b", text)
+            if set(analyze(m.group(2))) & verb
+            and m.group(1).split()[0] not in _NOT_SUBJECTS
+            and not set(analyze(m.group(1))) & exclude
+        ]
+        if subjects:
+
+            def says(m: re.Match[str]) -> int:
+                clause = re.split(r"[;.]", text[m.end() :], maxsplit=1)[0]
+                return len(set(analyze(clause)) & r.weigher.terms)
+
+            return max(subjects, key=says).group(1), [s]
+    return None
+
+
+# "Which recruiter did …", "Which company signed …": the noun asked and the word after it.
+_WHICH_NOUN = re.compile(r"^\s*[Ww]hich\s+([a-z][\w-]*)\s+([a-z][\w'’-]*)\b")
+_AUXILIARIES = frozenset(
+    "is are was were do does did has have had will would can could should shall may might "
+    "must be been".split()
+)
+_NOT_SUBJECTS = frozenset("I It This That These Those There He She They We You The A An".split())
 
 
 _WHICH = re.compile(
