@@ -85,6 +85,10 @@ def date(r: Ranking) -> Extracted:
             if _HOW_LONG_AGO.search(r.question) and when.phrase.lower().endswith("ago"):
                 # Asked how long ago, the answer is the stretch as said, then when that was.
                 return f"{when.phrase} ({when.written})", [s]
+            if not unit and not yearly:
+                stretch = _stretch_to(s.claim, when)
+                if stretch:
+                    return stretch, [s]
             return in_unit(when), [s]
     if other_event and (told[2].day or _turn_time(r, told[2], asked_words)):
         return around(told[2]), [told[2]]
@@ -263,6 +267,32 @@ def asks_ahead(question: str) -> bool:
 
 _AHEAD = re.compile(r"\b(?:next|tomorrow|coming|upcoming|soon)\b", re.I)
 _HOW_LONG_AGO = re.compile(r"\bhow\s+long\s+ago\b", re.I)
+
+
+def _stretch_to(text: str, when: SaidDate) -> str:
+    """``when`` as the end of the days ``text`` says it closes ("Tuesday 28 to Thursday 30
+    April": the month and year are said once, after the last day), written from the first
+    day to it; "" when it closes none. Something that lasts days happens on all of them:
+    its last day alone is not when it is."""
+    if not when.exact or not when.first or when.first != when.last:
+        return ""
+    at = text.find(when.phrase)
+    opened = _STRETCH_OPENS.search(text[:at]) if at > 0 else None
+    if not opened:
+        return ""
+    first = int(opened.group(1))
+    if not 1 <= first < when.first.day:
+        return ""
+    start = when.first.replace(day=first)
+    return f"{start:%A} {first} to {when.written}"
+
+
+# "28 to", "Tuesday 28 to", "from the 3rd until": a first day whose month is said after
+# the last.
+_STRETCH_OPENS = re.compile(
+    r"(?:\b[A-Z][a-z]+day\s+|\bthe\s+)?\b(\d{1,2})(?:st|nd|rd|th)?\s+"
+    r"(?:to|until|till|through|-|–|and)\s+(?:(?:[A-Z][a-z]+day|the)\s+)?$"
+)
 
 
 def _restates(found: SaidDate, asked_words: set[str]) -> bool:
