@@ -821,13 +821,14 @@ def _named_which(r: Ranking, question: str) -> Extracted | None:
             and not set(analyze(m.group(1))) & exclude
         ]
         if subjects:
-
-            def says(m: re.Match[str]) -> int:
-                clause = re.split(r"[;.]", text[m.end() :], maxsplit=1)[0]
-                return len(set(analyze(clause)) & r.weigher.terms)
-
-            return max(subjects, key=says).group(1), [s]
+            return max(subjects, key=lambda m: _clause_says(r, m.string[m.end() :])).group(1), [s]
     return None
+
+
+def _clause_says(r: Ranking, after: str) -> int:
+    """How many of the question's words the clause ``after`` a subject and its verb says."""
+    clause = re.split(r"[;.]", after, maxsplit=1)[0]
+    return len(set(analyze(clause)) & r.weigher.terms)
 
 
 # "Which recruiter did …", "Which company signed …": the noun asked and the word after it.

@@ -78,7 +78,7 @@ def person(r: Ranking) -> Extracted:
 def _not_asked_of(found: list[str], r: Ranking) -> list[str]:
     """``found`` less the person the question names by a part of their name: asked "who is
     Femi's buddy?", "Femi Adeyemi" is whose buddy, not the buddy."""
-    return [n for n in found if not n.split()[0].lower() in r.weigher.names]
+    return [n for n in found if n.split()[0].lower() not in r.weigher.names]
 
 
 def _doer_of_asked(r: Ranking) -> Extracted | None:
