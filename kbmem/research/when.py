@@ -11,6 +11,8 @@ import re
 
 from kbmem.dates import SaidDate, anchor_date, date_words, said_dates, written_date
 from kbmem.index.late import FUNCTION_WORDS
+from kbmem.index.tenant import analyze
+from kbmem.research.counts import number_value
 from kbmem.research.extract import Extracted
 from kbmem.research.grammar import _PHRASE_EDGE
 from kbmem.research.ranking import Ranking
@@ -85,6 +87,9 @@ def date(r: Ranking) -> Extracted:
             if _HOW_LONG_AGO.search(r.question) and when.phrase.lower().endswith("ago"):
                 # Asked how long ago, the answer is the stretch as said, then when that was.
                 return f"{when.phrase} ({when.written})", [s]
+            offset = _told_by_offset(s.claim, when, r.weigher.terms)
+            if offset:
+                return in_unit(offset), [s]
             if not unit and not yearly:
                 stretch = _stretch_to(s.claim, when)
                 if stretch:
@@ -267,6 +272,36 @@ def asks_ahead(question: str) -> bool:
 
 _AHEAD = re.compile(r"\b(?:next|tomorrow|coming|upcoming|soon)\b", re.I)
 _HOW_LONG_AGO = re.compile(r"\bhow\s+long\s+ago\b", re.I)
+
+
+def _told_by_offset(text: str, when: SaidDate, terms: set[str]) -> SaidDate | None:
+    """The day of the asked event when ``text`` dates it from ``when`` ("Current as of 16
+    March, two days after the cutover": the cutover was on 14 March); None when the date
+    is said of no event the question names so. The date said is then of something else
+    (the note, the meeting), and the event's is counted from it."""
+    if not when.exact or not when.first or when.first != when.last:
+        return None
+    at = text.find(when.phrase)
+    if at < 0:
+        return None
+    told = _OFFSET.match(text[at + len(when.phrase) :])
+    if not told or not set(analyze(told.group(4))) & terms:
+        return None
+    count = number_value(told.group(1))
+    if not count:
+        return None
+    days = count * (7 if told.group(2).lower() == "week" else 1)
+    step = datetime.timedelta(days=-days if told.group(3).lower() == "after" else days)
+    day = when.first + step
+    return SaidDate(when.phrase, written_date(day), True, day, day)
+
+
+# ", two days after the PostgreSQL cutover": a count of days or weeks, and the event.
+_OFFSET = re.compile(
+    r"^[,\s]*(?:just\s+|only\s+|about\s+)?([\w-]+)\s+(day|week)s?\s+(after|before)\s+"
+    r"((?:[\w'’-]+\s*){1,4})",
+    re.I,
+)
 
 
 def _stretch_to(text: str, when: SaidDate) -> str:

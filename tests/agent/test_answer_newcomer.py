@@ -119,3 +119,12 @@ def test_a_stretch_of_days_is_answered_from_its_first_day() -> None:
     )
     got = direct_answer("When is the offsite?", [item]).line
     assert got == "Tuesday 28 to Thursday 30 April 2026", got
+
+
+def test_a_day_counted_from_the_date_said_is_the_events() -> None:
+    # "Current as of 16 March, two days after the cutover": 16 March is the note's day.
+    item = note_item(
+        "architecture", "Current as of 16 March 2026, two days after the PostgreSQL cutover."
+    )
+    got = direct_answer("When was the PostgreSQL cutover?", [item]).line
+    assert got == "Saturday 14 March 2026", got
