@@ -201,6 +201,7 @@ def test_the_example_answers_a_newcomers_who_which_how_much_and_when(
         "When is the offsite?": "Tuesday 28 to Thursday 30 April 2026",
         "How late did the Glenaray leave during the incident?": "38 minutes",
         "When was the PostgreSQL cutover?": "Saturday 14 March 2026",
+        "Did the public launch date change?": "Yes",
     }
     with ChatSession(kb, TENANT) as chat:
         got = {q: chat.send(q).answer.split("\n", 1)[0] for q in expected}

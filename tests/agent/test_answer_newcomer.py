@@ -128,3 +128,18 @@ def test_a_day_counted_from_the_date_said_is_the_events() -> None:
     )
     got = direct_answer("When was the PostgreSQL cutover?", [item]).line
     assert got == "Saturday 14 March 2026", got
+
+
+def test_a_correction_says_yes_the_value_changed() -> None:
+    # Its "not" is said of the value it replaced, not against what it states.
+    item = turns_item(
+        "s1",
+        "2026-02-23T09:00:00",
+        (
+            "Assistant",
+            "Correction recorded: the public launch is Tuesday 21 April 2026, not Tuesday "
+            "14 April 2026 as stated at the kickoff on 5 January.",
+        ),
+    )
+    got = direct_answer("Did the public launch date change?", [item]).line
+    assert got.startswith("Yes"), got
