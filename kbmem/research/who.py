@@ -122,7 +122,7 @@ _DOER_LOOKS = 5
 # A name and the verb it is the subject of ("Oskar Brennan owns", "Femi quickly fixed").
 _SUBJECT_VERB = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\s+(?:[a-z]+ly\s+)?([a-z]+)\b")
 # The opening of an entry in a list of people: "**Maya Lindqvist**, Head of Engineering."
-_ENTRY = re.compile(r"^\**([A-Z][a-z]+(?:\s+[A-Z][a-z]+)+)\**\s*,")
+_ENTRY = re.compile(r"(?:^|(?<=[.!?]\s))\**([A-Z][a-z]+(?:\s+[A-Z][a-z]+)+)\**\s*,")
 _ENTRY_SENTENCES = 4
 
 
@@ -130,9 +130,11 @@ def _entry_subject(s: Said, r: Ranking) -> str:
     """The name the entry ``s`` belongs to opens with, going back over its sentences that
     open with a verb and so go on about the same subject; "" when ``s`` is in no entry."""
     for _ in range(_ENTRY_SENTENCES):
-        entry = _ENTRY.match(s.before)
-        if entry:
-            return entry.group(1)
+        # The last entry opened before it: "… the Harbourmaster design. **Dara Whitcombe**,
+        # Customer Success Lead." is read as one sentence when a bold name opens the next.
+        entries = list(_ENTRY.finditer(s.before))
+        if entries:
+            return entries[-1].group(1)
         before = next(
             (p for p in r.all if p.item is s.item and p.text == s.before and p is not s),
             None,

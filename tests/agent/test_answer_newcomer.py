@@ -143,3 +143,12 @@ def test_a_correction_says_yes_the_value_changed() -> None:
     )
     got = direct_answer("Did the public launch date change?", [item]).line
     assert got.startswith("Yes"), got
+
+
+def test_an_entry_is_the_last_one_opened_before_the_sentence() -> None:
+    # A bold name opening the next entry is not cut from the sentence before: "… front-end.
+    # **Ines Kovacic**, Product Designer." is read as one sentence.
+    roster = note_item("roster", " ".join(item.excerpt for item in ROSTER))
+    assert direct_answer("Who owns Deckhand?", [roster]).line.startswith("Ines Kovacic")
+    owner = direct_answer("Who owns the customer relationships?", [roster]).line
+    assert owner.startswith("Dara Whitcombe"), owner
