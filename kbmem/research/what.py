@@ -664,6 +664,9 @@ def thing(r: Ranking) -> Extracted:
             feeling = manner(s.claim, r.weigher.terms | r.weigher.names)
             if feeling:
                 return feeling, [s]
+    labelled = _labelled(r, question)
+    if labelled:
+        return labelled
     # An event or advice is asked: a clause, no noun phrase.
     for _score, _share, s in r.ranked[:3]:
         clause = happened_to(question, s.claim) or advice(question, s.claim)
@@ -786,6 +789,36 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+def _labelled(r: Ranking, question: str) -> Extracted | None:
+    """Asked "what <word> …?" ("What caused the incident?"), what a sentence near the best
+    gives under a label that names that word ("Root cause: the feed returned the high water
+    twice; …"), to the label's first clause: notes and records say their fields so."""
+    asked = _ASKED_WORD.match(question)
+    if not asked:
+        return None
+    word = set(analyze(asked.group(1)))
+    top = r.ranked[0][0]
+    for score, _share, s in r.ranked[:3]:
+        if score < 0.5 * top:
+            break
+        field = _LABEL.match(s.claim or s.text)
+        if field and set(analyze(field.group(1))) & word:
+            value = re.split(r"[;]|\.\s", field.group(2), maxsplit=1)[0].strip(" .")
+            if value:
+                # A field's value is read whole: cut, "… high water for" says no cause.
+                return " ".join(value.split()[:_FIELD_WORDS]), [s]
+    return None
+
+
+# "What caused …", "What was the impact of …": the word asked after "what".
+_ASKED_WORD = re.compile(
+    r"^\s*[Ww]hat\s+(?:(?:is|was|were|are)\s+)?(?:the\s+)?([a-z][\w-]*)\b(?<!\bthe)"
+)
+_FIELD_WORDS = 2 * REASON_WORDS
+# A sentence that opens with a label of a few words and a colon.
+_LABEL = re.compile(r"^([A-Za-z][\w-]*(?:\s+[\w-]+){0,2}):\s+(.+)$")
 
 
 def _named_which(r: Ranking, question: str) -> Extracted | None:

@@ -202,6 +202,7 @@ def test_the_example_answers_a_newcomers_who_which_how_much_and_when(
         "How late did the Glenaray leave during the incident?": "38 minutes",
         "When was the PostgreSQL cutover?": "Saturday 14 March 2026",
         "Did the public launch date change?": "Yes",
+        "What caused the Calloway incident?": "the UKHO Admiralty feed returned",
     }
     with ChatSession(kb, TENANT) as chat:
         got = {q: chat.send(q).answer.split("\n", 1)[0] for q in expected}

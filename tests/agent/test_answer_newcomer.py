@@ -152,3 +152,18 @@ def test_an_entry_is_the_last_one_opened_before_the_sentence() -> None:
     assert direct_answer("Who owns Deckhand?", [roster]).line.startswith("Ines Kovacic")
     owner = direct_answer("Who owns the customer relationships?", [roster]).line
     assert owner.startswith("Dara Whitcombe"), owner
+
+
+def test_what_is_asked_is_the_field_a_record_labels_with_it() -> None:
+    item = turns_item(
+        "s1",
+        "2026-02-03T10:00:00",
+        (
+            "Assistant",
+            "Incident summary, Tuesday 3 February 2026. Opening an incident record: customer "
+            "Calloway Sound Lines, vessel MV Glenaray. Root cause: the feed returned the "
+            "06:48 high water for 3 February twice; the guard was not yet built.",
+        ),
+    )
+    got = direct_answer("What caused the Calloway incident?", [item]).line
+    assert got == "the feed returned the 06:48 high water for 3 February twice", got
