@@ -94,6 +94,8 @@ def question_kind(question: str) -> str:
         return "number"  # the answer to "what is the budget?" is an amount
     if re.search(r"\bhow\s+long\b|\bhow\s+many\s+(?:minute|hour|day|week|month|year)s\b", q):
         return "duration"  # "how many weeks passed" asks for a stretch of time
+    if re.match(r"how\s+(?:late|early)\s+(?:did|was|were|is|are|will)\b", q):
+        return "duration"  # "How late did the ferry leave?": by how long ("38 minutes late")
     if re.search(r"\bhow\s+many\b", q):
         return "count"
     if re.search(r"\bhow\s+(?:much|old|often|far)\b", q):

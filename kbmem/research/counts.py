@@ -38,9 +38,25 @@ def number(r: Ranking) -> Extracted:
             money = [(m, u) for m, u in said if _is_money(s.claim, m, u)]
             said = money or said
         if said:
-            found, tail = said[0]
+            found, tail = _nearest_said(r, s.claim, said)
             return f"{found.group(0)} {tail}".strip(), [s]
     return "", [r.best()]
+
+
+def _nearest_said(
+    r: Ranking, text: str, said: list[tuple[re.Match[str], str]]
+) -> tuple[re.Match[str], str]:
+    """Of the numbers ``text`` says, the one said nearest the question's words: "the budget
+    is 5,600 dollars, and RDS at about 380 dollars fits" answers the cost of RDS with 380.
+    The first one when no word of the question is in ``text``."""
+    hits = [
+        m.start()
+        for m in re.finditer(r"[\w'’-]+", text)
+        if set(analyze(m.group(0))) & r.weigher.terms
+    ]
+    if not hits:
+        return said[0]
+    return min(said, key=lambda pair: min(abs(pair[0].start() - h) for h in hits))
 
 
 _ASKS_AMOUNT = re.compile(

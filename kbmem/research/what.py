@@ -665,6 +665,9 @@ def thing(r: Ranking) -> Extracted:
             feeling = manner(s.claim, r.weigher.terms | r.weigher.names)
             if feeling:
                 return feeling, [s]
+    labelled = _labelled(r, question)
+    if labelled:
+        return labelled
     # An event or advice is asked: a clause, no noun phrase.
     for _score, _share, s in r.ranked[:3]:
         clause = happened_to(question, s.claim) or advice(question, s.claim)
@@ -689,6 +692,9 @@ def thing(r: Ranking) -> Extracted:
         name = named_as(best.claim, r.weigher.terms, r.weigher.names | r.speakers)
         if name:
             return name, [best]
+    which = _named_which(r, question)
+    if which:
+        return which
     if noun:
         # "Been reading that book you recommended": which book, the listener named.
         recalled = _recalled(r, noun)
@@ -784,6 +790,88 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+def _labelled(r: Ranking, question: str) -> Extracted | None:
+    """Asked "what <word> …?" ("What caused the incident?"), what a sentence near the best
+    gives under a label that names that word ("Root cause: the feed returned the high water
+    twice; …"), to the label's first clause: notes and records say their fields so."""
+    asked = _ASKED_WORD.match(question)
+    if not asked:
+        return None
+    word = set(analyze(asked.group(1)))
+    top = r.ranked[0][0]
+    for score, _share, s in r.ranked[:3]:
+        if score < 0.5 * top:
+            break
+        field = _LABEL.match(s.claim or s.text)
+        if field and set(analyze(field.group(1))) & word:
+            value = re.split(r"[;]|\.\s", field.group(2), maxsplit=1)[0].strip(" .")
+            if value:
+                # A field's value is read whole: cut, "… high water for" says no cause.
+                return " ".join(value.split()[:_FIELD_WORDS]), [s]
+    return None
+
+
+# "What caused …", "What was the impact of …": the word asked after "what".
+_ASKED_WORD = re.compile(
+    r"^\s*[Ww]hat\s+(?:(?:is|was|were|are)\s+)?(?:the\s+)?([a-z][\w-]*)\b(?<!\bthe)"
+)
+_FIELD_WORDS = 2 * REASON_WORDS
+# A sentence that opens with a label of a few words and a colon.
+_LABEL = re.compile(r"^([A-Za-z][\w-]*(?:\s+[\w-]+){0,2}):\s+(.+)$")
+
+
+def _named_which(r: Ranking, question: str) -> Extracted | None:
+    """Asked "which N …?", the name a sentence near the best gives as N ("we're using
+    Halyard Talent as the recruiter"), or, asked "which N <verb> …?", the name said as that
+    verb's subject ("Inverlochy Boat Company signed a letter of intent"), of the subjects
+    the one whose clause says most of the question. A name is what "which" asks for."""
+    asked = _WHICH_NOUN.match(question)
+    if not asked:
+        return None
+    noun, after = asked.group(1), asked.group(2)
+    exclude = r.weigher.names | r.speakers
+    verb = set() if after.lower() in _AUXILIARIES else set(analyze(after))
+    top = r.ranked[0][0]
+    for score, _share, s in r.ranked[:3]:
+        if score < 0.5 * top:
+            break
+        text = s.claim or s.text
+        as_noun = re.search(
+            rf"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s+as\s+(?:the|our|their|its|a|an)\s+"
+            rf"(?:[\w'’-]+\s+){{0,2}}?{re.escape(noun)}\b",
+            text,
+        )
+        if as_noun and not set(analyze(as_noun.group(1))) & exclude:
+            return as_noun.group(1), [s]
+        if not verb:
+            continue
+        subjects = [
+            m
+            for m in re.finditer(r"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s+([a-z]+)\b", text)
+            if set(analyze(m.group(2))) & verb
+            and m.group(1).split()[0] not in _NOT_SUBJECTS
+            and not set(analyze(m.group(1))) & exclude
+        ]
+        if subjects:
+            return max(subjects, key=lambda m: _clause_says(r, m.string[m.end() :])).group(1), [s]
+    return None
+
+
+def _clause_says(r: Ranking, after: str) -> int:
+    """How many of the question's words the clause ``after`` a subject and its verb says."""
+    clause = re.split(r"[;.]", after, maxsplit=1)[0]
+    return len(set(analyze(clause)) & r.weigher.terms)
+
+
+# "Which recruiter did …", "Which company signed …": the noun asked and the word after it.
+_WHICH_NOUN = re.compile(r"^\s*[Ww]hich\s+([a-z][\w-]*)\s+([a-z][\w'’-]*)\b")
+_AUXILIARIES = frozenset(
+    "is are was were do does did has have had will would can could should shall may might "
+    "must be been".split()
+)
+_NOT_SUBJECTS = frozenset("I It This That These Those There He She They We You The A An".split())
 
 
 _WHICH = re.compile(

@@ -11,6 +11,8 @@ import re
 
 from kbmem.dates import SaidDate, anchor_date, date_words, said_dates, written_date
 from kbmem.index.late import FUNCTION_WORDS
+from kbmem.index.tenant import analyze
+from kbmem.research.counts import number_value
 from kbmem.research.extract import Extracted
 from kbmem.research.grammar import _PHRASE_EDGE
 from kbmem.research.ranking import Ranking
@@ -85,6 +87,13 @@ def date(r: Ranking) -> Extracted:
             if _HOW_LONG_AGO.search(r.question) and when.phrase.lower().endswith("ago"):
                 # Asked how long ago, the answer is the stretch as said, then when that was.
                 return f"{when.phrase} ({when.written})", [s]
+            offset = _told_by_offset(s.claim, when, r.weigher.terms)
+            if offset:
+                return in_unit(offset), [s]
+            if not unit and not yearly:
+                stretch = _stretch_to(s.claim, when)
+                if stretch:
+                    return stretch, [s]
             return in_unit(when), [s]
     if other_event and (told[2].day or _turn_time(r, told[2], asked_words)):
         return around(told[2]), [told[2]]
@@ -263,6 +272,62 @@ def asks_ahead(question: str) -> bool:
 
 _AHEAD = re.compile(r"\b(?:next|tomorrow|coming|upcoming|soon)\b", re.I)
 _HOW_LONG_AGO = re.compile(r"\bhow\s+long\s+ago\b", re.I)
+
+
+def _told_by_offset(text: str, when: SaidDate, terms: set[str]) -> SaidDate | None:
+    """The day of the asked event when ``text`` dates it from ``when`` ("Current as of 16
+    March, two days after the cutover": the cutover was on 14 March); None when the date
+    is said of no event the question names so. The date said is then of something else
+    (the note, the meeting), and the event's is counted from it."""
+    if not when.exact or not when.first or when.first != when.last:
+        return None
+    at = text.find(when.phrase)
+    if at < 0:
+        return None
+    told = _OFFSET.match(text[at + len(when.phrase) :])
+    if not told or not set(analyze(told.group(4))) & terms:
+        return None
+    count = number_value(told.group(1))
+    if not count:
+        return None
+    days = count * (7 if told.group(2).lower() == "week" else 1)
+    step = datetime.timedelta(days=-days if told.group(3).lower() == "after" else days)
+    day = when.first + step
+    return SaidDate(when.phrase, written_date(day), True, day, day)
+
+
+# ", two days after the PostgreSQL cutover": a count of days or weeks, and the event.
+_OFFSET = re.compile(
+    r"^[,\s]*(?:just\s+|only\s+|about\s+)?([\w-]+)\s+(day|week)s?\s+(after|before)\s+"
+    r"((?:[\w'’-]+\s*){1,4})",
+    re.I,
+)
+
+
+def _stretch_to(text: str, when: SaidDate) -> str:
+    """``when`` as the end of the days ``text`` says it closes ("Tuesday 28 to Thursday 30
+    April": the month and year are said once, after the last day), written from the first
+    day to it; "" when it closes none. Something that lasts days happens on all of them:
+    its last day alone is not when it is."""
+    if not when.exact or not when.first or when.first != when.last:
+        return ""
+    at = text.find(when.phrase)
+    opened = _STRETCH_OPENS.search(text[:at]) if at > 0 else None
+    if not opened:
+        return ""
+    first = int(opened.group(1))
+    if not 1 <= first < when.first.day:
+        return ""
+    start = when.first.replace(day=first)
+    return f"{start:%A} {first} to {when.written}"
+
+
+# "28 to", "Tuesday 28 to", "from the 3rd until": a first day whose month is said after
+# the last.
+_STRETCH_OPENS = re.compile(
+    r"(?:\b[A-Z][a-z]+day\s+|\bthe\s+)?\b(\d{1,2})(?:st|nd|rd|th)?\s+"
+    r"(?:to|until|till|through|-|–|and)\s+(?:(?:[A-Z][a-z]+day|the)\s+)?$"
+)
 
 
 def _restates(found: SaidDate, asked_words: set[str]) -> bool:

@@ -50,8 +50,11 @@ def person(r: Ranking) -> Extracted:
         # migration": who does what is asked is the one saying "I" or "we", not a name
         # said further on.
         return best.speaker, [best]
+    doer = _doer_of_asked(r)
+    if doer:
+        return doer
     for s in r.close_to_best("person"):
-        found = people(s.claim, exclude, r.known)
+        found = _not_asked_of(people(s.claim, exclude, r.known), r)
         if found:
             return r.nearest(s.claim, found), [s]
     # No name: a person said by relation, the subject a sentence opens with ("My aunt
@@ -70,6 +73,85 @@ def person(r: Ranking) -> Extracted:
         if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
             return s.speaker, [s]
     return "", [r.best()]
+
+
+def _not_asked_of(found: list[str], r: Ranking) -> list[str]:
+    """``found`` less the person the question names by a part of their name: asked "who is
+    Femi's buddy?", "Femi Adeyemi" is whose buddy, not the buddy."""
+    return [n for n in found if n.split()[0].lower() not in r.weigher.names]
+
+
+def _doer_of_asked(r: Ranking) -> Extracted | None:
+    """Asked "who <verb> …?", the subject of that verb in a sentence near the best: the name
+    said just before it ("Maya Lindqvist owns the exporter"), or, in a list of people whose
+    entries go on without a subject ("**Ines Kovacic**, Designer. Owns Deckhand."), the
+    name the entry opens with. A name said elsewhere in the sentence is most often the
+    verb's object ("owns the relationship with Skerrick Island Ferries")."""
+    found = _WHO_DOES.match(r.question)
+    if not found or found.group(1).lower() in _NOT_DONE:
+        return None
+    verb = set(analyze(found.group(1)))
+    top = r.ranked[0][0]
+    for score, _share, s in r.ranked[:_DOER_LOOKS]:
+        if score < 0.5 * top:
+            break
+        text = s.claim or s.text
+        for m in _SUBJECT_VERB.finditer(text):
+            name = m.group(1)
+            if (
+                set(analyze(m.group(2))) & verb
+                and name.split()[0].lower() not in STOP
+                and not set(analyze(name)) & r.weigher.names
+            ):
+                return _named_in_full(name, r), [s]
+        # A sentence that opens with a verb ("Owns Deckhand", "Chairs planning, makes the
+        # final call") has the subject of the one before.
+        opener = re.match(r"([A-Z][a-z]+s)\b", text)
+        if (
+            opener
+            and opener.group(1) not in r.known
+            and any(set(analyze(w)) & verb for w in re.findall(r"[A-Za-z]+", text))
+        ):
+            entry = _entry_subject(s, r)
+            if entry and not set(analyze(entry)) & r.weigher.names:
+                return entry, [s]
+    return None
+
+
+_DOER_LOOKS = 5
+# A name and the verb it is the subject of ("Oskar Brennan owns", "Femi quickly fixed").
+_SUBJECT_VERB = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\s+(?:[a-z]+ly\s+)?([a-z]+)\b")
+# The opening of an entry in a list of people: "**Maya Lindqvist**, Head of Engineering."
+_ENTRY = re.compile(r"(?:^|(?<=[.!?]\s))\**([A-Z][a-z]+(?:\s+[A-Z][a-z]+)+)\**\s*,")
+_ENTRY_SENTENCES = 4
+
+
+def _entry_subject(s: Said, r: Ranking) -> str:
+    """The name the entry ``s`` belongs to opens with, going back over its sentences that
+    open with a verb and so go on about the same subject; "" when ``s`` is in no entry."""
+    for _ in range(_ENTRY_SENTENCES):
+        # The last entry opened before it: "… the Harbourmaster design. **Dara Whitcombe**,
+        # Customer Success Lead." is read as one sentence when a bold name opens the next.
+        entries = list(_ENTRY.finditer(s.before))
+        if entries:
+            return entries[-1].group(1)
+        before = next(
+            (p for p in r.all if p.item is s.item and p.text == s.before and p is not s),
+            None,
+        )
+        if before is None or not re.match(r"[A-Z][a-z]+s\b", before.text):
+            return ""
+        s = before
+    return ""
+
+
+def _named_in_full(name: str, r: Ranking) -> str:
+    """``name`` said as its speaker is named when it is their first name alone ("Oskar" is
+    "Oskar Brennan" where he speaks): the name the reader knows them by."""
+    if " " in name:
+        return name
+    full = {s.speaker for s in r.all if s.speaker.split()[:1] == [name]}
+    return full.pop() if len(full) == 1 else name
 
 
 _WHO_IS = re.compile(r"^\s*[Ww]ho\s+(?:is|was|will\s+be)\s+(?:the|our|their|his|her|my)\b")

@@ -28,7 +28,8 @@ def yesno(r: Ranking) -> Extracted:
     # ("we didn't share much") says nothing of the answer's (the line says it is weak).
     said = r.ranked[0][1] >= FIRM_SHARE
     negated = said and (
-        bool(NEGATION.search(text.lower())) != bool(NEGATION.search(r.question.lower()))
+        bool(NEGATION.search(_without_replaced(text).lower()))
+        != bool(NEGATION.search(r.question.lower()))
     )
     verdict = "No" if negated else "Yes"
     hedge = "Likely " if re.search(r"\b(?:would|could|might|likely)\b", r.question, re.I) else ""
@@ -41,6 +42,18 @@ def yesno(r: Ranking) -> Extracted:
         reason = ""
     head = f"{hedge}{verdict.lower()}" if hedge else verdict
     return f"{head}; {reason}" if reason else head, [best]
+
+
+def _without_replaced(text: str) -> str:
+    """``text`` without the "not" that was said of a replaced value, cut from a correction's
+    claim ("the launch is 21 April, not [14 April] as stated"): it says the value changed,
+    not that the sentence denies what it states."""
+    return _REPLACED_NOT.sub(" ", text)
+
+
+_REPLACED_NOT = re.compile(
+    r"\b(?:not|instead\s+of|rather\s+than)\s+(?=[,;.]|as\s+(?:stated|said|planned)\b|$)", re.I
+)
 
 
 _LEAD = re.compile(r"^(?:(?:yes|yeah|yep|no|nope|oh|well|and|also|actually)\b[\s,!.]*)+", re.I)

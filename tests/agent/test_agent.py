@@ -181,6 +181,34 @@ def test_the_example_names_who_does_what_is_asked_and_which_one_is_meant(
     assert pilot.answer.split("\n", 1)[0] == "Skerrick Island Ferries", pilot.answer
 
 
+def test_the_example_answers_a_newcomers_who_which_how_much_and_when(
+    kb: KnowledgeBase,
+) -> None:
+    # The roster's "Owns Deckhand (…)." goes on about the name its entry opens with: it was
+    # answered "Owns Deckhand"; "Maya Lindqvist owns the Port Manifest Gateway exporter"
+    # was answered with the object's name; "using Halyard Talent as the recruiter" with the
+    # sentence's first words; RDS's cost with the budget said first; the offsite's three
+    # days with the last.
+    expected = {
+        "Who owns Deckhand?": "Ines Kovacic",
+        "Who owns the manifest exporter?": "Maya Lindqvist",
+        "Who owns the on-call rota?": "Oskar Brennan",
+        "Who owns the customer relationships?": "Dara Whitcombe",
+        "Who is Femi's onboarding buddy?": "Tobias Ferrante",
+        "Which recruiter did the team use?": "Halyard Talent",
+        "Which company signed a letter of intent?": "Inverlochy Boat Company",
+        "How much does RDS Multi-AZ cost per month?": "380 dollars",
+        "When is the offsite?": "Tuesday 28 to Thursday 30 April 2026",
+        "How late did the Glenaray leave during the incident?": "38 minutes",
+        "When was the PostgreSQL cutover?": "Saturday 14 March 2026",
+        "Did the public launch date change?": "Yes",
+        "What caused the Calloway incident?": "the UKHO Admiralty feed returned",
+    }
+    with ChatSession(kb, TENANT) as chat:
+        got = {q: chat.send(q).answer.split("\n", 1)[0] for q in expected}
+    assert all(got[q].startswith(a) for q, a in expected.items()), got
+
+
 def test_the_example_answers_the_budget_asked_not_a_corrected_other_one(
     kb: KnowledgeBase,
 ) -> None:

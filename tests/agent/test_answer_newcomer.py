@@ -1,0 +1,169 @@
+"""A newcomer's questions of a team's memory: who does the verb asked (its subject, or the
+name a list entry opens with when the entry goes on without one), which N (the name said as
+N, or as the subject of the verb asked), the amount nearest what is asked, how late, and a
+stretch of days. Synthetic sentences through the real functions (the example knowledge
+base itself: tests/agent/test_agent.py)."""
+
+from __future__ import annotations
+
+from helpers.evidence import turns_item
+
+from kbmem.index.intervals import Interval
+from kbmem.research.direct import direct_answer
+from kbmem.research.types import EvidenceItem
+
+
+def note_item(page: str, *paragraphs: str) -> EvidenceItem:
+    """An evidence item holding a note's paragraphs (no speaker, no turns)."""
+    source = "\n\n".join(paragraphs)
+    lines = source.count("\n") + 1
+    interval = Interval(f"{page}/1", f"pages/{page}/1.md", 10, 10 + lines - 1, "c0ffee")
+    return EvidenceItem(f"{page}/1", source, 1.0, "bm25", interval, page, source)
+
+
+# Each entry a paragraph of its own, as the index cuts a note into intervals.
+ROSTER = [
+    note_item(f"roster-{n}", entry)
+    for n, entry in enumerate(
+        (
+            "**Maya Lindqvist**, Head of Engineering. Chairs planning and retros, makes the final "
+            "call on technical decisions. Owns the Harbourmaster front-end.",
+            "**Ines Kovacic**, Product Designer. Owns Deckhand (the app and its conflict screens).",
+            "**Dara Whitcombe**, Customer Success Lead. Owns the customer relationships with "
+            "Skerrick Island Ferries and Calloway Sound Lines.",
+        )
+    )
+]
+
+
+def test_a_list_entry_without_a_subject_is_said_of_the_name_it_opens_with() -> None:
+    assert direct_answer("Who owns Deckhand?", ROSTER).line == "Ines Kovacic"
+    owner = direct_answer("Who owns the customer relationships?", ROSTER).line
+    assert owner == "Dara Whitcombe", owner
+    final = direct_answer("Who makes the final call on technical decisions?", ROSTER).line
+    assert final.startswith("Maya Lindqvist"), final
+
+
+def test_who_does_the_verb_asked_is_its_subject_named_as_its_speaker() -> None:
+    item = turns_item(
+        "s1",
+        "2026-01-12T10:00:00",
+        ("Maya Lindqvist", "Oskar owns the infrastructure, monitoring and the on-call rota."),
+        ("Oskar Brennan", "Fine by me."),
+        ("Assistant", "(7) Maya Lindqvist owns the Port Manifest Gateway exporter."),
+    )
+    assert direct_answer("Who owns the on-call rota?", [item]).line.startswith("Oskar Brennan")
+    exporter = direct_answer("Who owns the manifest exporter?", [item]).line
+    assert exporter.startswith("Maya Lindqvist"), exporter
+
+
+def test_the_person_asked_of_is_not_the_answer() -> None:
+    item = turns_item(
+        "s1",
+        "2026-03-02T09:00:00",
+        ("Assistant", "Femi Adeyemi joined today; onboarding buddy Tobias Ferrante."),
+    )
+    got = direct_answer("Who is Femi's onboarding buddy?", [item]).line
+    assert got == "Tobias Ferrante", got
+
+
+def test_which_n_is_the_name_said_as_n_or_doing_what_is_asked() -> None:
+    hired = turns_item(
+        "s1",
+        "2026-01-21T14:00:00",
+        ("Maya", "One engineer, and we're using Halyard Talent as the recruiter this time."),
+    )
+    assert direct_answer("Which recruiter did the team use?", [hired]).line == "Halyard Talent"
+    signed = turns_item(
+        "s2",
+        "2026-03-20T09:00:00",
+        (
+            "Assistant",
+            "Customers: Calloway Sound Lines signed its annual contract on Thursday; "
+            "Inverlochy Boat Company signed a letter of intent the same day.",
+        ),
+    )
+    got = direct_answer("Which company signed a letter of intent?", [signed]).line
+    assert got == "Inverlochy Boat Company", got
+
+
+def test_how_much_is_the_amount_said_nearest_what_is_asked() -> None:
+    item = turns_item(
+        "s1",
+        "2026-02-16T09:00:00",
+        (
+            "Oskar",
+            "The real budget is 5,600 dollars a month, and even so, RDS Multi-AZ at about "
+            "380 dollars a month fits comfortably.",
+        ),
+    )
+    got = direct_answer("How much does RDS Multi-AZ cost per month?", [item]).line
+    assert got.startswith("380 dollars"), got
+
+
+def test_how_late_asks_by_how_long() -> None:
+    item = turns_item(
+        "s1",
+        "2026-02-03T09:15:00",
+        ("Oskar", "The harbour master held the Glenaray. She left at 07:53, 38 minutes late."),
+    )
+    got = direct_answer("How late did the Glenaray leave?", [item])
+    assert got.kind == "duration" and got.line.startswith("38 minutes"), got.line
+
+
+def test_a_stretch_of_days_is_answered_from_its_first_day() -> None:
+    item = turns_item(
+        "s1",
+        "2026-03-02T09:00:00",
+        ("Assistant", "Offsite: Tuesday 28 to Thursday 30 April 2026, in Tromsø."),
+    )
+    got = direct_answer("When is the offsite?", [item]).line
+    assert got == "Tuesday 28 to Thursday 30 April 2026", got
+
+
+def test_a_day_counted_from_the_date_said_is_the_events() -> None:
+    # "Current as of 16 March, two days after the cutover": 16 March is the note's day.
+    item = note_item(
+        "architecture", "Current as of 16 March 2026, two days after the PostgreSQL cutover."
+    )
+    got = direct_answer("When was the PostgreSQL cutover?", [item]).line
+    assert got == "Saturday 14 March 2026", got
+
+
+def test_a_correction_says_yes_the_value_changed() -> None:
+    # Its "not" is said of the value it replaced, not against what it states.
+    item = turns_item(
+        "s1",
+        "2026-02-23T09:00:00",
+        (
+            "Assistant",
+            "Correction recorded: the public launch is Tuesday 21 April 2026, not Tuesday "
+            "14 April 2026 as stated at the kickoff on 5 January.",
+        ),
+    )
+    got = direct_answer("Did the public launch date change?", [item]).line
+    assert got.startswith("Yes"), got
+
+
+def test_an_entry_is_the_last_one_opened_before_the_sentence() -> None:
+    # A bold name opening the next entry is not cut from the sentence before: "… front-end.
+    # **Ines Kovacic**, Product Designer." is read as one sentence.
+    roster = note_item("roster", " ".join(item.excerpt for item in ROSTER))
+    assert direct_answer("Who owns Deckhand?", [roster]).line.startswith("Ines Kovacic")
+    owner = direct_answer("Who owns the customer relationships?", [roster]).line
+    assert owner.startswith("Dara Whitcombe"), owner
+
+
+def test_what_is_asked_is_the_field_a_record_labels_with_it() -> None:
+    item = turns_item(
+        "s1",
+        "2026-02-03T10:00:00",
+        (
+            "Assistant",
+            "Incident summary, Tuesday 3 February 2026. Opening an incident record: customer "
+            "Calloway Sound Lines, vessel MV Glenaray. Root cause: the feed returned the "
+            "06:48 high water for 3 February twice; the guard was not yet built.",
+        ),
+    )
+    got = direct_answer("What caused the Calloway incident?", [item]).line
+    assert got == "the feed returned the 06:48 high water for 3 February twice", got
