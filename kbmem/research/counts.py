@@ -49,11 +49,7 @@ def _nearest_said(
     """Of the numbers ``text`` says, the one said nearest the question's words: "the budget
     is 5,600 dollars, and RDS at about 380 dollars fits" answers the cost of RDS with 380.
     The first one when no word of the question is in ``text``."""
-    hits = [
-        m.start()
-        for m in re.finditer(r"[\w'’-]+", text)
-        if set(analyze(m.group(0))) & r.weigher.terms
-    ]
+    hits = r.asked_at(text)
     if not hits:
         return said[0]
     return min(said, key=lambda pair: min(abs(pair[0].start() - h) for h in hits))

@@ -383,13 +383,17 @@ class Ranking:
         top = self.ranked[0][0]
         return [s for score, _share, s in self.ranked if gives(kind, s) and score >= 0.5 * top][:n]
 
-    def nearest(self, text: str, options: list[str]) -> str:
-        """Of ``options`` found in ``text``, the one said nearest the question's words."""
-        hits = [
+    def asked_at(self, text: str) -> list[int]:
+        """Where in ``text`` (character offsets) the question's words are said."""
+        return [
             m.start()
             for m in re.finditer(r"[\w'’-]+", text)
             if set(analyze(m.group(0))) & self.weigher.terms
         ]
+
+    def nearest(self, text: str, options: list[str]) -> str:
+        """Of ``options`` found in ``text``, the one said nearest the question's words."""
+        hits = self.asked_at(text)
         if not hits:
             return options[0]
 
