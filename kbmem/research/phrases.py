@@ -464,11 +464,12 @@ def named_as(text: str, terms: set[str], exclude: set[str]) -> str:
     words one of ``exclude`` (the question's names, the speakers); "" when it names none."""
     for m in _COPULA_NAME.finditer(text):
         name = m.group(1)
-        if set(analyze(name)) & exclude or name.split()[0] in _NOT_NAMES:
+        if set(analyze(name)) & exclude or name.split()[0] in NOT_NAMES:
             continue
         if len(set(analyze(m.group(2))) & terms) >= 2:
             return name
     return ""
 
 
-_NOT_NAMES = frozenset("I It This That These Those There He She They We You".split())
+# Capitalised words that open a sentence or a clause and name no one.
+NOT_NAMES = frozenset("I It This That These Those There He She They We You The A An".split())

@@ -29,6 +29,7 @@ from kbmem.research.grammar import (
 )
 from kbmem.research.phrases import (
     _STRANDED_PREPOSITION,
+    NOT_NAMES,
     OBJECT_WORDS,
     _asked_verb,
     _named,
@@ -684,14 +685,6 @@ def thing(r: Ranking) -> Extracted:
     picture = _picture_shown(r, question, noun)
     if picture:
         return picture
-    if noun and _WHICH.match(question):
-        # "Which company was the first pilot customer?" — "Skerrick Island Ferries will be
-        # our first pilot customer": the best sentence names the one asked by saying it is
-        # what the question says of it, without the question's noun.
-        best = r.best()
-        name = named_as(best.claim, r.weigher.terms, r.weigher.names | r.speakers)
-        if name:
-            return name, [best]
     which = _named_which(r, question)
     if which:
         return which
@@ -826,12 +819,19 @@ def _named_which(r: Ranking, question: str) -> Extracted | None:
     """Asked "which N …?", the name a sentence near the best gives as N ("we're using
     Halyard Talent as the recruiter"), or, asked "which N <verb> …?", the name said as that
     verb's subject ("Inverlochy Boat Company signed a letter of intent"), of the subjects
-    the one whose clause says most of the question. A name is what "which" asks for."""
+    the one whose clause says most of the question; or, asked "which N is/was …?", the name
+    the best sentence says is what the question says ("Skerrick Island Ferries will be our
+    first pilot customer", without the noun "company"). A name is what "which" asks for."""
+    exclude = r.weigher.names | r.speakers
+    if _WHICH.match(question) and asked_noun(question):
+        best = r.best()
+        name = named_as(best.claim, r.weigher.terms, exclude)
+        if name:
+            return name, [best]
     asked = _WHICH_NOUN.match(question)
     if not asked:
         return None
     noun, after = asked.group(1), asked.group(2)
-    exclude = r.weigher.names | r.speakers
     verb = set() if after.lower() in _AUXILIARIES else set(analyze(after))
     top = r.ranked[0][0]
     for score, _share, s in r.ranked[:3]:
@@ -851,7 +851,7 @@ def _named_which(r: Ranking, question: str) -> Extracted | None:
             m
             for m in re.finditer(r"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s+([a-z]+)\b", text)
             if set(analyze(m.group(2))) & verb
-            and m.group(1).split()[0] not in _NOT_SUBJECTS
+            and m.group(1).split()[0] not in NOT_NAMES
             and not set(analyze(m.group(1))) & exclude
         ]
         if subjects:
@@ -871,7 +871,6 @@ _AUXILIARIES = frozenset(
     "is are was were do does did has have had will would can could should shall may might "
     "must be been".split()
 )
-_NOT_SUBJECTS = frozenset("I It This That These Those There He She They We You The A An".split())
 
 
 _WHICH = re.compile(

@@ -45,11 +45,6 @@ def person(r: Ranking) -> Extracted:
         name = named_as(best.claim, r.weigher.terms, exclude | r.speakers)
         if name:
             return name, [best]
-    if _says_doing_asked(r.question, best) and not set(analyze(best.speaker)) & exclude:
-        # "Who owns the sync service?" — "I own the sync service, and the Postgres
-        # migration": who does what is asked is the one saying "I" or "we", not a name
-        # said further on.
-        return best.speaker, [best]
     doer = _doer_of_asked(r)
     if doer:
         return doer
@@ -83,7 +78,9 @@ def _not_asked_of(found: list[str], r: Ranking) -> list[str]:
 
 def _doer_of_asked(r: Ranking) -> Extracted | None:
     """Asked "who <verb> …?", the subject of that verb in a sentence near the best: the name
-    said just before it ("Maya Lindqvist owns the exporter"), or, in a list of people whose
+    said just before it ("Maya Lindqvist owns the exporter"), the speaker saying it with "I"
+    or "we" ("I own the sync service, …, and the Postgres migration" is Tobias's, not
+    Postgres's), or, in a list of people whose
     entries go on without a subject ("**Ines Kovacic**, Designer. Owns Deckhand."), the
     name the entry opens with. A name said elsewhere in the sentence is most often the
     verb's object ("owns the relationship with Skerrick Island Ferries")."""
@@ -104,6 +101,12 @@ def _doer_of_asked(r: Ranking) -> Extracted | None:
                 and not set(analyze(name)) & r.weigher.names
             ):
                 return _named_in_full(name, r), [s]
+        if (
+            s.speaker
+            and _says_in_first_person(text, verb)
+            and not set(analyze(s.speaker)) & r.weigher.names
+        ):
+            return s.speaker, [s]
         # A sentence that opens with a verb ("Owns Deckhand", "Chairs planning, makes the
         # final call") has the subject of the one before.
         opener = re.match(r"([A-Z][a-z]+s)\b", text)
@@ -237,20 +240,19 @@ _WHO_DOES = re.compile(
 _NOT_DONE = frozenset("is are was were do does did be been being".split())
 
 
-def _says_doing_asked(question: str, s: Said) -> bool:
-    """Whether ``s`` says, in the first person, the verb a "who does …?" question asks
-    ("I own", "we've been running"): its speaker is who."""
-    found = _WHO_DOES.match(question)
-    if not found or found.group(1).lower() in _NOT_DONE or not s.speaker:
-        return False
-    verb = set(analyze(found.group(1)))
-    text = s.claim or s.text
-    for m in re.finditer(
-        r"\b(?:I|[Ww]e)(?:'(?:ve|ll|m|re|d))?\s+((?:[\w'’-]+\s+){0,2}[\w'’-]+)", text
-    ):
-        if any(set(analyze(w)) & verb for w in m.group(1).split()):
-            return True
-    return False
+def _says_in_first_person(text: str, verb: set[str]) -> bool:
+    """Whether ``text`` says ``verb`` (its stems) with "I" or "we" as its subject, within
+    the two words after it ("I own", "we've been running")."""
+    return any(
+        set(analyze(w)) & verb
+        for m in _FIRST_PERSON_VERB.finditer(text)
+        for w in m.group(1).split()
+    )
+
+
+_FIRST_PERSON_VERB = re.compile(
+    r"\b(?:I|[Ww]e)(?:'(?:ve|ll|m|re|d))?\s+((?:[\w'’-]+\s+){0,2}[\w'’-]+)"
+)
 
 
 _RELATION = re.compile(
