@@ -622,12 +622,18 @@ def quotation(
     Each is offered with the sentences next to it that say what it is asked about (see
     with_neighbours); one that only thanks or greets is never quoted. Sentences of one turn
     or paragraph are one quote, under one citation, and so are those of turns close together
-    in one passage (see in_runs): such a sentence costs only its words."""
+    in one passage (see in_runs): such a sentence costs only its words. When the direct
+    answer is weak, the ranking's sentences of its own passage come before the others (see
+    same_passage)."""
     sources = [reading.of(s) for s in direct.sources[:MAX_SOURCES]]
     ranked = [reading.of(s) for s in direct.ranked]
     offered = [(s, n == 0) for n, s in enumerate(x for x in sources if x is not None)]
     offered += [(s, True) for s in reading.chosen[:1] + reading.added]
-    offered += [(s, False) for s in ranked if s is not None]
+    in_order = [s for s in ranked if s is not None]
+    one_passage = len({id(s.item) for s in direct.sources}) <= 1
+    if offered and not direct.firm and not dated and one_passage:
+        offered += [(s, False) for s in same_passage(offered[0][0], in_order)]
+    offered += [(s, False) for s in in_order]
     offered += [(s, False) for s in reading.chosen]
     offered = with_neighbours(offered, reading.pool, dated)
     names = {s.speaker.split()[0].lower() for s in reading.pool if s.speaker.strip()}
@@ -663,6 +669,18 @@ def quotation(
         said |= terms
         used += cost
     return in_runs([_joined(sentences) for sentences in quotes.values()], dated)
+
+
+def same_passage(first: Sentence, ranked: list[Sentence]) -> list[Sentence]:
+    """The sentences of ``ranked`` (in its order) from the evidence passage ``first`` is
+    quoted from. Offered next when the direct answer is weak: its sentence then matched the
+    question's words without saying what was asked, but the passage it stands in is the
+    one most about what was asked, and a conversation tells a thing over a few turns (the
+    lead-in, the other's question, the reply), so the rest of the answer is more often said
+    around it than in the passage the ranking puts next, which is about another occasion.
+    Not when the question asks when: the days of quotes from other passages answer it; nor
+    when the line was gathered from several passages (a list): the answer is spread out."""
+    return [s for s in ranked if s.item is first.item]
 
 
 def _near(a: Sentence, b: Sentence) -> bool:
