@@ -228,6 +228,8 @@ def coordinated(tokens: list[str], a: int, b: int) -> tuple[int, int]:
     if leads and at == len(segments) - 1:
         return a, _conjunct_end(tokens, b, y)
     for x, y in [] if leads else reversed(segments[:at]):
+        if all(_no_item_word(t) for t in tokens[x : y + 1]):
+            break  # "Recently, A and B", "Thanks, A and B": a clause's opener, no item
         run = x
         for n in range(y, x - 1, -1):
             if tokens[n].lower() in _ITEM_EDGE:
@@ -248,6 +250,21 @@ def coordinated(tokens: list[str], a: int, b: int) -> tuple[int, int]:
     if len(words) > LIST_WORDS or (first == a and last == b):
         return a, b
     return first, last
+
+
+# Adverbs that comment on a whole sentence ("Honestly, …", "Besides, …"), said before it.
+_SENTENCE_ADVERBS = frozenset(
+    "honestly actually basically seriously anyway anyways besides otherwise luckily "
+    "hopefully fortunately unfortunately personally finally frankly overall".split()
+)
+
+
+def _no_item_word(token: str) -> bool:
+    """Whether ``token`` can make no item of a list: a function word, an interjection, a time
+    word or a sentence adverb. A segment made only of such words is the opener of the
+    clause the list is said in ("Recently,", "Honestly,", "Thanks,"), set off by its comma."""
+    low = token.lower()
+    return low in STOP | _SENTENCE_ADVERBS or bool(TIME_WORD.match(low))
 
 
 def _conjunct_end(tokens: list[str], b: int, y: int) -> int:
