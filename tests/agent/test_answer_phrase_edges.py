@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from kbmem.research.spans import coordinated
+from kbmem.research.spans import coordinated, novel_phrase
 
 
 def _tokens(text: str) -> list[str]:
@@ -27,3 +27,49 @@ def test_a_word_of_content_before_the_comma_is_still_an_item() -> None:
     tokens = _tokens("Family, friends and neighbours.")
     a = tokens.index("friends")
     assert coordinated(tokens, a, a) == (0, tokens.index("neighbours"))
+
+
+def _phrase(text: str, question: str) -> str:
+    from kbmem.index.tenant import analyze
+
+    return novel_phrase(text, set(analyze(question)), {"ilse", "toma"}, constituent=True)
+
+
+@pytest.mark.parametrize(
+    ("text", "question", "expected"),
+    [
+        # A causal conjunction and the subject after it open a clause: the phrase is
+        # what the clause says.
+        (
+            "I chose them 'cause they support older sailors.",
+            "What sort of people does the club Ilse is joining help?",
+            "support older sailors",
+        ),
+        # A subject with its verb contracted says who, which the question names.
+        (
+            "We're putting together a harbour festival.",
+            "What events has Ilse planned?",
+            "putting together a harbour festival",
+        ),
+        # A preposition that opens a clause is no part of what it says.
+        (
+            "I started rowing after watching a regatta on the river.",
+            "How did Tomas start rowing?",
+            "watching a regatta",
+        ),
+        # A degree said after the verb phrase ends it.
+        (
+            "Went up to the coast last week to clear my head a little.",
+            "What did Tomas go up to the coast for?",
+            "clear my head",
+        ),
+        # The second conjunct of a coordination brings the first.
+        (
+            "She got injured and had to stop sailing for a month.",
+            "What setback did Ilse face?",
+            "injured and had to stop sailing",
+        ),
+    ],
+)
+def test_a_what_phrase_is_cut_as_a_constituent(text: str, question: str, expected: str) -> None:
+    assert _phrase(text, question) == expected
