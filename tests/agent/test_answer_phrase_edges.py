@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from kbmem.research.phrases import verb_object
 from kbmem.research.spans import coordinated, novel_phrase
 
 
@@ -73,3 +74,10 @@ def _phrase(text: str, question: str) -> str:
 )
 def test_a_what_phrase_is_cut_as_a_constituent(text: str, question: str, expected: str) -> None:
     assert _phrase(text, question) == expected
+
+
+def test_the_asked_verb_said_as_a_noun_takes_no_object() -> None:
+    question = "What did Ilse research?"
+    # After a possessive or an article, "research" is a noun: what follows is no object.
+    assert verb_object(question, "Do your research and book a mooring early.", set()) == ""
+    assert verb_object(question, "I researched tide tables all week.", set()) == "tide tables"
