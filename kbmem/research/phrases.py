@@ -294,14 +294,21 @@ def verb_object(question: str, text: str, asked: set[str]) -> str:
         return ""
     tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
     for n, token in enumerate(tokens):
-        if _same_word(set(analyze(token)), verb):
-            # A verb that takes its object through a preposition ("participated in a 5K
-            # run") when the question names none.
+        if _same_word(set(analyze(token)), verb) and not (
+            n and tokens[n - 1].lower() in _NOUN_DETERMINERS
+        ):
+            # After an article or a possessive the word is a noun ("do your research and
+            # find …"): it takes no object. A verb that takes its object through a
+            # preposition ("participated in a 5K run") when the question names none.
             at = n + 2 if n + 1 < len(tokens) and tokens[n + 1].lower() in PREPOSITIONS else n + 1
             phrase = _object_after(tokens, at, asked)
             if phrase:
                 return phrase
     return ""
+
+
+# Determiners that only ever stand before a noun ("her" is an object too: "help her paint").
+_NOUN_DETERMINERS = frozenset("a an the my your his its our their every each".split())
 
 
 def _same_word(a: set[str], b: set[str]) -> bool:

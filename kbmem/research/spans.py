@@ -128,17 +128,26 @@ def quoted_titles(text: str) -> list[str]:
 
 
 def novel_phrase(
-    text: str, terms: set[str], names: set[str], words: int = 5, whole_list: bool = True
+    text: str,
+    terms: set[str],
+    names: set[str],
+    words: int = 5,
+    whole_list: bool = True,
+    constituent: bool = False,
 ) -> str:
     """The run of at most ``words`` words of ``text`` that says most that the question does
     not (its own words, the speakers' names, fillers and time words aside), nearest after the
     question's own words (the answer to "what is Jon reading?" follows "reading"); a title
-    in quotes that the question does not give is taken whole. "" when it says nothing new."""
+    in quotes that the question does not give is taken whole. "" when it says nothing new.
+    With ``constituent``, the run is cut as a phrase of its own (see _phrase_edges)."""
     title = quoted_title(text, terms | names)
     if title:
         return title
     tokens = re.findall(r"[\w'’-]+|[.,;:!?()\[\]\"]", text)
     marks = [is_novel(t, terms, names) and t.lower() not in FRAMING for t in tokens]
+    if constituent:
+        # "We're", "they've": a subject with its verb says who, which the question names.
+        marks = [m and _contracted(t) not in _SUBJECT for m, t in zip(marks, tokens, strict=True)]
     hits = [n for n, t in enumerate(tokens) if set(analyze(t)) & terms]
     best: tuple[float, int, int] | None = None
     for a in range(len(tokens)):
@@ -158,8 +167,65 @@ def novel_phrase(
                 best = (score, a, b)
     if best is None:
         return ""
-    a, b = coordinated(tokens, best[1], best[2]) if whole_list else best[1:]
+    a, b = _phrase_edges(tokens, marks, best[1], best[2]) if constituent else best[1:]
+    a, b = coordinated(tokens, a, b) if whole_list else (a, b)
     return joined(tokens[a : b + 1])
+
+
+def _contracted(token: str) -> str:
+    return token.lower().replace("’", "'")
+
+
+# Words of closed classes that open a clause or a phrase of a preposition and are no stop
+# word: a phrase that answers "what" neither starts nor ends with one ("'cause they help
+# …", "after witnessing …").
+_OPENS_CLAUSE = frozenset(
+    "after before during since until through across along among between against without "
+    "within upon via per nor plus yet because 'cause ’cause cause although though unless "
+    "whereas".split()
+)
+# "a little", "a bit", "so much": a degree said after a verb phrase, no part of what it says.
+_DEGREE_TAIL = re.compile(r"^(?:a|so|too)\s+(?:little|bit|lot|much)$", re.I)
+
+
+def _phrase_edges(tokens: list[str], marks: list[bool], a: int, b: int) -> tuple[int, int]:
+    """The phrase of tokens ``a`` to ``b`` cut as a constituent: without the clause's
+    opener, the subject and the function words it starts with, the function words and a
+    degree ("a little") it ends with; and, when it starts right after "and" or "or" (past
+    function words only: "and how to find support"), with the conjunct before it, to the
+    function word that opens that (see _first_conjunct): a phrase so cut is the second half
+    of a coordination, and the answer is the whole of it."""
+    lo, hi = a, b
+    while lo < hi and (
+        tokens[lo].lower() in _OPENS_CLAUSE | STOP | PREPOSITIONS
+        or _contracted(tokens[lo]) in _SUBJECT
+    ):
+        lo += 1
+    while hi > lo and tokens[hi].lower() in _OPENS_CLAUSE | STOP | PREPOSITIONS:
+        hi -= 1
+    if hi - lo >= 2 and _DEGREE_TAIL.match(f"{tokens[hi - 1]} {tokens[hi]}"):
+        hi -= 2
+    return _first_conjunct(tokens, marks, lo), hi
+
+
+CONJUNCT_WORDS = 3
+
+
+def _first_conjunct(tokens: list[str], marks: list[bool], a: int) -> int:
+    """Where the coordination ends that the phrase starting at token ``a`` is the second
+    conjunct of: the run of at most CONJUNCT_WORDS words that say something new (``marks``)
+    right before the "and" or "or" that stands before ``a``, past at most CONJUNCT_WORDS
+    function words ("self-acceptance and how to find support"); ``a`` when no conjunction
+    stands there."""
+    at = a - 1
+    while at >= 0 and a - at <= CONJUNCT_WORDS and tokens[at].lower() in STOP - _COORDINATORS:
+        at -= 1
+    if at < 1 or tokens[at].lower() not in _COORDINATORS or not marks[at - 1]:
+        return a
+    start = at - 1
+    while start > 0 and at - start < CONJUNCT_WORDS and marks[start - 1]:
+        start -= 1
+    return start
 
 
 _CLAUSE_END = frozenset('.;:!?()[]"')
@@ -228,6 +294,8 @@ def coordinated(tokens: list[str], a: int, b: int) -> tuple[int, int]:
     if leads and at == len(segments) - 1:
         return a, _conjunct_end(tokens, b, y)
     for x, y in [] if leads else reversed(segments[:at]):
+        if all(_no_item_word(t) for t in tokens[x : y + 1]):
+            break  # "Recently, A and B", "Thanks, A and B": a clause's opener, no item
         run = x
         for n in range(y, x - 1, -1):
             if tokens[n].lower() in _ITEM_EDGE:
@@ -248,6 +316,21 @@ def coordinated(tokens: list[str], a: int, b: int) -> tuple[int, int]:
     if len(words) > LIST_WORDS or (first == a and last == b):
         return a, b
     return first, last
+
+
+# Adverbs that comment on a whole sentence ("Honestly, …", "Besides, …"), said before it.
+_SENTENCE_ADVERBS = frozenset(
+    "honestly actually basically seriously anyway anyways besides otherwise luckily "
+    "hopefully fortunately unfortunately personally finally frankly overall".split()
+)
+
+
+def _no_item_word(token: str) -> bool:
+    """Whether ``token`` can make no item of a list: a function word, an interjection, a time
+    word or a sentence adverb. A segment made only of such words is the opener of the
+    clause the list is said in ("Recently,", "Honestly,", "Thanks,"), set off by its comma."""
+    low = token.lower()
+    return low in STOP | _SENTENCE_ADVERBS or bool(TIME_WORD.match(low))
 
 
 def _conjunct_end(tokens: list[str], b: int, y: int) -> int:

@@ -44,7 +44,14 @@ from kbmem.research.phrases import (
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import POINTERS, STOP, points_back
 from kbmem.research.shown import pointed, points_at, shown, split_caption
-from kbmem.research.spans import PHRASE_WORDS, PREPOSITIONS, TIME_WORD, quoted_title, stem_set
+from kbmem.research.spans import (
+    PHRASE_WORDS,
+    PREPOSITIONS,
+    TIME_WORD,
+    novel_phrase,
+    quoted_title,
+    stem_set,
+)
 from kbmem.research.types import Said
 
 
@@ -774,12 +781,14 @@ def thing(r: Ranking) -> Extracted:
     phrase = head_before(question, best.claim, asked)
     if phrase:
         return phrase, [best]
+    # The phrase is cut as a constituent: a "what" answer is a phrase of its own, neither
+    # the clause's opener and subject nor half of a coordination.
     for _score, _share, best in r.ranked[:3]:
         if points_back(best.claim) and best.before:
             # "It was magical": what was magical is named in the sentence before.
-            phrase = r.novel(best.before)
+            phrase = novel_phrase(best.before, r.weigher.terms, r.speakers, constituent=True)
         else:
-            phrase = r.novel(best.claim)
+            phrase = novel_phrase(best.claim, r.weigher.terms, r.speakers, constituent=True)
         if phrase:
             return phrase, [best]
     return "", [r.best()]
