@@ -16,7 +16,7 @@ from kbmem.research.grammar import _ASKED_NOUN, asked_noun, untimed
 from kbmem.research.meaning import nearness
 from kbmem.research.phrases import done_object, gerund, noun_phrase
 from kbmem.research.ranking import Ranking
-from kbmem.research.said import points_back
+from kbmem.research.said import asks, points_back
 from kbmem.research.spans import (
     CALENDAR,
     PREPOSITIONS,
@@ -68,6 +68,8 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     for score, _share, s in r.ranked:
         if score < LIST_SHARE * top:
             break
+        if asks(s.claim):
+            continue  # a question asks for what it names, it tells no member (see asks)
         text = s.before if points_back(s.claim) else s.claim
         typed, level = _typed_item(r, text)
         if text is not s.claim:

@@ -333,3 +333,22 @@ def test_a_member_near_the_class_asked_joins_though_its_sentence_does_not_say_it
     ]
     line = direct_answer("What outdoor activities does Wren enjoy?", items).line
     assert sorted(_items(line)) == ["hiking", "kayaking"], line
+
+
+def test_a_question_tells_no_member() -> None:
+    # Asking "Do you play the violin …?" the asked person names what they ask about, not
+    # what they play; a caption after the question mark does not make it a statement.
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            (
+                "Tomas",
+                "Do you play the violin in your band? "
+                "[shares an image: a photo of a violin on a chair]",
+            ),
+        ),
+    ]
+    line = direct_answer("What instruments does Tomas play?", items).line
+    assert _items(line) == ["cello"], line
