@@ -352,3 +352,15 @@ def test_a_question_tells_no_member() -> None:
     ]
     line = direct_answer("What instruments does Tomas play?", items).line
     assert _items(line) == ["cello"], line
+
+
+def test_what_the_asked_person_says_the_listener_does_is_not_theirs() -> None:
+    # "you play the harp", said by Tomas, tells of his listener.
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
+        turns_item(
+            "s2", "2024-04-01T09:00:00", ("Tomas", "I heard you play the harp so beautifully.")
+        ),
+    ]
+    line = direct_answer("What instruments does Tomas play?", items).line
+    assert _items(line) == ["cello"], line
