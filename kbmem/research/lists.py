@@ -183,8 +183,30 @@ def _named_below_bar(r: Ranking, top: float) -> list[tuple[Said, str, int]]:
         item, level = _typed_item(r, s.before if points_back(s.claim) else s.claim)
         if level == NAMED and item not in quoted_titles(s.claim):
             found.append((s, item, level))
+    found += _named_by_the_asked(r, NAMED_FLOOR * top)
     near = nearness(kind, [item for _s, item, _level in found])
     return [named for named, v in zip(found, near, strict=True) if v >= NAMED_NEAR]
+
+
+def _named_by_the_asked(r: Ranking, floor: float) -> list[tuple[Said, str, int]]:
+    """The names that the person the question asks about says in the sentences ranked
+    under ``floor`` or left out (too few of the question's words: "I took this pic in
+    Spain" for "What European countries has Maria been to?"), to be kept by meaning as
+    those below the bar are. A list gathers across sessions, and a member named in passing
+    in the asked person's own words is told of them whatever else its sentence says."""
+    asked = r.asked_speakers
+    if not asked:
+        return []
+    ranked = {id(s) for score, _share, s in r.ranked if score >= floor}
+    found: list[tuple[Said, str, int]] = []
+    for s in r.all:
+        if id(s) in ranked or not set(analyze(s.speaker)) <= asked or asks(s.text):
+            continue
+        text = s.claim or s.text
+        item, level = _typed_item(r, text)
+        if level == NAMED and item not in quoted_titles(text):
+            found.append((s, item, level))
+    return found
 
 
 def _members_by_meaning(
