@@ -184,8 +184,13 @@ def _named_below_bar(r: Ranking, top: float) -> list[tuple[Said, str, int]]:
         if level == NAMED and item not in quoted_titles(s.claim):
             found.append((s, item, level))
     found += _named_by_the_asked(r, NAMED_FLOOR * top)
-    near = nearness(kind, [item for _s, item, _level in found])
-    return [named for named, v in zip(found, near, strict=True) if v >= NAMED_NEAR]
+    names = list(dict.fromkeys(item for _s, item, _level in found))
+    near = dict(zip(names, nearness(kind, names), strict=True))
+    return [named for named in found if near[named[1]] >= NAMED_NEAR]
+
+
+# A word capitalised after a sentence's first: a name the sentence may give.
+_CAPITALISED = re.compile(r"(?<=\S)\s+[\"'“‘]?[A-Z][a-z]")
 
 
 def _named_by_the_asked(r: Ranking, floor: float) -> list[tuple[Said, str, int]]:
@@ -203,6 +208,8 @@ def _named_by_the_asked(r: Ranking, floor: float) -> list[tuple[Said, str, int]]
         if id(s) in ranked or not set(analyze(s.speaker)) <= asked or asks(s.text):
             continue
         text = s.claim or s.text
+        if not _CAPITALISED.search(text):
+            continue  # no name in it: typing the sentence would find none
         item, level = _typed_item(r, text)
         if level == NAMED and item not in quoted_titles(text):
             found.append((s, item, level))
