@@ -105,7 +105,6 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
             if level != NAMED or _ends_in(item, noun) or item in quoted_titles(s.claim)
         ]
     candidates = _of_class_asked(r, candidates)
-    candidates = [c for c in candidates if not _listeners(r, c[0], c[1])]
     for s, said, _typed in candidates:
         # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
         item = _DASH.split(said, 1)[0]
@@ -241,30 +240,6 @@ def asked_class(question: str) -> str:
     if words[0].lower() in _AUXILIARIES:
         return ""
     return " ".join(words)
-
-
-# The clause an item is said in ends at punctuation or at a coordinator; its subject is the
-# last person said before the item in it.
-_CLAUSE_EDGE = re.compile(r"[.,;:!?()]|\s[-–—]\s|\b(?:and|but|because|while)\b", re.I)
-_PERSON = re.compile(r"\b(?:i|me|my|we|us|our|you|your|he|his|she|her|they|their)\b(?!['’]s)", re.I)
-
-
-def _listeners(r: Ranking, s: Said, item: str) -> bool:
-    """Whether ``item`` is what the listener did or has, not the speaker: said by the person
-    the question asks about (and names alone of the speakers) in a clause whose person is
-    "you" ("I bet you felt so pumped running", "You mentioned your work at the shelter").
-    Asked what X did, what X tells their listener of the listener's own life is not X's.
-    A question that names the listener too ("What does A say B has?") asks of them."""
-    speaker = set(analyze(s.speaker))
-    if not speaker or not speaker <= r.asked_speakers or r.asked_speakers - speaker:
-        return False
-    text = s.claim
-    at = text.lower().find(item.split(",")[0].strip().lower())
-    if at <= 0:
-        return False
-    clause = _CLAUSE_EDGE.split(text[:at])[-1]
-    persons = _PERSON.findall(clause)
-    return bool(persons) and persons[-1].lower() in ("you", "your")
 
 
 _AUXILIARIES = frozenset("is are was were do does did has have had can could would will".split())

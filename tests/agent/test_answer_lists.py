@@ -354,18 +354,6 @@ def test_a_question_tells_no_member() -> None:
     assert _items(line) == ["cello"], line
 
 
-def test_what_the_asked_person_says_the_listener_does_is_not_theirs() -> None:
-    # "you play the harp", said by Tomas, tells of his listener.
-    items = [
-        turns_item("s1", "2024-03-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
-        turns_item(
-            "s2", "2024-04-01T09:00:00", ("Tomas", "I heard you play the harp so beautifully.")
-        ),
-    ]
-    line = direct_answer("What instruments does Tomas play?", items).line
-    assert _items(line) == ["cello"], line
-
-
 def test_a_name_of_the_class_asked_joins_from_the_asked_person_s_unranked_sentence() -> None:
     # "took this pic in Spain" says none of the question's words, so the ranking leaves it
     # out; Spain is a European country by what it names, and Ilse says she was there.
