@@ -208,7 +208,7 @@ def _named_by_the_asked(r: Ranking, floor: float) -> list[tuple[Said, str, int]]
             continue
         text = s.claim or s.text
         if not _CAPITALISED.search(text):
-            continue  # no name in it: typing the sentence would find none
+            continue  # no name inside it (one that opens it is rarely known as a name)
         item, level = _typed_item(r, text)
         if level == NAMED and item not in quoted_titles(text):
             found.append((s, item, level))
