@@ -16,7 +16,7 @@ from kbmem.research.grammar import _ASKED_NOUN, asked_noun, untimed
 from kbmem.research.meaning import nearness
 from kbmem.research.phrases import done_object, gerund, noun_phrase
 from kbmem.research.ranking import Ranking
-from kbmem.research.said import points_back
+from kbmem.research.said import asks, points_back
 from kbmem.research.spans import (
     CALENDAR,
     PREPOSITIONS,
@@ -68,6 +68,8 @@ def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]
     for score, _share, s in r.ranked:
         if score < LIST_SHARE * top:
             break
+        if asks(s.claim):
+            continue  # a question asks for what it names, it tells no member (see asks)
         text = s.before if points_back(s.claim) else s.claim
         typed, level = _typed_item(r, text)
         if text is not s.claim:
@@ -180,8 +182,37 @@ def _named_below_bar(r: Ranking, top: float) -> list[tuple[Said, str, int]]:
         item, level = _typed_item(r, s.before if points_back(s.claim) else s.claim)
         if level == NAMED and item not in quoted_titles(s.claim):
             found.append((s, item, level))
-    near = nearness(kind, [item for _s, item, _level in found])
-    return [named for named, v in zip(found, near, strict=True) if v >= NAMED_NEAR]
+    found += _named_by_the_asked(r, NAMED_FLOOR * top)
+    names = list(dict.fromkeys(item for _s, item, _level in found))
+    near = dict(zip(names, nearness(kind, names), strict=True))
+    return [named for named in found if near[named[1]] >= NAMED_NEAR]
+
+
+# A word capitalised after a sentence's first: a name the sentence may give.
+_CAPITALISED = re.compile(r"(?<=\S)\s+[\"'“‘]?[A-Z][a-z]")
+
+
+def _named_by_the_asked(r: Ranking, floor: float) -> list[tuple[Said, str, int]]:
+    """The names that the person the question asks about says in the sentences ranked
+    under ``floor`` or left out (too few of the question's words: "I took this pic in
+    Spain" for "What European countries has Maria been to?"), to be kept by meaning as
+    those below the bar are. A list gathers across sessions, and a member named in passing
+    in the asked person's own words is told of them whatever else its sentence says."""
+    asked = r.asked_speakers
+    if not asked:
+        return []
+    ranked = {id(s) for score, _share, s in r.ranked if score >= floor}
+    found: list[tuple[Said, str, int]] = []
+    for s in r.all:
+        if id(s) in ranked or not set(analyze(s.speaker)) <= asked or asks(s.text):
+            continue
+        text = s.claim or s.text
+        if not _CAPITALISED.search(text):
+            continue  # no name inside it (one that opens it is rarely known as a name)
+        item, level = _typed_item(r, text)
+        if level == NAMED and item not in quoted_titles(text):
+            found.append((s, item, level))
+    return found
 
 
 def _members_by_meaning(

@@ -333,3 +333,47 @@ def test_a_member_near_the_class_asked_joins_though_its_sentence_does_not_say_it
     ]
     line = direct_answer("What outdoor activities does Wren enjoy?", items).line
     assert sorted(_items(line)) == ["hiking", "kayaking"], line
+
+
+def test_a_question_tells_no_member() -> None:
+    # Asking "Do you play the violin …?" the asked person names what they ask about, not
+    # what they play; a caption after the question mark does not make it a statement.
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            (
+                "Tomas",
+                "Do you play the violin in your band? "
+                "[shares an image: a photo of a violin on a chair]",
+            ),
+        ),
+    ]
+    line = direct_answer("What instruments does Tomas play?", items).line
+    assert _items(line) == ["cello"], line
+
+
+def test_a_name_of_the_class_asked_joins_from_the_asked_person_s_unranked_sentence() -> None:
+    # "took this pic in Spain" says none of the question's words, so the ranking leaves it
+    # out; Spain is a European country by what it names, and Ilse says she was there.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I have been to a few European countries, Portugal was the best."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Ilse", "Last year I took a solo trip and took this pic in Spain."),
+            ("Bram", "What a view!"),
+        ),
+        turns_item(
+            "s3",
+            "2024-05-01T09:00:00",
+            ("Ilse", "My sister Marta has been great, she helped me move."),
+        ),
+    ]
+    line = direct_answer("What European countries has Ilse been to?", items).line
+    assert sorted(_items(line)) == ["Portugal", "Spain"], line
