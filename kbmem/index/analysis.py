@@ -46,8 +46,12 @@ BASE_FORMS: dict[str, str] = dict(pair.split(":") for pair in _FORMS.split())
 
 
 MAX_JOINED = 3
-# Whoosh's default word pattern, with hyphens inside a word kept for HyphenFilter.
-_WORD_PATTERN = r"[\w\*]+(?:\.?[\w\*]+)*(?:-[\w\*]+(?:\.?[\w\*]+)*)*"
+# Words of letters and digits, with dots ("v1.2") and hyphens ("de-stress", kept for
+# HyphenFilter) inside them. Whoosh's default pattern also takes "*" into a word (a
+# wildcard of its query language, which kbmem does not use): in markdown it is emphasis,
+# and "**Maya Lindqvist**, Head of Engineering" gave the terms "**maya" and "lindqvist**",
+# which no search for the name found.
+_WORD_PATTERN = r"\w+(?:\.?\w+)*(?:-\w+(?:\.?\w+)*)*"
 
 
 class _PlainFilter(Filter):  # type: ignore[misc]  # Whoosh is untyped: Filter is Any

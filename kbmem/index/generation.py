@@ -26,10 +26,11 @@ from kbmem.index.postings import IndexView, live_count, open_whoosh, segment_lea
 from kbmem.index.spelling import nearest_spelling
 from kbmem.index.vectors import VECTOR_STRIDE, DeltaSegment, shared_base
 
-# 12: word pieces as 3-bit codes; 11: the vector delta as append-only segments; 10: word pieces of
-# content words only, as int8 codes and scales in .npy files (memory-mapped); 9: word-piece
-# vectors for late interaction; 8: hyphenated words also as one word; 7: a vector per sentence
-INDEX_FORMAT = 12
+# 13: "*" (markdown emphasis) is no part of a word; 12: word pieces as 3-bit codes; 11: the
+# vector delta as append-only segments; 10: word pieces of content words only, as int8 codes
+# and scales in .npy files (memory-mapped); 9: word-piece vectors for late interaction; 8:
+# hyphenated words also as one word; 7: a vector per sentence
+INDEX_FORMAT = 13
 # The vectors of this many recent filters are kept (6 MB per 4,096 vectors): the same filter (a
 # speaker, a session) comes back query after query.
 FILTERED_CACHE = 8

@@ -29,14 +29,18 @@ def number(r: Ranking) -> Extracted:
             found = FREQUENCY.search(s.claim)
             if found:
                 return found.group(0), [s]
-    amount = bool(_ASKS_AMOUNT.search(r.question))
-    for s in r.top("number")[:3]:
-        said = [(m, unit_after(s.claim[m.end() :])) for m in NUMBER.finditer(s.claim)]
-        if amount:
-            # "How much is the budget?" asks an amount of money: "Three days, …, budget of
-            # about 6,000 pounds" answers with the pounds, not the days.
-            money = [(m, u) for m, u in said if _is_money(s.claim, m, u)]
-            said = money or said
+    best = r.top("number")[:3]
+    saying = [
+        (s, [(m, unit_after(s.claim[m.end() :])) for m in NUMBER.finditer(s.claim)]) for s in best
+    ]
+    if _ASKS_AMOUNT.search(r.question):
+        # "How much is the budget?" asks an amount of money: "Three days, …, budget of
+        # about 6,000 pounds" answers with the pounds, not the days, and a sentence that
+        # names an amount answers before one that only says a number ("PostgreSQL 16 on
+        # RDS" does not say what RDS costs; "RDS is maybe 380 dollars a month" does).
+        money = [(s, [(m, u) for m, u in said if _is_money(s.claim, m, u)]) for s, said in saying]
+        saying = [(s, said) for s, said in money if said] + saying
+    for s, said in saying:
         if said:
             found, tail = _nearest_said(r, s.claim, said)
             return f"{found.group(0)} {tail}".strip(), [s]

@@ -20,7 +20,7 @@ from kbmem.research.extract import FIRM_SHARE, Extracted
 from kbmem.research.lists import listed
 from kbmem.research.ranking import Ranking, gives
 from kbmem.research.said import read_sentences
-from kbmem.research.spans import phrase_after, stem_set
+from kbmem.research.spans import RECURRING, phrase_after, stem_set
 from kbmem.research.types import DirectAnswer, EvidenceItem, Said
 from kbmem.research.what import thing
 from kbmem.research.when import asked_event, asks_saying, date, duration
@@ -77,6 +77,7 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
                 kind == "count"
                 or any(gives(kind, s) for s in sources)
                 or (kind == "date" and asks_saying(question))
+                or (kind == "date" and any(RECURRING.search(s.claim or s.text) for s in sources))
             )
         )
         or (kind == "date" and dates_asked_event(question, sources))

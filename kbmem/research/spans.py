@@ -35,10 +35,19 @@ NUMBER = re.compile(
 # stretch ("once or twice a year", "a few times a week", "every weekend").
 _PERIOD = r"(?:day|night|morning|evening|week|weekend|month|year|season|summer|winter)"
 _TIMES = r"(?:once|twice|(?:a\s+)?(?:few|couple\s+of|\w+)\s+times)"
-FREQUENCY = re.compile(
-    rf"\b(?:(?:at\s+least|about|around|roughly)\s+)?"
+_FREQUENCY = (
+    rf"(?:(?:at\s+least|about|around|roughly)\s+)?"
     rf"(?:{_TIMES}(?:\s+or\s+{_TIMES})?\s+(?:a|an|per|every|each)\s+{_PERIOD}"
-    rf"|(?:every|each)\s+(?:other\s+)?{_PERIOD}|daily|weekly|monthly|yearly|annually)\b",
+    rf"|(?:every|each)\s+(?:other\s+)?{_PERIOD}|hourly|nightly|daily|weekly|fortnightly|monthly"
+    r"|yearly|annually)"
+)
+FREQUENCY = re.compile(rf"\b{_FREQUENCY}\b", re.I)
+# A time of day: "04:00", "9.15", "7 pm", "noon".
+CLOCK = r"(?:\d{1,2}[:.]\d{2}(?:\s*[ap]\.?m\.?)?|\d{1,2}\s*[ap]\.?m\.?|noon|midnight)"
+# When a habit recurs: "nightly at 04:00", "every Monday at 9:15", "at 07:00 every day".
+RECURRING = re.compile(
+    rf"\b(?:at\s+{CLOCK}\s+)?(?:{_FREQUENCY}|every\s+(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day)"
+    rf"(?:\s+at\s+{CLOCK})?\b",
     re.I,
 )
 PLACE = re.compile(

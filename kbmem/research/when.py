@@ -13,11 +13,11 @@ from kbmem.dates import SaidDate, anchor_date, date_words, said_dates, written_d
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.counts import number_value
-from kbmem.research.extract import Extracted
+from kbmem.research.extract import FIRM_SHARE, Extracted
 from kbmem.research.grammar import _PHRASE_EDGE
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP
-from kbmem.research.spans import DURATION, PREPOSITIONS, SINCE, stem_set
+from kbmem.research.spans import CLOCK, DURATION, PREPOSITIONS, RECURRING, SINCE, stem_set
 from kbmem.research.types import Said
 
 TOLD_TIE = 0.95  # of the best, for an earlier telling of the same event to answer "when"
@@ -54,6 +54,9 @@ def date(r: Ranking) -> Extracted:
         return f"around {anchor_date(s.day)}"
 
     asked_words = date_words(r.question)
+    habit = recurring(r)
+    if habit:
+        return habit
     if asks_saying(r.question):
         said = _first_told(r.ranked, 1)[2]
         if said.day:
@@ -352,3 +355,27 @@ def duration(r: Ranking) -> Extracted:
 
 
 _CARRIER = re.compile(r"^\s*for\s+|\s+now$", re.I)
+
+
+# "When does the scheduler run?", "What time do they meet?": the present simple asks when a
+# habit recurs, which no date answers (a plan is asked in it too: "When does John plan to
+# travel?", answered by a date).
+ASKS_HABIT = re.compile(r"^\s*(?:when|what\s+time)\s+(?:does|do)\b", re.I)
+HABIT_RANKS = 5  # the sentences read for when a habit recurs
+
+
+def recurring(r: Ranking) -> Extracted | None:
+    """Asked when a habit recurs (ASKS_HABIT), when a sentence saying most of the question
+    says it recurs ("runs nightly at 04:00": "nightly at 04:00"); None when none does."""
+    if not ASKS_HABIT.match(r.question):
+        return None
+    said = [
+        (found.group(0), s)
+        for _score, share, s in r.ranked[:HABIT_RANKS]
+        if share >= FIRM_SHARE and (found := RECURRING.search(s.claim or s.text))
+    ]
+    # The fullest first: "nightly at 04:00" over the "nightly" of a better sentence.
+    timed = [(when, s) for when, s in said if re.search(CLOCK, when)]
+    for when, s in timed + said:
+        return when, [s]
+    return None

@@ -1,6 +1,7 @@
 """A newcomer's questions of a team's memory: who does the verb asked (its subject, or the
 name a list entry opens with when the entry goes on without one), which N (the name said as
-N, or as the subject of the verb asked), the amount nearest what is asked, how late, and a
+N, or as the subject of the verb asked), the amount nearest what is asked (and a sentence
+naming an amount before one that only says a number), how late, when a habit recurs, and a
 stretch of days. Synthetic sentences through the real functions (the example knowledge
 base itself: tests/agent/test_agent.py)."""
 
@@ -99,6 +100,33 @@ def test_how_much_is_the_amount_said_nearest_what_is_asked() -> None:
     )
     got = direct_answer("How much does RDS Multi-AZ cost per month?", [item]).line
     assert got.startswith("380 dollars"), got
+
+
+def test_how_much_is_answered_by_a_sentence_naming_an_amount() -> None:
+    # The best sentence says a number ("PostgreSQL 16") but no amount of money; the next
+    # one names what RDS costs.
+    item = turns_item(
+        "s1",
+        "2026-02-16T09:00:00",
+        ("Maya", "Decision: the store moves to PostgreSQL 16 on RDS Multi-AZ, cost agreed."),
+        ("Oskar", "RDS Multi-AZ is maybe 380 dollars a month at our size."),
+    )
+    got = direct_answer("How much does RDS Multi-AZ cost per month?", [item]).line
+    assert got.startswith("380 dollars"), got
+
+
+def test_when_a_habit_recurs_is_its_frequency_and_time() -> None:
+    overview = note_item(
+        "architecture",
+        "The tide-window scheduler is the nightly job that writes the sailings.",
+        "The tide-window scheduler runs nightly at 04:00 and writes seven days of sailings.",
+        "The tide-window scheduler was deployed on Friday 23 January 2026.",
+    )
+    got = direct_answer("When does the tide-window scheduler run?", [overview])
+    assert got.line == "nightly at 04:00" and got.firm, got.line
+    # Asked when it happened (the past), the date answers.
+    got = direct_answer("When was the tide-window scheduler deployed?", [overview])
+    assert got.line.startswith("Friday 23 January 2026"), got.line
 
 
 def test_how_late_asks_by_how_long() -> None:

@@ -1192,6 +1192,25 @@ def test_a_compound_is_found_with_or_without_its_hyphen(
         assert [h.page_id for h in toolkit.bm25(query, 3)] == ["notes/rest.md"], query
 
 
+def test_a_word_in_markdown_emphasis_is_found_by_the_word(
+    two_tenants: KnowledgeBase, tmp_path: Path
+) -> None:
+    kb = copy_kb(two_tenants, tmp_path / "kb")
+    write(
+        kb,
+        f"tenants/{ACME}/notes/roster.md",
+        "**Maya Lindqvist**, Head of Engineering.\n\nThe *harbour pilot* boards at dawn.\n",
+    )
+    git(kb, "add", f"tenants/{ACME}/notes/roster.md")
+    git(kb, "commit", "-q", "-m", "a roster")
+    # Emphasis marks are no part of the words they mark.
+    assert analyze("**Maya Lindqvist**, *pilot*") == ["maya", "lindqvist", "pilot"]
+    toolkit = Toolkit(kb, ACME)
+    for query, said in (("Maya Lindqvist", "Head of Engineering"), ("harbour pilot", "dawn")):
+        hits = toolkit.bm25(query, 3)
+        assert hits and hits[0].page_id == "notes/roster.md" and said in hits[0].excerpt, query
+
+
 def test_a_misspelt_word_is_searched_as_the_nearest_word_memory_holds(
     two_tenants: KnowledgeBase, tmp_path: Path
 ) -> None:
