@@ -277,12 +277,20 @@ def stated_values(text: str) -> set[str]:
 def replaced_in(sentence: str) -> tuple[str, set[str]]:
     """The sentence without what it says is replaced ("not 14 April", "instead of 6,500",
     "I said 14 April, but ..."), and the values of those parts."""
-    rest, values = sentence, set()
+    values: set[str] = set()
+    spans: list[tuple[int, int]] = []
     for pattern in (_REPLACED, _I_SAID):
         for m in pattern.finditer(sentence):
             values |= stated_values(m.group(1))
-            rest = rest.replace(m.group(1), " ")
-    return rest, values
+            spans.append(m.span(1))
+    # Only the words that say what was replaced go: the same value said again elsewhere in
+    # the sentence states something else ("…, not 14 April; 14 April is the Expo preview").
+    rest, end = [], 0
+    for start, stop in sorted(spans):
+        rest.append(sentence[end : max(start, end)])
+        end = max(end, stop)
+    rest.append(sentence[end:])
+    return " ".join(rest) if spans else sentence, values
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,22 @@ def test_a_year_the_correction_states_too_is_no_stale_value() -> None:
     assert ranking.best().text == "The offsite is booked for Tuesday 28 April 2026."
 
 
+def test_a_replaced_value_said_again_in_the_correction_still_states_the_other_thing() -> None:
+    # "…, not 14 April; 14 April is the Expo": the first 14 April is replaced, the second
+    # says when the Expo is.
+    item = turns_item(
+        "s1",
+        "2026-02-23T09:00:00",
+        (
+            "Priya",
+            "Correction: the launch is Tuesday 21 April 2026, not 14 April; 14 April is the "
+            "Maritime Expo preview in Inverness.",
+        ),
+    )
+    got = direct_answer("When is the Maritime Expo preview?", [item]).line
+    assert got.startswith("Tuesday 14 April 2026"), got
+
+
 def test_the_quotes_follow_the_direct_answer_s_ranking(kb: KnowledgeBase) -> None:
     question = "When is the offsite?"
     researcher = Researcher(kb, TENANT)
