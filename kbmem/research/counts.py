@@ -14,7 +14,7 @@ import re
 from kbmem.dates import named_years, said_dates
 from kbmem.index.tenant import analyze
 from kbmem.research.extract import LIST_SHARE, Extracted
-from kbmem.research.lists import _items
+from kbmem.research.lists import list_items
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP
 from kbmem.research.spans import FREQUENCY, NUMBER, PREPOSITIONS, stem_set, unit_after
@@ -115,7 +115,7 @@ def count(r: Ranking) -> Extracted:
         days = _occasions(r)
         if days:
             return f"{times_written(len(days))}: {_days_written(sorted(days))}", list(days.values())
-    items, sources = _items(r, per_session=times)
+    items, sources = list_items(r, per_session=times)
     if not items:
         return "", [r.best()]
     distinct = list(dict.fromkeys(items))

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from kbmem.research.phrases import _NAME_AFTER, _named
+from kbmem.research.phrases import NAME_AFTER, named_by
 from kbmem.research.ranking import Ranking
 from kbmem.research.types import Said
 
@@ -45,7 +45,7 @@ LIST_SHARE = 0.6  # of the best sentence's score, for another sentence's item to
 MAX_ITEMS = 6
 
 
-def _gathered(
+def gathered(
     r: Ranking,
     items_of: Callable[[Said], list[str]],
     is_new: Callable[[str, list[str]], bool],
@@ -82,9 +82,9 @@ def named_elsewhere(r: Ranking, s: Said, phrase: str) -> Extracted | None:
         if other is s or other.speaker != s.speaker:
             continue
         for found in said.finditer(other.text):
-            if not _NAME_AFTER.match(other.text[found.end() :]):
+            if not NAME_AFTER.match(other.text[found.end() :]):
                 continue  # a name or a title, not a phrase set beside it
-            named = _named(other.text[found.end() :], r.weigher.terms | r.weigher.names)
+            named = named_by(other.text[found.end() :], r.weigher.terms | r.weigher.names)
             if named:
                 return named, [s, other]
     return None

@@ -12,12 +12,12 @@ from kbmem.dates import MONTHS, WEEKDAYS
 from kbmem.research.said import STOP
 from kbmem.research.spans import PREPOSITIONS
 
-_CLAUSE_CUT = re.compile(r"\s*(?:[,;:!?]|\s[-–—]\s|\bbut\b|\bso\b|\bbecause\b)\s*", re.I)
+CLAUSE_CUT = re.compile(r"\s*(?:[,;:!?]|\s[-–—]\s|\bbut\b|\bso\b|\bbecause\b)\s*", re.I)
 
 
 # "What kind of flooring is …", "What book did …": the noun whose kind the question asks
 # for, before the verb or auxiliary that follows it.
-_ASKED_NOUN = re.compile(
+ASKED_NOUN = re.compile(
     r"^(?:(?:in|on|at|for|with|from|to|by|of)\s+)?(?:what|which)\s+"
     r"(?:(?:kind|type|sort|form|style)s?\s+of\s+)?"
     r"((?:[a-z][\w'’-]*\s+){0,2}?[a-z][\w'’-]*)\s+"
@@ -26,7 +26,7 @@ _ASKED_NOUN = re.compile(
 )
 # English's closed classes of determiners, prepositions and conjunctions: a noun phrase
 # starts after them.
-_PHRASE_EDGE = frozenset(
+PHRASE_EDGE = frozenset(
     "a an the this that these those my your his her its our their some any each every no "
     "after before during since until through across along among between against without "
     "within upon via per and or but nor plus yet".split()
@@ -56,7 +56,7 @@ def untimed(question: str) -> str:
 
 def asked_noun(question: str) -> str:
     """The noun a "what N …?" or "what kind of N …?" question asks about ("" if none)."""
-    found = _ASKED_NOUN.match(question.strip())
+    found = ASKED_NOUN.match(question.strip())
     if not found:
         return ""
     # A phrase of a preposition after the noun qualifies it ("what events for veterans"):
@@ -69,13 +69,13 @@ def asked_noun(question: str) -> str:
 
 
 # A subject pronoun, alone or with the verb it is contracted with ("I'm", "we've").
-_SUBJECT = re.compile(r"^(?:i|we|you|he|she|they)(?:['’](?:m|re|ve|s|d|ll))?$", re.I)
+SUBJECT = re.compile(r"^(?:i|we|you|he|she|they)(?:['’](?:m|re|ve|s|d|ll))?$", re.I)
 
 
 REASON_WORDS = 10  # a reason is a clause, longer than a thing's phrase
 
 
-def _trim_end(words: list[str]) -> list[str]:
+def trim_end(words: list[str]) -> list[str]:
     """``words`` without the function words at their end (a clause keeps its subject, and
     a purpose its "to")."""
     while words and words[-1].lower() in STOP | PREPOSITIONS:
@@ -83,11 +83,11 @@ def _trim_end(words: list[str]) -> list[str]:
     return words
 
 
-_CLAUSE_WORDS = frozenset(
+CLAUSE_LINKS = frozenset(
     "is are was were be been and but so because which that who when while where if as "
     "since than then".split()
 )
 
 
-_SUBJECT_WORDS = frozenset("i we you he she they it me us him her them".split())
-_WH_WORDS = frozenset("how what why who whom whose which".split())
+SUBJECT_WORDS = frozenset("i we you he she they it me us him her them".split())
+WH_WORDS = frozenset("how what why who whom whose which".split())

@@ -2,7 +2,7 @@
 ``listed``, one item from each sentence that answers nearly as well as the best, gathered
 across sessions and deduplicated. An item is what the question's grammar asks for (the
 object of its verb, a noun of the kind asked, a title, a name; ``_typed_item``), kept to
-the class asked by meaning (``asked_class``, kbmem.research.meaning). ``_items`` gives the
+the class asked by meaning (``asked_class``, kbmem.research.meaning). ``list_items`` gives the
 things ``count`` counts too (kbmem.research.counts)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import re
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import asks_doing
 from kbmem.research.extract import LIST_SHARE, MAX_ITEMS, Extracted
-from kbmem.research.grammar import _ASKED_NOUN, asked_noun, untimed
+from kbmem.research.grammar import ASKED_NOUN, asked_noun, untimed
 from kbmem.research.meaning import nearness
 from kbmem.research.phrases import done_object, gerund, noun_phrase
 from kbmem.research.ranking import Ranking
@@ -32,7 +32,7 @@ from kbmem.research.types import Said
 def listed(r: Ranking) -> Extracted:
     """One item from each sentence that answers nearly as well as the best, gathered
     across sessions and deduplicated."""
-    items, sources = _items(r)
+    items, sources = list_items(r)
     return ", ".join(_shared_head_once(items, asked_noun(untimed(r.question)))), sources
 
 
@@ -49,7 +49,7 @@ def _shared_head_once(items: list[str], noun: str) -> list[str]:
     return [h[0] for h in heads[:-1]] + [items[-1]]
 
 
-def _items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]]:
+def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[Said]]:
     """The distinct things the sentences scoring LIST_SHARE of the best one's say (a
     sentence that points back speaks through the one before it): the object of the verb
     the question asks about where a sentence says it, else its short phrase that says most
@@ -233,7 +233,7 @@ def asked_class(question: str) -> str:
     """The class a "what Ns …?" question asks the members of, with the words that qualify
     it ("European countries", "events for veterans"); "" when the question names none
     ("What does X do …?")."""
-    found = _ASKED_NOUN.match(question.strip())
+    found = ASKED_NOUN.match(question.strip())
     if not found or not asked_noun(question):
         return ""
     words = found.group(1).split()

@@ -1,6 +1,6 @@
 """The constituents a sentence's grammar gives, which the "what" and list answers take
 (kbmem.research.what, kbmem.research.lists): the noun phrase that ends in a noun
-(``noun_phrase``) and what names a noun after it (``_named``), the object of the
+(``noun_phrase``) and what names a noun after it (``named_by``), the object of the
 preposition a question ends in (``stranded_object``) or of the verb it asks about
 (``verb_object``, ``done_object``), and an activity's -ing form (``gerund``)."""
 
@@ -11,12 +11,12 @@ import re
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.grammar import (
-    _CLAUSE_WORDS,
-    _PHRASE_EDGE,
-    _SUBJECT,
-    _SUBJECT_WORDS,
-    _WH_WORDS,
-    _trim_end,
+    CLAUSE_LINKS,
+    PHRASE_EDGE,
+    SUBJECT,
+    SUBJECT_WORDS,
+    WH_WORDS,
+    trim_end,
 )
 from kbmem.research.said import STOP
 from kbmem.research.spans import CALENDAR, PREPOSITIONS, TIME_WORD, coordinated, joined
@@ -27,7 +27,7 @@ def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
     before it, what the question (its terms ``asked``) does not: asked what kind of
     flooring, "I'm after Marley flooring" answers "Marley flooring". The name the noun is
     given right after it, or the phrase set beside it after a dash or colon, says which
-    one it is better still (see _named). "" if none does."""
+    one it is better still (see named_by). "" if none does."""
     stems = set(analyze(noun))
     found = list(re.finditer(r"[\w'’-]+|[^\w\s]", text))
     tokens = [m.group(0) for m in found]
@@ -36,7 +36,7 @@ def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
             continue
         # "books- classics": a dash written against the noun still sets a phrase beside it.
         rest = ("- " if token.endswith("-") else "") + text[found[n].end() :]
-        named = _named(rest, asked)
+        named = named_by(rest, asked)
         if named:
             return named
         words: list[str] = []
@@ -48,16 +48,16 @@ def noun_phrase(text: str, noun: str, asked: set[str]) -> str:
                 and words
                 and at > 1
                 and re.match(r"[\w'’-]+$", tokens[at - 2])
-                and tokens[at - 2].lower() not in STOP | _PHRASE_EDGE
+                and tokens[at - 2].lower() not in STOP | PHRASE_EDGE
             ):
                 # Modifiers coordinated ("red and purple lighting", "a safe, inviting
                 # place"): both are the kind.
                 words[:0] = [tokens[at - 2], before]
                 at -= 2
                 continue
-            if not re.match(r"[\w'’-]+$", before) or low in STOP | _PHRASE_EDGE:
+            if not re.match(r"[\w'’-]+$", before) or low in STOP | PHRASE_EDGE:
                 break
-            if TIME_WORD.match(low) or _SUBJECT.match(low):
+            if TIME_WORD.match(low) or SUBJECT.match(low):
                 break  # "weekend yoga" says when, "I'm" whose: neither is the kind
             words.insert(0, before)
             at -= 1
@@ -84,14 +84,14 @@ def _after_subject(before: list[str]) -> bool:
         before[at].lower() in _BETWEEN_SUBJECT_AND_VERB or before[at].lower().endswith("ly")
     ):
         at -= 1
-    return at >= 0 and bool(_SUBJECT.match(before[at]))
+    return at >= 0 and bool(SUBJECT.match(before[at]))
 
 
 # What names a noun right after it: a title in quotes or a capitalised name, bare or after
 # a verb of naming ("a piece called "Finding Freedom"", "this game Catan"); or a phrase set
 # beside it after a dash or colon ("a new project - a thriller set in a small town"), which
 # reads as a noun phrase, no clause of its own ("my bike - it was cheap", see _nominal).
-_NAME_AFTER = re.compile(
+NAME_AFTER = re.compile(
     r"^,?\s*(?:(?:called|named|titled)\s+)?"
     r"(?:\"([^\"]{2,60})\"|“([^”]{2,60})”|([A-Z][\w'’-]*(?:\s+(?:[A-Z][\w'’-]*|of|the|and))*))"
 )
@@ -120,11 +120,11 @@ def _nominal(words: list[str]) -> bool:
     )
 
 
-def _named(rest: str, asked: set[str]) -> str:
-    """What names the noun that ``rest`` follows (see _NAME_AFTER), or the phrase set
+def named_by(rest: str, asked: set[str]) -> str:
+    """What names the noun that ``rest`` follows (see NAME_AFTER), or the phrase set
     beside it (at most APPOSITION_WORDS words); "" when neither says what the question (its
     terms ``asked``) does not."""
-    found = _NAME_AFTER.match(rest)
+    found = NAME_AFTER.match(rest)
     if found:
         name = next(g for g in found.groups() if g).strip(" .,;:!?")
         words = name.split()
@@ -134,7 +134,7 @@ def _named(rest: str, asked: set[str]) -> str:
         low = name.lower()
         if (
             words
-            and low not in _SUBJECT_WORDS
+            and low not in SUBJECT_WORDS
             and words[0].lower() not in CALENDAR | STOP
             and set(analyze(name)) - asked
         ):
@@ -143,9 +143,9 @@ def _named(rest: str, asked: set[str]) -> str:
     if found:
         words = found.group(1).split()[:APPOSITION_WORDS]
         first = re.split(r"['’]", words[0].lower().strip(","))[0]
-        if first in _SUBJECT_WORDS | _CLAUSE_WORDS | _WH_WORDS or not _nominal(words):
+        if first in SUBJECT_WORDS | CLAUSE_LINKS | WH_WORDS or not _nominal(words):
             return ""
-        words = _trim_end([w.strip(",") for w in words] if len(words) == 1 else words)
+        words = trim_end([w.strip(",") for w in words] if len(words) == 1 else words)
         phrase = " ".join(words).rstrip(",")
         if phrase and set(analyze(phrase)) - asked:
             return phrase
@@ -156,7 +156,7 @@ def _named(rest: str, asked: set[str]) -> str:
 # its object: in a sentence that says the word before it and then the preposition, the
 # words after that preposition, to the clause's end.
 _STRANDED = re.compile(r"([\w'’-]+)\s+([a-z]+)\s*\?*\s*$", re.I)
-_STRANDED_PREPOSITION = re.compile(r"\b(?:" + "|".join(sorted(PREPOSITIONS)) + r")\s*\?*\s*$", re.I)
+STRANDED_PREPOSITION = re.compile(r"\b(?:" + "|".join(sorted(PREPOSITIONS)) + r")\s*\?*\s*$", re.I)
 OBJECT_WORDS = 6
 # Words after which a noun phrase has ended: an adverb of company ("dinner together") or a
 # determiner that opens another phrase ("a poetry class this spring").
@@ -178,7 +178,7 @@ def stranded_object(question: str, text: str, asked: set[str]) -> str:
         after = [t.lower() for t in tokens[n + 1 : n + 4]]
         if prep not in after:
             continue
-        phrase = _object_after(tokens, n + 2 + after.index(prep), asked, gerund=False)
+        phrase = object_after(tokens, n + 2 + after.index(prep), asked, gerund=False)
         if phrase:
             return phrase
     return ""
@@ -197,23 +197,23 @@ def _last_conjunct(tokens: list[str], at: int) -> list[str]:
     after = tokens[at + 2].lower() if at + 2 < len(tokens) else "."
     if (
         not re.match(r"[\w'’-]+$", word)
-        or word.lower() in STOP | _PHRASE_EDGE | _SUBJECT_WORDS
+        or word.lower() in STOP | PHRASE_EDGE | SUBJECT_WORDS
         or TIME_WORD.match(word.lower())
     ):
         return []
-    if re.match(r"[\w'’-]+$", after) and after not in PREPOSITIONS | _CLAUSE_WORDS:
+    if re.match(r"[\w'’-]+$", after) and after not in PREPOSITIONS | CLAUSE_LINKS:
         return []
     return tokens[at : at + 2]
 
 
-def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = True) -> str:
+def object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = True) -> str:
     """The phrase that starts at token ``at`` (after its function words), to the first
     preposition (a lone gerund keeps its own: "volunteering at a shelter"), time word or
     clause word, with the whole list it is an item of (spans.coordinated); "" when it says
     nothing the question (its terms ``asked``) does not."""
     # A dash right after the verb sets its object beside it ("news to share - I joined …").
     while at < len(tokens) and (
-        tokens[at].lower() in _PHRASE_EDGE | STOP or _DASH_TOKEN.match(tokens[at])
+        tokens[at].lower() in PHRASE_EDGE | STOP or _DASH_TOKEN.match(tokens[at])
     ):
         at += 1
     end = at
@@ -222,7 +222,7 @@ def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = Tr
         if (
             not re.match(r"[\w'’-]+$", t)
             or _DASH_TOKEN.match(t)
-            or low in _CLAUSE_WORDS | _PHRASE_ENDS
+            or low in CLAUSE_LINKS | _PHRASE_ENDS
             or TIME_WORD.match(low)
         ):
             break
@@ -230,7 +230,7 @@ def _object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = Tr
         if low in PREPOSITIONS and not lone_gerund:
             break
         end += 1
-    words = _trim_end(tokens[at:end])
+    words = trim_end(tokens[at:end])
     if not words or not set(analyze(" ".join(words))) - asked:
         return ""
     if len(words) == end - at:
@@ -270,14 +270,14 @@ _ASKED_VERB = re.compile(
 _BE = frozenset("is are was were".split())
 
 
-def _asked_verb(question: str) -> set[str]:
+def asked_verb(question: str) -> set[str]:
     """The stems of the verb a "what did X do?" question asks about; empty when the
     question is of another shape."""
     found = _ASKED_VERB.match(question)
     if not found:
         return set()
     verb = found.group(2).lower()
-    if verb in FUNCTION_WORDS | PREPOSITIONS | _CLAUSE_WORDS:
+    if verb in FUNCTION_WORDS | PREPOSITIONS | CLAUSE_LINKS:
         return set()
     if found.group(1).lower() in _BE and not verb.endswith("ing"):
         return set()  # "What is X excited about?": a state, no verb done
@@ -287,21 +287,21 @@ def _asked_verb(question: str) -> set[str]:
 def verb_object(question: str, text: str, asked: set[str]) -> str:
     """What a "what did X do?" question asks for: the object of its verb, as ``text``
     says it right after that verb (in any form: "made our own pots" for "make"; see
-    _object_after); "" when the question is of another shape or ``text`` does not say the
+    object_after); "" when the question is of another shape or ``text`` does not say the
     verb with an object of words the question does not have (``asked``)."""
-    verb = _asked_verb(question)
+    verb = asked_verb(question)
     if not verb:
         return ""
     tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
     for n, token in enumerate(tokens):
-        if _same_word(set(analyze(token)), verb) and not (
+        if same_stem(set(analyze(token)), verb) and not (
             n and tokens[n - 1].lower() in _NOUN_DETERMINERS
         ):
             # After an article or a possessive the word is a noun ("do your research and
             # find …"): it takes no object. A verb that takes its object through a
             # preposition ("participated in a 5K run") when the question names none.
             at = n + 2 if n + 1 < len(tokens) and tokens[n + 1].lower() in PREPOSITIONS else n + 1
-            phrase = _object_after(tokens, at, asked)
+            phrase = object_after(tokens, at, asked)
             if phrase:
                 return phrase
     return ""
@@ -311,7 +311,7 @@ def verb_object(question: str, text: str, asked: set[str]) -> str:
 _NOUN_DETERMINERS = frozenset("a an the my your his its our their every each".split())
 
 
-def _same_word(a: set[str], b: set[str]) -> bool:
+def same_stem(a: set[str], b: set[str]) -> bool:
     """Whether stems ``a`` and ``b`` are of one word: equal, or one a stem of four letters
     or more that the other starts with (the analyzer stems "participate" to "particip" and
     "participated" to "participat")."""
@@ -330,7 +330,7 @@ def done_object(question: str, text: str, asked: set[str]) -> str:
     sunset") or the word that qualifies it ("my horse painting"). A verb followed by a
     preposition ("painted on a wall", "painting like our last one") says where or how, no
     object; "" when no form of the verb has one."""
-    verb = _asked_verb(question)
+    verb = asked_verb(question)
     if not verb:
         return ""
     tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
@@ -342,7 +342,7 @@ def done_object(question: str, text: str, asked: set[str]) -> str:
         following = tokens[n + 1].lower() if n + 1 < len(tokens) else ""
         if (
             n >= 2
-            and tokens[n - 1].lower() in _SUBJECT_WORDS
+            and tokens[n - 1].lower() in SUBJECT_WORDS
             and tokens[n - 2].lower() not in _COORDINATORS
         ):
             # "These figurines I bought yesterday": the thing before the clause's subject
@@ -352,32 +352,32 @@ def done_object(question: str, text: str, asked: set[str]) -> str:
             while (
                 start > 0 and n - 2 - start < 2 and re.match(r"[a-z][\w'’-]*$", tokens[start - 1])
             ):
-                if tokens[start - 1].lower() in _PHRASE_EDGE | STOP | PREPOSITIONS:
+                if tokens[start - 1].lower() in PHRASE_EDGE | STOP | PREPOSITIONS:
                     break
                 start -= 1
-            if start > 0 and tokens[start - 1].lower() in _PHRASE_EDGE - _COORDINATORS:
+            if start > 0 and tokens[start - 1].lower() in PHRASE_EDGE - _COORDINATORS:
                 words = tokens[start : n - 1]
                 if set(analyze(" ".join(words))) - asked and re.match(r"[a-z]", words[0]):
                     return " ".join(words)
         edge = n - 1
         while edge >= 0 and re.match(r"[a-z][\w'’-]*$", tokens[edge]):
-            if tokens[edge].lower() in _PHRASE_EDGE | STOP | PREPOSITIONS:
+            if tokens[edge].lower() in PHRASE_EDGE | STOP | PREPOSITIONS:
                 break
             edge -= 1
-        if edge >= 0 and tokens[edge].lower() in _PHRASE_EDGE - _COORDINATORS:
+        if edge >= 0 and tokens[edge].lower() in PHRASE_EDGE - _COORDINATORS:
             # A noun: what it is of, else the words between its determiner and it.
             if following == "of":
-                phrase = _object_after(tokens, n + 2, asked)
+                phrase = object_after(tokens, n + 2, asked)
             else:
                 words = tokens[edge + 1 : n]
                 phrase = " ".join(words) if set(analyze(" ".join(words))) - asked else ""
         elif following in PREPOSITIONS:
             continue
         else:
-            phrase = _object_after(tokens, n + 1, asked)
+            phrase = object_after(tokens, n + 1, asked)
         # A thing is a noun phrase: words that hold a pronoun ("helps me express …") are a
         # clause, the verb's form its subject.
-        if phrase and not _SUBJECT_WORDS & {w.lower() for w in re.findall(r"[\w'’-]+", phrase)}:
+        if phrase and not SUBJECT_WORDS & {w.lower() for w in re.findall(r"[\w'’-]+", phrase)}:
             return phrase
     return ""
 
@@ -388,7 +388,7 @@ _COORDINATORS = frozenset("and or but nor plus yet".split())
 def grammar_object(question: str, text: str, asked: set[str]) -> str:
     """The object ``question``'s grammar asks for, as ``text`` says it: of the preposition
     it ends in, else of its verb."""
-    if _STRANDED_PREPOSITION.search(question):
+    if STRANDED_PREPOSITION.search(question):
         return stranded_object(question, text, asked)
     return verb_object(question, text, asked)
 
@@ -413,7 +413,7 @@ def gerund(text: str, asked: set[str]) -> str:
             continue  # "so refreshing", "how fleeting": an adjective, no activity
         qualified = (
             re.match(r"[a-z][\w'’-]*$", before)
-            and before.lower() not in STOP | FUNCTION_WORDS | _PHRASE_EDGE | PREPOSITIONS
+            and before.lower() not in STOP | FUNCTION_WORDS | PHRASE_EDGE | PREPOSITIONS
             and not before.lower().endswith(("ed", "ing", "ly"))
             and not TIME_WORD.match(before)
             # After a noun with its determiner ("a person holding", "had a blast
@@ -436,7 +436,7 @@ def _participle_of_noun(tokens: list[str], at: int) -> bool:
         tokens[at - 2].lower() in _DETERMINERS
         and tokens[at + 1].lower() in _DETERMINERS
         and bool(re.match(r"[a-z][\w'’-]*$", noun))
-        and noun not in STOP | FUNCTION_WORDS | _PHRASE_EDGE | PREPOSITIONS
+        and noun not in STOP | FUNCTION_WORDS | PHRASE_EDGE | PREPOSITIONS
     )
 
 

@@ -15,30 +15,30 @@ from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.extract import Extracted, named_elsewhere
 from kbmem.research.grammar import (
-    _ASKED_NOUN,
-    _CLAUSE_CUT,
-    _CLAUSE_WORDS,
-    _PHRASE_EDGE,
-    _SUBJECT,
-    _SUBJECT_WORDS,
-    _WH_WORDS,
+    ASKED_NOUN,
+    CLAUSE_CUT,
+    CLAUSE_LINKS,
+    PHRASE_EDGE,
     REASON_WORDS,
-    _trim_end,
+    SUBJECT,
+    SUBJECT_WORDS,
+    WH_WORDS,
     asked_noun,
+    trim_end,
     untimed,
 )
 from kbmem.research.phrases import (
-    _STRANDED_PREPOSITION,
     NOT_NAMES,
     OBJECT_WORDS,
-    _asked_verb,
-    _named,
-    _object_after,
-    _same_word,
+    STRANDED_PREPOSITION,
+    asked_verb,
     gerund,
     grammar_object,
     named_as,
+    named_by,
     noun_phrase,
+    object_after,
+    same_stem,
     verb_object,
 )
 from kbmem.research.ranking import Ranking
@@ -92,12 +92,12 @@ def _recalled(r: Ranking, noun: str) -> Extracted | None:
 def compound_kind(question: str) -> str:
     """The noun before the head of a compound a "what N …?" question asks about ("career"
     of "what career path"): the kind of thing the head is; "" if the noun is no compound."""
-    found = _ASKED_NOUN.match(question.strip())
+    found = ASKED_NOUN.match(question.strip())
     if not found:
         return ""
     said: list[str] = found.group(1).split()
     words = list(itertools.takewhile(lambda w: w.lower() not in PREPOSITIONS, said))
-    if len(words) < 2 or words[-2].lower() in STOP | _PHRASE_EDGE:
+    if len(words) < 2 or words[-2].lower() in STOP | PHRASE_EDGE:
         return ""
     return words[-2]
 
@@ -122,10 +122,10 @@ def taken_as(text: str, noun: str, asked: set[str]) -> str:
             start > 0
             and n - start < OBJECT_WORDS
             and re.match(r"[\w'’-]+$", tokens[start - 1])
-            and tokens[start - 1].lower() not in (STOP - {"and"}) | PREPOSITIONS | _SUBJECT_WORDS
+            and tokens[start - 1].lower() not in (STOP - {"and"}) | PREPOSITIONS | SUBJECT_WORDS
         ):
             start -= 1
-        words = _trim_end(tokens[start:n])
+        words = trim_end(tokens[start:n])
         while words and words[0].lower() == "and":
             words = words[1:]
         if words and set(analyze(" ".join(words))) - asked:
@@ -151,7 +151,7 @@ def equated_noun(question: str) -> str:
     if (
         not found
         or found.group(2).lower() in STOP | FUNCTION_WORDS
-        or _STRANDED_PREPOSITION.search(question)
+        or STRANDED_PREPOSITION.search(question)
     ):
         return ""
     return found.group(2)
@@ -175,7 +175,7 @@ _EQUATED_SUBJECT = re.compile(
 
 def equated(text: str, noun: str, asked: set[str]) -> str:
     """What ``text`` equates ``noun`` with: the name it is given or the phrase set beside it
-    (see _named), else the complement of the "be" that follows it ("my best memory was when
+    (see named_by), else the complement of the "be" that follows it ("my best memory was when
     we won the final": "we won the final"), at most EQUATED_WORDS words, to its clause's
     end; "" when none says what the question (its terms ``asked``) does not. Its modifiers
     are no answer: they are what the question says of it ("favourite")."""
@@ -187,13 +187,13 @@ def equated(text: str, noun: str, asked: set[str]) -> str:
         if subject and set(analyze(subject.group(1))) - asked:
             return subject.group(1)
         rest = ("- " if found.group(0).endswith("-") else "") + text[found.end() :]
-        named = _named(rest, asked)
+        named = named_by(rest, asked)
         if named:
             return named
         complement = _COPULA_AFTER.match(rest)
         if complement:
             clause = re.split(r"\s[-–—]\s|,", complement.group(1))[0]
-            words = _trim_end(clause.split()[:EQUATED_WORDS])
+            words = trim_end(clause.split()[:EQUATED_WORDS])
             if words and set(analyze(" ".join(words))) - asked:
                 return " ".join(words)
     return ""
@@ -249,7 +249,7 @@ def superlative(question: str, text: str, asked: set[str]) -> str:
     if not _ASKS_SUPERLATIVE.match(question):
         return ""
     for found in _SAYS_SUPERLATIVE.finditer(text):
-        words = _trim_end(found.group(1).split()[:EQUATED_WORDS])
+        words = trim_end(found.group(1).split()[:EQUATED_WORDS])
         if words and set(analyze(" ".join(words))) - asked:
             return " ".join(words)
     return ""
@@ -269,7 +269,7 @@ def with_complement(text: str, phrase: str) -> str:
     if not phrase or at < 0:
         return phrase
     found = _NOUN_COMPLEMENT.match(text, at + len(phrase))
-    if not found or _SUBJECT_WORDS & {w.lower() for w in found.group(1).split()}:
+    if not found or SUBJECT_WORDS & {w.lower() for w in found.group(1).split()}:
         return phrase
     return f"{phrase} {found.group(1)}"
 
@@ -306,7 +306,7 @@ def _subject_word(word: str) -> bool:
     return re.split(r"['’]", word.lower())[0] in _NOMINATIVE
 
 
-def _reason(text: str) -> str:
+def reason_given(text: str) -> str:
     """The reason a causal connective or a verb of causing in ``text`` gives."""
     found = _BECAUSE.search(text)
     if found:
@@ -319,7 +319,7 @@ def _reason(text: str) -> str:
             (n for n, w in enumerate(words) if n >= 2 and _subject_word(w)),
             len(words),
         )
-        return " ".join(_trim_end(words[:end]))
+        return " ".join(trim_end(words[:end]))
     found = _CAUSER.match(text)
     return " ".join(found.group(1).split()[-PHRASE_WORDS:]) if found else ""
 
@@ -332,11 +332,11 @@ def _implied_reason(text: str, asked: set[str]) -> str:
         # The clause itself, after what leads into it ("Besides that, my cousin …").
         clause = found.group(1).rsplit(",", 1)
         cause = clause[-1] if len(clause[-1].split()) >= 3 else found.group(1)
-        return " ".join(_trim_end(cause.split()[-REASON_WORDS:]))
+        return " ".join(trim_end(cause.split()[-REASON_WORDS:]))
     found = _PURPOSE.search(text)
     if not found:
         return ""
-    return " ".join(_trim_end(found.group(1).split()[:REASON_WORDS]))
+    return " ".join(trim_end(found.group(1).split()[:REASON_WORDS]))
 
 
 # "What did X say about Y?", "What does X think of Y?": what is said of Y, which a sentence
@@ -365,7 +365,7 @@ def said_about(question: str, text: str) -> str:
         if not stem_set(text[: link.start()]) & topic:
             continue
         clause = re.split(r"[.;!?]|\s[-–—]\s", text[link.end() :])[0]
-        words = _trim_end(clause.split()[:SAID_WORDS])
+        words = trim_end(clause.split()[:SAID_WORDS])
         if words:
             return " ".join(words)
     return ""
@@ -384,7 +384,7 @@ _BY_AGENT = re.compile(
 
 def passive_agent(question: str, text: str, asked: set[str]) -> str:
     """What a question that asks for its verb's subject ("What flood affected …?") asks,
-    as ``text`` says it in the passive: the phrase after its "by" (see _object_after); ""
+    as ``text`` says it in the passive: the phrase after its "by" (see object_after); ""
     when the question has another shape or ``text`` no such phrase."""
     if not _ASKS_SUBJECT.match(question):
         return ""
@@ -393,10 +393,10 @@ def passive_agent(question: str, text: str, asked: set[str]) -> str:
 
 def _object_after_first(opener: re.Pattern[str], text: str, asked: set[str]) -> str:
     """The phrase after the first place ``opener`` matches in ``text`` that is followed by
-    one (see _object_after); "" when none is."""
+    one (see object_after); "" when none is."""
     for found in opener.finditer(text):
         tokens = re.findall(r"[\w'’-]+|[^\w\s]", text[found.end() :])
-        phrase = _object_after(tokens, 0, asked)
+        phrase = object_after(tokens, 0, asked)
         if phrase:
             return phrase
     return ""
@@ -421,7 +421,7 @@ def head_before(question: str, text: str, asked: set[str]) -> str:
     what that phrase qualifies, as the question's "what" does. At most HEAD_WORDS words,
     after the determiners and function words before it, none a verb's -ed or -ing form,
     and saying something the question (its terms ``asked``) does not; "" if none."""
-    if not re.match(r"\s*(?:what|which)\b", question, re.I) or _STRANDED_PREPOSITION.search(
+    if not re.match(r"\s*(?:what|which)\b", question, re.I) or STRANDED_PREPOSITION.search(
         question
     ):
         return ""  # one ending in a preposition asks for its object (stranded_object)
@@ -443,7 +443,7 @@ def head_before(question: str, text: str, asked: set[str]) -> str:
                 b = before.lower()
                 if (
                     not re.match(r"[\w'’-]+$", before)
-                    or b in STOP | _PHRASE_EDGE | PREPOSITIONS
+                    or b in STOP | PHRASE_EDGE | PREPOSITIONS
                     or TIME_WORD.match(b)
                 ):
                     break
@@ -471,7 +471,7 @@ def received(question: str, text: str, asked: set[str]) -> str:
     """What ``text`` says was given to its speaker (or the one it names), asked "what did X
     receive/get/win?" ("they gave me a medal": "a medal"); "" when the question has another
     verb or ``text`` says no giving."""
-    if not _asked_verb(question) & _RECEIVED:
+    if not asked_verb(question) & _RECEIVED:
         return ""
     return _object_after_first(_GIVEN, text, asked)
 
@@ -501,15 +501,15 @@ def that_clause(question: str, text: str) -> str:
     self-care is important": "self-care is important"), to the sentence's end or a dash,
     at most CLAUSE_WORDS words; "" when the question asks no verb or ``text`` does not say
     it so."""
-    verb = _asked_verb(question)
+    verb = asked_verb(question)
     if not verb:
         return ""
     for found in re.finditer(r"[\w'’-]+", text):
-        if not _same_word(set(analyze(found.group(0))), verb):
+        if not same_stem(set(analyze(found.group(0))), verb):
             continue
         clause = _THAT_CLAUSE.match(text, found.end())
         if clause:
-            words = _trim_end(re.split(r"\s[-–—]\s|,", clause.group(1))[0].split()[:CLAUSE_WORDS])
+            words = trim_end(re.split(r"\s[-–—]\s|,", clause.group(1))[0].split()[:CLAUSE_WORDS])
             if len(words) >= 2:
                 return " ".join(words)
     return ""
@@ -565,7 +565,7 @@ def enabler(text: str, asked: set[str]) -> str:
     if not found or not set(analyze(found.group(2).replace("-", ""))) & asked:
         return ""
     subject = found.group(1)
-    if _SUBJECT.match(subject) or subject.split()[0].lower().split("'")[0] in POINTERS:
+    if SUBJECT.match(subject) or subject.split()[0].lower().split("'")[0] in POINTERS:
         return ""  # "It helps me relax": what helps is said before
     first = subject.split()[0]
     return f"by {subject[0].lower()}{subject[1:]}" if first.lower().endswith("ing") else subject
@@ -579,19 +579,19 @@ def manner(text: str, asked: set[str]) -> str:
     if found:
         # A means is a clause ("by reminding myself of my successes and progress"), as
         # long as a reason, to its first comma.
-        words = _trim_end(found.group(1).split(",")[0].split()[:REASON_WORDS])
+        words = trim_end(found.group(1).split(",")[0].split()[:REASON_WORDS])
         if set(analyze(" ".join(words))) - asked:
             return "by " + " ".join(words)
     tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
     for link in _LINKING.finditer(text):
         at = len(re.findall(r"[\w'’-]+|[^\w\s]", text[: link.end()]))
-        while at < len(tokens) and tokens[at].lower() in _PHRASE_EDGE:
+        while at < len(tokens) and tokens[at].lower() in PHRASE_EDGE:
             at += 1
         following = tokens[at + 1].lower() if at + 1 < len(tokens) else ""
         if (
             at < len(tokens)
             and tokens[at].lower().endswith("ing")
-            and following in PREPOSITIONS | _PHRASE_EDGE | _SUBJECT_WORDS
+            and following in PREPOSITIONS | PHRASE_EDGE | SUBJECT_WORDS
         ):
             continue  # "I'm still searching for": what the subject does, not what it is
         # A state is often said in words a phrase of content skips ("so happy", "amazing").
@@ -600,13 +600,13 @@ def manner(text: str, asked: set[str]) -> str:
             low = tokens[end].lower()
             if (
                 not re.match(r"[\w'’-]+$", low)
-                or low in _CLAUSE_WORDS | PREPOSITIONS | _SUBJECT_WORDS | _WH_WORDS
+                or low in CLAUSE_LINKS | PREPOSITIONS | SUBJECT_WORDS | WH_WORDS
                 or TIME_WORD.match(low)
             ):
                 break
             end += 1
         words = tokens[at:end]
-        while words and words[-1].lower() in _PHRASE_EDGE:
+        while words and words[-1].lower() in PHRASE_EDGE:
             words = words[:-1]
         if words and set(analyze(" ".join(words))) - asked:
             return " ".join(words)
@@ -616,7 +616,7 @@ def manner(text: str, asked: set[str]) -> str:
 # A feeling is said by the complement of "feel" ("I felt free and light", "it makes me feel
 # tiny", "dancing makes me so happy"): asked how someone feels or what something makes
 # them, that complement answers, to where its clause ends.
-_ASKS_FEELING = re.compile(
+ASKS_FEELING = re.compile(
     r"\b(?:feel|feels|felt|feeling)\b(?!\s+(?:I|we|you|he|she|they|it|that)\b)"
     r"|\bmakes?\s+(?:him|her|them)\s*\??\s*$",
     re.I,
@@ -651,7 +651,7 @@ def felt(text: str) -> str:
         while words and words[-1].lower() in PREPOSITIONS | _LEADS_ON:
             words = words[:-1]
         # "I feel I should go": a clause of its own, no feeling.
-        if words and not _SUBJECT.match(words[0]):
+        if words and not SUBJECT.match(words[0]):
             return " ".join(words)
     return ""
 
@@ -663,7 +663,7 @@ def thing(r: Ranking) -> Extracted:
     its verb), else the phrase that says most the question does not (from the sentence a
     pointing sentence leans on)."""
     question = untimed(r.question)
-    if _ASKS_FEELING.search(question) and not re.match(r"\s*why\b", question, re.I):
+    if ASKS_FEELING.search(question) and not re.match(r"\s*why\b", question, re.I):
         for _score, _share, s in r.ranked[:3]:
             feeling = felt(s.claim)
             if feeling:
@@ -745,7 +745,7 @@ def thing(r: Ranking) -> Extracted:
             return phrase, [best]
     if re.match(r"\s*why\b", r.question, re.I):
         for _score, _share, s in r.ranked[:3]:
-            reason = _reason(s.claim)
+            reason = reason_given(s.claim)
             if reason:
                 return reason, [s]
         # A reason only implied is taken from the best sentence alone.
@@ -895,7 +895,7 @@ def _picture_shown(r: Ranking, question: str, noun: str) -> Extracted | None:
     """What a picture shared with one of the three best sentences shows, when it shows the
     thing asked (kbmem.research.shown); None otherwise."""
     plain = _KIND_OF.sub(r"\1 ", question)
-    verb = _asked_verb(plain)
+    verb = asked_verb(plain)
     asked = r.weigher.terms | r.weigher.names
     for _score, _share, s in r.ranked[:3]:
         # The speaker's own words that say which one ("I'm after Marley flooring", a title
@@ -956,7 +956,7 @@ def happened_to(question: str, text: str) -> str:
     if not found:
         return ""
     stems = stem_set(found.group(1))
-    for clause in _CLAUSE_CUT.split(text.split("[shares", 1)[0]):
+    for clause in CLAUSE_CUT.split(text.split("[shares", 1)[0]):
         words = re.findall(r"[\w'’-]+", clause)
         at = next((n for n, w in enumerate(words) if stem_set(w) == stems), None)
         if at is None:
@@ -967,7 +967,7 @@ def happened_to(question: str, text: str) -> str:
             taken = words[at + 1 :]  # the noun is the subject: what it did or underwent
         else:
             taken = words[start:]
-        taken = _trim_end(taken[:EVENT_WORDS])
+        taken = trim_end(taken[:EVENT_WORDS])
         if len(taken) >= 2:
             return " ".join(taken)
     return ""

@@ -14,7 +14,7 @@ from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.counts import number_value
 from kbmem.research.extract import FIRM_SHARE, Extracted
-from kbmem.research.grammar import _PHRASE_EDGE
+from kbmem.research.grammar import PHRASE_EDGE
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP
 from kbmem.research.spans import CLOCK, DURATION, PREPOSITIONS, RECURRING, SINCE, stem_set
@@ -235,7 +235,7 @@ def _phrase_head(words: list[str], grammar: frozenset[str]) -> str:
     pride parade" tells of another event."""
     run: list[str] = []
     for word in words:
-        if word.lower() in grammar or word.lower() in _NOT_HEAD | _PHRASE_EDGE:
+        if word.lower() in grammar or word.lower() in _NOT_HEAD | PHRASE_EDGE:
             if run:
                 break
             continue

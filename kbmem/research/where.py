@@ -9,7 +9,7 @@ import itertools
 import re
 
 from kbmem.index.tenant import analyze
-from kbmem.research.extract import Extracted, _gathered, named_elsewhere
+from kbmem.research.extract import Extracted, gathered, named_elsewhere
 from kbmem.research.joint import shared_item
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP
@@ -81,7 +81,7 @@ def _places_gathered(r: Ranking) -> Extracted:
         key = stem_set(place)
         return not any(key & stem_set(f) for f in found)
 
-    return _gathered(r, place_of, is_new)
+    return gathered(r, place_of, is_new)
 
 
 def _bridged_place(r: Ranking) -> Extracted | None:

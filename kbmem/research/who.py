@@ -11,7 +11,7 @@ import itertools
 import re
 
 from kbmem.index.tenant import analyze
-from kbmem.research.extract import Extracted, _gathered, named_elsewhere
+from kbmem.research.extract import Extracted, gathered, named_elsewhere
 from kbmem.research.grammar import REASON_WORDS
 from kbmem.research.joint import shared_item
 from kbmem.research.kin import kin
@@ -265,7 +265,7 @@ def names(r: Ranking) -> Extracted:
     the best one give, gathered and deduplicated."""
     # The speakers are who talk, not whom they name.
     exclude = r.weigher.names | r.speakers
-    return _gathered(
+    return gathered(
         r,
         lambda s: untitled_people(s.claim, exclude, r.known),
         lambda name, found: name not in found,

@@ -10,7 +10,7 @@ import re
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import alternatives
 from kbmem.research.extract import FIRM_SHARE, Extracted
-from kbmem.research.grammar import _CLAUSE_CUT, REASON_WORDS
+from kbmem.research.grammar import CLAUSE_CUT, REASON_WORDS
 from kbmem.research.joint import joint_names, speaks_for_both
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import points_back
@@ -65,7 +65,7 @@ def _said_reason(r: Ranking, text: str) -> str:
     out"), at most REASON_WORDS words."""
     # A picture's caption is what was shown: its words count as said.
     plain = re.sub(r"\\?\[shares an image:\s*(.*?)\\?\]", r": \1", text)
-    clauses = [_LEAD.sub("", c.strip(" .")) for c in _CLAUSE_CUT.split(plain)]
+    clauses = [_LEAD.sub("", c.strip(" .")) for c in CLAUSE_CUT.split(plain)]
     clauses = [c for c in clauses if c]
     if not clauses:
         return ""

@@ -11,13 +11,13 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.phrases import _asked_verb, noun_phrase, verb_object
+from kbmem.research.phrases import asked_verb, noun_phrase, verb_object
 from kbmem.research.spans import coordinated
 from kbmem.research.what import (
-    _reason,
     equated,
     equated_noun,
     passive_agent,
+    reason_given,
     said_about,
     superlative,
 )
@@ -62,7 +62,7 @@ def test_the_asked_verb_is_found_around_adverbs_aspect_particles_and_possessives
 ) -> None:
     from kbmem.index.tenant import analyze
 
-    assert _asked_verb(question) == set(analyze(verb))
+    assert asked_verb(question) == set(analyze(verb))
 
 
 def test_the_asked_verb_s_object_after_its_particle() -> None:
@@ -168,7 +168,7 @@ def test_a_noun_the_verb_do_takes_is_an_activity() -> None:
     ],
 )
 def test_since_gives_a_reason_when_its_clause_says_what_holds_now(text: str, expected: str) -> None:
-    assert _reason(text) == expected
+    assert reason_given(text) == expected
 
 
 def test_a_dash_after_the_verb_sets_its_object_beside_it() -> None:

@@ -8,7 +8,7 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.what import _ASKS_FEELING, enabler, felt, manner
+from kbmem.research.what import ASKS_FEELING, enabler, felt, manner
 
 
 @pytest.mark.parametrize(
@@ -91,4 +91,4 @@ def test_a_feeling_said_without_feel_is_what_its_subject_is() -> None:
     ],
 )
 def test_which_questions_ask_a_feeling(question: str, asks: bool) -> None:
-    assert bool(_ASKS_FEELING.search(question)) is asks
+    assert bool(ASKS_FEELING.search(question)) is asks
