@@ -53,6 +53,7 @@ from kbmem.research.spans import (
     stem_set,
 )
 from kbmem.research.types import Said
+from kbmem.research.who import defined
 
 
 def _recalled(r: Ranking, noun: str) -> Extracted | None:
@@ -663,6 +664,9 @@ def thing(r: Ranking) -> Extracted:
     its verb), else the phrase that says most the question does not (from the sentence a
     pointing sentence leans on)."""
     question = untimed(r.question)
+    glossed = defined(r)
+    if glossed:
+        return glossed  # "What is FL-212?": what memory says it is
     if ASKS_FEELING.search(question) and not re.match(r"\s*why\b", question, re.I):
         for _score, _share, s in r.ranked[:3]:
             feeling = felt(s.claim)

@@ -199,13 +199,7 @@ def _described(r: Ranking) -> Extracted | None:
     for _score, _share, s in r.ranked:
         text = s.claim or s.text
         for m in itertools.chain(beside.finditer(text), role.finditer(text)):
-            words = m.group(2).split()
-            if (
-                words
-                and re.split(r"['’]", words[0].lower())[0] not in _NOT_DESCRIBING
-                and words[0] not in r.known  # "Maya, Tobias and Oskar": a list of names
-                and len(words) <= _DESCRIPTION_WORDS
-            ):
+            if _describes(m.group(2), r.known):
                 return f"{m.group(1) or ''}{m.group(2)}", [s]
     # Else whose relation they are ("my sister Niamh", "Dara's sister Niamh") or what they
     # do, said of them by name ("Tobias Ferrante owns the sync service, …").
@@ -230,6 +224,53 @@ def _described(r: Ranking) -> Extracted | None:
             return " ".join(done.group(1).split()[:REASON_WORDS]), [s]
     # No other person answers "who is X?": the best sentence's words, said weakly.
     return "", [r.best()]
+
+
+def _describes(phrase: str, known: frozenset[str] | set[str] = frozenset()) -> bool:
+    """Whether ``phrase``, set beside a name, says what the named is: not a vocative's
+    request or a greeting ("Femi, can you take it?"), not a list of names (its first word
+    one of ``known``: "Maya, Tobias and Oskar"), and short."""
+    words = phrase.split()
+    return (
+        bool(words)
+        and re.split(r"['’]", words[0].lower())[0] not in _NOT_DESCRIBING
+        and words[0] not in known
+        and len(words) <= _DESCRIPTION_WORDS
+    )
+
+
+# "What is FL-212?", "What is Harbourmaster?": what a name or a code names.
+_WHAT_IS_NAMED = re.compile(
+    r"^\s*[Ww]hat\s+(?:is|was|'s)\s+(?:the\s+)?((?:[A-Z]|[\w-]*\d)[\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s*\??\s*$"
+)
+
+
+def defined(r: Ranking) -> Extracted | None:
+    """Asked "what is <name>?", what a sentence says the named thing is: the gloss set in
+    brackets or after a colon ("ticket FL-212 (cross-tablet duplicate boarding passes)"),
+    or a phrase with its article set beside it or said of it by "is" ("Deckhand, the
+    Android crew app", "Deckhand is the app the crew use"); None when none does. A phrase
+    without an article after the comma tells of the named more than it says what it is
+    ("FL-212, fixed by Femi").
+    """
+    found = _WHAT_IS_NAMED.match(r.question)
+    if not found:
+        return None
+    name = r"\s+".join(map(re.escape, found.group(1).split()))
+    glossed = re.compile(
+        rf"(?<![\w-]){name}\**\s*(?:\(|:\s+)(?:(a|an|the)\s+)?([^()]+?)\s*(?=[),.;:]|$)"
+    )
+    beside = re.compile(
+        rf"(?<![\w-]){name}\**\s*(?:,\s*|\s+(?:is|was)\s+)(a|an|the)\s+"
+        r"([\w'’-]+(?:\s+[\w'’-]+)*?)\s*(?=[,.;:()]|$)"
+    )
+    for _score, _share, s in r.ranked:
+        text = s.claim or s.text
+        for m in itertools.chain(glossed.finditer(text), beside.finditer(text)):
+            if _describes(m.group(2)):  # (after an article, no list of names)
+                article = f"{m.group(1)} " if m.group(1) else ""
+                return f"{article}{m.group(2)}", [s]
+    return None
 
 
 # "Who owns …?", "Who has led …?": who is the subject of the verb asked; "Who did X

@@ -1,9 +1,9 @@
 """A newcomer's questions of a team's memory: who does the verb asked (its subject, or the
 name a list entry opens with when the entry goes on without one), which N (the name said as
 N, or as the subject of the verb asked), the amount nearest what is asked (and a sentence
-naming an amount before one that only says a number), how late, when a habit recurs, and a
-stretch of days. Synthetic sentences through the real functions (the example knowledge
-base itself: tests/agent/test_agent.py)."""
+naming an amount before one that only says a number), how late, when a habit recurs, what a
+name or code is, and a stretch of days. Synthetic sentences through the real functions (the
+example knowledge base itself: tests/agent/test_agent.py)."""
 
 from __future__ import annotations
 
@@ -127,6 +127,21 @@ def test_when_a_habit_recurs_is_its_frequency_and_time() -> None:
     # Asked when it happened (the past), the date answers.
     got = direct_answer("When was the tide-window scheduler deployed?", [overview])
     assert got.line.startswith("Friday 23 January 2026"), got.line
+
+
+def test_what_a_name_or_code_is_is_its_gloss() -> None:
+    item = turns_item(
+        "s1",
+        "2026-03-02T09:00:00",
+        ("Ines", "At Skerrick the crew board from two doors, with a tablet at each: see FL-212."),
+        ("Ines", "Boarding is now idempotent (FL-212, fixed by Femi on 6 March)."),
+        ("Maya", "Femi's first ticket is FL-212 (cross-tablet duplicate boarding passes)."),
+        ("Maya", "Deckhand, the Android crew app, syncs every minute."),
+    )
+    # The gloss in brackets, not what the sentence tells of the ticket ("fixed by Femi").
+    got = direct_answer("What is FL-212?", [item])
+    assert got.line == "cross-tablet duplicate boarding passes", got.line
+    assert direct_answer("What is Deckhand?", [item]).line == "the Android crew app"
 
 
 def test_how_late_asks_by_how_long() -> None:
