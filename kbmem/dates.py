@@ -327,11 +327,52 @@ def _nearest_year(said_on: date, month: int, day: int) -> date | None:
     return min(found, key=lambda d: abs((d - said_on).days)) if found else None
 
 
-def said_dates(text: str, said_on: date | None) -> list[SaidDate]:
+# A day of the month said alone ("the 14th is the opening day", "on the 3rd."): a numeral
+# ordinal after "the" that no noun follows ("the 14th century", "the 3rd floor" count things,
+# not days): the sentence ends, or a verb, a preposition, a conjunction or a pronoun comes next.
+_DAY_ALONE = re.compile(
+    r"\bthe\s+([1-9]|[12]\d|3[01])(?:st|nd|rd|th)\b(?!-)"
+    r"(?=\s*(?:$|[.,;:!?)\u2013\u2014-]|(?:is|was|will|would|'s|are|were|and|or|to|through"
+    r"|thru|till|until|at|for|when|so|but|because|if|then|as|which|we|i|you|he|she|they"
+    r"|it|there)\b))",
+    re.I,
+)
+
+
+# Told as gone by: a past form of "be", "do", "go", "come" or "have", or a verb in -ed
+# straight after its subject ("we sailed on the 3rd").
+_PAST = re.compile(
+    r"\b(?:was|were|did|went|came|had|(?:i|we|he|she|they|you)\s+[a-z]{2,}ed)\b", re.I
+)
+
+
+def _day_alone(day: int, context: list[SaidDate], said_on: date | None, past: bool) -> date | None:
+    """The day a day of the month said alone ("the 14th") means. English takes its month
+    from the date said just before that names a month ("Tuesday 21 April … The 14th is the
+    opening day": 14 April); without one, from the month it was said in, or the next month
+    when that day of this one has passed ("on the 3rd", said on 20 May: 3 June). Told as
+    gone by (``past``), it is the last such day up to the day it was said ("we sailed on
+    the 25th", said on 20 May: 25 April)."""
+    for d in reversed(context):
+        if d.first and d.last and (d.last - d.first).days <= 31 and d.first.month == d.last.month:
+            return _safe_date(d.first.year, d.first.month, day)
+    if said_on is None:
+        return None
+    month_index = said_on.year * 12 + said_on.month - 1
+    if past and day > said_on.day:
+        month_index -= 1
+    elif not past and day < said_on.day:
+        month_index += 1
+    return _safe_date(month_index // 12, month_index % 12 + 1, day)
+
+
+def said_dates(text: str, said_on: date | None, before: str = "") -> list[SaidDate]:
     """The times ``text`` speaks of, in the order it says them, each written as a reader
     would write it: a named day as "Sunday 7 May 2023", a month as "May 2023", a year;
     relative expressions ("last Friday", "yesterday", "two weeks ago") resolved against
-    ``said_on``, the day the words were said (left out when that is unknown)."""
+    ``said_on``, the day the words were said (left out when that is unknown); a day of the
+    month said alone ("the 14th") in the month of the date said before it, in ``text`` or in
+    ``before`` (what was said before it in its turn), else of the day it was said."""
     lower = text.lower()
     found: list[tuple[int, int, SaidDate]] = []
 
@@ -374,6 +415,16 @@ def said_dates(text: str, said_on: date | None) -> list[SaidDate]:
     for m in _YEAR.finditer(lower):
         year = int(m.group(1))
         add(m, (m.group(1), False, date(year, 1, 1), date(year, 12, 31)))
+    # Only a time said with its numbers ("21 April", "May 2023") names the month meant.
+    named = [(a, d) for a, _b, d in found if re.search(r"\d", d.phrase)]
+    alone = list(_DAY_ALONE.finditer(text))
+    earlier = said_dates(before, said_on) if alone and before else []
+    earlier = [d for d in earlier if re.search(r"\d", d.phrase)]
+    for m in alone:
+        context = earlier + [d for a, d in sorted(named, key=lambda f: f[0]) if a < m.start()]
+        day = _day_alone(int(m.group(1)), context, said_on, bool(_PAST.search(text)))
+        if day:
+            add(m, _one_day(day))
     return [s for _a, _b, s in sorted(found, key=lambda f: f[0])]
 
 

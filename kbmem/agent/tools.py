@@ -421,7 +421,7 @@ def resolved_dates(item: EvidenceItem) -> str:
     cannot know which Friday."""
     seen: dict[str, str] = {}
     for said in read_sentences([item]):
-        for found in said_dates(said.text, said.day):
+        for found in said_dates(said.text, said.day, said.context):
             if found.phrase.lower() != found.written.lower():
                 seen.setdefault(found.phrase, found.written)
     if not seen:

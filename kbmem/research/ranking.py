@@ -234,7 +234,7 @@ def gives(kind: str, s: Said) -> bool:
     list or a yes or no)."""
     text = s.claim or s.text
     if kind == "date":
-        return bool(said_dates(text, s.day))
+        return bool(said_dates(text, s.day, s.context))
     if kind == "duration":
         return bool(DURATION.search(text) or SINCE.search(text))
     if kind == "number":
@@ -328,7 +328,7 @@ class Ranking:
         on 4 May, of "on 3 May"): it says the question's time as it says its words."""
         return any(
             w.meets(d.first, d.last)
-            for d in said_dates(s.claim or s.text, s.day)
+            for d in said_dates(s.claim or s.text, s.day, s.context)
             if d.first and d.last and (s.day is None or d.first <= s.day)
             for w in self.spans
         )
@@ -341,7 +341,7 @@ class Ranking:
             return True
         return any(
             w.meets(d.first, d.last)
-            for d in said_dates(s.claim or s.text, s.day)
+            for d in said_dates(s.claim or s.text, s.day, s.context)
             if d.first and d.last and (s.day is None or d.first <= s.day)
             for w in self.windows
         )

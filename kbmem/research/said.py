@@ -30,6 +30,9 @@ CIVILITIES = frozenset(
     "gosh hello indeed later ok okay omg right soon sorry sounds talk true welcome whoa woah "
     "woohoo yay yep yup".split()
 )
+# The sentences before one, in its turn, kept as what it may lean on (a long note is one
+# turn; what it leans on was said a few sentences before).
+EARLIER = 6
 POINTERS = frozenset("it its that this those these they them theirs there one".split())
 
 
@@ -57,14 +60,27 @@ def read_sentences(evidence: list[EvidenceItem]) -> list[Said]:
         for speaker, stamp, start, end, body in units:
             day = stamp_day(stamp)
             opens = True
+            told = [previous]  # what was said before each sentence of the turn, in order
             for text in split_sentences(" ".join(body), cut="prose"):
                 text = text.strip()
                 if not text:
                     continue
                 replies = opens and asks(previous)
                 out.append(
-                    Said(text, speaker, day, item, start, end, previous, item.session_id, replies)
+                    Said(
+                        text,
+                        speaker,
+                        day,
+                        item,
+                        start,
+                        end,
+                        previous,
+                        item.session_id,
+                        replies,
+                        earlier=" ".join(told[-EARLIER:]).strip(),
+                    )
                 )
+                told.append(text)
                 if opens and replies and says_nothing(text, names):
                     continue  # the reply's answer is still to come, after the thanks
                 previous, opens = text, False

@@ -112,6 +112,15 @@ class Said:
     # What the sentence still claims: without what it says is replaced ("21 April, not 14
     # April as stated"); set when it is read for a question.
     claim: str = ""
+    # What was said before it in its turn, after the sentence said before the turn: where a
+    # day said alone ("the 14th") takes its month from (kbmem.dates.said_dates).
+    earlier: str = ""
+
+    @property
+    def context(self) -> str:
+        """What was said before it that its words may lean on: its turn's earlier sentences
+        (and the one before the turn), else the sentence said just before it."""
+        return self.earlier or self.before
 
     def citation(self) -> str:
         """``[page-id:Lx-Ly]`` of the turn or paragraph that holds it."""
