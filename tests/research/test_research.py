@@ -14,6 +14,7 @@ from kbmem.cli import main
 from kbmem.errors import ValidationError
 from kbmem.llm.client import LLMConfig
 from kbmem.llm.local import free_port
+from kbmem.memorize.sessions import CHAT_AGENT
 from kbmem.research.briefing import render_excerpt
 from kbmem.research.llm_engine import (
     LLMEngine,
@@ -1131,6 +1132,7 @@ def test_a_speakers_name_is_searched_among_the_notes_too(empty_kb):
 
 
 def test_the_names_of_people_who_speak_are_those_a_speaker_bears():
-    speakers = ["Rosa Lindgren", "Ben", "Assistant"]
-    names = ["Rosa Lindgren", "Rosa", "Lindgren", "Ben", "Harbourmaster", "Assistant"]
+    # kbmem's own turns are not a person's.
+    speakers = ["Rosa Lindgren", "Ben", CHAT_AGENT]
+    names = ["Rosa Lindgren", "Rosa", "Lindgren", "Ben", "Harbourmaster", CHAT_AGENT]
     assert speaking(names, speakers) == ["Rosa Lindgren", "Rosa", "Lindgren", "Ben"]
