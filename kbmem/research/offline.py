@@ -19,6 +19,7 @@ from kbmem.dates import MONTHS, date_windows, sessions_in
 from kbmem.index.intervals import HEADING
 from kbmem.index.tenant import Hit, analyze
 from kbmem.memorize.memo import STOPWORDS
+from kbmem.memorize.sessions import CHAT_AGENT
 from kbmem.research.answer_types import answer_type, merit
 from kbmem.research.reading import Reading
 from kbmem.research.state import Candidate, ResearchState, holds_as_asked, term_set
@@ -224,6 +225,13 @@ def asked_with(parts: list[tuple[str, set[str]]], word: str) -> list[str]:
         if terms <= part:
             return sorted(part - terms)
     return []
+
+
+def speaking(names: list[str], speakers: list[str]) -> list[str]:
+    """The ``names`` that name someone who speaks in memory: the whole of a speaker's name
+    or one of its words ("Maya" for Maya Lindqvist)."""
+    words = {w.lower() for sp in speakers if sp != CHAT_AGENT for w in [sp, *sp.split()]}
+    return [n for n in names if n.lower() in words]
 
 
 def request_actions(toolkit: Toolkit, request: str, k: int) -> list[PlanAction]:
@@ -493,6 +501,21 @@ class OfflineEngine:
         if focus and analyze(focus) != analyze(request):
             actions.append(
                 PlanAction("bm25", focus, k=self.k, note="the request's names and rare terms")
+            )
+        spoken = speaking(names, self.toolkit.index.speakers())
+        if spoken:
+            # Every turn of someone who speaks is headed by their name, so a search for a
+            # name they bear finds their own short turns ("Maya Lindqvist: Summary, please.")
+            # before what is said OF them; a note names them where it says who they are or
+            # what they do. The names are searched among the notes too.
+            actions.append(
+                PlanAction(
+                    "bm25",
+                    " ".join(spoken),
+                    k=self.k,
+                    interval_kind="paragraph",
+                    note="what the notes say of the people the request names",
+                )
             )
         dated = sessions_in(date_windows(request), memory)
         state.focus_sessions = set(dated)

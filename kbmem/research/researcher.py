@@ -304,11 +304,13 @@ class Researcher:
 
     def _dedupe(self, actions: list[PlanAction], state: ResearchState) -> list[PlanAction]:
         """The actions that search for something not searched yet: the same tool with the same
-        query among the same pages and the same speaker's turns finds the same hits (``k``
-        only cuts them, and ``follows`` and ``note`` change how they are used, not which)."""
+        query among the same pages, the same speaker's turns and the same kind of intervals
+        finds the same hits (``k`` only cuts them, and ``follows`` and ``note`` change how they
+        are used, not which)."""
         out = []
         for action in actions:
-            key = (action.tool, repr((action.query or "", action.page_ids, action.speaker)))
+            where = (action.page_ids, action.speaker, action.interval_kind)
+            key = (action.tool, repr((action.query or "", *where)))
             if key in state.queries_done:
                 continue
             state.queries_done.add(key)
@@ -536,7 +538,8 @@ def run_action(
     the pages ranked as whole documents, for semantic ones the pages of the nearest
     intervals. Dense and late-interaction hits count from their ``floors`` up."""
     floor = (floors or {"dense": DENSE_FLOOR, "late": LATE_FLOOR}).get(action.tool, 0.0)
-    filters = {"speaker": action.speaker} if action.speaker else None
+    wanted = {"speaker": action.speaker, "kind": action.interval_kind}
+    filters = {name: value for name, value in wanted.items() if value} or None
     if action.tool == "bm25":
         query = action.query or ""
         pages = [p for p, _s in toolkit.bm25_pages(query, PAGE_VOTES, filters)]

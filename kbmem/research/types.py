@@ -29,6 +29,8 @@ class PlanAction:
     # Search only the turns of this speaker (a request about one person, asked in their
     # voice: see perspective).
     speaker: str = ""
+    # Search only intervals of this kind ("paragraph": the notes; see kbmem.index.intervals).
+    interval_kind: str = ""
     # For a follow-up that looks for a word of the request that the evidence lacks: the best
     # hit that holds the word, and one of ``covers_with`` (the other terms of the part of the
     # request that asks it, if any), stands for it in the evidence (see ResearchState.cover).
@@ -47,6 +49,8 @@ class PlanAction:
             data["follows"] = self.follows
         if self.speaker:
             data["speaker"] = self.speaker
+        if self.interval_kind:
+            data["intervalKind"] = self.interval_kind
         if self.covers:
             data["covers"] = self.covers
         if self.covers_with:

@@ -14,6 +14,7 @@ from kbmem.cli import main
 from kbmem.errors import ValidationError
 from kbmem.llm.client import LLMConfig
 from kbmem.llm.local import free_port
+from kbmem.memorize.sessions import CHAT_AGENT
 from kbmem.research.briefing import render_excerpt
 from kbmem.research.llm_engine import (
     LLMEngine,
@@ -23,6 +24,7 @@ from kbmem.research.offline import (
     asked_with,
     entities,
     request_parts,
+    speaking,
     standing_sentences,
     stated_values,
     statement,
@@ -1095,3 +1097,42 @@ def test_a_hybrid_search_reads_head_once_and_fuses_both_rankings(researcher, mon
     assert [h.interval.key for h in hits] == [h.interval.key for h in expected]
     assert [h.score for h in hits] == [h.score for h in expected]
     assert hits and any("scheduler" in h.excerpt.lower() for h in hits)
+
+
+def test_a_speakers_name_is_searched_among_the_notes_too(empty_kb):
+    # Every turn of someone who talks a lot is headed by their name, so "Who is Rosa Lindgren?"
+    # matched each short turn of hers ("Rosa Lindgren: Summary, please.") before the note
+    # that says who she is, which never reached the evidence.
+    things = "quay crane ramp fuel tickets rota ferry slipway buoys radio weather pier".split()
+    sessions = {
+        f"s-standup-{n}": (
+            f"2026-03-{n + 1:02d}",
+            [
+                ("Rosa Lindgren", f"Next, the {things[(n + i) % len(things)]}, please.")
+                for i in range(8)
+            ]
+            + [("Ben Okafor", "The quay is clear.")],
+        )
+        for n in range(25)
+    }
+    people = [
+        f"**{name}**, {role}. Works from the {place} office and keeps the {thing} in order."
+        for name, role, place, thing in [
+            ("Ben Okafor", "deckhand", "harbour", "mooring lines"),
+            ("Ada Quist", "booking clerk", "town", "ticket ledger"),
+            ("Rosa Lindgren", "head of harbour operations", "pier", "sailing plans"),
+            ("Ivo Marsh", "engineer", "yard", "engine logs"),
+        ]
+    ]
+    note_text = "# Team\n\n" + "\n\n".join(people) + "\n"
+    empty_kb.commit_files({"tenants/default/notes/team.md": note_text.encode()}, "Add note")
+    briefing = research_sessions(empty_kb, sessions, "Who is Rosa Lindgren?")
+    text = " ".join(e.excerpt for e in briefing.evidence)
+    assert "head of harbour operations" in text, briefing.evidence
+
+
+def test_the_names_of_people_who_speak_are_those_a_speaker_bears():
+    # kbmem's own turns are not a person's.
+    speakers = ["Rosa Lindgren", "Ben", CHAT_AGENT]
+    names = ["Rosa Lindgren", "Rosa", "Lindgren", "Ben", "Harbourmaster", CHAT_AGENT]
+    assert speaking(names, speakers) == ["Rosa Lindgren", "Rosa", "Lindgren", "Ben"]
