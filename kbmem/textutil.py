@@ -35,8 +35,9 @@ SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+")
 PIECE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 # "prose": what a reader takes for sentences, for the offline agent's quotes: wrapped lines
 # joined, each list item a sentence of its own, and a cut only where the next sentence starts
-# with a capital, a digit or an opening quote or bracket ("e.g. this" is kept whole).
-_PROSE_BREAK = re.compile(rf"(?<=[.!?])\s+(?=[\"“(\[]?(?:{CAPITAL}|[0-9]))")
+# with a capital, a digit, or an opening quote, bracket or markdown emphasis ("e.g. this" is
+# kept whole; "… the dashboard. **Maya Lindqvist**, Head of Engineering." is cut).
+_PROSE_BREAK = re.compile(rf"(?<=[.!?])\s+(?=(?:[\"“(\[]|\*{{1,2}}|_{{1,2}})?(?:{CAPITAL}|[0-9]))")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # Between the clauses of a long summary sentence ("Actions: facts page, Priya; offsite details,
 # Dara; …").

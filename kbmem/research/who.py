@@ -196,11 +196,20 @@ def _described(r: Ranking) -> Extracted | None:
         r"((?:a|an|the|our|their)\s+)([\w'’-]+(?:\s+[\w'’-]+)*?)"
         r"\s*(?=[,.;:()]|\s+(?:on|from|at|in|with|since|until|for|and|but|who|which)\b|$)"
     )
-    for _score, _share, s in r.ranked:
-        text = s.claim or s.text
-        for m in itertools.chain(beside.finditer(text), role.finditer(text)):
-            if _describes(m.group(2), r.known):
-                return f"{m.group(1) or ''}{m.group(2)}", [s]
+    found_beside = [
+        (m, s)
+        for _score, _share, s in r.ranked
+        for m in itertools.chain(
+            beside.finditer(s.claim or s.text), role.finditer(s.claim or s.text)
+        )
+        if _describes(m.group(2), r.known)
+    ]
+    # A sentence that opens with the name says what they are (a roster's or a glossary's
+    # entry, "Femi is our new engineer"); one that names them further on, in passing
+    # ("(front-end Maya Lindqvist, design Ines Kovacic)"), may set another's role beside it.
+    leading = [(m, s) for m, s in found_beside if not (s.claim or s.text)[: m.start()].strip("* ")]
+    for m, s in leading + found_beside:
+        return f"{m.group(1) or ''}{m.group(2)}", [s]
     # Else whose relation they are ("my sister Niamh", "Dara's sister Niamh") or what they
     # do, said of them by name ("Tobias Ferrante owns the sync service, …").
     related = re.compile(
@@ -228,13 +237,14 @@ def _described(r: Ranking) -> Extracted | None:
 
 def _describes(phrase: str, known: frozenset[str] | set[str] = frozenset()) -> bool:
     """Whether ``phrase``, set beside a name, says what the named is: not a vocative's
-    request or a greeting ("Femi, can you take it?"), not a list of names (its first word
-    one of ``known``: "Maya, Tobias and Oskar"), and short."""
+    request or a greeting ("Femi, can you take it?"), not a list of names (each word one of
+    ``known`` or a conjunction: "Maya, Tobias and Oskar"; "Head of Engineering" is a title),
+    and short."""
     words = phrase.split()
     return (
         bool(words)
         and re.split(r"['’]", words[0].lower())[0] not in _NOT_DESCRIBING
-        and words[0] not in known
+        and not all(w in known or w in ("and", "or", "&") for w in words)
         and len(words) <= _DESCRIPTION_WORDS
     )
 

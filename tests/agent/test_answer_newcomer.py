@@ -144,6 +144,19 @@ def test_what_a_name_or_code_is_is_its_gloss() -> None:
     assert direct_answer("What is Deckhand?", [item]).line == "the Android crew app"
 
 
+def test_who_someone_is_is_said_where_the_sentence_opens_with_them() -> None:
+    # The credits name Maya in passing, with another's role beside her name; the roster's
+    # entry opens with her name and says her title, capitalised as names are.
+    notes = note_item(
+        "architecture",
+        "**Harbourmaster** (front-end Maya Lindqvist, design Ines Kovacic) is the dashboard.",
+        "**Maya Lindqvist**, Head of Engineering. Chairs planning and retros.",
+        "Sprint review with Maya, Tobias and Oskar on Wednesday.",
+    )
+    got = direct_answer("Who is Maya Lindqvist?", [notes]).line
+    assert got == "Head of Engineering", got
+
+
 def test_how_late_asks_by_how_long() -> None:
     item = turns_item(
         "s1",
