@@ -475,7 +475,15 @@ def _changes_told(
             just_before = s.item is c.item and order[id(s)] == order[id(c)] - 1
             if asked & set(analyze(s.text)) - set(analyze(f"{c.speaker} {c.text}")):
                 continue  # asked of a name only the earlier statement says
-            said_old = bool(old_terms) and old_terms <= set(analyze(s.text))
+            # X said of the same thing: by the same speaker, or with other words in common
+            # ("Tom lives in Glasgow" is not superseded by Nora's "I moved from Glasgow").
+            terms = set(analyze(s.text))
+            shared = terms & set(analyze(c.text)) - old_terms - set(analyze(new))
+            said_old = (
+                bool(old_terms)
+                and old_terms <= terms
+                and (bool(shared) or (bool(s.speaker) and s.speaker == c.speaker))
+            )
             if (back and just_before) or said_old:
                 down.add(id(s))
                 up[id(c)] = max(up.get(id(c), (0.0, 0.0)), scores[id(s)])

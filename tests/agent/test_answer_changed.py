@@ -58,3 +58,14 @@ def test_a_move_answers_where_one_lives_now() -> None:
     )
     now = direct_answer("Where does Nora live?", [item, later]).line
     assert now.startswith("Inverness"), now
+
+
+def test_a_move_does_not_supersede_what_is_said_of_someone_else() -> None:
+    tom = turns_item("s1", "2025-02-01T10:00:00", ("Tom Reid", "I live in Glasgow."))
+    nora = turns_item(
+        "s2",
+        "2025-06-01T10:00:00",
+        ("Nora Bell", "Big news: I moved from Glasgow to Inverness last week."),
+    )
+    line = direct_answer("Where does Tom live?", [tom, nora]).line
+    assert line.startswith("Glasgow"), line
