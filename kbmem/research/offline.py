@@ -90,6 +90,32 @@ _REPLACED = re.compile(
     r"\b(?:not|instead of|rather than) ((?:(?! as )(?:\d[.,]\d|[^.;!?,])){1,60})",
     re.I,
 )
+# A change said in so many words, of a decision or of a state: "X was replaced by Y",
+# "replaced X with Y", "switched/moved/changed from X to Y", "changed X to Y", "(that
+# decision was) reversed in favour of Y". X (``old``) no longer holds, Y (``new``) does;
+# "that decision was reversed" with no X names the decision told just before it.
+_THING = r"[^.;!?,()]{1,50}?"
+# Where the value a change names ends: at a clause's end, or where the sentence goes on to
+# say where, when, why or how ("to PostgreSQL 16 on Amazon RDS", "to Inverness last week").
+_THING_END = (
+    r"(?=[.;!?,()]|$|\s(?:on|in|at|for|because|after|before|with|since|from|last|this|next"
+    r"|yesterday|today|ago|and|but|so)\b)"
+)
+_CHANGED = re.compile(
+    r"\b(?:(?:switch|switched|switching|switches|mov(?:e|ed|es|ing)|chang(?:e|ed|es|ing)"
+    rf"|migrat(?:e|ed|es|ing))\s+(?:\w+\s+){{0,4}}?from\s+(?P<a>{_THING})\s+to\s+"
+    rf"(?P<b>{_THING}){_THING_END}"
+    rf"|replac(?:e|ed|es|ing)\s+(?P<c>{_THING})\s+with\s+(?P<d>{_THING}){_THING_END}"
+    r"|(?P<e>[\w'’.-]+(?:\s+[\w'’.-]+){0,3})\s+(?:was|were|has been|had been|is being|got)"
+    rf"\s+replaced\s+by\s+(?P<f>{_THING}){_THING_END}"
+    r"|(?:revers|overturn|overrul|abandon|dropp)ed\s+in\s+favou?r\s+of\s+"
+    rf"(?P<g>{_THING}){_THING_END})",
+    re.I,
+)
+# "That decision was reversed", "the plan was changed": a change of what was told before.
+_POINTS_BACK = re.compile(
+    r"\b(?:that|this|the|our|their|its)\s+(?:\w+\s+)?(?:decision|choice|plan|call)\b", re.I
+)
 _MONTH_NAMES = "|".join(MONTHS)
 # A value a statement gives: a number, with the month it is a day of ("14 April", "April
 # 14th"). A correction replaces values; an earlier statement that gives a replaced value is
@@ -299,6 +325,41 @@ def replaced_in(sentence: str) -> tuple[str, set[str]]:
         end = max(end, stop)
     rest.append(sentence[end:])
     return " ".join(rest) if spans else sentence, values
+
+
+def changed_in(sentence: str) -> tuple[str, str, bool] | None:
+    """What a change ``sentence`` tells (see _CHANGED): what no longer holds ("" when it is
+    not named), what holds now, and whether it speaks of a decision told before it ("that
+    decision was reversed in favour of Y"); None when it tells no change."""
+    m = _CHANGED.search(sentence)
+    if not m:
+        return None
+    groups = m.groupdict()
+    old = groups["a"] or groups["c"] or groups["e"] or ""
+    new = groups["b"] or groups["d"] or groups["f"] or groups["g"] or ""
+    back = not old and bool(_POINTS_BACK.search(sentence[: m.start()]))
+    return old.strip(), new.strip(), back
+
+
+def changed_claim(sentence: str) -> str:
+    """What a change ``sentence`` still claims: the sentence without what it says was
+    replaced, up to what holds now ("I moved from Glasgow to Inverness last week" -> "I
+    moved to Inverness"; "that decision was reversed in favour of PostgreSQL, because ..." ->
+    "that decision was reversed in favour of PostgreSQL"); the sentence if it tells none."""
+    m = _CHANGED.search(sentence)
+    if not m:
+        return sentence
+    for old, new in (("a", "b"), ("c", "d"), ("e", "f"), ("", "g")):
+        if m.group(new) is None:
+            continue
+        if old and m.group(old) is not None:
+            # "from X to Y" -> "to Y"; "replaced X with Y" -> "replaced with Y"; "X was
+            # replaced by Y" -> "replaced by Y".
+            start = m.start(old) if old != "a" else m.start(old) - len("from ")
+            head = sentence[:start] + sentence[m.end(old) :][1:]
+            return head[: m.end(new) - (m.end(old) + 1 - start)]
+        return sentence[: m.end(new)]
+    return sentence
 
 
 @dataclass(frozen=True)

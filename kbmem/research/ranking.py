@@ -18,6 +18,8 @@ from kbmem.research.answer_types import question_kind
 from kbmem.research.kin import kin
 from kbmem.research.offline import (
     CORRECTION_WEIGHT,
+    changed_claim,
+    changed_in,
     replaced_in,
     stated_values,
     states_correction,
@@ -278,6 +280,9 @@ class Ranking:
             if scored is not None:
                 ranked.append((scored[0], -n, scored[1], s))
         ranked = _stale_values_down(ranked, sentences)
+        if not _ASKS_BEFORE.search(question):
+            named = re.findall(r"(?<!^)(?<![.?!] )\b[A-Z][\w'’-]*", question)
+            ranked = _changes_told(ranked, sentences, set(analyze(" ".join(named))))
         ranked.sort(key=lambda r: (r[0], r[1]), reverse=True)
         self.ranked = [(score, share, s) for score, _n, share, s in ranked]
 
@@ -424,3 +429,83 @@ def _stale_values_down(
         (score * SUPERSEDED if stated_values(s.claim) & replaced else score, n, sh, s)
         for score, n, sh, s in ranked
     ]
+
+
+# A question that asks what held before a change ("Where did she move from?", "What did
+# they use before?", "What was first chosen?") is answered by the earlier statement.
+_ASKS_BEFORE = re.compile(
+    r"\b(?:from|before|first|originally|initially|used to|previous(?:ly)?|earlier|old|former"
+    r"|at first|replaced|switch(?:ed)?|mov(?:e|ed)|chang(?:e|ed)|revers(?:e|ed))\b",
+    re.I,
+)
+
+
+def _changes_told(
+    ranked: list[tuple[float, int, float, Said]], sentences: list[Said], asked: set[str]
+) -> list[tuple[float, int, float, Said]]:
+    """``ranked`` with a statement that a later change superseded ("the team chose DynamoDB"
+    ... "that decision was reversed in favour of PostgreSQL", "the store moves from DynamoDB
+    to PostgreSQL") counted down, and the change raised to its score: asked in the past
+    ("What did the team choose?"), memory answers with what holds now. A change supersedes
+    what it names as replaced (X of "from X to Y") when that was said before it (earlier in
+    the same item, or on an earlier day), and, when it names nothing ("that decision was
+    reversed"), the sentence just before it. A question that names what was replaced ("When
+    did the team choose DynamoDB?") asks of that, not of what holds now (``asked``: the
+    terms of the names it says)."""
+    order = {id(s): n for n, s in enumerate(sentences)}
+    scores = {id(s): (score, sh) for score, _n, sh, s in ranked}
+    down: set[int] = set()
+    up: dict[int, tuple[float, float]] = {}
+    for c in sentences:
+        told = changed_in(c.text)
+        if told is None or not told[1]:
+            continue
+        old, new, back = told
+        old_terms = set(analyze(old)) - set(analyze(new))
+        if old_terms & asked:
+            continue
+        for _score, _n, _sh, s in ranked:
+            if s is c or changed_in(s.text) is not None:
+                continue
+            earlier = (s.item is c.item and order[id(s)] < order[id(c)]) or (
+                s.day is not None and c.day is not None and s.day < c.day
+            )
+            if not earlier:
+                continue
+            just_before = s.item is c.item and order[id(s)] == order[id(c)] - 1
+            if asked & set(analyze(s.text)) - set(analyze(f"{c.speaker} {c.text}")):
+                continue  # asked of a name only the earlier statement says
+            # X said of the same thing: by the same speaker, or with other words in common
+            # ("Tom lives in Glasgow" is not superseded by Nora's "I moved from Glasgow").
+            terms = set(analyze(s.text))
+            shared = terms & set(analyze(c.text)) - old_terms - set(analyze(new))
+            said_old = (
+                bool(old_terms)
+                and old_terms <= terms
+                and (bool(shared) or (bool(s.speaker) and s.speaker == c.speaker))
+            )
+            if (back and just_before) or said_old:
+                down.add(id(s))
+                up[id(c)] = max(up.get(id(c), (0.0, 0.0)), scores[id(s)])
+    if not down:
+        return ranked
+    # A change that said too little of the question itself is ranked all the same.
+    unranked = [
+        (0.0, -order[id(c)], 0.0, c) for c in sentences if id(c) in up and id(c) not in scores
+    ]
+    out = []
+    for score, n, sh, s in ranked + unranked:
+        if id(s) in down:
+            score *= SUPERSEDED
+        if id(s) in up:
+            # It tells what the superseded statement told, as it holds now: it answers the
+            # question as well as that did.
+            score, sh = max(score, up[id(s)][0]), max(sh, up[id(s)][1])
+            # It answers with what holds now: what it replaced no longer holds, and the
+            # rest of the sentence (why) is not the answer.
+            # "That decision was reversed in favour of Y" speaks of the decision: of what
+            # was decided it says Y alone.
+            told = changed_in(s.text)
+            s.claim = told[1] if told and told[2] else changed_claim(s.text)
+        out.append((score, n, sh, s))
+    return out
