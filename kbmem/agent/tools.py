@@ -23,7 +23,6 @@ from typing import Any
 from kbmem.agent.context import TurnCancelled, TurnContext
 from kbmem.agent.events import ResearchTrace, ToolCallFinished, ToolCallStarted
 from kbmem.agent.records import ContextItem, ToolCallRecord
-from kbmem.dates import said_dates
 from kbmem.errors import KbmemError, ValidationError
 from kbmem.index.intervals import EXPAND_MODES, Interval
 from kbmem.research.researcher import Researcher
@@ -421,7 +420,7 @@ def resolved_dates(item: EvidenceItem) -> str:
     cannot know which Friday."""
     seen: dict[str, str] = {}
     for said in read_sentences([item]):
-        for found in said_dates(said.text, said.day, said.context):
+        for found in said.dates():
             if found.phrase.lower() != found.written.lower():
                 seen.setdefault(found.phrase, found.written)
     if not seen:

@@ -11,7 +11,7 @@ import itertools
 import math
 import re
 
-from kbmem.dates import date_windows, said_dates, time_words, year_windows
+from kbmem.dates import date_windows, time_words, year_windows
 from kbmem.index.tenant import analyze
 from kbmem.memorize.sessions import is_own_answer
 from kbmem.research.answer_types import question_kind
@@ -236,7 +236,7 @@ def gives(kind: str, s: Said) -> bool:
     list or a yes or no)."""
     text = s.claim or s.text
     if kind == "date":
-        return bool(said_dates(text, s.day, s.context))
+        return bool(s.dates())
     if kind == "duration":
         return bool(DURATION.search(text) or SINCE.search(text))
     if kind == "number":
@@ -333,7 +333,7 @@ class Ranking:
         on 4 May, of "on 3 May"): it says the question's time as it says its words."""
         return any(
             w.meets(d.first, d.last)
-            for d in said_dates(s.claim or s.text, s.day, s.context)
+            for d in s.dates()
             if d.first and d.last and (s.day is None or d.first <= s.day)
             for w in self.spans
         )
@@ -346,7 +346,7 @@ class Ranking:
             return True
         return any(
             w.meets(d.first, d.last)
-            for d in said_dates(s.claim or s.text, s.day, s.context)
+            for d in s.dates()
             if d.first and d.last and (s.day is None or d.first <= s.day)
             for w in self.windows
         )

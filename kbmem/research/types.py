@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any, Literal
 
+from kbmem.dates import SaidDate, said_dates
 from kbmem.index.intervals import Interval
 from kbmem.index.tenant import Hit
 
@@ -125,6 +126,12 @@ class Said:
         """What was said before it that its words may lean on: its turn's earlier sentences
         (and the one before the turn), else the sentence said just before it."""
         return self.earlier or self.before
+
+    def dates(self) -> list[SaidDate]:
+        """The times it speaks of (what it still claims), resolved against the day it was said
+        and what was said before it (kbmem.dates.said_dates): the one way a sentence of
+        memory is read for dates."""
+        return said_dates(self.claim or self.text, self.day, self.context)
 
     def citation(self) -> str:
         """``[page-id:Lx-Ly]`` of the turn or paragraph that holds it."""

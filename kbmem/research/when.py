@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import re
 
-from kbmem.dates import SaidDate, anchor_date, date_words, said_dates, written_date
+from kbmem.dates import SaidDate, anchor_date, date_words, written_date
 from kbmem.index.late import FUNCTION_WORDS
 from kbmem.index.tenant import analyze
 from kbmem.research.counts import number_value
@@ -67,11 +67,7 @@ def date(r: Ranking) -> Extracted:
     dated = r.top("date")[:3]
     if asks_ahead(r.question):
         # Asked of a plan, a sentence that speaks of a time ahead of its day answers first.
-        dated.sort(
-            key=lambda s: (
-                not any(_AHEAD.search(d.phrase) for d in said_dates(s.claim, s.day, s.context))
-            )
-        )
+        dated.sort(key=lambda s: not any(_AHEAD.search(d.phrase) for d in s.dates()))
     event = asked_event(r.question)
     told_event = bool(event & stem_set(told[2].claim))
     other_event = False
@@ -83,7 +79,7 @@ def date(r: Ranking) -> Extracted:
             # apply …?" — "I applied …"); a dated one that does not tells of another.
             other_event = True
             continue
-        found = [d for d in said_dates(s.claim, s.day, s.context) if not _restates(d, asked_words)]
+        found = [d for d in s.dates() if not _restates(d, asked_words)]
         if found:
             named = [d for d in found if d.exact and re.search(r"\d", d.phrase)]
             exact = named or [d for d in found if d.exact] or found
@@ -134,7 +130,7 @@ def _turn_time(r: Ranking, s: Said, asked_words: set[str]) -> SaidDate | None:
         d.written: d
         for o in r.all
         if o is not s and o.item is s.item and (o.start, o.end) == (s.start, s.end)
-        for d in said_dates(o.claim or o.text, o.day, o.context)
+        for d in o.dates()
         if d.first and not _restates(d, asked_words) and (ahead or not _ahead_of(d, o.day))
     }
     return next(iter(times.values())) if len(times) == 1 else None
@@ -171,7 +167,7 @@ def _turn_times(r: Ranking, turn: list[Said], asked_words: set[str]) -> dict[str
     return {
         d.written: d
         for o in turn
-        for d in said_dates(o.claim or o.text, o.day, o.context)
+        for d in o.dates()
         if d.first and not _restates(d, asked_words) and (ahead or not _ahead_of(d, o.day))
     }
 
