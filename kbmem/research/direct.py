@@ -77,7 +77,7 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
                 kind == "count"
                 or any(gives(kind, s) for s in sources)
                 or (kind == "date" and asks_saying(question))
-                or (kind == "date" and any(RECURRING.search(s.claim or s.text) for s in sources))
+                or (kind == "date" and bool(RECURRING.fullmatch(line)))  # when a habit recurs
             )
         )
         or (kind == "date" and dates_asked_event(question, sources))
