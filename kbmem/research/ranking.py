@@ -456,8 +456,10 @@ def _changes_told(
     scores = {id(s): (score, sh) for score, _n, sh, s in ranked}
     down: set[int] = set()
     up: dict[int, tuple[float, float]] = {}
+    # Each sentence read once for the change it tells (None: it tells none).
+    changes = {id(s): changed_in(s.text) for s in sentences}
     for c in sentences:
-        told = changed_in(c.text)
+        told = changes[id(c)]
         if told is None or not told[1]:
             continue
         old, new, back = told
@@ -465,7 +467,7 @@ def _changes_told(
         if old_terms & asked:
             continue
         for _score, _n, _sh, s in ranked:
-            if s is c or changed_in(s.text) is not None:
+            if s is c or changes.get(id(s)) is not None:
                 continue
             earlier = (s.item is c.item and order[id(s)] < order[id(c)]) or (
                 s.day is not None and c.day is not None and s.day < c.day
@@ -505,7 +507,7 @@ def _changes_told(
             # rest of the sentence (why) is not the answer.
             # "That decision was reversed in favour of Y" speaks of the decision: of what
             # was decided it says Y alone.
-            told = changed_in(s.text)
+            told = changes[id(s)]
             s.claim = told[1] if told and told[2] else changed_claim(s.text)
         out.append((score, n, sh, s))
     return out
