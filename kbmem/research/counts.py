@@ -25,7 +25,7 @@ def number(r: Ranking) -> Extracted:
     """A frequency asked "how often"; else the number the best sentences giving one say,
     with what it counts."""
     if re.search(r"\bhow\s+often\b", r.question, re.I):
-        for _score, _share, s in r.ranked[:3]:
+        for s in r.near():
             found = FREQUENCY.search(s.claim)
             if found:
                 return found.group(0), [s]

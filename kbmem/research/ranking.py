@@ -41,6 +41,8 @@ from kbmem.research.types import Said
 
 # A sentence must say this share of the question's weight to answer it at all.
 MIN_SHARE = 0.25
+# A sentence weighing this share of the best one's score is near it (Ranking.near).
+NEAR = 0.5
 TYPE_MISS = 0.4  # a sentence that gives no answer of the kind asked counts this much
 OUT_OF_WINDOW = 0.5  # said outside the time the question names
 # A sentence that speaks of the day or week the question names in its own words ("last
@@ -383,10 +385,17 @@ class Ranking:
     def best(self) -> Said:
         return self.ranked[0][2]
 
+    def near(self, n: int = 3) -> list[Said]:
+        """The first ``n`` sentences among those near the best score (NEAR of it): one
+        weighing less for the question says little of what was asked, whatever else it
+        has that an extractor looks for."""
+        top = self.ranked[0][0]
+        return [s for score, _share, s in self.ranked[:n] if score >= NEAR * top]
+
     def close_to_best(self, kind: str, n: int = 3) -> list[Said]:
         """The first ``n`` sentences giving ``kind`` among those near the best score."""
         top = self.ranked[0][0]
-        return [s for score, _share, s in self.ranked if gives(kind, s) and score >= 0.5 * top][:n]
+        return [s for score, _share, s in self.ranked if gives(kind, s) and score >= NEAR * top][:n]
 
     def asked_at(self, text: str) -> list[int]:
         """Where in ``text`` (character offsets) the question's words are said."""

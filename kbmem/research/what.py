@@ -66,9 +66,8 @@ def _recalled(r: Ranking, noun: str) -> Extracted | None:
         rf"\b(?:the|that|this|those)\s+{re.escape(noun)}s?\s+you\s+([a-z]+)\b", re.I
     )
     asked = r.weigher.terms | r.weigher.names
-    top = r.ranked[0][0]
     # A recalling sentence says little of the question ("that book"), so any near the best.
-    for _score, _share, s in (entry for entry in r.ranked if entry[0] >= 0.5 * top):
+    for s in r.near(len(r.ranked)):
         found = recalls.search(s.claim)
         if not found:
             continue
@@ -668,12 +667,12 @@ def thing(r: Ranking) -> Extracted:
     if glossed:
         return glossed  # "What is FL-212?": what memory says it is
     if ASKS_FEELING.search(question) and not re.match(r"\s*why\b", question, re.I):
-        for _score, _share, s in r.ranked[:3]:
+        for s in r.near():
             feeling = felt(s.claim)
             if feeling:
                 return feeling, [s]
         # Said without "feel", a feeling is what its subject is ("I'm so thankful").
-        for _score, _share, s in r.ranked[:3]:
+        for s in r.near():
             feeling = manner(s.claim, r.weigher.terms | r.weigher.names)
             if feeling:
                 return feeling, [s]
@@ -681,14 +680,14 @@ def thing(r: Ranking) -> Extracted:
     if labelled:
         return labelled
     # An event or advice is asked: a clause, no noun phrase.
-    for _score, _share, s in r.ranked[:3]:
+    for s in r.near():
         clause = happened_to(question, s.claim) or advice(question, s.claim)
         if clause:
             return clause, [s]
     # The asked verb said with its clause is rare, and says what was realised or decided
     # more surely than the best sentence's words: looked for a little past the best three,
     # in what the person asked about said.
-    for _score, _share, s in r.ranked[:THAT_SENTENCES]:
+    for s in r.near(THAT_SENTENCES):
         clause = that_clause(question, s.claim) if _said_by_asked(r, s) else ""
         if clause:
             return clause, [s]
@@ -704,7 +703,7 @@ def thing(r: Ranking) -> Extracted:
         recalled = _recalled(r, noun)
         if recalled:
             return recalled
-        for _score, _share, s in r.ranked[:3]:
+        for s in r.near():
             phrase = with_complement(
                 s.claim, noun_phrase(s.claim, noun, r.weigher.terms | r.weigher.names)
             )
@@ -721,7 +720,7 @@ def thing(r: Ranking) -> Extracted:
             if phrase:
                 return phrase, [s]
         kind = compound_kind(question)
-        for _score, _share, s in r.ranked[:3] if kind else []:
+        for s in r.near() if kind else []:
             # "What career path …?": a sentence may say only the kind of path ("counseling
             # as a career", "counseling career options").
             asked = r.weigher.terms | r.weigher.names
@@ -748,7 +747,7 @@ def thing(r: Ranking) -> Extracted:
         if phrase:
             return phrase, [best]
     if re.match(r"\s*why\b", r.question, re.I):
-        for _score, _share, s in r.ranked[:3]:
+        for s in r.near():
             reason = reason_given(s.claim)
             if reason:
                 return reason, [s]
@@ -759,7 +758,7 @@ def thing(r: Ranking) -> Extracted:
             return reason, [best]
     if re.match(r"\s*how\b", r.question, re.I):
         asked = r.weigher.terms | r.weigher.names
-        for _score, _share, s in r.ranked[:3]:
+        for s in r.near():
             means = enabler(s.claim, asked)
             if means:
                 return means, [s]
@@ -787,7 +786,7 @@ def thing(r: Ranking) -> Extracted:
         return phrase, [best]
     # The phrase is cut as a constituent: a "what" answer is a phrase of its own, neither
     # the clause's opener and subject nor half of a coordination.
-    for _score, _share, best in r.ranked[:3]:
+    for best in r.near():
         if points_back(best.claim) and best.before:
             # "It was magical": what was magical is named in the sentence before.
             phrase = novel_phrase(best.before, r.weigher.terms, r.speakers, constituent=True)
@@ -806,10 +805,7 @@ def _labelled(r: Ranking, question: str) -> Extracted | None:
     if not asked:
         return None
     word = set(analyze(asked.group(1)))
-    top = r.ranked[0][0]
-    for score, _share, s in r.ranked[:3]:
-        if score < 0.5 * top:
-            break
+    for s in r.near():
         field = _LABEL.match(s.claim or s.text)
         if field and set(analyze(field.group(1))) & word:
             value = re.split(r"[;]|\.\s", field.group(2), maxsplit=1)[0].strip(" .")
@@ -846,10 +842,7 @@ def _named_which(r: Ranking, question: str) -> Extracted | None:
         return None
     noun, after = asked.group(1), asked.group(2)
     verb = set() if after.lower() in _AUXILIARIES else set(analyze(after))
-    top = r.ranked[0][0]
-    for score, _share, s in r.ranked[:3]:
-        if score < 0.5 * top:
-            break
+    for s in r.near():
         text = s.claim or s.text
         as_noun = re.search(
             rf"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s+as\s+(?:the|our|their|its|a|an)\s+"
@@ -901,7 +894,7 @@ def _picture_shown(r: Ranking, question: str, noun: str) -> Extracted | None:
     plain = _KIND_OF.sub(r"\1 ", question)
     verb = asked_verb(plain)
     asked = r.weigher.terms | r.weigher.names
-    for _score, _share, s in r.ranked[:3]:
+    for s in r.near():
         # The speaker's own words that say which one ("I'm after Marley flooring", a title
         # in quotes, "I baked a lemon cake") answer, from here on, not a picture
         # ("thoughtful signs like this!" points at the picture instead, and so does "I

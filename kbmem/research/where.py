@@ -43,7 +43,7 @@ def place(r: Ranking) -> Extracted:
         places = _places(r, s)
         if places:
             return r.nearest(s.claim, places), [s]
-    for _score, _share, s in r.ranked[:3]:
+    for s in r.near():
         found = _said_place(r, s)
         if found:
             # "since I moved from my home country": which country, its speaker names

@@ -54,7 +54,7 @@ def person(r: Ranking) -> Extracted:
             return r.nearest(s.claim, found), [s]
     # No name: a person said by relation, the subject a sentence opens with ("My aunt
     # believed in volunteering": the speaker's aunt).
-    for _score, _share, s in r.ranked[:3]:
+    for s in r.near():
         relation = _RELATION.match(s.claim)
         if relation and not set(analyze(relation.group(2))) & r.weigher.terms:
             named = named_elsewhere(r, s, relation.group(2))
@@ -64,7 +64,7 @@ def person(r: Ranking) -> Extracted:
             owner = f"{s.speaker}'s" if whose.lower() in ("my", "our") else whose
             return f"{owner} {relation.group(2)}".strip(), [s]
     # "Who ...?" answered in the first person: the speaker is the person.
-    for _score, _share, s in r.ranked[:3]:
+    for s in r.near():
         if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
             return s.speaker, [s]
     return "", [r.best()]
@@ -88,10 +88,7 @@ def _doer_of_asked(r: Ranking) -> Extracted | None:
     if not found or found.group(1).lower() in _NOT_DONE:
         return None
     verb = set(analyze(found.group(1)))
-    top = r.ranked[0][0]
-    for score, _share, s in r.ranked[:_DOER_LOOKS]:
-        if score < 0.5 * top:
-            break
+    for s in r.near(_DOER_LOOKS):
         text = s.claim or s.text
         for m in _SUBJECT_VERB.finditer(text):
             name = m.group(1)
