@@ -50,6 +50,9 @@ def person(r: Ranking) -> Extracted:
         return doer
     for s in r.close_to_best("person"):
         found = _not_asked_of(people(s.claim, exclude, r.known), r)
+        # The listener called by name ("It was so inspiring, Mel!") is spoken to, not
+        # spoken of: the sentence tells nothing they did.
+        found = [n for n in found if n not in addressed(s.claim)]
         if found:
             return r.nearest(s.claim, found), [s]
     # No name: a person said by relation, the subject a sentence opens with ("My aunt
@@ -68,6 +71,24 @@ def person(r: Ranking) -> Extracted:
         if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
             return s.speaker, [s]
     return "", [r.best()]
+
+
+# A name set off by a comma as the sentence's last words, or as its first before a comma,
+# is the one spoken to: "Thanks so much, Mel!", "Jon, that looks great".
+def addressed(text: str) -> set[str]:
+    """The names ``text`` calls its listener by (a vocative): a name alone after a comma
+    that ends the sentence, or alone before a comma that opens it (after a greeting)."""
+    out = set()
+    end = re.search(r",\s*([A-Z][a-z]+)\s*[!?.]*\s*$", text)
+    if end:
+        out.add(end.group(1))
+    start = re.match(rf"\s*(?:(?:{_GREETINGS})\b[\s,]*)?([A-Z][a-z]+)\s*,", text, re.I)
+    if start and start.group(1)[0].isupper():
+        out.add(start.group(1))
+    return out - {w.capitalize() for w in _GREETINGS.split("|")}
+
+
+_GREETINGS = "hey|hi|hello|oh|wow|thanks|yes|no|well|sure|aw|aww|ok|okay|congrats"
 
 
 def _not_asked_of(found: list[str], r: Ranking) -> list[str]:
