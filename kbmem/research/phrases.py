@@ -95,6 +95,13 @@ NAME_AFTER = re.compile(
     r"^,?\s*(?:(?:called|named|titled)\s+)?"
     r"(?:\"([^\"]{2,60})\"|“([^”]{2,60})”|([A-Z][\w'’-]*(?:\s+(?:[A-Z][\w'’-]*|of|the|and))*))"
 )
+# A code names the noun before it as a name does ("region eu-west-2", "room B12", "ticket
+# FL-212"), also past one word that says which of the noun's values it is ("region preference
+# eu-west-2"): letters and digits joined, a form no common word has; not a number with its
+# unit or ordinal ("3pm", "2nd", "10km").
+_CODE_AFTER = re.compile(
+    r"^\s*(?:[a-z]+\s+)?(?!\d+(?:st|nd|rd|th|am|pm|s|k|m|h|km|kg|min)\b)((?=[\w.-]*\d)(?=[\w.-]*[A-Za-z])[A-Za-z0-9]+(?:[.-][A-Za-z0-9]+)*)\b"
+)
 _APPOSITION_AFTER = re.compile(r"^\s*(?:[-–—]+|:)\s*([^.;!?\-–—:()\[\]]{3,})")
 APPOSITION_WORDS = 12
 
@@ -139,6 +146,9 @@ def named_by(rest: str, asked: set[str]) -> str:
             and set(analyze(name)) - asked
         ):
             return name
+    code = _CODE_AFTER.match(rest)
+    if code and set(analyze(code.group(1))) - asked:
+        return code.group(1)
     found = _APPOSITION_AFTER.match(rest)
     if found:
         words = found.group(1).split()[:APPOSITION_WORDS]

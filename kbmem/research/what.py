@@ -97,7 +97,9 @@ def compound_kind(question: str) -> str:
         return ""
     said: list[str] = found.group(1).split()
     words = list(itertools.takewhile(lambda w: w.lower() not in PREPOSITIONS, said))
-    if len(words) < 2 or words[-2].lower() in STOP | PHRASE_EDGE:
+    # A name before the head ("AWS region", "Calloway account") says whose or which, not
+    # what kind of thing the head is.
+    if len(words) < 2 or words[-2].lower() in STOP | PHRASE_EDGE or not words[-2].islower():
         return ""
     return words[-2]
 
