@@ -82,8 +82,10 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
         )
         or (kind == "date" and dates_asked_event(question, sources))
     )
-    if not line:
+    if not line and kind != "person":
         # Nothing of the kind asked: the words of the best sentence after the question's.
+        # Asked "who", such words name no one ("works again - what a relief"): memory does
+        # not say who.
         best = ranking.best()
         line, sources = phrase_after(best.claim, ranking.weigher.terms), [best]
         firm = False
