@@ -35,6 +35,10 @@ OWNED_KINDS = frozenset({"thing", "place"})
 # steps"), whose "my" reads with its "I", no noun phrase read on its own.
 _CLAUSE_ASKED = re.compile(r"\s*(?:how|why)\b", re.I)
 WEAK = "(weak evidence)"
+# Kinds whose answer has a form the best sentence's other words cannot give: asked "who",
+# "how long" or "how many", the words after the question's ("works again - what a relief",
+# "since we") name no one, no time, no number. Memory does not say it.
+FORMED_KINDS = frozenset({"person", "names", "duration", "number", "count", "date"})
 # The extractor of each kind of answer (kbmem.research.answer_types.question_kind), each in
 # the module of its family (see kbmem.research.extract).
 EXTRACTORS: dict[str, Callable[[Ranking], Extracted]] = {
@@ -82,10 +86,8 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
         )
         or (kind == "date" and dates_asked_event(question, sources))
     )
-    if not line and kind != "person":
+    if not line and kind not in FORMED_KINDS:
         # Nothing of the kind asked: the words of the best sentence after the question's.
-        # Asked "who", such words name no one ("works again - what a relief"): memory does
-        # not say who.
         best = ranking.best()
         line, sources = phrase_after(best.claim, ranking.weigher.terms), [best]
         firm = False

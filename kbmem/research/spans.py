@@ -25,7 +25,10 @@ DURATION = re.compile(
     r"(?:\s+(?:ago|now|long|old))?\b",
     re.I,
 )
-SINCE = re.compile(r"\bsince\s+(?:[A-Z]\w+|\d{4}|(?:I|we|she|he|they)\s+\w+(?:\s+\w+)?)", re.I)
+# "since March", "since 2016", "since I moved here": case matters, "since then" is no start.
+SINCE = re.compile(
+    r"\b[Ss]ince\s+(?:[A-Z]\w+|\d{4}|(?:I|[Ww]e|[Ss]he|[Hh]e|[Tt]hey)\s+\w+(?:\s+\w+)?)"
+)
 NUMBER = re.compile(
     r"\b(?:\d+(?:[.,]\d+)?%?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"
     r"|dozen|hundred|thousand|million|twice|once)\b",

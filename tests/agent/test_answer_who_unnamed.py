@@ -1,12 +1,14 @@
-"""Asked "who", evidence naming no one (no name, no relation, no speaker saying it in the
+"""Asked "who" (or "how long"), evidence naming no one (no name, no relation, no speaker in the
 first person) answers "Memory does not say.", not the words that follow the question's
 (which name no one). Synthetic turns through the real functions."""
 
 from __future__ import annotations
 
+import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import NOTHING, direct_answer
+from kbmem.research.spans import SINCE
 
 
 def test_who_with_no_one_named_is_not_said() -> None:
@@ -34,3 +36,31 @@ def test_who_with_someone_named_still_answers() -> None:
     ]
     line = direct_answer("Who fixed the boiler at the harbour office?", items).line
     assert line.startswith("Tomas Berg")
+
+
+def test_how_long_with_no_time_said_is_not_said() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-05-04T19:00:00",
+            ("Marta", "How is the studio?"),
+            ("Ilse", "I am still working on the dance studio downtown, slowly but surely."),
+        )
+    ]
+    answer = direct_answer("How long did it take Ilse to open the dance studio?", items)
+    assert answer.line == NOTHING
+
+
+@pytest.mark.parametrize(
+    ("text", "start"),
+    [
+        ("Since we last spoke I am still working on it.", "Since we last spoke"),
+        ("I have painted since 2016.", "since 2016"),
+        ("We have lived here since March.", "since March"),
+        # "since then" names no start: "then" is no name, though read without case it is.
+        ("It has been quiet since then.", None),
+    ],
+)
+def test_since_gives_a_start(text: str, start: str | None) -> None:
+    found = SINCE.search(text)
+    assert (found.group(0) if found else None) == start
