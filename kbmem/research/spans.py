@@ -14,8 +14,12 @@ from kbmem.research.said import STOP
 
 PHRASE_WORDS = 6  # a "what" answer is a phrase, not a sentence
 # A capitalised word runs on through any letters ("Tromsø", "Zoë"), not only ASCII ones.
+# A capitalised word, or a run of them ("New York", "Isle of Man"); "I'm" and its kin are
+# the speaker, never part of a name ("Now I'm").
+_NOT_I = r"(?!I['’](?:m|ve|d|ll)\b)"
 CAPS = re.compile(
-    r"\b([A-Z](?:[^\W\d_]|['’-])+(?:\s+(?:[A-Z](?:[^\W\d_]|['’-])+|of|de|la|van|von))*)"
+    rf"\b({_NOT_I}[A-Z](?:[^\W\d_]|['’-])+"
+    rf"(?:\s+(?:{_NOT_I}[A-Z](?:[^\W\d_]|['’-])+|of|de|la|van|von))*)"
 )
 DURATION = re.compile(
     r"\b(?:(?:for|about|around|over|nearly|almost|only|just)\s+)?"
@@ -88,6 +92,8 @@ def people(text: str, exclude: set[str], known: frozenset[str] = frozenset()) ->
                 name = " ".join(rest)
         if name.split()[0].lower() in STOP | CALENDAR or set(analyze(name)) <= exclude:
             continue
+        if all(TIME_WORD.match(w) for w in name.split()):
+            continue  # "Last Friday": a day, no one
         out.append(name)
     return out
 

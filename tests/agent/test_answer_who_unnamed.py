@@ -8,7 +8,7 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import NOTHING, direct_answer
-from kbmem.research.spans import SINCE
+from kbmem.research.spans import SINCE, people
 
 
 def test_who_with_no_one_named_is_not_said() -> None:
@@ -64,3 +64,17 @@ def test_how_long_with_no_time_said_is_not_said() -> None:
 def test_since_gives_a_start(text: str, start: str | None) -> None:
     found = SINCE.search(text)
     assert (found.group(0) if found else None) == start
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # "I'm" is the speaker, and "Last Friday" a day: neither names anyone.
+        ("Now I'm passionate about art.", []),
+        ("Last Friday, I went to a workshop.", []),
+        ("I'm glad Rob came along.", ["Rob"]),
+        ("We flew to New York with Ilse.", ["New York", "Ilse"]),
+    ],
+)
+def test_people_are_names_not_pronouns_or_days(text: str, expected: list[str]) -> None:
+    assert people(text, set()) == expected
