@@ -143,12 +143,15 @@ def novel_phrase(
     words: int = 5,
     whole_list: bool = True,
     constituent: bool = False,
+    noun_asked: bool = False,
 ) -> str:
     """The run of at most ``words`` words of ``text`` that says most that the question does
     not (its own words, the speakers' names, fillers and time words aside), nearest after the
     question's own words (the answer to "what is Jon reading?" follows "reading"); a title
     in quotes that the question does not give is taken whole. "" when it says nothing new.
-    With ``constituent``, the run is cut as a phrase of its own (see _phrase_edges)."""
+    With ``constituent``, the run is cut as a phrase of its own (see _phrase_edges); with
+    ``noun_asked`` too, a run that opens with a verb and its object gives the object (see
+    _object_start)."""
     title = quoted_title(text, terms | names)
     if title:
         return title
@@ -177,6 +180,8 @@ def novel_phrase(
     if best is None:
         return ""
     a, b = _phrase_edges(tokens, marks, best[1], best[2]) if constituent else best[1:]
+    if constituent and noun_asked:
+        a = _object_start(tokens, marks, a, b)
     a, b = coordinated(tokens, a, b) if whole_list else (a, b)
     return joined(tokens[a : b + 1])
 
@@ -215,6 +220,26 @@ def _phrase_edges(tokens: list[str], marks: list[bool], a: int, b: int) -> tuple
     if hi - lo >= 2 and _DEGREE_TAIL.match(f"{tokens[hi - 1]} {tokens[hi]}"):
         hi -= 2
     return _first_conjunct(tokens, marks, lo), hi
+
+
+# Words that open a noun phrase and are never a noun's complement: a word said right
+# before one ends a verb phrase, not a noun phrase. "her" and "that" are left out ("help
+# her paint", "said that …"), being also a pronoun object and a clause's opener.
+_OPENS_NOUN_PHRASE = frozenset("a an the this these those some my your his our their".split())
+
+
+def _object_start(tokens: list[str], marks: list[bool], a: int, b: int) -> int:
+    """Where the phrase of tokens ``a`` to ``b`` starts when the question asks for a thing
+    (a noun phrase: "What did she research?"): past a leading word that a determiner
+    follows ("find an adoption agency"), since a word before a determiner is a verb (or a
+    preposition) and the noun phrase after it is its object, the thing asked, provided a
+    word that says something new (``marks``) follows in the phrase; ``a`` otherwise."""
+    at = a + 1
+    if at > b or tokens[at].lower() not in _OPENS_NOUN_PHRASE:
+        return a
+    if a and tokens[a - 1].lower() == "to":
+        return a  # an infinitive ("to clear my mind") is one phrase, its verb its head
+    return next((n for n in range(at + 1, b + 1) if marks[n]), a)
 
 
 CONJUNCT_WORDS = 3

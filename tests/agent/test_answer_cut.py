@@ -1,0 +1,52 @@
+"""Where the fallback phrase of a "what" answer starts and ends, by the grammar of the
+question's form: a thing asked is a noun phrase, so a verb before its object is no part
+of it. Synthetic sentences through the real functions."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbmem.index.tenant import analyze
+from kbmem.research.spans import novel_phrase
+from kbmem.research.what import asks_noun_phrase
+
+
+def _phrase(text: str, question: str) -> str:
+    return novel_phrase(
+        text,
+        set(analyze(question)),
+        {"ilse", "toma"},
+        constituent=True,
+        noun_asked=asks_noun_phrase(question),
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What did Ilse look into?", True),
+        ("What book is Ilse reading?", True),
+        ("What do Ilse and Toma like?", True),
+        ("What did Ilse do at the fair?", False),
+        ("What is Ilse doing this spring?", False),
+        ("What does Toma like to do?", False),
+        ("Why did Ilse move?", False),
+    ],
+)
+def test_which_questions_ask_for_a_noun_phrase(question: str, expected: bool) -> None:
+    assert asks_noun_phrase(question) is expected
+
+
+def test_a_verb_before_the_thing_asked_is_no_part_of_it() -> None:
+    text = "Then I compared the harbour ferry timetables."
+    assert _phrase(text, "What did Ilse look into?") == "harbour ferry timetables"
+
+
+def test_an_activity_asked_keeps_its_verb() -> None:
+    text = "Then I compared the harbour ferry timetables."
+    assert _phrase(text, "What did Ilse do at the library?").startswith("compared")
+
+
+def test_an_infinitive_keeps_its_verb() -> None:
+    text = "Took a short trip to Bergen to clear my head a little."
+    assert _phrase(text, "What did Toma go to Bergen for?") == "clear my head"
