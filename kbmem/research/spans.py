@@ -180,6 +180,8 @@ def novel_phrase(
     if best is None:
         return ""
     a, b = _phrase_edges(tokens, marks, best[1], best[2]) if constituent else best[1:]
+    if constituent:
+        b = _noun_phrase_end(tokens, marks, a, b)
     if constituent and noun_asked:
         a = _object_start(tokens, marks, a, b)
     a, b = coordinated(tokens, a, b) if whole_list else (a, b)
@@ -240,6 +242,28 @@ def _object_start(tokens: list[str], marks: list[bool], a: int, b: int) -> int:
     if a and tokens[a - 1].lower() == "to":
         return a  # an infinitive ("to clear my mind") is one phrase, its verb its head
     return next((n for n in range(at + 1, b + 1) if marks[n]), a)
+
+
+HEAD_AFTER = 2  # words a noun phrase runs on past the phrase's window, to its head
+
+
+def _noun_phrase_end(tokens: list[str], marks: list[bool], a: int, b: int) -> int:
+    """Where the phrase of tokens ``a`` to ``b`` ends when it ends inside a noun phrase that
+    a determiner opens in it and no preposition, conjunction or comma has closed ("this
+    cool rainbow" of "this cool rainbow sidewalk for …"):
+    at the words after it that say something new (``marks``), at most HEAD_AFTER, when a
+    function word, a clause's end or the sentence's end follows them, since a noun phrase
+    ends at its head, the last noun before its complement; ``b`` otherwise."""
+    opener = next((n for n in range(b, a - 1, -1) if tokens[n].lower() in _OPENS_NOUN_PHRASE), None)
+    closed = PREPOSITIONS | _COORDINATORS | _OPENS_CLAUSE | _CLAUSE_END | {","}
+    if opener is None or any(tokens[n].lower() in closed for n in range(opener + 1, b + 1)):
+        return b
+    end = b
+    while end + 1 < len(tokens) and end - b < HEAD_AFTER and marks[end + 1]:
+        end += 1
+    after = tokens[end + 1].lower() if end + 1 < len(tokens) else "."
+    closes = after in STOP | PREPOSITIONS or after in _CLAUSE_END or after == ","
+    return end if closes else b
 
 
 CONJUNCT_WORDS = 3

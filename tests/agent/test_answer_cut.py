@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kbmem.index.tenant import analyze
-from kbmem.research.spans import novel_phrase
+from kbmem.research.spans import _noun_phrase_end, is_novel, novel_phrase
 from kbmem.research.what import asks_noun_phrase
 
 
@@ -50,3 +50,24 @@ def test_an_activity_asked_keeps_its_verb() -> None:
 def test_an_infinitive_keeps_its_verb() -> None:
     text = "Took a short trip to Bergen to clear my head a little."
     assert _phrase(text, "What did Toma go to Bergen for?") == "clear my head"
+
+
+def test_a_noun_phrase_cut_by_the_window_runs_on_to_its_head() -> None:
+    text = "I was out walking in my town when I came across this cool stone wall for the fair."
+    question = "What did Ilse find in her town during her walk?"
+    assert _phrase(text, question).endswith("cool stone wall")
+
+
+def _marked(text: str) -> tuple[list[str], list[bool]]:
+    tokens = text.split()
+    return tokens, [is_novel(t, set(), set()) for t in tokens]
+
+
+def test_a_noun_phrase_closed_by_a_preposition_does_not_run_on() -> None:
+    tokens, marks = _marked("the bench by harbour stones")
+    assert _noun_phrase_end(tokens, marks, 0, 3) == 3
+
+
+def test_a_noun_phrase_runs_on_only_to_a_word_that_ends_it() -> None:
+    tokens, marks = _marked("a harbour seal pup sleeping calmly everywhere")
+    assert _noun_phrase_end(tokens, marks, 0, 2) == 2
