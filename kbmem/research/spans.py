@@ -181,7 +181,7 @@ def novel_phrase(
         return ""
     a, b = _phrase_edges(tokens, marks, best[1], best[2]) if constituent else best[1:]
     if constituent:
-        b = _noun_phrase_end(tokens, marks, a, b)
+        b = _object_end(tokens, marks, a, _noun_phrase_end(tokens, marks, a, b))
     if constituent and noun_asked:
         a = _object_start(tokens, marks, a, b)
     a, b = coordinated(tokens, a, b) if whole_list else (a, b)
@@ -264,6 +264,31 @@ def _noun_phrase_end(tokens: list[str], marks: list[bool], a: int, b: int) -> in
     after = tokens[end + 1].lower() if end + 1 < len(tokens) else "."
     closes = after in STOP | PREPOSITIONS or after in _CLAUSE_END or after == ","
     return end if closes else b
+
+
+OBJECT_AFTER = 3  # content words of an object a phrase runs on to
+
+
+def _object_end(tokens: list[str], marks: list[bool], a: int, b: int) -> int:
+    """Where the phrase of tokens ``a`` to ``b`` ends when its last word says something new
+    and a determiner follows it ("remember and appreciate | those who served", "supporting
+    | their mental health"): that word is a verb (or a preposition) and the noun phrase
+    after it its object, without which the phrase is no constituent; so the phrase runs on
+    through the determiner and the noun phrase's words (at most OBJECT_AFTER) to a
+    function word or the clause's end. ``b`` otherwise."""
+    if not marks[b] or b + 1 >= len(tokens) or tokens[b + 1].lower() not in _OPENS_NOUN_PHRASE:
+        return b
+    if b + 2 < len(tokens) and _DEGREE_TAIL.match(f"{tokens[b + 1]} {tokens[b + 2]}"):
+        return b  # "clear my mind a little": a degree, no object
+    end = b + 1
+    while (
+        end + 1 < len(tokens)
+        and end - b - 1 < OBJECT_AFTER
+        and tokens[end + 1].lower() not in STOP | PREPOSITIONS | _OPENS_CLAUSE
+        and re.match(r"[\w'’-]+$", tokens[end + 1])
+    ):
+        end += 1
+    return end if end > b + 1 else b
 
 
 CONJUNCT_WORDS = 3

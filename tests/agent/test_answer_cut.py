@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kbmem.index.tenant import analyze
-from kbmem.research.spans import _noun_phrase_end, is_novel, novel_phrase
+from kbmem.research.spans import _noun_phrase_end, _object_end, is_novel, novel_phrase
 from kbmem.research.what import asks_noun_phrase
 
 
@@ -71,3 +71,14 @@ def test_a_noun_phrase_closed_by_a_preposition_does_not_run_on() -> None:
 def test_a_noun_phrase_runs_on_only_to_a_word_that_ends_it() -> None:
     tokens, marks = _marked("a harbour seal pup sleeping calmly everywhere")
     assert _noun_phrase_end(tokens, marks, 0, 2) == 2
+
+
+def test_a_verb_cut_before_its_object_takes_it() -> None:
+    tokens, marks = _marked("caring for goats and feeding their young kids at dawn")
+    b = tokens.index("feeding")
+    assert _object_end(tokens, marks, 0, b) == tokens.index("kids")
+
+
+def test_a_degree_after_a_noun_is_no_object() -> None:
+    tokens, marks = _marked("rest my legs a little")
+    assert _object_end(tokens, marks, 0, tokens.index("legs")) == tokens.index("legs")
