@@ -144,6 +144,7 @@ def novel_phrase(
     whole_list: bool = True,
     constituent: bool = False,
     noun_asked: bool = False,
+    activity_asked: bool = False,
 ) -> str:
     """The run of at most ``words`` words of ``text`` that says most that the question does
     not (its own words, the speakers' names, fillers and time words aside), nearest after the
@@ -184,6 +185,8 @@ def novel_phrase(
         b = _object_end(tokens, marks, a, _noun_phrase_end(tokens, marks, a, b))
     if constituent and noun_asked:
         a = _object_start(tokens, marks, a, b)
+    if constituent and activity_asked:
+        a = _verb_start(tokens, a)
     a, b = coordinated(tokens, a, b) if whole_list else (a, b)
     return joined(tokens[a : b + 1])
 
@@ -289,6 +292,39 @@ def _object_end(tokens: list[str], marks: list[bool], a: int, b: int) -> int:
     ):
         end += 1
     return end if end > b + 1 else b
+
+
+# Verbs of doing that the stop words hold: "made some dinner", "got a puppy".
+_DOING = frozenset(
+    "made make makes making got get gets getting went go goes going took did".split()
+)
+_NO_ACTION = frozenset("is are was were be been being am 's ’s".split())
+
+
+def _verb_start(tokens: list[str], a: int) -> int:
+    """Where the phrase starting at token ``a`` starts when the question asks for an
+    activity ("What did they do?"), answered by a verb phrase: at the word before the
+    determiner that opens the phrase ("made | some dinner"), that word being a verb whose
+    object the phrase is, unless it is a preposition, a conjunction, a subject or a form of
+    "be" (which names no action); ``a`` otherwise."""
+    if a < 2 or tokens[a - 1].lower() not in _OPENS_NOUN_PHRASE:
+        return a
+    verb = tokens[a - 2].lower()
+    if (
+        not re.match(r"[a-z][\w'’-]*$", verb)
+        or verb
+        in (
+            PREPOSITIONS
+            | _OPENS_CLAUSE
+            | _COORDINATORS
+            | _SUBJECT
+            | _NO_ACTION
+            | _OPENS_NOUN_PHRASE
+        )
+        or verb in STOP - _DOING
+    ):
+        return a
+    return a - 2
 
 
 CONJUNCT_WORDS = 3

@@ -791,7 +791,12 @@ def thing(r: Ranking) -> Extracted:
         said = best.before if points_back(best.claim) and best.before else best.claim
         # "It was magical": what was magical is named in the sentence before.
         phrase = novel_phrase(
-            said, r.weigher.terms, r.speakers, constituent=True, noun_asked=noun_asked
+            said,
+            r.weigher.terms,
+            r.speakers,
+            constituent=True,
+            noun_asked=noun_asked,
+            activity_asked=bool(_ASKS_ACTIVITY.search(question)),
         )
         if phrase:
             return phrase, [best]

@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from kbmem.index.tenant import analyze
-from kbmem.research.spans import _noun_phrase_end, _object_end, is_novel, novel_phrase
+from kbmem.research.spans import (
+    _noun_phrase_end,
+    _object_end,
+    _verb_start,
+    is_novel,
+    novel_phrase,
+)
 from kbmem.research.what import asks_noun_phrase
 
 
@@ -82,3 +88,16 @@ def test_a_verb_cut_before_its_object_takes_it() -> None:
 def test_a_degree_after_a_noun_is_no_object() -> None:
     tokens, marks = _marked("rest my legs a little")
     assert _object_end(tokens, marks, 0, tokens.index("legs")) == tokens.index("legs")
+
+
+def test_an_activity_asked_starts_at_the_verb_of_its_object() -> None:
+    tokens = "Last week I helped repaint a crumbling harbour shed .".split()
+    assert _verb_start(tokens, tokens.index("crumbling")) == tokens.index("repaint")
+    tokens = "My aunt and I made some soup together .".split()
+    assert _verb_start(tokens, tokens.index("soup")) == tokens.index("made")
+
+
+def test_be_and_a_preposition_are_no_activity() -> None:
+    tokens = "It was a harbour festival with the local choir .".split()
+    assert _verb_start(tokens, tokens.index("harbour")) == tokens.index("harbour")
+    assert _verb_start(tokens, tokens.index("local")) == tokens.index("local")
