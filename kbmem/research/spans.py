@@ -152,12 +152,16 @@ def novel_phrase(
     words: int = 5,
     whole_list: bool = True,
     constituent: bool = False,
+    noun_asked: bool = False,
+    activity_asked: bool = False,
 ) -> str:
     """The run of at most ``words`` words of ``text`` that says most that the question does
     not (its own words, the speakers' names, fillers and time words aside), nearest after the
     question's own words (the answer to "what is Jon reading?" follows "reading"); a title
     in quotes that the question does not give is taken whole. "" when it says nothing new.
-    With ``constituent``, the run is cut as a phrase of its own (see _phrase_edges)."""
+    With ``constituent``, the run is cut as a phrase of its own (see _phrase_edges); with
+    ``noun_asked`` too, a run that opens with a verb and its object gives the object (see
+    _object_start)."""
     title = quoted_title(text, terms | names)
     if title:
         return title
@@ -186,6 +190,12 @@ def novel_phrase(
     if best is None:
         return ""
     a, b = _phrase_edges(tokens, marks, best[1], best[2]) if constituent else best[1:]
+    if constituent:
+        b = _object_end(tokens, marks, a, _noun_phrase_end(tokens, marks, a, b))
+    if constituent and noun_asked:
+        a = _object_start(tokens, marks, a, b)
+    if constituent and activity_asked:
+        a = _verb_start(tokens, a)
     a, b = coordinated(tokens, a, b) if whole_list else (a, b)
     return joined(tokens[a : b + 1])
 
@@ -224,6 +234,106 @@ def _phrase_edges(tokens: list[str], marks: list[bool], a: int, b: int) -> tuple
     if hi - lo >= 2 and _DEGREE_TAIL.match(f"{tokens[hi - 1]} {tokens[hi]}"):
         hi -= 2
     return _first_conjunct(tokens, marks, lo), hi
+
+
+# Words that open a noun phrase and are never a noun's complement: a word said right
+# before one ends a verb phrase, not a noun phrase. "her" and "that" are left out ("help
+# her paint", "said that …"), being also a pronoun object and a clause's opener.
+_OPENS_NOUN_PHRASE = frozenset("a an the this these those some my your his our their".split())
+
+
+def _object_start(tokens: list[str], marks: list[bool], a: int, b: int) -> int:
+    """Where the phrase of tokens ``a`` to ``b`` starts when the question asks for a thing
+    (a noun phrase: "What did she research?"): past a leading word that a determiner
+    follows ("find an adoption agency"), since a word before a determiner is a verb (or a
+    preposition) and the noun phrase after it is its object, the thing asked, provided a
+    word that says something new (``marks``) follows in the phrase; ``a`` otherwise."""
+    at = a + 1
+    if at > b or tokens[at].lower() not in _OPENS_NOUN_PHRASE:
+        return a
+    if a and tokens[a - 1].lower() == "to":
+        return a  # an infinitive ("to clear my mind") is one phrase, its verb its head
+    return next((n for n in range(at + 1, b + 1) if marks[n]), a)
+
+
+HEAD_AFTER = 2  # words a noun phrase runs on past the phrase's window, to its head
+
+
+def _noun_phrase_end(tokens: list[str], marks: list[bool], a: int, b: int) -> int:
+    """Where the phrase of tokens ``a`` to ``b`` ends when it ends inside a noun phrase that
+    a determiner opens in it and no preposition, conjunction or comma has closed ("this
+    cool rainbow" of "this cool rainbow sidewalk for …"):
+    at the words after it that say something new (``marks``), at most HEAD_AFTER, when a
+    function word, a clause's end or the sentence's end follows them, since a noun phrase
+    ends at its head, the last noun before its complement; ``b`` otherwise."""
+    opener = next((n for n in range(b, a - 1, -1) if tokens[n].lower() in _OPENS_NOUN_PHRASE), None)
+    closed = PREPOSITIONS | _COORDINATORS | _OPENS_CLAUSE | _CLAUSE_END | {","}
+    if opener is None or any(tokens[n].lower() in closed for n in range(opener + 1, b + 1)):
+        return b
+    end = b
+    while end + 1 < len(tokens) and end - b < HEAD_AFTER and marks[end + 1]:
+        end += 1
+    after = tokens[end + 1].lower() if end + 1 < len(tokens) else "."
+    closes = after in STOP | PREPOSITIONS or after in _CLAUSE_END or after == ","
+    return end if closes else b
+
+
+OBJECT_AFTER = 3  # content words of an object a phrase runs on to
+
+
+def _object_end(tokens: list[str], marks: list[bool], a: int, b: int) -> int:
+    """Where the phrase of tokens ``a`` to ``b`` ends when its last word says something new
+    and a determiner follows it ("remember and appreciate | those who served", "supporting
+    | their mental health"): that word is a verb (or a preposition) and the noun phrase
+    after it its object, without which the phrase is no constituent; so the phrase runs on
+    through the determiner and the noun phrase's words (at most OBJECT_AFTER) to a
+    function word or the clause's end. ``b`` otherwise."""
+    if not marks[b] or b + 1 >= len(tokens) or tokens[b + 1].lower() not in _OPENS_NOUN_PHRASE:
+        return b
+    if b + 2 < len(tokens) and _DEGREE_TAIL.match(f"{tokens[b + 1]} {tokens[b + 2]}"):
+        return b  # "clear my mind a little": a degree, no object
+    end = b + 1
+    while (
+        end + 1 < len(tokens)
+        and end - b - 1 < OBJECT_AFTER
+        and tokens[end + 1].lower() not in STOP | PREPOSITIONS | _OPENS_CLAUSE
+        and re.match(r"[\w'’-]+$", tokens[end + 1])
+    ):
+        end += 1
+    return end if end > b + 1 else b
+
+
+# Verbs of doing that the stop words hold: "made some dinner", "got a puppy".
+_DOING = frozenset(
+    "made make makes making got get gets getting went go goes going took did".split()
+)
+_NO_ACTION = frozenset("is are was were be been being am 's ’s".split())
+
+
+def _verb_start(tokens: list[str], a: int) -> int:
+    """Where the phrase starting at token ``a`` starts when the question asks for an
+    activity ("What did they do?"), answered by a verb phrase: at the word before the
+    determiner that opens the phrase ("made | some dinner"), that word being a verb whose
+    object the phrase is, unless it is a preposition, a conjunction, a subject or a form of
+    "be" (which names no action); ``a`` otherwise."""
+    if a < 2 or tokens[a - 1].lower() not in _OPENS_NOUN_PHRASE:
+        return a
+    verb = tokens[a - 2].lower()
+    if (
+        not re.match(r"[a-z][\w'’-]*$", verb)
+        or verb
+        in (
+            PREPOSITIONS
+            | _OPENS_CLAUSE
+            | _COORDINATORS
+            | _SUBJECT
+            | _NO_ACTION
+            | _OPENS_NOUN_PHRASE
+        )
+        or verb in STOP - _DOING
+    ):
+        return a
+    return a - 2
 
 
 CONJUNCT_WORDS = 3

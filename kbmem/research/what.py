@@ -788,15 +788,38 @@ def thing(r: Ranking) -> Extracted:
         return phrase, [best]
     # The phrase is cut as a constituent: a "what" answer is a phrase of its own, neither
     # the clause's opener and subject nor half of a coordination.
+    noun_asked = asks_noun_phrase(question)
     for best in r.near():
-        if points_back(best.claim) and best.before:
-            # "It was magical": what was magical is named in the sentence before.
-            phrase = novel_phrase(best.before, r.weigher.terms, r.speakers, constituent=True)
-        else:
-            phrase = novel_phrase(best.claim, r.weigher.terms, r.speakers, constituent=True)
+        said = best.before if points_back(best.claim) and best.before else best.claim
+        # "It was magical": what was magical is named in the sentence before.
+        phrase = novel_phrase(
+            said,
+            r.weigher.terms,
+            r.speakers,
+            constituent=True,
+            noun_asked=noun_asked,
+            activity_asked=bool(_ASKS_ACTIVITY.search(question)),
+        )
         if phrase:
             return phrase, [best]
     return "", [r.best()]
+
+
+# "What did she research?", "What book …?": the thing asked is a noun phrase. "What did
+# they do …?" asks for an activity, a verb phrase; "What is she doing?" too.
+# The main verb "do" follows an auxiliary or "to"; the first "do" of "What do they like?"
+# is the auxiliary itself.
+_ASKS_ACTIVITY = re.compile(
+    r"\b(?:(?:do|does|did|will|would|can|could|should|might|to)\b.*\bdo|doing)\b", re.I
+)
+
+
+def asks_noun_phrase(question: str) -> bool:
+    """Whether ``question`` asks "what" of a thing, answered by a noun phrase, rather than
+    of an activity ("What did they do?")."""
+    return bool(re.match(r"\s*(?:what|which)\b", question, re.I)) and not (
+        _ASKS_ACTIVITY.search(question)
+    )
 
 
 def _labelled(r: Ranking, question: str) -> Extracted | None:
