@@ -9,45 +9,43 @@ from helpers.evidence import turns_item
 
 from kbmem.research.direct import NOTHING, direct_answer
 from kbmem.research.spans import SINCE, people
+from kbmem.research.types import DirectAnswer
+
+
+def _answer(question: str, asked: str, reply: str) -> DirectAnswer:
+    """The direct answer to ``question`` from Marta asking ``asked`` and Ilse's ``reply``."""
+    items = [turns_item("s1", "2024-05-04T19:00:00", ("Marta", asked), ("Ilse", reply))]
+    return direct_answer(question, items)
+
+
+BOILER = "Who fixed the boiler at the harbour office?"
 
 
 def test_who_with_no_one_named_is_not_said() -> None:
-    items = [
-        turns_item(
-            "s1",
-            "2024-05-04T19:00:00",
-            ("Marta", "Any news from the office?"),
-            ("Ilse", "The boiler at the harbour office works again - what a relief for everyone."),
-        )
-    ]
-    answer = direct_answer("Who fixed the boiler at the harbour office?", items)
+    answer = _answer(
+        BOILER,
+        "Any news from the office?",
+        "The boiler at the harbour office works again - what a relief for everyone.",
+    )
     assert answer.line == NOTHING
     assert not answer.firm
 
 
 def test_who_with_someone_named_still_answers() -> None:
-    items = [
-        turns_item(
-            "s1",
-            "2024-05-04T19:00:00",
-            ("Marta", "Any news from the office?"),
-            ("Ilse", "Tomas Berg fixed the boiler at the harbour office this morning."),
-        )
-    ]
-    line = direct_answer("Who fixed the boiler at the harbour office?", items).line
-    assert line.startswith("Tomas Berg")
+    answer = _answer(
+        BOILER,
+        "Any news from the office?",
+        "Tomas Berg fixed the boiler at the harbour office this morning.",
+    )
+    assert answer.line.startswith("Tomas Berg")
 
 
 def test_how_long_with_no_time_said_is_not_said() -> None:
-    items = [
-        turns_item(
-            "s1",
-            "2024-05-04T19:00:00",
-            ("Marta", "How is the studio?"),
-            ("Ilse", "I am still working on the dance studio downtown, slowly but surely."),
-        )
-    ]
-    answer = direct_answer("How long did it take Ilse to open the dance studio?", items)
+    answer = _answer(
+        "How long did it take Ilse to open the dance studio?",
+        "How is the studio?",
+        "I am still working on the dance studio downtown, slowly but surely.",
+    )
     assert answer.line == NOTHING
 
 
