@@ -13,9 +13,9 @@ from kbmem.index.tenant import analyze
 from kbmem.research.said import STOP
 
 PHRASE_WORDS = 6  # a "what" answer is a phrase, not a sentence
-# A capitalised word runs on through any letters ("Tromsø", "Zoë"), not only ASCII ones.
-# A capitalised word, or a run of them ("New York", "Isle of Man"); "I'm" and its kin are
-# the speaker, never part of a name ("Now I'm").
+# A capitalised word, or a run of them ("New York", "Isle of Man"), runs on through any
+# letters ("Tromsø", "Zoë"), not only ASCII ones; "I'm" and its kin are the speaker, never
+# part of a name ("Now I'm").
 _NOT_I = r"(?!I['’](?:m|ve|d|ll)\b)"
 CAPS = re.compile(
     rf"\b({_NOT_I}[A-Z](?:[^\W\d_]|['’-])+"

@@ -73,11 +73,10 @@ def person(r: Ranking) -> Extracted:
     return "", [r.best()]
 
 
-# A name set off by a comma as the sentence's last words, or as its first before a comma,
-# is the one spoken to: "Thanks so much, Mel!", "Jon, that looks great".
 def addressed(text: str) -> set[str]:
     """The names ``text`` calls its listener by (a vocative): a name alone after a comma
-    that ends the sentence, or alone before a comma that opens it (after a greeting)."""
+    that ends the sentence ("Thanks so much, Mel!"), or alone before a comma that opens it,
+    after a greeting or not ("Jon, that looks great")."""
     out = set()
     end = re.search(r",\s*([A-Z][a-z]+)\s*[!?.]*\s*$", text)
     if end:
