@@ -356,8 +356,7 @@ def changed_claim(sentence: str) -> str:
             # "from X to Y" -> "to Y"; "replaced X with Y" -> "replaced with Y"; "X was
             # replaced by Y" -> "replaced by Y".
             start = m.start(old) if old != "a" else m.start(old) - len("from ")
-            head = sentence[:start] + sentence[m.end(old) :][1:]
-            return head[: m.end(new) - (m.end(old) + 1 - start)]
+            return sentence[:start] + sentence[m.end(old) + 1 : m.end(new)]
         return sentence[: m.end(new)]
     return sentence
 

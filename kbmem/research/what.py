@@ -789,6 +789,7 @@ def thing(r: Ranking) -> Extracted:
     # The phrase is cut as a constituent: a "what" answer is a phrase of its own, neither
     # the clause's opener and subject nor half of a coordination.
     noun_asked = asks_noun_phrase(question)
+    activity_asked = bool(_ASKS_ACTIVITY.search(question))
     for best in r.near():
         said = best.before if points_back(best.claim) and best.before else best.claim
         # "It was magical": what was magical is named in the sentence before.
@@ -798,7 +799,7 @@ def thing(r: Ranking) -> Extracted:
             r.speakers,
             constituent=True,
             noun_asked=noun_asked,
-            activity_asked=bool(_ASKS_ACTIVITY.search(question)),
+            activity_asked=activity_asked,
         )
         if phrase:
             return phrase, [best]

@@ -11,6 +11,7 @@ from test_answer_newcomer import note_item
 
 from kbmem.research.direct import direct_answer
 from kbmem.research.offline import changed_in
+from kbmem.research.types import EvidenceItem
 
 HISTORY = note_item(
     "stack",
@@ -45,27 +46,26 @@ def test_asked_of_what_was_replaced_the_earlier_statement_answers() -> None:
     assert "3 March 2025" in line, line
 
 
+def _nora_moves() -> EvidenceItem:
+    """Nora's later turn telling she moved from Glasgow to Inverness."""
+    return turns_item(
+        "s2",
+        "2025-06-01T10:00:00",
+        ("Nora Bell", "Big news: I moved from Glasgow to Inverness last week."),
+    )
+
+
 def test_a_move_answers_where_one_lives_now() -> None:
     item = turns_item(
         "s1",
         "2025-02-01T10:00:00",
         ("Nora Bell", "I live in Glasgow, in a flat near the river."),
     )
-    later = turns_item(
-        "s2",
-        "2025-06-01T10:00:00",
-        ("Nora Bell", "Big news: I moved from Glasgow to Inverness last week."),
-    )
-    now = direct_answer("Where does Nora live?", [item, later]).line
+    now = direct_answer("Where does Nora live?", [item, _nora_moves()]).line
     assert now.startswith("Inverness"), now
 
 
 def test_a_move_does_not_supersede_what_is_said_of_someone_else() -> None:
     tom = turns_item("s1", "2025-02-01T10:00:00", ("Tom Reid", "I live in Glasgow."))
-    nora = turns_item(
-        "s2",
-        "2025-06-01T10:00:00",
-        ("Nora Bell", "Big news: I moved from Glasgow to Inverness last week."),
-    )
-    line = direct_answer("Where does Tom live?", [tom, nora]).line
+    line = direct_answer("Where does Tom live?", [tom, _nora_moves()]).line
     assert line.startswith("Glasgow"), line
