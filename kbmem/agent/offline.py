@@ -639,6 +639,7 @@ def quotation(
     names = {s.speaker.split()[0].lower() for s in reading.pool if s.speaker.strip()}
     quotes: dict[tuple[str, int], list[Sentence]] = {}
     said: set[str] = set()
+    firm: set[int] = set()  # the quotes that were forced
     used = 0
     for sentence, forced in offered:
         unit = _unit_of(sentence)
@@ -655,8 +656,13 @@ def quotation(
         terms = words - asked - _SAYS_LITTLE
         if not forced and quotes and not terms - said:
             continue  # says nothing that an earlier quote does not
-        if not forced and unit in quotes and not words & asked:
-            continue  # a turn's other sentences only where they speak of the question
+        # A turn's other sentences only where they speak of the question, or go on about
+        # a forced quote by a pronoun (see goes_on; not when asked when: the days of other
+        # sessions' quotes answer it, and they keep the room).
+        own = [q for q in quotes.get(unit, []) if id(q) in firm]
+        told_by_pronoun = not dated and goes_on(sentence, own)
+        if not forced and unit in quotes and not words & asked and not told_by_pronoun:
+            continue
         if unit in quotes:
             cost = count_tokens(sentence.text) + 2  # " … " within the turn's quote
         elif any(_near(sentence, others[0]) for others in quotes.values()):
@@ -666,9 +672,19 @@ def quotation(
         if not forced and quotes and used + cost > QUOTE_BUDGET:
             continue  # a shorter sentence further down may still fit
         quotes.setdefault(unit, []).append(sentence)
+        if forced:
+            firm.add(id(sentence))
         said |= terms
         used += cost
     return in_runs([_joined(sentences) for sentences in quotes.values()], dated)
+
+
+def goes_on(sentence: Sentence, quoted: list[Sentence]) -> bool:
+    """Whether ``sentence`` is the next one of its turn after one of ``quoted`` and goes on
+    about what that one spoke of (see with_neighbours): it speaks of what the question asks
+    about by a pronoun ("She gave it to me when I was young, and it stands for love."),
+    so it names none of the question's words though it says what was asked of it."""
+    return _continues(sentence.text) and any(q.order + 1 == sentence.order for q in quoted)
 
 
 def same_passage(first: Sentence, ranked: list[Sentence]) -> list[Sentence]:
