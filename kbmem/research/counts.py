@@ -107,10 +107,12 @@ def count(r: Ranking) -> Extracted:
                 # says the count only by its place, which is written as a count.
                 said = count_written(value) if ordinal else found.group(0).lower()
                 stated.append((value, said, " ".join(words), s))
+    times = noun == stem_set("times")
+    if times:
+        stated += _said_times(r, top)
     if stated:
         _value, said, unit, s = max(stated, key=lambda v: v[0])
-        return f"{said} {unit}", [s]
-    times = noun == stem_set("times")
+        return f"{said} {unit}".strip(), [s]
     if times:
         days = _occasions(r)
         if days:
@@ -122,6 +124,29 @@ def count(r: Ranking) -> Extracted:
     # What was counted, named as the question names it ("two ridges: Storr, Quiraing").
     counted = times_written(len(items)) if times else _counted_as(len(items), r.question)
     return f"{counted}: {', '.join(distinct)}", sources
+
+
+# "Once" and "twice" are counts of times in one word ("I've been there twice"), unlike "once
+# or twice a year", a frequency (a count in each stretch of time), or "once I'm home", a
+# conjunction: "once" counts only where its clause ends after it or a time follows it.
+_SAID_TIMES = re.compile(
+    r"\btwice\b(?!\s+(?:a|an|per|every|each)\b)"
+    r"|\bonce\b(?=\s*(?:[.,;!?]|$|(?:this|last|so|before|already|in|since)\b))",
+    re.I,
+)
+
+
+def _said_times(r: Ranking, top: float) -> list[tuple[int, str, str, Said]]:
+    """Asked "how many times", the counts "once" and "twice" said by the sentences scoring
+    LIST_SHARE of the best one, as ``count`` keeps a number said (value, as said, no
+    noun: "twice" says its times)."""
+    found: list[tuple[int, str, str, Said]] = []
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top:
+            break
+        for m in _SAID_TIMES.finditer(s.claim):
+            found.append((2 if m.group(0).lower() == "twice" else 1, m.group(0).lower(), "", s))
+    return found
 
 
 # A count is written as English prose writes one: a whole number under ten in words, larger

@@ -85,3 +85,15 @@ def test_a_count_said_is_kept_as_said_and_a_count_made_is_written_in_words() -> 
     # Things counted are named as the question names them, one in the singular.
     ridge = [turns_item("s1", "2024-01-01T09:00:00", ("Ilse", "I climbed the Storr ridge."))]
     assert direct_answer("How many ridges has Ilse climbed?", ridge).line.startswith("one ridge: ")
+
+
+def test_once_and_twice_said_are_counts_of_times() -> None:
+    # "Twice" is two times in one word: said of the thing asked, it is the count, as "three
+    # times" is; "once or twice a year" is a frequency, and "once I'm there" a conjunction.
+    def answered(said: str) -> str:
+        return direct_answer(TIMES, [turns_item("s1", "2026-06-01T09:00:00", ("Ilse", said))]).line
+
+    assert answered("I have been to the lake twice this summer.") == "twice"
+    assert answered("I went to the lake once, last June.") == "once"
+    assert answered("We go to the lake once or twice a year.") == "once: 1 June 2026"
+    assert answered("Once I get to the lake I relax.") == "once: 1 June 2026"
