@@ -76,8 +76,8 @@ def _is_money(text: str, number: re.Match[str], unit: str) -> bool:
 
 def count(r: Ranking) -> Extracted:
     """How many of the things asked: a number said of them (the largest, when sentences
-    say several: a part is shown or told more often than the whole, and a count only grows);
-    else, asked "how many times", the distinct days the asked person says the asked thing
+    say several: a part is shown or told more often than the whole, and a count only grows),
+    plus one for each later day its speaker tells one more ("another tournament"); else, asked "how many times", the distinct days the asked person says the asked thing
     in their own words; else the distinct things the sentences that answer nearly as well
     as the best one name (the items of ``listed``), counted. A number said is kept as said;
     a count made here is written as prose writes one (``count_written``), with what was
@@ -107,10 +107,18 @@ def count(r: Ranking) -> Extracted:
                 # says the count only by its place, which is written as a count.
                 said = count_written(value) if ordinal else found.group(0).lower()
                 stated.append((value, said, " ".join(words), s))
-    if stated:
-        _value, said, unit, s = max(stated, key=lambda v: v[0])
-        return f"{said} {unit}", [s]
     times = noun == stem_set("times")
+    if times:
+        stated += _said_times(r, top)
+    if stated:
+        value, said, unit, s = max(stated, key=lambda v: v[0])
+        later = _told_again_after(r, top, noun, s) if unit else []
+        if later:
+            # A count said on one day grows by each later telling of one more ("another"),
+            # its things named as the question names them.
+            unit = " ".join([*unit.split()[:-1], counted_words(r.question)[-1]])
+            return f"{count_written(value + len(later))} {unit}", [s, *later]
+        return f"{said} {unit}".strip(), [s]
     if times:
         days = _occasions(r)
         if days:
@@ -122,6 +130,64 @@ def count(r: Ranking) -> Extracted:
     # What was counted, named as the question names it ("two ridges: Storr, Quiraing").
     counted = times_written(len(items)) if times else _counted_as(len(items), r.question)
     return f"{counted}: {', '.join(distinct)}", sources
+
+
+def _tells_one_more(text: str, noun: frozenset[str]) -> bool:
+    """Whether ``text`` tells one more of ``noun``: "another" or "one more" before it, a
+    word or two qualifying it between ("another chess tournament"), or "again" after it in
+    its clause ("ran a marathon again"); "another great memory" is one more of something
+    else."""
+    for clause in re.split(r"[.,;!?]", text):
+        words = [w.lower() for w in re.findall(r"[\w'’-]+", clause)]
+        at = [n for n, w in enumerate(words) if stem_set(w) == noun]
+        for n, w in enumerate(words):
+            one_more = w == "another" or (w == "more" and n > 0 and words[n - 1] == "one")
+            if one_more and any(n < a <= n + 3 for a in at):
+                return True
+            if w == "again" and any(a < n for a in at):
+                return True
+    return False
+
+
+def _told_again_after(r: Ranking, top: float, noun: frozenset[str], counted: Said) -> list[Said]:
+    """The sentences, told by ``counted``'s speaker on later days than it, one to a day,
+    that tell one more of the counted ``noun`` ("won another tournament"): a count said on
+    one day ("my second tournament") is the count of that day, and each later telling of
+    one more adds one to it."""
+    days = {counted.day}
+    found: list[Said] = []
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top:
+            break
+        if not (s.day and counted.day and s.day > counted.day) or s.day in days:
+            continue
+        if s.speaker == counted.speaker and _tells_one_more(s.claim, noun):
+            days.add(s.day)
+            found.append(s)
+    return found
+
+
+# "Once" and "twice" are counts of times in one word ("I've been there twice"), unlike "once
+# or twice a year", a frequency (a count in each stretch of time), or "once I'm home", a
+# conjunction: "once" counts only where its clause ends after it or a time follows it.
+_SAID_TIMES = re.compile(
+    r"\btwice\b(?!\s+(?:a|an|per|every|each)\b)"
+    r"|\bonce\b(?=\s*(?:[.,;!?]|$|(?:this|last|so|before|already|in|since)\b))",
+    re.I,
+)
+
+
+def _said_times(r: Ranking, top: float) -> list[tuple[int, str, str, Said]]:
+    """Asked "how many times", the counts "once" and "twice" said by the sentences scoring
+    LIST_SHARE of the best one, as ``count`` keeps a number said (value, as said, no
+    noun: "twice" says its times)."""
+    found: list[tuple[int, str, str, Said]] = []
+    for score, _share, s in r.ranked:
+        if score < LIST_SHARE * top:
+            break
+        for m in _SAID_TIMES.finditer(s.claim):
+            found.append((2 if m.group(0).lower() == "twice" else 1, m.group(0).lower(), "", s))
+    return found
 
 
 # A count is written as English prose writes one: a whole number under ten in words, larger

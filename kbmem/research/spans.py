@@ -15,11 +15,13 @@ from kbmem.research.said import STOP
 PHRASE_WORDS = 6  # a "what" answer is a phrase, not a sentence
 # A capitalised word, or a run of them ("New York", "Isle of Man"), runs on through any
 # letters ("Tromsø", "Zoë"), not only ASCII ones; "I'm" and its kin are the speaker, never
-# part of a name ("Now I'm").
+# part of a name ("Now I'm"). A joining word ("of", "de", "van") is a whole word and joins
+# only when a capitalised word follows it ("Isle of Man"): "Dune last week" names "Dune",
+# not "Dune la", and "Rome of course" names "Rome".
 _NOT_I = r"(?!I['’](?:m|ve|d|ll)\b)"
+_CAPITALISED_WORD = rf"{_NOT_I}[A-Z](?:[^\W\d_]|['’-])+"
 CAPS = re.compile(
-    rf"\b({_NOT_I}[A-Z](?:[^\W\d_]|['’-])+"
-    rf"(?:\s+(?:{_NOT_I}[A-Z](?:[^\W\d_]|['’-])+|of|de|la|van|von))*)"
+    rf"\b({_CAPITALISED_WORD}(?:\s+(?:(?:of|de|la|van|von)\s+)*{_CAPITALISED_WORD})*)"
 )
 DURATION = re.compile(
     r"\b(?:(?:for|about|around|over|nearly|almost|only|just)\s+)?"

@@ -85,3 +85,33 @@ def test_a_count_said_is_kept_as_said_and_a_count_made_is_written_in_words() -> 
     # Things counted are named as the question names them, one in the singular.
     ridge = [turns_item("s1", "2024-01-01T09:00:00", ("Ilse", "I climbed the Storr ridge."))]
     assert direct_answer("How many ridges has Ilse climbed?", ridge).line.startswith("one ridge: ")
+
+
+def test_once_and_twice_said_are_counts_of_times() -> None:
+    # "Twice" is two times in one word: said of the thing asked, it is the count, as "three
+    # times" is; "once or twice a year" is a frequency, and "once I'm there" a conjunction.
+    def answered(said: str) -> str:
+        return direct_answer(TIMES, [turns_item("s1", "2026-06-01T09:00:00", ("Ilse", said))]).line
+
+    assert answered("I have been to the lake twice this summer.") == "twice"
+    assert answered("I went to the lake once, last June.") == "once"
+    assert answered("We go to the lake once or twice a year.") == "once: 1 June 2026"
+    assert answered("Once I get to the lake I relax.") == "once: 1 June 2026"
+
+
+def test_a_count_said_grows_by_each_later_telling_of_one_more() -> None:
+    # "My first tournament" counts one on its day; "another chess tournament" told on a
+    # later day is one more. "Another great memory" is one more of something else, and a
+    # telling before the count said is already in it.
+    def answered(*said: tuple[str, str]) -> str:
+        items = [
+            turns_item(f"s{n}", f"{day}T09:00:00", ("Tomas", text))
+            for n, (day, text) in enumerate(said)
+        ]
+        return direct_answer(QUESTION, items).line
+
+    again = ("2024-05-01", "Won another chess tournament this weekend!")
+    assert answered(("2024-03-01", FIRST), again) == "two chess tournaments"
+    other = ("2024-05-01", "My third chess tournament win was amazing, another great memory.")
+    assert answered(("2024-03-01", THIRD), other) == "three chess tournaments"
+    assert answered(("2024-01-01", again[1]), ("2024-03-01", FIRST)) == "one chess tournament"

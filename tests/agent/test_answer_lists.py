@@ -377,3 +377,18 @@ def test_a_name_of_the_class_asked_joins_from_the_asked_person_s_unranked_senten
     ]
     line = direct_answer("What European countries has Ilse been to?", items).line
     assert sorted(_items(line)) == ["Portugal", "Spain"], line
+
+
+def test_a_name_ends_before_a_word_that_only_begins_like_a_joining_word() -> None:
+    # "la" joins "Anna de la Cruz", but "last" is no "la": the title read is "Dune", not
+    # "Dune la", and a name never ends in a joining word ("Rome of course").
+    items = [
+        turns_item("s1", "2024-01-05T09:00:00", ("Ilse", "I finished Dune last week.")),
+        turns_item("s2", "2024-02-05T09:00:00", ("Ilse", "I read Emma yesterday, loved it.")),
+    ]
+    assert sorted(_items(direct_answer("What books has Ilse read?", items).line)) == [
+        "Dune",
+        "Emma",
+    ]
+    rome = [turns_item("s1", "2024-01-05T09:00:00", ("Ilse", "I loved Rome of course."))]
+    assert _items(direct_answer("What cities has Ilse loved?", rome).line) == ["Rome"]
