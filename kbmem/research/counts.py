@@ -77,8 +77,9 @@ def _is_money(text: str, number: re.Match[str], unit: str) -> bool:
 def count(r: Ranking) -> Extracted:
     """How many of the things asked: a number said of them (the largest, when sentences
     say several: a part is shown or told more often than the whole, and a count only grows),
-    plus one for each later day its speaker tells one more ("another tournament"); else, asked "how many times", the distinct days the asked person says the asked thing
-    in their own words; else the distinct things the sentences that answer nearly as well
+    plus one for each later day its speaker tells one more ("another tournament"); else,
+    asked "how many times", the distinct days the asked person says the asked thing in their
+    own words; else the distinct things the sentences that answer nearly as well
     as the best one name (the items of ``listed``), counted. A number said is kept as said;
     a count made here is written as prose writes one (``count_written``), with what was
     counted."""
