@@ -31,9 +31,11 @@ DURATION = re.compile(
     r"(?:\s+(?:ago|now|long|old))?\b",
     re.I,
 )
-# "since March", "since 2016", "since I moved here": case matters, "since then" is no start.
+# "since March", "since 2016", "since I moved here": case matters, "since then" is no start;
+# nor is "since we last spoke", which frames news by the talk before, not what was asked.
 SINCE = re.compile(
-    r"\b[Ss]ince\s+(?:[A-Z]\w+|\d{4}|(?:I|[Ww]e|[Ss]he|[Hh]e|[Tt]hey)\s+\w+(?:\s+\w+)?)"
+    r"\b[Ss]ince\s+(?!(?:I|[Ww]e)\s+last\b)"
+    r"(?:[A-Z]\w+|\d{4}|(?:I|[Ww]e|[Ss]he|[Hh]e|[Tt]hey)\s+\w+(?:\s+\w+)?)"
 )
 NUMBER = re.compile(
     r"\b(?:\d+(?:[.,]\d+)?%?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"

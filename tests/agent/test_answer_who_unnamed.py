@@ -49,10 +49,21 @@ def test_how_long_with_no_time_said_is_not_said() -> None:
     assert answer.line == NOTHING
 
 
+def test_how_long_is_not_since_the_last_talk() -> None:
+    answer = _answer(
+        "How long did it take Ilse to open the dance studio?",
+        "How is the studio?",
+        "Since we last spoke, the dance studio has kept me busy every day.",
+    )
+    assert answer.line == NOTHING
+
+
 @pytest.mark.parametrize(
     ("text", "start"),
     [
-        ("Since we last spoke I am still working on it.", "Since we last spoke"),
+        # "Since we last spoke" frames news by the talk before: no start of what was asked.
+        ("Since we last spoke I am still working on it.", None),
+        ("Since I moved here I have rowed every week.", "Since I moved here"),
         ("I have painted since 2016.", "since 2016"),
         ("We have lived here since March.", "since March"),
         # "since then" names no start: "then" is no name, though read without case it is.
