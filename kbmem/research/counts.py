@@ -113,7 +113,7 @@ def count(r: Ranking) -> Extracted:
         stated += _said_times(r, top)
     if stated:
         value, said, unit, s = max(stated, key=lambda v: v[0])
-        later = _told_again_after(r, top, noun, s) if unit else []
+        later = _told_again_after(r, top, noun, s) if unit and noun else []
         if later:
             # A count said on one day grows by each later telling of one more ("another"),
             # its things named as the question names them.
@@ -169,11 +169,13 @@ def _told_again_after(r: Ranking, top: float, noun: frozenset[str], counted: Sai
 
 
 # "Once" and "twice" are counts of times in one word ("I've been there twice"), unlike "once
-# or twice a year", a frequency (a count in each stretch of time), or "once I'm home", a
-# conjunction: "once" counts only where its clause ends after it or a time follows it.
+# or twice a year" and "once in a while", frequencies (a count in each stretch of time), or
+# "once I'm home", a conjunction: "once" counts only where its clause ends after it or a
+# time follows it.
 _SAID_TIMES = re.compile(
     r"\btwice\b(?!\s+(?:a|an|per|every|each)\b)"
-    r"|\bonce\b(?=\s*(?:[.,;!?]|$|(?:this|last|so|before|already|in|since)\b))",
+    r"|\bonce\b(?!\s+in\s+a\s+while\b)"
+    r"(?=\s*(?:[.,;!?]|$|(?:this|last|so|before|already|in|since)\b))",
     re.I,
 )
 

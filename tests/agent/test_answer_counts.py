@@ -97,6 +97,7 @@ def test_once_and_twice_said_are_counts_of_times() -> None:
     assert answered("I went to the lake once, last June.") == "once"
     assert answered("We go to the lake once or twice a year.") == "once: 1 June 2026"
     assert answered("Once I get to the lake I relax.") == "once: 1 June 2026"
+    assert answered("I swim in the lake once in a while.") == "once: 1 June 2026"
 
 
 def test_a_count_said_grows_by_each_later_telling_of_one_more() -> None:
