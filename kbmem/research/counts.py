@@ -84,12 +84,9 @@ def count(r: Ranking) -> Extracted:
     a count made here is written as prose writes one (``count_written``), with what was
     counted."""
     noun = counted_noun(r.question)
-    top = r.ranked[0][0]
     # (its value, the count as written, what it counts, the sentence)
     stated: list[tuple[int, str, str, Said]] = []
-    for score, _share, s in r.ranked:
-        if score < LIST_SHARE * top:
-            break
+    for s in r.at_least(LIST_SHARE):
         # An ordinal before the noun counts too: "my fourth tournament" is the fourth of
         # them, so far.
         for found in itertools.chain(NUMBER.finditer(s.claim), _ORDINAL.finditer(s.claim)):
@@ -110,10 +107,10 @@ def count(r: Ranking) -> Extracted:
                 stated.append((value, said, " ".join(words), s))
     times = noun == stem_set("times")
     if times:
-        stated += _said_times(r, top)
+        stated += _said_times(r)
     if stated:
         value, said, unit, s = max(stated, key=lambda v: v[0])
-        later = _told_again_after(r, top, noun, s) if unit and noun else []
+        later = _told_again_after(r, noun, s) if unit and noun else []
         if later:
             # A count said on one day grows by each later telling of one more ("another"),
             # its things named as the question names them.
@@ -150,16 +147,14 @@ def _tells_one_more(text: str, noun: frozenset[str]) -> bool:
     return False
 
 
-def _told_again_after(r: Ranking, top: float, noun: frozenset[str], counted: Said) -> list[Said]:
+def _told_again_after(r: Ranking, noun: frozenset[str], counted: Said) -> list[Said]:
     """The sentences, told by ``counted``'s speaker on later days than it, one to a day,
     that tell one more of the counted ``noun`` ("won another tournament"): a count said on
     one day ("my second tournament") is the count of that day, and each later telling of
     one more adds one to it."""
     days = {counted.day}
     found: list[Said] = []
-    for score, _share, s in r.ranked:
-        if score < LIST_SHARE * top:
-            break
+    for s in r.at_least(LIST_SHARE):
         if not (s.day and counted.day and s.day > counted.day) or s.day in days:
             continue
         if s.speaker == counted.speaker and _tells_one_more(s.claim, noun):
@@ -180,14 +175,12 @@ _SAID_TIMES = re.compile(
 )
 
 
-def _said_times(r: Ranking, top: float) -> list[tuple[int, str, str, Said]]:
+def _said_times(r: Ranking) -> list[tuple[int, str, str, Said]]:
     """Asked "how many times", the counts "once" and "twice" said by the sentences scoring
     LIST_SHARE of the best one, as ``count`` keeps a number said (value, as said, no
     noun: "twice" says its times)."""
     found: list[tuple[int, str, str, Said]] = []
-    for score, _share, s in r.ranked:
-        if score < LIST_SHARE * top:
-            break
+    for s in r.at_least(LIST_SHARE):
         for m in _SAID_TIMES.finditer(s.claim):
             found.append((2 if m.group(0).lower() == "twice" else 1, m.group(0).lower(), "", s))
     return found

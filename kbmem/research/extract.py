@@ -53,11 +53,10 @@ def gathered(
     """The items ``items_of`` finds in the sentences answering nearly as well as the best
     one (at least LIST_SHARE of its score), in their order, each once (``is_new``), at most
     MAX_ITEMS; and the sentences that gave them."""
-    top = r.ranked[0][0]
     found: list[str] = []
     sources: list[Said] = []
-    for score, _share, s in r.ranked:
-        if score < LIST_SHARE * top or len(found) == MAX_ITEMS:
+    for s in r.at_least(LIST_SHARE):
+        if len(found) == MAX_ITEMS:
             break
         new = [item for item in items_of(s) if item and is_new(item, found)]
         if new:

@@ -65,9 +65,7 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
     about = r.weigher.terms - r.weigher.names - r.speakers
     candidates: list[tuple[Said, str, int]] = []
     unasked: list[tuple[Said, str, int]] = []  # members whose sentence says no such word
-    for score, _share, s in r.ranked:
-        if score < LIST_SHARE * top:
-            break
+    for s in r.at_least(LIST_SHARE):
         if asks(s.claim):
             continue  # a question asks for what it names, it tells no member (see asks)
         text = s.before if points_back(s.claim) else s.claim

@@ -385,12 +385,16 @@ class Ranking:
     def best(self) -> Said:
         return self.ranked[0][2]
 
+    def at_least(self, share: float) -> list[Said]:
+        """The ranked sentences scoring at least ``share`` of the best one's score, in order."""
+        top = self.ranked[0][0]
+        return [s for score, _share, s in self.ranked if score >= share * top]
+
     def near(self, n: int = 3) -> list[Said]:
         """The first ``n`` sentences among those near the best score (NEAR of it): one
         weighing less for the question says little of what was asked, whatever else it
         has that an extractor looks for."""
-        top = self.ranked[0][0]
-        return [s for score, _share, s in self.ranked[:n] if score >= NEAR * top]
+        return self.at_least(NEAR)[:n]
 
     def close_to_best(self, kind: str, n: int = 3) -> list[Said]:
         """The first ``n`` sentences giving ``kind`` among those near the best score."""
