@@ -50,6 +50,9 @@ QUOTE_BUDGET = 100
 # Quotes of turns this close in one passage (at most this many turns between them) share one
 # citation (see quotation).
 RUN_REACH = 2
+# The most words of a reply's opening that is only a reaction ("I was really excited."),
+# its detail left to the next sentence (see _with_detail).
+REACTION_WORDS = 8
 # "The offsite will be in the city where my sister lives": the answer is where the sister
 # lives, said elsewhere. A sentence that resolves such a reference must name at least this
 # many of its terms (the person whose relation it is, the relation, a name given for them).
@@ -770,20 +773,25 @@ def with_neighbours(
     what a sentence is asked about is often said of it in the next one, which names it
     only by a pronoun. And the first, the direct answer's, followed by what its speaker
     said next when the other asked about it ("We celebrated my daughter's birthday with a
-    concert." "Who played?" "It was Matt Patterson!"): in a conversation the detail asked
-    for is often given when asked. Not when the question asks when: the days the quotes
-    were said answer it, and a reply would crowd out one said on another day."""
+    concert." "Who played?" "Thanks! It was Matt Patterson!"): in a conversation the detail
+    asked for is often given when asked (after a short reaction, see _with_detail). Not
+    when the question asks when: the days the quotes were said answer it, and a reply would
+    crowd out one said on another day."""
     following = {(_unit_of(s), s.order): s for s in pool}
+    names = {s.speaker.split()[0].lower() for s in pool if s.speaker.strip()}
     openings: dict[tuple[str, int], Sentence] = {}
     for s in pool:  # (the pool is in the order said)
-        openings.setdefault(_unit_of(s), s)
+        # A reply that opens with thanks ("Thanks, Maria!") says its piece after them, and
+        # thanks are never quoted: its opening is its first sentence that says something.
+        if not says_nothing(s.text, names):
+            openings.setdefault(_unit_of(s), s)
     out: list[tuple[Sentence, bool]] = []
     for n, (sentence, forced) in enumerate(offered):
         out.append((sentence, forced))
         if n == 0 and not dated:
             reply = _reply_to_follow_up(sentence, openings)
             if reply is not None:
-                out.append((reply, False))
+                out.append((_with_detail(reply, following), False))
         after = following.get((_unit_of(sentence), sentence.order + 1))
         if after is not None and _continues(after.text):
             out.append((after, False))
@@ -805,6 +813,20 @@ def _reply_to_follow_up(
     if answers.speaker != sentence.speaker or not asks("\n".join(question.body)):
         return None
     return openings.get((sentence.item.interval.path, answers.start))
+
+
+def _with_detail(
+    reply: Sentence, following: dict[tuple[tuple[str, int], int], Sentence]
+) -> Sentence:
+    """``reply`` (the opening of a reply to a follow-up question) and, when it is only a
+    short reaction ("I was really excited.", "The kids loved it!"), the sentence after it in
+    its turn, as one quote: asked how it felt or how it went, people react first and give
+    the detail next ("It feels like the hard work paid off now that I'm an assistant
+    manager"), and the reaction alone tells a reader little."""
+    after = following.get((_unit_of(reply), reply.order + 1))
+    if after is None or len(reply.text.split()) > REACTION_WORDS:
+        return reply
+    return replace(reply, text=f"{reply.text} {after.text}", terms=reply.terms | after.terms)
 
 
 def _within(text: str, quoted: str) -> bool:

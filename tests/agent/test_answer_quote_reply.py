@@ -1,0 +1,80 @@
+"""The reply to the other speaker's follow-up question about the direct answer's sentence, as
+kbmem.agent.offline.quotation quotes it: from its first sentence that says something (not its
+thanks), and with the sentence after it when that first one is only a short reaction."""
+
+from __future__ import annotations
+
+from helpers.evidence import turns_item
+
+from kbmem.agent.offline import (
+    ANSWER_HEAD,
+    OfflineAgent,
+    Reading,
+    Sentence,
+    question_terms,
+    quotation,
+)
+from kbmem.research.direct import NOTHING as NOT_SAID
+from kbmem.research.types import DirectAnswer
+from kbmem.textutil import split_sentences
+
+
+def _read(*turns: tuple[str, str]) -> list[Sentence]:
+    """Each turn's sentences in the order said, as the agent's reading pools them."""
+    item = turns_item("s-talk", "2026-03-01T10:00:00", *turns)
+    pool: list[Sentence] = []
+    for n, (speaker, text) in enumerate(turns):
+        start = 10 + 3 * n  # turns_item's header line of the turn; its text is on the next
+        for sentence in split_sentences(text, cut="prose"):
+            if not sentence.endswith("?"):  # a question is never read as a statement
+                order = len(pool) + 1
+                pool.append(Sentence(sentence, speaker, item, start, start + 1, frozenset(), order))
+    return pool
+
+
+def _quoted(pool: list[Sentence], question: str) -> str:
+    """The quotes when the first sentence of ``pool`` is the best one."""
+    direct = DirectAnswer(NOT_SAID, [], False, "thing")
+    reading = Reading([pool[0]], [], [pool[0]], pool)
+    chosen = quotation(direct, reading, set(question_terms(question)))
+    return OfflineAgent._quotes(chosen, ANSWER_HEAD)
+
+
+def test_a_reply_that_opens_with_thanks_is_quoted_from_what_it_says() -> None:
+    pool = _read(
+        ("Omar", "We celebrated my daughter's birthday with a concert in the park."),
+        ("Ines", "Oh fun! Who played?"),
+        ("Omar", "Thanks, Ines! It was Matt Patterson, he is so talented!"),
+    )
+    answer = _quoted(pool, "Who played at the concert for Omar's daughter's birthday?")
+    assert "Matt Patterson" in answer, answer
+
+
+def test_a_reply_that_opens_with_a_short_reaction_brings_its_detail() -> None:
+    pool = _read(
+        ("Omar", "Big news: I got promoted at work!"),
+        ("Ines", "Congrats on the promotion! How did you feel when you found out?"),
+        (
+            "Omar",
+            "I was really excited. The hard work paid off now that I'm an assistant manager. "
+            "We went out for dinner after.",
+        ),
+    )
+    answer = _quoted(pool, "What did Omar get promoted to?")
+    assert "assistant manager" in answer, answer
+    assert "dinner" not in answer, answer
+
+
+def test_a_reply_that_opens_with_its_detail_is_quoted_alone() -> None:
+    pool = _read(
+        ("Omar", "Big news: I got promoted at work!"),
+        ("Ines", "Congrats! How did you feel when you found out?"),
+        (
+            "Omar",
+            "It feels like the hard work I put in over the years has finally paid off. "
+            "We went out for dinner after.",
+        ),
+    )
+    answer = _quoted(pool, "What did Omar get promoted to?")
+    assert "paid off" in answer, answer
+    assert "dinner" not in answer, answer
