@@ -144,7 +144,7 @@ def _of_class_asked(
     bar = min(CLASS_NEAR, CLASS_SHARE * max(near.values()))
     kept: list[tuple[Said, str, int]] = []
     for (s, item, level), ps in zip(candidates, parts, strict=True):
-        if level == UNTYPED or item in quoted_titles(s.claim):
+        if level == UNTYPED or item in quoted_titles(s.claim) or _named_of_class(r, s, item):
             kept.append((s, item, level))
             continue
         # An item that holds a list ("hikes, hanging, picnics") is judged item by item.
@@ -152,6 +152,22 @@ def _of_class_asked(
         if near_enough:
             kept.append((s, ", ".join(near_enough), level))
     return kept
+
+
+def _named_of_class(r: Ranking, s: Said, item: str) -> bool:
+    """Whether ``item`` is the name ``s`` gives right after the noun the question asks
+    about ("this game Ludo"): the sentence says it is of the class, which the model
+    cannot tell from a name (see _name_of_class_object)."""
+    noun = asked_noun(untimed(r.question))
+    if not noun or not item[:1].isupper():
+        return False
+    stems = stem_set(noun)
+    # Right after the noun, or after a verb of naming: a name set off by a comma names
+    # something else ("a resident at the shelter, Marta").
+    for found in re.finditer(r"([\w'’-]+)\s+(?:(?:called|named|titled)\s+)?[\"“]?", s.claim):
+        if stem_set(found.group(1)) == stems and s.claim[found.end() :].startswith(item):
+            return True
+    return False
 
 
 # A name from a sentence below the list's bar, down to NAMED_FLOOR of the best sentence's
@@ -268,6 +284,9 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     grouped = ""
     found = done_object(untimed(r.question), text, asked)
     if found and not _names_class(found, noun):
+        name = _name_of_class_object(text, found, noun, asked)
+        if name:
+            return name, MEMBER
         return found, MEMBER
     grouped = found
     if noun:
@@ -287,6 +306,22 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     if named:
         return named[0], NAMED
     return (grouped, CLASS) if grouped else ("", UNTYPED)
+
+
+def _name_of_class_object(text: str, found: str, noun: str, asked: set[str]) -> str:
+    """The name ``text`` gives the thing that the verb's object ``found`` calls only by
+    the noun the question asks about ("We played this game Ludo", "playing a game nonstop
+    … called "Skyward"" for "what games …?"): the object says that it is one of the
+    class, the name says which one, and the question asks which. The name right after the
+    noun (see noun_phrase), else a title in quotes; "" when the object names the member
+    itself ("I play chess") or the sentence gives no name."""
+    stems = stem_set(noun) if noun else frozenset()
+    if not stems or not any(stem_set(w) == stems for w in re.findall(r"[\w'’-]+", found)):
+        return ""
+    named = noun_phrase(text, noun, asked)
+    if named and named[0].isupper():
+        return named
+    return quoted_title(text, asked)
 
 
 def _is_activity(noun: str) -> bool:

@@ -392,3 +392,39 @@ def test_a_name_ends_before_a_word_that_only_begins_like_a_joining_word() -> Non
     ]
     rome = [turns_item("s1", "2024-01-05T09:00:00", ("Ilse", "I loved Rome of course."))]
     assert _items(direct_answer("What cities has Ilse loved?", rome).line) == ["Rome"]
+
+
+def test_a_verb_s_object_said_by_the_class_noun_gives_its_name() -> None:
+    # "this game Ludo", "a game … called "Skyward"": the object says only that it is a
+    # game; the name says which game, and the question asks which.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "We played this game Ludo at my cousin's place, it was a blast."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", 'I have been playing a game nonstop lately called "Skyward".'),
+        ),
+    ]
+    line = direct_answer("What games has Odile played?", items).line
+    assert sorted(_items(line)) == ["Ludo", "Skyward"]
+
+
+def test_a_name_set_off_by_a_comma_after_the_noun_names_something_else() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "I volunteer at a homeless shelter on Sundays."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "One of the residents at the shelter, Marta, volunteers there too."),
+        ),
+    ]
+    line = direct_answer("What shelters does Odile volunteer at?", items).line
+    assert "Marta" not in _items(line)
