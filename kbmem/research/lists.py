@@ -105,7 +105,7 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
     candidates = _of_class_asked(r, candidates)
     for s, said, _typed in candidates:
         # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
-        item = _DASH.split(said, 1)[0]
+        item = _without_clause_adverbs(_DASH.split(said, 1)[0])
         key = stem_set(item) - r.weigher.terms
         where = s.session or s.item.page_id if per_session else ""
         if not key or any(key & k for w, k in seen if w == where):
@@ -116,6 +116,21 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
         if len(items) == MAX_ITEMS:
             break
     return items, sources
+
+
+# Adverbs that close a clause after its object ("I play the violin now", "been playing it
+# nonstop", "tried sushi again") and never end a noun phrase: no word of the thing named.
+_CLAUSE_ADVERBS = frozenset(
+    "now again too anymore nonstop already instead either though yet lately".split()
+)
+
+
+def _without_clause_adverbs(item: str) -> str:
+    """``item`` without the adverbs of its clause after its last noun (_CLAUSE_ADVERBS)."""
+    words = item.split()
+    while len(words) > 1 and words[-1].lower().strip(".,!?") in _CLAUSE_ADVERBS:
+        words.pop()
+    return " ".join(words)
 
 
 # A list item far in meaning from the class asked: nearer than CLASS_NEAR, or than

@@ -428,3 +428,21 @@ def test_a_name_set_off_by_a_comma_after_the_noun_names_something_else() -> None
     ]
     line = direct_answer("What shelters does Odile volunteer at?", items).line
     assert "Marta" not in _items(line)
+
+
+def test_an_adverb_closing_the_clause_is_no_word_of_the_item() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "I'm learning how to play the cello now."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "I picked up the banjo again, I play the banjo every day."),
+        ),
+    ]
+    line = direct_answer("What instruments does Odile play?", items).line
+    assert "cello" in _items(line)
+    assert not any(item.endswith((" now", " again")) for item in _items(line))
