@@ -103,6 +103,7 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
             if level != NAMED or _ends_in(item, noun) or item in quoted_titles(s.claim)
         ]
     candidates = _of_class_asked(r, candidates)
+    candidates = _without_unnamed_members(candidates, noun)
     for s, said, _typed in candidates:
         # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
         item = _without_clause_adverbs(_DASH.split(said, 1)[0])
@@ -116,6 +117,32 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
         if len(items) == MAX_ITEMS:
             break
     return items, sources
+
+
+# Words that say of a thing only that it is one more of its class, not which one.
+_UNSAYING = frozenset(
+    "a an the this that these those my your his her our their its some any another other "
+    "one two three new same next last first second favorite favourite great good nice "
+    "awesome amazing cool fun".split()
+)
+
+
+def _without_unnamed_members(
+    candidates: list[tuple[Said, str, int]], noun: frozenset[str]
+) -> list[tuple[Said, str, int]]:
+    """``candidates`` without the items that are the noun asked with only words that say
+    no more than that there is one ("another movie", "a new recipe" for "what movies …?",
+    "what recipes …?"): they say a member exists but not which, which the question asks;
+    kept when nothing else is found."""
+    if not noun:
+        return candidates
+
+    def unnamed(item: str) -> bool:
+        words = [w.lower() for w in re.findall(r"[\w'’-]+", item)]
+        return bool(words) and stem_set(words[-1]) == noun and set(words[:-1]) <= _UNSAYING
+
+    kept = [c for c in candidates if not unnamed(c[1])]
+    return kept or candidates
 
 
 # Adverbs that close a clause after its object ("I play the violin now", "been playing it

@@ -446,3 +446,25 @@ def test_an_adverb_closing_the_clause_is_no_word_of_the_item() -> None:
     line = direct_answer("What instruments does Odile play?", items).line
     assert "cello" in _items(line)
     assert not any(item.endswith((" now", " again")) for item in _items(line))
+
+
+def test_the_noun_asked_with_no_word_of_which_one_is_no_member() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "I made a new recipe last week: a lemon tart with thyme."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "Yesterday I made another recipe, a spicy lentil soup."),
+        ),
+        turns_item(
+            "s3",
+            "2024-05-01T09:00:00",
+            ("Odile", "I made lentil soup again, and I also made flatbread recipes."),
+        ),
+    ]
+    line = direct_answer("What recipes has Odile made?", items).line
+    assert not {"new recipe", "another recipe"} & set(_items(line))
