@@ -380,8 +380,26 @@ def _gerunds(text: str, asked: set[str]) -> list[str]:
         doing = gerund(rest, asked)
         if not doing:
             return found
-        found.append(doing)
-        rest = rest[rest.find(doing.split()[-1]) + len(doing.split()[-1]) :]
+        at = rest.find(doing.split()[-1])
+        if not _no_activity(rest[:at], doing.split()[-1], rest[at + len(doing.split()[-1]) :]):
+            found.append(doing)
+        rest = rest[at + len(doing.split()[-1]) :]
+
+
+# Verbs of liking: their -ing form says how one feels about what follows it ("I'm loving
+# sharing my skills", "enjoying the hikes"), which is the activity, not the liking.
+_LIKING = frozenset("loving enjoying liking hating adoring".split())
+
+
+def _no_activity(before: str, ing: str, after: str) -> bool:
+    """Whether the -ing form ``ing`` between ``before`` and ``after`` names no activity:
+    a verb of liking (_LIKING), or a noun after "a"/"an" that ends its phrase ("such a
+    blessing.", "a wedding, then"): an activity is named by a verb's form, and an
+    indefinite article with nothing after the word makes it a thing."""
+    if ing.lower() in _LIKING:
+        return True
+    last = before.split()[-1:] if before.split() else []
+    return bool(last) and last[0].lower() in ("a", "an") and not re.match(r"\s*[A-Za-z]", after)
 
 
 _CAPTION = re.compile(r"\\?\[shares an image:[^\]]*\]?")

@@ -468,3 +468,21 @@ def test_the_noun_asked_with_no_word_of_which_one_is_no_member() -> None:
     ]
     line = direct_answer("What recipes has Odile made?", items).line
     assert not {"new recipe", "another recipe"} & set(_items(line))
+
+
+def test_a_verb_of_liking_or_a_noun_in_ing_names_no_activity() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "To relax I'm loving gardening in the evenings."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "To relax, honestly, a quiet afternoon is such a blessing."),
+        ),
+    ]
+    line = direct_answer("What does Odile do to relax?", items).line
+    assert "gardening" in _items(line)
+    assert not {"loving", "blessing"} & set(_items(line))
