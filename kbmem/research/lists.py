@@ -123,7 +123,7 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
 _UNSAYING = frozenset(
     "a an the this that these those my your his her our their its some any another other "
     "one two three new same next last first second favorite favourite great good nice "
-    "awesome amazing cool fun".split()
+    "awesome amazing cool fun whole entire own full".split()
 )
 
 
@@ -139,7 +139,11 @@ def _without_unnamed_members(
 
     def unnamed(item: str) -> bool:
         words = [w.lower() for w in re.findall(r"[\w'’-]+", item)]
-        return bool(words) and stem_set(words[-1]) == noun and set(words[:-1]) <= _UNSAYING
+        if words and stem_set(words[-1]) == noun:
+            words = words[:-1]
+        # "the whole collection" for "what does X collect?": the verb's noun form with
+        # such words only leaves them, which name nothing either.
+        return set(words) <= _UNSAYING
 
     kept = [c for c in candidates if not unnamed(c[1])]
     return kept or candidates

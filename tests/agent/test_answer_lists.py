@@ -486,3 +486,16 @@ def test_a_verb_of_liking_or_a_noun_in_ing_names_no_activity() -> None:
     line = direct_answer("What does Odile do to relax?", items).line
     assert "gardening" in _items(line)
     assert not {"loving", "blessing"} & set(_items(line))
+
+
+def test_a_word_of_quantity_alone_is_no_member() -> None:
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Odile", "I like to collect stamps.")),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "I love that first film too, I even have the whole collection!"),
+        ),
+    ]
+    line = direct_answer("What items does Odile collect?", items).line
+    assert "whole" not in _items(line)
