@@ -386,8 +386,23 @@ def _gerunds(text: str, asked: set[str]) -> list[str]:
             return found
         at = rest.find(doing.split()[-1])
         if not _no_activity(rest[:at], doing.split()[-1], rest[at + len(doing.split()[-1]) :]):
-            found.append(doing)
+            found.append(_without_catenative(doing))
         rest = rest[at + len(doing.split()[-1]) :]
+
+
+# Verbs that take an -ing form as their object ("I enjoy hiking", "we go camping", "keep
+# running"): before one, they are the clause's verb, no word that says which activity.
+_CATENATIVES = frozenset(
+    "enjoy enjoys love loves like likes hate hates prefer prefers start starts keep keeps "
+    "kept stop stops quit go goes went try tries miss misses avoid avoids finish finishes "
+    "begin begins began continue continues practice practise mind".split()
+)
+
+
+def _without_catenative(doing: str) -> str:
+    """``doing`` without a verb that takes it as its object (_CATENATIVES)."""
+    words = doing.split()
+    return words[-1] if len(words) == 2 and words[0].lower() in _CATENATIVES else doing
 
 
 # Verbs of liking: their -ing form says how one feels about what follows it ("I'm loving

@@ -499,3 +499,20 @@ def test_a_word_of_quantity_alone_is_no_member() -> None:
     ]
     line = direct_answer("What items does Odile collect?", items).line
     assert "whole" not in _items(line)
+
+
+def test_a_verb_taking_the_ing_form_is_no_word_of_the_activity() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "To unwind I enjoy knitting by the window."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "To unwind, I keep sketching birds in the park."),
+        ),
+    ]
+    line = direct_answer("What does Odile do to unwind?", items).line
+    assert sorted(_items(line))[:2] == ["knitting", "sketching"]
