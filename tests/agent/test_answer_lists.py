@@ -516,3 +516,17 @@ def test_a_verb_taking_the_ing_form_is_no_word_of_the_activity() -> None:
     ]
     line = direct_answer("What does Odile do to unwind?", items).line
     assert sorted(_items(line))[:2] == ["knitting", "sketching"]
+
+
+def test_an_object_pronoun_before_the_verb_is_no_subject_of_its_clause() -> None:
+    # "a photo of me painting …": "me" is the object of "of", so "a photo of" is no thing
+    # painted (as "These figurines I bought" makes the figurines the thing bought).
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "Here's a photo of me painting a lighthouse by the sea."),
+        ),
+    ]
+    line = direct_answer("What has Odile painted?", items).line
+    assert _items(line) == ["lighthouse"]
