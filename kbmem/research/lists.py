@@ -103,9 +103,10 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
             if level != NAMED or _ends_in(item, noun) or item in quoted_titles(s.claim)
         ]
     candidates = _of_class_asked(r, candidates)
+    candidates = _without_unnamed_members(candidates, noun)
     for s, said, _typed in candidates:
         # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
-        item = _DASH.split(said, 1)[0]
+        item = _without_clause_adverbs(_DASH.split(said, 1)[0])
         key = stem_set(item) - r.weigher.terms
         where = s.session or s.item.page_id if per_session else ""
         if not key or any(key & k for w, k in seen if w == where):
@@ -116,6 +117,51 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
         if len(items) == MAX_ITEMS:
             break
     return items, sources
+
+
+# Words that say of a thing only that it is one more of its class, not which one.
+_UNSAYING = frozenset(
+    "a an the this that these those my your his her our their its some any another other "
+    "one two three new same next last first second favorite favourite great good nice "
+    "awesome amazing cool fun whole entire own full".split()
+)
+
+
+def _without_unnamed_members(
+    candidates: list[tuple[Said, str, int]], noun: frozenset[str]
+) -> list[tuple[Said, str, int]]:
+    """``candidates`` without the items that are the noun asked with only words that say
+    no more than that there is one ("another movie", "a new recipe" for "what movies …?",
+    "what recipes …?"): they say a member exists but not which, which the question asks;
+    kept when nothing else is found."""
+    if not noun:
+        return candidates
+
+    def unnamed(item: str) -> bool:
+        words = [w.lower() for w in re.findall(r"[\w'’-]+", item)]
+        if words and stem_set(words[-1]) == noun:
+            words = words[:-1]
+        # "the whole collection" for "what does X collect?": the verb's noun form with
+        # such words only leaves them, which name nothing either.
+        return set(words) <= _UNSAYING
+
+    kept = [c for c in candidates if not unnamed(c[1])]
+    return kept or candidates
+
+
+# Adverbs that close a clause after its object ("I play the violin now", "been playing it
+# nonstop", "tried sushi again") and never end a noun phrase: no word of the thing named.
+_CLAUSE_ADVERBS = frozenset(
+    "now again too anymore nonstop already instead either though yet lately".split()
+)
+
+
+def _without_clause_adverbs(item: str) -> str:
+    """``item`` without the adverbs of its clause after its last noun (_CLAUSE_ADVERBS)."""
+    words = item.split()
+    while len(words) > 1 and words[-1].lower().strip(".,!?") in _CLAUSE_ADVERBS:
+        words.pop()
+    return " ".join(words)
 
 
 # A list item far in meaning from the class asked: nearer than CLASS_NEAR, or than
@@ -144,7 +190,7 @@ def _of_class_asked(
     bar = min(CLASS_NEAR, CLASS_SHARE * max(near.values()))
     kept: list[tuple[Said, str, int]] = []
     for (s, item, level), ps in zip(candidates, parts, strict=True):
-        if level == UNTYPED or item in quoted_titles(s.claim):
+        if level == UNTYPED or item in quoted_titles(s.claim) or _named_of_class(r, s, item):
             kept.append((s, item, level))
             continue
         # An item that holds a list ("hikes, hanging, picnics") is judged item by item.
@@ -152,6 +198,22 @@ def _of_class_asked(
         if near_enough:
             kept.append((s, ", ".join(near_enough), level))
     return kept
+
+
+def _named_of_class(r: Ranking, s: Said, item: str) -> bool:
+    """Whether ``item`` is the name ``s`` gives right after the noun the question asks
+    about ("this game Ludo"): the sentence says it is of the class, which the model
+    cannot tell from a name (see _name_of_class_object)."""
+    noun = asked_noun(untimed(r.question))
+    if not noun or not item[:1].isupper():
+        return False
+    stems = stem_set(noun)
+    # Right after the noun, or after a verb of naming: a name set off by a comma names
+    # something else ("a resident at the shelter, Marta").
+    for found in re.finditer(r"([\w'’-]+)\s+(?:(?:called|named|titled)\s+)?[\"“]?", s.claim):
+        if stem_set(found.group(1)) == stems and s.claim[found.end() :].startswith(item):
+            return True
+    return False
 
 
 # A name from a sentence below the list's bar, down to NAMED_FLOOR of the best sentence's
@@ -268,6 +330,9 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     grouped = ""
     found = done_object(untimed(r.question), text, asked)
     if found and not _names_class(found, noun):
+        name = _name_of_class_object(text, found, noun, asked)
+        if name:
+            return name, MEMBER
         return found, MEMBER
     grouped = found
     if noun:
@@ -289,6 +354,22 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     return (grouped, CLASS) if grouped else ("", UNTYPED)
 
 
+def _name_of_class_object(text: str, found: str, noun: str, asked: set[str]) -> str:
+    """The name ``text`` gives the thing that the verb's object ``found`` calls only by
+    the noun the question asks about ("We played this game Ludo", "playing a game nonstop
+    … called "Skyward"" for "what games …?"): the object says that it is one of the
+    class, the name says which one, and the question asks which. The name right after the
+    noun (see noun_phrase), else a title in quotes; "" when the object names the member
+    itself ("I play chess") or the sentence gives no name."""
+    stems = stem_set(noun) if noun else frozenset()
+    if not stems or not any(stem_set(w) == stems for w in re.findall(r"[\w'’-]+", found)):
+        return ""
+    named = noun_phrase(text, noun, asked)
+    if named and named[0].isupper():
+        return named
+    return quoted_title(text, asked)
+
+
 def _is_activity(noun: str) -> bool:
     return noun.lower() in ("activity", "activities")
 
@@ -303,8 +384,41 @@ def _gerunds(text: str, asked: set[str]) -> list[str]:
         doing = gerund(rest, asked)
         if not doing:
             return found
-        found.append(doing)
-        rest = rest[rest.find(doing.split()[-1]) + len(doing.split()[-1]) :]
+        at = rest.find(doing.split()[-1])
+        if not _no_activity(rest[:at], doing.split()[-1], rest[at + len(doing.split()[-1]) :]):
+            found.append(_without_catenative(doing))
+        rest = rest[at + len(doing.split()[-1]) :]
+
+
+# Verbs that take an -ing form as their object ("I enjoy hiking", "we go camping", "keep
+# running"): before one, they are the clause's verb, no word that says which activity.
+_CATENATIVES = frozenset(
+    "enjoy enjoys love loves like likes hate hates prefer prefers start starts keep keeps "
+    "kept stop stops quit go goes went try tries miss misses avoid avoids finish finishes "
+    "begin begins began continue continues practice practise mind".split()
+)
+
+
+def _without_catenative(doing: str) -> str:
+    """``doing`` without a verb that takes it as its object (_CATENATIVES)."""
+    words = doing.split()
+    return words[-1] if len(words) == 2 and words[0].lower() in _CATENATIVES else doing
+
+
+# Verbs of liking: their -ing form says how one feels about what follows it ("I'm loving
+# sharing my skills", "enjoying the hikes"), which is the activity, not the liking.
+_LIKING = frozenset("loving enjoying liking hating adoring".split())
+
+
+def _no_activity(before: str, ing: str, after: str) -> bool:
+    """Whether the -ing form ``ing`` between ``before`` and ``after`` names no activity:
+    a verb of liking (_LIKING), or a noun after "a"/"an" that ends its phrase ("such a
+    blessing.", "a wedding, then"): an activity is named by a verb's form, and an
+    indefinite article with nothing after the word makes it a thing."""
+    if ing.lower() in _LIKING:
+        return True
+    last = before.split()[-1:] if before.split() else []
+    return bool(last) and last[0].lower() in ("a", "an") and not re.match(r"\s*[A-Za-z]", after)
 
 
 _CAPTION = re.compile(r"\\?\[shares an image:[^\]]*\]?")

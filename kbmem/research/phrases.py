@@ -352,7 +352,7 @@ def done_object(question: str, text: str, asked: set[str]) -> str:
         following = tokens[n + 1].lower() if n + 1 < len(tokens) else ""
         if (
             n >= 2
-            and tokens[n - 1].lower() in SUBJECT_WORDS
+            and tokens[n - 1].lower() in _NOMINATIVE
             and tokens[n - 2].lower() not in _COORDINATORS
         ):
             # "These figurines I bought yesterday": the thing before the clause's subject
@@ -393,6 +393,9 @@ def done_object(question: str, text: str, asked: set[str]) -> str:
 
 
 _COORDINATORS = frozenset("and or but nor plus yet".split())
+# The pronouns that are a clause's subject: "a photo of me cooking" has "me" as the object
+# of "of", so "a photo of" is no thing the verb after it was done to.
+_NOMINATIVE = frozenset("i we you he she they it".split())
 
 
 def grammar_object(question: str, text: str, asked: set[str]) -> str:

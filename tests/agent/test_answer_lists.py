@@ -392,3 +392,141 @@ def test_a_name_ends_before_a_word_that_only_begins_like_a_joining_word() -> Non
     ]
     rome = [turns_item("s1", "2024-01-05T09:00:00", ("Ilse", "I loved Rome of course."))]
     assert _items(direct_answer("What cities has Ilse loved?", rome).line) == ["Rome"]
+
+
+def test_a_verb_s_object_said_by_the_class_noun_gives_its_name() -> None:
+    # "this game Ludo", "a game … called "Skyward"": the object says only that it is a
+    # game; the name says which game, and the question asks which.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "We played this game Ludo at my cousin's place, it was a blast."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", 'I have been playing a game nonstop lately called "Skyward".'),
+        ),
+    ]
+    line = direct_answer("What games has Odile played?", items).line
+    assert sorted(_items(line)) == ["Ludo", "Skyward"]
+
+
+def test_a_name_set_off_by_a_comma_after_the_noun_names_something_else() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "I volunteer at a homeless shelter on Sundays."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "One of the residents at the shelter, Marta, volunteers there too."),
+        ),
+    ]
+    line = direct_answer("What shelters does Odile volunteer at?", items).line
+    assert "Marta" not in _items(line)
+
+
+def test_an_adverb_closing_the_clause_is_no_word_of_the_item() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "I'm learning how to play the cello now."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "I picked up the banjo again, I play the banjo every day."),
+        ),
+    ]
+    line = direct_answer("What instruments does Odile play?", items).line
+    assert "cello" in _items(line)
+    assert not any(item.endswith((" now", " again")) for item in _items(line))
+
+
+def test_the_noun_asked_with_no_word_of_which_one_is_no_member() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "I made a new recipe last week: a lemon tart with thyme."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "Yesterday I made another recipe, a spicy lentil soup."),
+        ),
+        turns_item(
+            "s3",
+            "2024-05-01T09:00:00",
+            ("Odile", "I made lentil soup again, and I also made flatbread recipes."),
+        ),
+    ]
+    line = direct_answer("What recipes has Odile made?", items).line
+    assert not {"new recipe", "another recipe"} & set(_items(line))
+
+
+def test_a_verb_of_liking_or_a_noun_in_ing_names_no_activity() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "To relax I'm loving gardening in the evenings."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "To relax, honestly, a quiet afternoon is such a blessing."),
+        ),
+    ]
+    line = direct_answer("What does Odile do to relax?", items).line
+    assert "gardening" in _items(line)
+    assert not {"loving", "blessing"} & set(_items(line))
+
+
+def test_a_word_of_quantity_alone_is_no_member() -> None:
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Odile", "I like to collect stamps.")),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "I love that first film too, I even have the whole collection!"),
+        ),
+    ]
+    line = direct_answer("What items does Odile collect?", items).line
+    assert "whole" not in _items(line)
+
+
+def test_a_verb_taking_the_ing_form_is_no_word_of_the_activity() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "To unwind I enjoy knitting by the window."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "To unwind, I keep sketching birds in the park."),
+        ),
+    ]
+    line = direct_answer("What does Odile do to unwind?", items).line
+    assert sorted(_items(line))[:2] == ["knitting", "sketching"]
+
+
+def test_an_object_pronoun_before_the_verb_is_no_subject_of_its_clause() -> None:
+    # "a photo of me painting …": "me" is the object of "of", so "a photo of" is no thing
+    # painted (as "These figurines I bought" makes the figurines the thing bought).
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "Here's a photo of me painting a lighthouse by the sea."),
+        ),
+    ]
+    line = direct_answer("What has Odile painted?", items).line
+    assert _items(line) == ["lighthouse"]
