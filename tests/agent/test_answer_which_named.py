@@ -8,7 +8,10 @@ from __future__ import annotations
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
+from kbmem.research.ranking import Ranking
+from kbmem.research.said import read_sentences
 from kbmem.research.what import told_name, unspecific
+from kbmem.research.where import place
 
 
 def test_a_phrase_of_determiners_and_the_questions_words_says_no_which() -> None:
@@ -61,3 +64,19 @@ def test_a_named_thing_is_kept_when_the_phrase_says_which() -> None:
     )
     answer = direct_answer("Which tournament did Ilse win?", [item])
     assert "Paris" not in answer.line and "Valorant" in answer.line, answer.line
+
+
+def test_a_city_named_as_the_subject_of_is_answers_which_city() -> None:
+    # "Barcelona is a must-visit city!" names the city asked, as "in Lisbon" would; ranked
+    # first, it is read before a sentence below it that names a place after a preposition.
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Tomas", "I am going to study abroad, any tips on where to go?"),
+        ("Ilse", "Barcelona is a must-visit city!"),
+        ("Ilse", "I love discovering new cities - here is a pic from my trip to Lisbon!"),
+    )
+    ranking = Ranking("Which city did Ilse recommend to Tomas?", read_sentences([item]))
+    ranking.ranked.sort(key=lambda scored: not scored[2].text.startswith("Barcelona"))
+    ranking.ranked[:] = [(1.0, 1.0, s) for _score, _share, s in ranking.ranked]
+    assert place(ranking)[0] == "Barcelona"
