@@ -74,9 +74,12 @@ def _equated_place(r: Ranking, placed: Said | None) -> Extracted | None:
         if s is placed:
             break
         found = equated.search(s.claim or s.text)
-        if found and found.group(1).split()[0] not in NOT_NAMES:
-            if not set(analyze(found.group(1))) <= exclude:
-                return found.group(1), [s]
+        if (
+            found
+            and found.group(1).split()[0] not in NOT_NAMES
+            and not set(analyze(found.group(1))) <= exclude
+        ):
+            return found.group(1), [s]
     return None
 
 
