@@ -723,6 +723,10 @@ def thing(r: Ranking) -> Extracted:
                 # A sentence may give it as the object the question's grammar asks for
                 # ("What kind of experience did she get accepted for?"), not by its noun.
                 phrase = grammar_object(question, s.claim, r.weigher.terms | r.weigher.names)
+            if not phrase:
+                # Or by its title in quotes ("this fantasy RPG called "Xenoblade
+                # Chronicles""): a title names one thing, whatever noun it is said with.
+                phrase = quoted_title(split_caption(s.claim)[0], r.weigher.terms | r.weigher.names)
             if phrase:
                 return phrase, [s]
         kind = compound_kind(question)

@@ -80,3 +80,16 @@ def test_a_city_named_as_the_subject_of_is_answers_which_city() -> None:
     ranking.ranked.sort(key=lambda scored: not scored[2].text.startswith("Barcelona"))
     ranking.ranked[:] = [(1.0, 1.0, s) for _score, _share, s in ranking.ranked]
     assert place(ranking)[0] == "Barcelona"
+
+
+def test_a_title_in_quotes_names_the_thing_asked_by_another_noun() -> None:
+    # Asked "what game", "this fantasy RPG called "Harbour Quest"" names it: the title,
+    # not the "game" a picture's caption below says.
+    item = turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", 'I\'m currently playing this awesome fantasy RPG called "Harbour Quest"!'),
+        ("Ilse", "I recommend it. [shares an image: a photo of two nintendo game covers]"),
+    )
+    answer = direct_answer("What game is Ilse currently playing and recommends?", [item])
+    assert answer.line.startswith("Harbour Quest"), answer.line
