@@ -712,13 +712,21 @@ def thing(r: Ranking) -> Extracted:
             if phrase:
                 # "My old area was hit by a flood": which area, its speaker names where
                 # they say it again ("my old area, West County").
-                named = named_elsewhere(r, s, phrase)
+                named = (
+                    named_elsewhere(r, s, phrase)
+                    or named_next(r, s, phrase, noun)
+                    or named_near(r, phrase, noun)
+                )
                 if named:
                     return named
             if not phrase:
                 # A sentence may give it as the object the question's grammar asks for
                 # ("What kind of experience did she get accepted for?"), not by its noun.
                 phrase = grammar_object(question, s.claim, r.weigher.terms | r.weigher.names)
+            if not phrase:
+                # Or by its title in quotes ("this fantasy RPG called "Xenoblade
+                # Chronicles""): a title names one thing, whatever noun it is said with.
+                phrase = quoted_title(split_caption(s.claim)[0], r.weigher.terms | r.weigher.names)
             if phrase:
                 return phrase, [s]
         kind = compound_kind(question)
@@ -888,6 +896,110 @@ def _named_which(r: Ranking, question: str) -> Extracted | None:
         ]
         if subjects:
             return max(subjects, key=lambda m: _clause_says(r, m.string[m.end() :])).group(1), [s]
+    return None
+
+
+# Words before a noun that say there is one, or how many, but not which: "a new team",
+# "another language", "a few movies", "different novels". Asked "which N" (or "what N"),
+# such a phrase repeats the question's noun; the speaker names the one they mean next.
+_UNSPECIFIC = frozenset(
+    "a an the another other others some few several many various different new same any "
+    "couple lot lots bunch certain particular my our your his her their this that these "
+    "those".split()
+)
+# A name: capitalised words (joined by "of", "the", "and"), or a title in quotes.
+_NAME = re.compile(
+    r"\"([^\"]{2,60})\"|“([^”]{2,60})”"
+    r"|\b([A-Z][\w'’-]*(?:\s+(?:(?:of|the|and)\s+)?[A-Z][\w'’-]*)*)"
+)
+# A verb's -ing form, which may open a sentence ("Learning German has been tough").
+_GERUND = re.compile(r"[A-Z][a-z]{2,}ing")
+# How many sentences of the speaker's next turn are read for the name.
+NEXT_TURN_SENTENCES = 2
+
+
+def unspecific(phrase: str, noun: str, asked: set[str]) -> bool:
+    """Whether ``phrase`` (ending in ``noun``) says only that there is a ``noun``, or how
+    many ("a new team", "a few movies"), not which one: its other words are determiners,
+    words that compare or count, or the question's own terms ``asked`` ("different
+    fantasy novels", asked which fantasy novels)."""
+    words = phrase.lower().split()
+    stems = set(analyze(noun))
+    return (
+        bool(words)
+        and set(analyze(words[-1])) == stems
+        and all(w in _UNSPECIFIC or set(analyze(w)) <= asked for w in words[:-1])
+    )
+
+
+def told_name(text: str, exclude: set[str], asked: set[str]) -> str:
+    """The first name or title in quotes ``text`` says (its words before a picture), none
+    of whose words is one of ``exclude`` (the speakers, the question's names) and which says
+    more than the question's terms ``asked``; a capitalised word opening the sentence is read
+    as a name only with other capitalised words after it ("Harry Potter", not "Thanks")."""
+    words, _scene = split_caption(text)
+    for found in _NAME.finditer(words):
+        name = found.group(1) or found.group(2) or found.group(3)
+        parts = name.split()
+        if found.group(3):
+            opens = not words[: found.start()].strip(" \"“'‘-")
+            if opens and _GERUND.fullmatch(parts[0]):
+                parts = parts[1:]  # "Learning German …": a verb opens the sentence
+            while parts and parts[0] in NOT_NAMES:
+                parts = parts[1:]  # "The Minnesota Wolves": the name after its article
+            if not parts or (opens and len(parts) == 1 and parts[0] == name.split()[0]):
+                continue  # "Thanks!": any word opening a sentence is capitalised
+            name = " ".join(parts)
+        stems = set(analyze(name))
+        if not stems or stems & exclude or stems <= asked:
+            continue
+        return name
+    return ""
+
+
+def named_next(r: Ranking, s: Said, phrase: str, noun: str) -> Extracted | None:
+    """Asked which ``noun``, the name ``s``'s speaker gives next to the ``phrase`` that
+    says only that there is one ("I just signed with a new team" … "The Minnesota Wolves!",
+    "we watch a few movies. We love "Home Alone""): people say "a new N" and name it in the
+    rest of their turn, or in their next turn, when the listener asks which. None when
+    ``phrase`` says which, or no name follows."""
+    exclude = r.weigher.names | r.speakers
+    asked = r.weigher.terms | r.weigher.names
+    if not unspecific(phrase, noun, asked) or s not in r.all:
+        return None
+    turn, turns, taken = (s.start, s.end), 0, 0
+    for other in r.all[r.all.index(s) + 1 :]:
+        if other.item is not s.item:
+            break
+        if (other.start, other.end) != turn:
+            turn, turns = (other.start, other.end), turns + 1
+            taken = 0
+        if turns > 2:
+            break
+        if other.speaker != s.speaker:
+            continue
+        if turns:
+            taken += 1
+            if taken > NEXT_TURN_SENTENCES:
+                continue
+        name = told_name(other.claim or other.text, exclude, asked)
+        if name:
+            return name, [s, other]
+    return None
+
+
+def named_near(r: Ranking, phrase: str, noun: str) -> Extracted | None:
+    """Asked which ``noun``, when the ``phrase`` found says only that there is one, the
+    first name a sentence near the best says ("Learning German has been tough" beside
+    "Learning another language is tough"); None when none does."""
+    exclude = r.weigher.names | r.speakers
+    asked = r.weigher.terms | r.weigher.names
+    if not unspecific(phrase, noun, asked):
+        return None
+    for s in r.near():
+        name = told_name(s.claim or s.text, exclude, asked)
+        if name:
+            return name, [s]
     return None
 
 

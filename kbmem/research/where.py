@@ -10,7 +10,9 @@ import re
 
 from kbmem.index.tenant import analyze
 from kbmem.research.extract import Extracted, gathered, named_elsewhere
+from kbmem.research.grammar import asked_noun
 from kbmem.research.joint import shared_item
+from kbmem.research.phrases import NOT_NAMES
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP
 from kbmem.research.spans import CALENDAR, PLACE, WHERE_CLAUSE, is_novel, stem_set
@@ -39,7 +41,11 @@ def place(r: Ranking) -> Extracted:
     bridged = _bridged_place(r)
     if bridged:
         return bridged
-    for s in r.close_to_best("place", 5):
+    placed = r.close_to_best("place", 5)
+    equated = _equated_place(r, placed[0] if placed else None)
+    if equated:
+        return equated
+    for s in placed:
         places = _places(r, s)
         if places:
             return r.nearest(s.claim, places), [s]
@@ -50,6 +56,31 @@ def place(r: Ranking) -> Extracted:
             # where they say it again.
             return named_elsewhere(r, s, found.split(None, 1)[-1]) or (found, [s])
     return "", [r.best()]
+
+
+def _equated_place(r: Ranking, placed: Said | None) -> Extracted | None:
+    """Asked "which city …?", a name a sentence ranked above the first that names a place
+    after a preposition (``placed``) says is such a city ("Barcelona is a must-visit
+    city!"): a place is named as the subject of "is" as often as after "in" or "to"."""
+    noun = asked_noun(r.question)
+    if not noun:
+        return None
+    equated = re.compile(
+        rf"\b((?:[A-Z][\w'’-]*\s+)*[A-Z][\w'’-]*)\s+(?:is|was|are|were)\s+"
+        rf"(?:a|an|the|my|our|one\s+of\s+the)\s+(?:[\w'’-]+\s+){{0,3}}?{re.escape(noun)}s?\b"
+    )
+    exclude = r.weigher.names | r.weigher.terms
+    for s in r.near():
+        if s is placed:
+            break
+        found = equated.search(s.claim or s.text)
+        if (
+            found
+            and found.group(1).split()[0] not in NOT_NAMES
+            and not set(analyze(found.group(1))) <= exclude
+        ):
+            return found.group(1), [s]
+    return None
 
 
 def _said_place(r: Ranking, s: Said) -> str:
