@@ -308,12 +308,18 @@ def _occasions(r: Ranking) -> dict[datetime.date, Said]:
         for t in analyze(m.group(1))
     } & about
     rarest = max(nouns or about, key=lambda t: r.weigher.weight[t])
+    # Every noun the question names the occasion by is named by a sentence telling of it:
+    # "taken his turtles on a walk" is not told by "I took Max for a walk".
+    named = nouns or {rarest}
     years = named_years(r.question)
     days: dict[datetime.date, Said] = {}
     spans: list[tuple[datetime.date, datetime.date]] = []
     for _score, _share, s in r.ranked:
         own = s.claim.split("[shares", 1)[0]
-        if not s.day or rarest not in set(analyze(own)):
+        if not s.day or not named <= set(analyze(own)):
+            continue
+        # What may happen is not an occasion that happened ("a few will be rejected").
+        if _only_expected(own, rarest):
             continue
         if r.windows and not any(w.contains(s.day) for w in r.windows):
             continue
@@ -333,6 +339,28 @@ def _occasions(r: Ranking) -> dict[datetime.date, Said]:
         spans.append(span)
         days[s.day] = s
     return days
+
+
+# Words that put what follows them in their clause out of what happened: a modal ("will be
+# rejected", "can find"), a condition ("if"), or a plan ("going to", "gonna").
+_EXPECTED = frozenset("will would could might may can shall should if gonna wanna".split())
+
+
+def _only_expected(text: str, term: str) -> bool:
+    """Whether every clause of ``text`` that names ``term`` (a stem) names it after a word
+    that makes it only expected or supposed ("I assume a few will be rejected", "if I can
+    find any"), not told as done."""
+    telling = False
+    for clause in re.split(r"[.,;:!?()]|\s[-–—]\s", text):
+        words = [w.lower() for w in re.findall(r"[\w'’]+", clause)]
+        at = next((n for n, w in enumerate(words) if term in analyze(w)), -1)
+        if at < 0:
+            continue
+        before = words[:at]
+        going_to = any(a == "going" and b == "to" for a, b in itertools.pairwise(before))
+        if not (set(before) & _EXPECTED or going_to):
+            telling = True
+    return not telling
 
 
 def _told_span(text: str, day: datetime.date) -> tuple[datetime.date, datetime.date]:

@@ -116,3 +116,37 @@ def test_a_count_said_grows_by_each_later_telling_of_one_more() -> None:
     other = ("2024-05-01", "My third chess tournament win was amazing, another great memory.")
     assert answered(("2024-03-01", THIRD), other) == "three chess tournaments"
     assert answered(("2024-01-01", again[1]), ("2024-03-01", FIRST)) == "one chess tournament"
+
+
+def test_what_may_happen_is_not_an_occasion_that_happened() -> None:
+    # Asked how many times, a telling of what will or may happen ("a few will be
+    # rejected", "if I can find one") is not a time it happened.
+    said = [
+        ("2026-06-01", "My script got rejected by a big studio, what a blow."),
+        ("2026-07-01", "Another rejection today: my script got rejected again."),
+        ("2026-08-01", "I sent my script to ten studios, I assume a few will be rejected."),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text), ("Nate", "Your script is great!"))
+        for n, (day, text) in enumerate(said)
+    ]
+    asked = "How many times was Ilse's script rejected?"
+    assert direct_answer(asked, items).line == "twice: 1 June, 1 July 2026"
+
+
+def test_an_occasion_is_told_by_every_noun_the_question_names_it_by() -> None:
+    # "Taken his turtles on a walk" is not told by walking a dog, though "walk" is the
+    # rarer of the question's nouns.
+    said = [
+        ("2026-06-01", "I took my turtles out for a walk by the pond."),
+        ("2026-06-05", "My turtles love their new tank."),
+        ("2026-06-10", "I took my dog Max for a walk in the park."),
+        ("2026-06-15", "I fed my turtles some strawberries."),
+        ("2026-06-20", "I took the turtles for a walk again, they loved the sun."),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Nate", text)) for n, (day, text) in enumerate(said)
+    ]
+    asked = "How many times has Nate taken his turtles on a walk?"
+    assert direct_answer(asked, items).line == "twice: 1 June, 20 June 2026"
+
