@@ -121,6 +121,14 @@ def count(r: Ranking) -> Extracted:
         days = _occasions(r)
         if days:
             return f"{times_written(len(days))}: {_days_written(sorted(days))}", list(days.values())
+    if noun and not times:
+        # No number said: each day the asked person tells of one of the things counted, in
+        # their own words and as done, is one more of them (distinct tellings on distinct
+        # days are distinct things; one told again is caught by its told time).
+        told = _occasions(r, noun)
+        if told:
+            counted = _counted_as(len(told), r.question)
+            return f"{counted}: {_days_written(sorted(told))}", list(told.values())
     items, sources = list_items(r, per_session=times)
     if not items:
         return "", [r.best()]
@@ -289,9 +297,10 @@ def number_value(word: str) -> int | None:
 _FIRST_PERSON = re.compile(r"\b(?:I|me|my|we|us|our|I'm|I've|we're|we've)\b", re.I)
 
 
-def _occasions(r: Ranking) -> dict[datetime.date, Said]:
+def _occasions(r: Ranking, thing: frozenset[str] = frozenset()) -> dict[datetime.date, Said]:
     """The days on which a sentence says, in its own words (a picture's caption shows,
-    it does not tell of a time), the most telling of the question's nouns (else words)
+    it does not tell of a time), the question's nouns (``thing``, the stem of the noun
+    counted, when given; else the nouns after a determiner, else the most telling word)
     other than the names, within the time the question names; asked about a speaker, said
     by them of themselves. Each day is one occasion, unless the time gone by that its
     sentence tells of reaches the day of another: the same event told again."""
@@ -308,6 +317,8 @@ def _occasions(r: Ranking) -> dict[datetime.date, Said]:
         for t in analyze(m.group(1))
     } & about
     rarest = max(nouns or about, key=lambda t: r.weigher.weight[t])
+    if thing:
+        nouns, rarest = set(thing), min(thing)
     # Every noun the question names the occasion by is named by a sentence telling of it:
     # "taken his turtles on a walk" is not told by "I took Max for a walk".
     named = nouns or {rarest}

@@ -150,3 +150,18 @@ def test_an_occasion_is_told_by_every_noun_the_question_names_it_by() -> None:
     asked = "How many times has Nate taken his turtles on a walk?"
     assert direct_answer(asked, items).line == "twice: 1 June, 20 June 2026"
 
+
+def test_no_number_said_each_day_telling_of_one_counts_one() -> None:
+    # Nobody says how many letters: each day the asked person tells of receiving one, in
+    # their own words, is one more letter; a letter only hoped for is none.
+    said = [
+        ("2026-06-01", "I got a rejection letter from a big studio today."),
+        ("2026-07-01", "Someone wrote me a lovely letter after reading my blog post."),
+        ("2026-08-01", "Maybe a producer will send me a letter soon."),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text), ("Nate", "That's amazing!"))
+        for n, (day, text) in enumerate(said)
+    ]
+    counted = direct_answer("How many letters has Ilse received?", items).line
+    assert counted == "two letters: 1 June, 1 July 2026"
