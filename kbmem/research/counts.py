@@ -17,7 +17,7 @@ from kbmem.research.extract import LIST_SHARE, Extracted
 from kbmem.research.lists import list_items
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP
-from kbmem.research.spans import FREQUENCY, NUMBER, PREPOSITIONS, stem_set, unit_after
+from kbmem.research.spans import CAPS, FREQUENCY, NUMBER, PREPOSITIONS, stem_set, unit_after
 from kbmem.research.types import Said
 
 
@@ -125,7 +125,7 @@ def count(r: Ranking) -> Extracted:
         # No number said: each day the asked person tells of one of the things counted, in
         # their own words and as done, is one more of them (distinct tellings on distinct
         # days are distinct things; one told again is caught by its told time).
-        told = _occasions(r, noun)
+        told = _named_once(_occasions(r, noun))
         if told:
             counted = _counted_as(len(told), r.question)
             return f"{counted}: {_days_written(sorted(told))}", list(told.values())
@@ -372,6 +372,21 @@ def _only_expected(text: str, term: str) -> bool:
         if not (set(before) & _EXPECTED or going_to):
             telling = True
     return not telling
+
+
+def _named_once(told: dict[datetime.date, Said]) -> dict[datetime.date, Said]:
+    """``told`` without the days whose sentence names only things (by name, not at the
+    sentence's start) an earlier day's sentence named: "the Storr ridge" climbed on two days
+    is one ridge."""
+    seen: set[str] = set()
+    kept: dict[datetime.date, Said] = {}
+    for day in sorted(told):
+        named = {m.group(1) for m in CAPS.finditer(told[day].claim) if m.start() > 0}
+        if named and named <= seen:
+            continue
+        seen |= named
+        kept[day] = told[day]
+    return kept
 
 
 def _told_span(text: str, day: datetime.date) -> tuple[datetime.date, datetime.date]:
