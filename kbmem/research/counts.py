@@ -75,6 +75,25 @@ def _is_money(text: str, number: re.Match[str], unit: str) -> bool:
 
 
 def count(r: Ranking) -> Extracted:
+    """How many of the things asked, the count alone ("three", "twice", "three times"):
+    the question already names what it counts, so a person answers "how many turtles?"
+    with "Three"; what was counted (the days, the things) is in the sentences cited under
+    it. The count and what it counts is ``counted``."""
+    line, sources = counted(r)
+    return count_alone(line), sources
+
+
+def count_alone(line: str) -> str:
+    """The count of a line of ``counted`` without what it counts: "three turtles" →
+    "three", "twice: 6 July, 20 July 2023" → "twice"; "three times" stays, as "how many
+    times" is answered."""
+    words = line.split(":", 1)[0].split()
+    if not words:
+        return line
+    return " ".join(words[:2]) if words[1:2] == ["times"] else words[0]
+
+
+def counted(r: Ranking) -> Extracted:
     """How many of the things asked: a number said of them (the largest, when sentences
     say several: a part is shown or told more often than the whole, and a count only grows),
     plus one for each later day its speaker tells one more ("another tournament"); else,
