@@ -146,15 +146,15 @@ def counted(r: Ranking) -> Extracted:
         # days are distinct things; one told again is caught by its told time).
         told = _named_once(_occasions(r, noun))
         if told:
-            counted = _counted_as(len(told), r.question)
-            return f"{counted}: {_days_written(sorted(told))}", list(told.values())
+            written = _counted_as(len(told), r.question)
+            return f"{written}: {_days_written(sorted(told))}", list(told.values())
     items, sources = list_items(r, per_session=times)
     if not items:
         return "", [r.best()]
     distinct = list(dict.fromkeys(items))
     # What was counted, named as the question names it ("two ridges: Storr, Quiraing").
-    counted = times_written(len(items)) if times else _counted_as(len(items), r.question)
-    return f"{counted}: {', '.join(distinct)}", sources
+    written = times_written(len(items)) if times else _counted_as(len(items), r.question)
+    return f"{written}: {', '.join(distinct)}", sources
 
 
 def _tells_one_more(text: str, noun: frozenset[str]) -> bool:
