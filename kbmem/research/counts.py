@@ -17,7 +17,7 @@ from kbmem.research.extract import LIST_SHARE, Extracted
 from kbmem.research.lists import list_items
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP
-from kbmem.research.spans import FREQUENCY, NUMBER, PREPOSITIONS, stem_set, unit_after
+from kbmem.research.spans import CAPS, FREQUENCY, NUMBER, PREPOSITIONS, stem_set, unit_after
 from kbmem.research.types import Said
 
 
@@ -75,6 +75,25 @@ def _is_money(text: str, number: re.Match[str], unit: str) -> bool:
 
 
 def count(r: Ranking) -> Extracted:
+    """How many of the things asked, the count alone ("three", "twice", "three times"):
+    the question already names what it counts, so a person answers "how many turtles?"
+    with "Three"; what was counted (the days, the things) is in the sentences cited under
+    it. The count and what it counts is ``counted``."""
+    line, sources = counted(r)
+    return count_alone(line), sources
+
+
+def count_alone(line: str) -> str:
+    """The count of a line of ``counted`` without what it counts: "three turtles" →
+    "three", "twice: 6 July, 20 July 2023" → "twice"; "three times" stays, as "how many
+    times" is answered."""
+    words = line.split(":", 1)[0].split()
+    if not words:
+        return line
+    return " ".join(words[:2]) if words[1:2] == ["times"] else words[0]
+
+
+def counted(r: Ranking) -> Extracted:
     """How many of the things asked: a number said of them (the largest, when sentences
     say several: a part is shown or told more often than the whole, and a count only grows),
     plus one for each later day its speaker tells one more ("another tournament"); else,
@@ -121,13 +140,21 @@ def count(r: Ranking) -> Extracted:
         days = _occasions(r)
         if days:
             return f"{times_written(len(days))}: {_days_written(sorted(days))}", list(days.values())
+    if noun and not times:
+        # No number said: each day the asked person tells of one of the things counted, in
+        # their own words and as done, is one more of them (distinct tellings on distinct
+        # days are distinct things; one told again is caught by its told time).
+        told = _named_once(_occasions(r, noun))
+        if told:
+            written = _counted_as(len(told), r.question)
+            return f"{written}: {_days_written(sorted(told))}", list(told.values())
     items, sources = list_items(r, per_session=times)
     if not items:
         return "", [r.best()]
     distinct = list(dict.fromkeys(items))
     # What was counted, named as the question names it ("two ridges: Storr, Quiraing").
-    counted = times_written(len(items)) if times else _counted_as(len(items), r.question)
-    return f"{counted}: {', '.join(distinct)}", sources
+    written = times_written(len(items)) if times else _counted_as(len(items), r.question)
+    return f"{written}: {', '.join(distinct)}", sources
 
 
 def _tells_one_more(text: str, noun: frozenset[str]) -> bool:
@@ -289,9 +316,10 @@ def number_value(word: str) -> int | None:
 _FIRST_PERSON = re.compile(r"\b(?:I|me|my|we|us|our|I'm|I've|we're|we've)\b", re.I)
 
 
-def _occasions(r: Ranking) -> dict[datetime.date, Said]:
+def _occasions(r: Ranking, thing: frozenset[str] = frozenset()) -> dict[datetime.date, Said]:
     """The days on which a sentence says, in its own words (a picture's caption shows,
-    it does not tell of a time), the most telling of the question's nouns (else words)
+    it does not tell of a time), the question's nouns (``thing``, the stem of the noun
+    counted, when given; else the nouns after a determiner, else the most telling word)
     other than the names, within the time the question names; asked about a speaker, said
     by them of themselves. Each day is one occasion, unless the time gone by that its
     sentence tells of reaches the day of another: the same event told again."""
@@ -308,12 +336,20 @@ def _occasions(r: Ranking) -> dict[datetime.date, Said]:
         for t in analyze(m.group(1))
     } & about
     rarest = max(nouns or about, key=lambda t: r.weigher.weight[t])
+    if thing:
+        nouns, rarest = set(thing), min(thing)
+    # Every noun the question names the occasion by is named by a sentence telling of it:
+    # "taken his turtles on a walk" is not told by "I took Max for a walk".
+    named = nouns or {rarest}
     years = named_years(r.question)
     days: dict[datetime.date, Said] = {}
     spans: list[tuple[datetime.date, datetime.date]] = []
     for _score, _share, s in r.ranked:
         own = s.claim.split("[shares", 1)[0]
-        if not s.day or rarest not in set(analyze(own)):
+        if not s.day or not named <= set(analyze(own)):
+            continue
+        # What may happen is not an occasion that happened ("a few will be rejected").
+        if _only_expected(own, rarest):
             continue
         if r.windows and not any(w.contains(s.day) for w in r.windows):
             continue
@@ -333,6 +369,43 @@ def _occasions(r: Ranking) -> dict[datetime.date, Said]:
         spans.append(span)
         days[s.day] = s
     return days
+
+
+# Words that put what follows them in their clause out of what happened: a modal ("will be
+# rejected", "can find"), a condition ("if"), or a plan ("going to", "gonna").
+_EXPECTED = frozenset("will would could might may can shall should if gonna wanna".split())
+
+
+def _only_expected(text: str, term: str) -> bool:
+    """Whether every clause of ``text`` that names ``term`` (a stem) names it after a word
+    that makes it only expected or supposed ("I assume a few will be rejected", "if I can
+    find any"), not told as done."""
+    telling = False
+    for clause in re.split(r"[.,;:!?()]|\s[-–—]\s", text):
+        words = [w.lower() for w in re.findall(r"[\w'’]+", clause)]
+        at = next((n for n, w in enumerate(words) if term in analyze(w)), -1)
+        if at < 0:
+            continue
+        before = words[:at]
+        going_to = any(a == "going" and b == "to" for a, b in itertools.pairwise(before))
+        if not (set(before) & _EXPECTED or going_to):
+            telling = True
+    return not telling
+
+
+def _named_once(told: dict[datetime.date, Said]) -> dict[datetime.date, Said]:
+    """``told`` without the days whose sentence names only things (by name, not at the
+    sentence's start) an earlier day's sentence named: "the Storr ridge" climbed on two days
+    is one ridge."""
+    seen: set[str] = set()
+    kept: dict[datetime.date, Said] = {}
+    for day in sorted(told):
+        named = {m.group(1) for m in CAPS.finditer(told[day].claim) if m.start() > 0}
+        if named and named <= seen:
+            continue
+        seen |= named
+        kept[day] = told[day]
+    return kept
 
 
 def _told_span(text: str, day: datetime.date) -> tuple[datetime.date, datetime.date]:

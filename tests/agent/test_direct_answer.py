@@ -121,7 +121,7 @@ def test_duration_number_and_count():
         ("Ilse", "I own three kayaks now, all red."),
     )
     assert direct_answer("How long did the ferry crossing take?", [item]).line == "47 minutes"
-    assert direct_answer("How many kayaks does Ilse own?", [item]).line == "three kayaks"
+    assert direct_answer("How many kayaks does Ilse own?", [item]).line == "three"
 
 
 def test_how_many_counts_distinct_mentions_across_sessions():
@@ -132,10 +132,10 @@ def test_how_many_counts_distinct_mentions_across_sessions():
         for n, peak in enumerate(["Storr", "Quiraing", "Storr"], start=1)
     ]
     got = direct_answer("How many times has Ilse climbed a ridge?", items)
-    assert got.line == "three times: 1 January, 1 February, 1 March 2024"
+    assert got.line == "three times"
     assert len({s.session for s in got.sources}) == 3
     # Asked how many things, not how many times, the ridge climbed twice counts once.
-    assert direct_answer("How many ridges has Ilse climbed?", items).line.startswith("two ridges: ")
+    assert direct_answer("How many ridges has Ilse climbed?", items).line == "two"
 
 
 def test_how_many_takes_the_largest_number_said_of_the_thing():
@@ -147,7 +147,7 @@ def test_how_many_takes_the_largest_number_said_of_the_thing():
         ("Ilse", "All four goats of mine are asleep now, the goats are tired."),
         ("Tomas", "I saw three people at the goats' pen."),
     )
-    assert direct_answer("How many goats does Ilse have?", [item]).line == "four goats"
+    assert direct_answer("How many goats does Ilse have?", [item]).line == "four"
 
 
 def test_how_many_times_counts_the_days_the_person_tells_of_their_own():
@@ -160,7 +160,8 @@ def test_how_many_times_counts_the_days_the_person_tells_of_their_own():
         turns_item("s4", "2023-06-01T09:00:00", ("Ilse", "I sailed to the lighthouse.")),
     ]
     got = direct_answer("How many times has Ilse been to the lighthouse in 2024?", items)
-    assert got.line == "twice: 2 March, 4 May 2024"
+    assert got.line == "twice"
+    assert sorted(str(s.day) for s in got.sources) == ["2024-03-02", "2024-05-04"]
 
 
 def test_who_takes_a_name_other_than_the_one_asked_about():
