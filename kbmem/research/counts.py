@@ -335,7 +335,9 @@ def _occasions(r: Ranking, thing: frozenset[str] = frozenset()) -> dict[datetime
         )
         for t in analyze(m.group(1))
     } & about
-    rarest = max(nouns or about, key=lambda t: r.weigher.weight[t])
+    # Sorted first: of words weighted alike the first in order wins, the same in every
+    # process (a set's order changes with the hash seed, and the count with it).
+    rarest = max(sorted(nouns or about), key=lambda t: r.weigher.weight[t])
     if thing:
         nouns, rarest = set(thing), min(thing)
     # Every noun the question names the occasion by is named by a sentence telling of it:

@@ -193,3 +193,47 @@ def test_the_direct_answer_is_the_count_alone() -> None:
         for n in range(3)
     ]
     assert direct_answer(TIMES, thrice).line == "three times"
+
+
+_COUNT_IN_A_PROCESS = """
+import sys
+from helpers.evidence import turns_item
+from kbmem.research.counts import counted
+from kbmem.research.ranking import Ranking
+from kbmem.research.said import read_sentences
+items = [
+    turns_item("s1", "2026-06-01T09:00:00",
+               ("Ilse", "I took the dog to the lake today, so much fun!")),
+    turns_item("s2", "2026-06-20T09:00:00",
+               ("Ilse", "The dog was great today, and next week we will see the lake.")),
+]
+question = "How many times has Ilse taken the dog to the lake?"
+print(counted(Ranking(question, read_sentences(items)))[0])
+"""
+
+
+def test_a_count_is_the_same_in_every_process() -> None:
+    """ "dog" and "lake" weigh alike here, and which one the count follows decides whether
+    the second day (the lake only to come) counts: the choice must not hang on the order
+    of a set, which changes with each process's hash seed."""
+    import os
+    import subprocess
+    import sys
+
+    tests = Path(__file__).resolve().parents[1]
+    lines = set()
+    for seed in range(6):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(tests), str(tests.parent), env.get("PYTHONPATH", "")]
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", _COUNT_IN_A_PROCESS],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        lines.add(done.stdout.strip())
+    assert len(lines) == 1, lines
