@@ -658,6 +658,61 @@ def felt(text: str) -> str:
     return ""
 
 
+# "How does Gina describe the studio?", "How was the trip?", "How is the store doing?": the
+# thing asked to be described is the subject of the answer's linking verb ("The studio
+# looks amazing", "Our team bond is awesome"), said by its head noun.
+_ASKS_DESCRIBED = re.compile(
+    r"^\s*how\s+(?:(?:do|does|did|would|will)\s+.+?\s+describe|is|was|are|were)\s+(.+?)"
+    r"(?:\s+(?:doing|going|coming\s+along))?\s*\??\s*$",
+    re.I,
+)
+# Where the described noun phrase ends: a preposition, a relative or a new clause's subject
+# (a pronoun or a name: "the boat Tomas built").
+_DESCRIBED_END = frozenset(
+    "that which who where when he she they i we you it through during after before over".split()
+)
+DESCRIBED_SENTENCES = 5
+
+
+def described_head(question: str) -> str:
+    """The head noun of what a "how … describe N" or "how is N" question asks to be
+    described ("the camping trip with Max": "trip"); "" for another question."""
+    found = _ASKS_DESCRIBED.match(question)
+    if not found:
+        return ""
+    phrase: list[str] = []
+    for word in re.findall(r"[\w'’-]+", found.group(1)):
+        if phrase and (word.lower() in PREPOSITIONS | _DESCRIBED_END or word[0].isupper()):
+            break
+        phrase.append(word)
+    head = phrase[-1] if phrase else ""
+    if not head or head.lower() in STOP or head[0].isupper() or head.endswith(("'s", "’s")):
+        return ""  # a person ("How is Gina?") or a name, no thing described
+    return head
+
+
+def described_state(r: Ranking, question: str) -> Extracted | None:
+    """Asked to describe a thing (``described_head``), what a linking verb right after its
+    head noun says it is in one of the best sentences; None when none says so."""
+    head = described_head(question)
+    if not head:
+        return None
+    said_of = re.compile(
+        rf"\b{re.escape(head)}s?(?:\s+(?=(?:is|are|was|were|looks?|looked|seems?|seemed"
+        rf"|felt|feels?)\b)|(?=['’]s\b))",
+        re.I,
+    )
+    asked = r.weigher.terms | r.weigher.names
+    for s in r.near(DESCRIBED_SENTENCES):
+        found = said_of.search(s.claim)
+        if found:
+            # The state is said in the noun's own clause, not in one after it.
+            state = manner(CLAUSE_CUT.split(s.claim[found.start() :], maxsplit=1)[0], asked)
+            if state:
+                return state, [s]
+    return None
+
+
 def thing(r: Ranking) -> Extracted:
     """What a "what" question asks: the noun phrase of the kind asked (an activity: the
     verb's object, or a verb's -ing form), the reason asked "why", the object the
@@ -678,6 +733,9 @@ def thing(r: Ranking) -> Extracted:
             feeling = manner(s.claim, r.weigher.terms | r.weigher.names)
             if feeling:
                 return feeling, [s]
+    state = described_state(r, question)
+    if state:
+        return state
     labelled = _labelled(r, question)
     if labelled:
         return labelled

@@ -8,6 +8,7 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
+from kbmem.research.what import described_head
 
 
 @pytest.mark.parametrize(
@@ -25,3 +26,42 @@ def test_how_long_is_the_stretch_said(said: str, expected: str) -> None:
     item = turns_item("s1", "2024-07-02T09:00:00", ("Tomas", said))
     line = direct_answer("How long has Tomas been sailing?", [item]).line
     assert line.split(" (")[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "head"),
+    [
+        ("How did Tomas describe the team bond?", "bond"),
+        ("How does Ilse describe the camping trip with Max?", "trip"),
+        ("How does Ilse describe the boat he built?", "boat"),
+        ("How does Ilse describe the boat Tomas built?", "boat"),
+        ("How is Ilse's store doing?", "store"),
+        ("How was the regatta?", "regatta"),
+        ("How is Ilse?", ""),
+        ("How did Tomas feel?", ""),
+    ],
+)
+def test_the_thing_asked_to_be_described_is_the_head_noun(question: str, head: str) -> None:
+    assert described_head(question) == head
+
+
+def test_a_thing_described_is_what_a_linking_verb_says_of_it() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Tomas", "Our team has seen the most growth in communication and bonding."),
+        ("Tomas", "Our team bond is awesome and it makes all the hard work worth it."),
+    )
+    line = direct_answer("How did Tomas describe the team bond?", [item]).line
+    assert line.split(" (")[0] == "awesome"
+
+
+def test_the_state_is_said_in_the_nouns_own_clause() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Ilse", "The boat is on the trailer, but I'm staying positive."),
+        ("Ilse", "Ilse's boat looks amazing."),
+    )
+    line = direct_answer("How does Ilse describe the boat?", [item]).line
+    assert line.split(" (")[0] == "amazing"
