@@ -638,6 +638,24 @@ FEELING_WORDS = 8
 _LEADS_ON = frozenset("and or the a an my our your his her their".split())
 
 
+# A feeling is also said as what something did to someone: "Their words touched me" says
+# the speaker felt touched; the participle of such a verb names the feeling. The object
+# ends its clause ("moved us to a new town" is a move, no feeling).
+_STIRRED = re.compile(
+    r"\b(touched|moved|inspired|humbled|amazed|surprised|scared|frightened|worried|excited"
+    r"|thrilled|overwhelmed|upset|hurt)\s+(?:me|us)(?=\s*(?:[.,;:!?]|$|\s+(?:so|deeply|"
+    r"a\s+lot|and|but)\b))",
+    re.I,
+)
+
+
+def stirred(text: str) -> str:
+    """The feeling ``text`` says something stirred in its speaker ("Their words touched
+    me": "touched"); "" if none."""
+    found = _STIRRED.search(text)
+    return found.group(1).lower() if found else ""
+
+
 def felt(text: str) -> str:
     """The feeling ``text`` says its subject has: the complement of its first "feel" (or
     of "makes me"), without the degree words before it, to its clause's end; "" if none."""
@@ -725,7 +743,7 @@ def thing(r: Ranking) -> Extracted:
         return glossed  # "What is FL-212?": what memory says it is
     if ASKS_FEELING.search(question) and not re.match(r"\s*why\b", question, re.I):
         for s in r.near():
-            feeling = felt(s.claim)
+            feeling = felt(s.claim) or stirred(s.claim)
             if feeling:
                 return feeling, [s]
         # Said without "feel", a feeling is what its subject is ("I'm so thankful").

@@ -8,7 +8,7 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.what import described_head
+from kbmem.research.what import described_head, stirred
 
 
 @pytest.mark.parametrize(
@@ -65,3 +65,28 @@ def test_the_state_is_said_in_the_nouns_own_clause() -> None:
     )
     line = direct_answer("How does Ilse describe the boat?", [item]).line
     assert line.split(" (")[0] == "amazing"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Their words touched me; they said my story helped.", "touched"),
+        ("Honestly, the ending moved me so much.", "moved"),
+        # A move, no feeling: the object does not end the clause.
+        ("The company moved us to a new town.", ""),
+        ("We sailed at dawn.", ""),
+    ],
+)
+def test_what_something_stirred_in_the_speaker_is_a_feeling(text: str, expected: str) -> None:
+    assert stirred(text) == expected
+
+
+def test_asked_how_someone_felt_a_feeling_stirred_answers() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Ilse", "Last week, someone wrote me a letter after reading my post about a hard moment."),
+        ("Ilse", "Their words touched me; they said my story had brought them comfort."),
+    )
+    line = direct_answer("How did Ilse feel when someone wrote her a letter?", [item]).line
+    assert line.split(" (")[0] == "touched"
