@@ -649,6 +649,25 @@ _STIRRED = re.compile(
 )
 
 
+# Or as the speaker's regard for someone: "I really respect you for that" says how they
+# feel about the one they speak to, to the end of its clause.
+_REGARD = re.compile(
+    r"\b(?:I|we)\s+(?:(?:really|truly|so|just|also|totally|do)\s+)*"
+    r"((?:respect|admire|appreciate|value)\s+(?:you|him|her|them)\b[^.;:!?,]*)",
+    re.I,
+)
+
+
+def regard(text: str) -> str:
+    """The regard ``text``'s speaker says they hold someone in ("I really respect you for
+    that": "respect you for that"), at most FEELING_WORDS words; "" if none."""
+    found = _REGARD.search(text)
+    words = found.group(1).split()[:FEELING_WORDS] if found else []
+    while words and words[-1].lower() in PREPOSITIONS | _LEADS_ON:
+        words = words[:-1]  # cut at the cap, a phrase does not end leading on
+    return " ".join(words)
+
+
 def stirred(text: str) -> str:
     """The feeling ``text`` says something stirred in its speaker ("Their words touched
     me": "touched"); "" if none."""
@@ -743,7 +762,7 @@ def thing(r: Ranking) -> Extracted:
         return glossed  # "What is FL-212?": what memory says it is
     if ASKS_FEELING.search(question) and not re.match(r"\s*why\b", question, re.I):
         for s in r.near():
-            feeling = felt(s.claim) or stirred(s.claim)
+            feeling = felt(s.claim) or stirred(s.claim) or regard(s.claim)
             if feeling:
                 return feeling, [s]
         # Said without "feel", a feeling is what its subject is ("I'm so thankful").

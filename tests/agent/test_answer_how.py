@@ -8,7 +8,7 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.what import described_head, stirred
+from kbmem.research.what import described_head, regard, stirred
 
 
 @pytest.mark.parametrize(
@@ -90,3 +90,26 @@ def test_asked_how_someone_felt_a_feeling_stirred_answers() -> None:
     )
     line = direct_answer("How did Ilse feel when someone wrote her a letter?", [item]).line
     assert line.split(" (")[0] == "touched"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("I really respect you for that!", "respect you for that"),
+        ("We admire her for sailing alone, honestly.", "admire her for sailing alone"),
+        ("I respect the rules of the race.", ""),
+    ],
+)
+def test_the_regard_the_speaker_holds_someone_in_is_a_feeling(text: str, expected: str) -> None:
+    assert regard(text) == expected
+
+
+def test_asked_how_someone_feels_about_another_their_regard_answers() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Tomas", "I really respect you for being able to bounce back whenever a race goes badly!"),
+        ("Tomas", "It can feel like a step back sometimes."),
+    )
+    line = direct_answer("How does Tomas feel about Ilse's ability to bounce back?", [item]).line
+    assert line.startswith("respect you for being able"), line
