@@ -781,6 +781,10 @@ def thing(r: Ranking) -> Extracted:
         clause = happened_to(question, s.claim) or advice(question, s.claim)
         if clause:
             return clause, [s]
+    for s in r.near():
+        clause = effect_on(question, s.claim)
+        if clause:
+            return clause, [s]
     # The asked verb said with its clause is rare, and says what was realised or decided
     # more surely than the best sentence's words: looked for a little past the best three,
     # in what the person asked about said.
@@ -1201,6 +1205,27 @@ def happened_to(question: str, text: str) -> str:
         if len(taken) >= 2:
             return " ".join(taken)
     return ""
+
+
+# Asked how something affected someone, what it made or helped them do is its effect ("It
+# made me think again about following dreams"), to where the clause ends.
+_EFFECT = re.compile(
+    r"\b((?:made|makes|helped|helps|taught|teaches|pushed|pushes|inspired|inspires)\s+"
+    r"(?:me|us|him|her|them)\s+(?:to\s+)?[a-z][^.;:!?]*)",
+    re.I,
+)
+
+
+def effect_on(question: str, text: str) -> str:
+    """Asked how something affected someone (_AFFECTED), what ``text`` says it made or
+    helped them do, at most EVENT_WORDS words; "" for another question or none said."""
+    if not _AFFECTED.match(untimed(question)):
+        return ""
+    found = _EFFECT.search(text.split("[shares", 1)[0])
+    if not found:
+        return ""
+    words = trim_end(CLAUSE_CUT.split(found.group(1), maxsplit=1)[0].split()[:EVENT_WORDS])
+    return " ".join(words) if len(words) >= 3 else ""
 
 
 # "What creative project do Ilse and her kids do together?": a noun that the question's

@@ -8,7 +8,7 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.what import described_head, regard, stirred
+from kbmem.research.what import described_head, effect_on, regard, stirred
 
 
 @pytest.mark.parametrize(
@@ -113,3 +113,18 @@ def test_asked_how_someone_feels_about_another_their_regard_answers() -> None:
     )
     line = direct_answer("How does Tomas feel about Ilse's ability to bounce back?", [item]).line
     assert line.startswith("respect you for being able"), line
+
+
+def test_asked_how_something_affected_someone_what_it_made_them_do_answers() -> None:
+    question = "How did the voyage impact Tomas's view of the sea?"
+    said = "It made me think again about sailing alone, and I loved it."
+    assert effect_on(question, said) == "made me think again about sailing alone"
+    assert effect_on("What did Tomas think of the voyage?", said) == ""
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Tomas", "I recently finished the voyage - it was really inspiring."),
+        ("Tomas", "It made me think again about sailing alone and finding my own sea."),
+    )
+    line = direct_answer(question, [item]).line
+    assert line.split(" (")[0].startswith("made me think again about sailing alone"), line
