@@ -602,6 +602,7 @@ def manner(text: str, asked: set[str]) -> str:
             low = tokens[end].lower()
             if (
                 not re.match(r"[\w'’-]+$", low)
+                or not re.search(r"\w", low)  # a dash alone parts clauses ("awesome - the story")
                 or low in CLAUSE_LINKS | PREPOSITIONS | SUBJECT_WORDS | WH_WORDS
                 or TIME_WORD.match(low)
             ):

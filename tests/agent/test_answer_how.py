@@ -8,7 +8,7 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.what import described_head, effect_on, regard, stirred
+from kbmem.research.what import described_head, effect_on, manner, regard, stirred
 
 
 @pytest.mark.parametrize(
@@ -128,3 +128,8 @@ def test_asked_how_something_affected_someone_what_it_made_them_do_answers() -> 
     )
     line = direct_answer(question, [item]).line
     assert line.split(" (")[0].startswith("made me think again about sailing alone"), line
+
+
+def test_a_state_ends_at_a_dash_that_parts_clauses() -> None:
+    said = "I watched a classic film that was awesome - the story was so gripping!"
+    assert manner(said, {"classic", "film"}) == "awesome"
