@@ -602,6 +602,7 @@ def manner(text: str, asked: set[str]) -> str:
             low = tokens[end].lower()
             if (
                 not re.match(r"[\w'’-]+$", low)
+                or not re.search(r"\w", low)  # a dash alone parts clauses ("awesome - the story")
                 or low in CLAUSE_LINKS | PREPOSITIONS | SUBJECT_WORDS | WH_WORDS
                 or TIME_WORD.match(low)
             ):
@@ -638,6 +639,43 @@ FEELING_WORDS = 8
 _LEADS_ON = frozenset("and or the a an my our your his her their".split())
 
 
+# A feeling is also said as what something did to someone: "Their words touched me" says
+# the speaker felt touched; the participle of such a verb names the feeling. The object
+# ends its clause ("moved us to a new town" is a move, no feeling).
+_STIRRED = re.compile(
+    r"\b(touched|moved|inspired|humbled|amazed|surprised|scared|frightened|worried|excited"
+    r"|thrilled|overwhelmed|upset|hurt)\s+(?:me|us)(?=\s*(?:[.,;:!?]|$|\s+(?:so|deeply|"
+    r"a\s+lot|and|but)\b))",
+    re.I,
+)
+
+
+# Or as the speaker's regard for someone: "I really respect you for that" says how they
+# feel about the one they speak to, to the end of its clause.
+_REGARD = re.compile(
+    r"\b(?:I|we)\s+(?:(?:really|truly|so|just|also|totally|do)\s+)*"
+    r"((?:respect|admire|appreciate|value)\s+(?:you|him|her|them)\b[^.;:!?,]*)",
+    re.I,
+)
+
+
+def regard(text: str) -> str:
+    """The regard ``text``'s speaker says they hold someone in ("I really respect you for
+    that": "respect you for that"), at most FEELING_WORDS words; "" if none."""
+    found = _REGARD.search(text)
+    words = found.group(1).split()[:FEELING_WORDS] if found else []
+    while words and words[-1].lower() in PREPOSITIONS | _LEADS_ON:
+        words = words[:-1]  # cut at the cap, a phrase does not end leading on
+    return " ".join(words)
+
+
+def stirred(text: str) -> str:
+    """The feeling ``text`` says something stirred in its speaker ("Their words touched
+    me": "touched"); "" if none."""
+    found = _STIRRED.search(text)
+    return found.group(1).lower() if found else ""
+
+
 def felt(text: str) -> str:
     """The feeling ``text`` says its subject has: the complement of its first "feel" (or
     of "makes me"), without the degree words before it, to its clause's end; "" if none."""
@@ -658,6 +696,61 @@ def felt(text: str) -> str:
     return ""
 
 
+# "How does Gina describe the studio?", "How was the trip?", "How is the store doing?": the
+# thing asked to be described is the subject of the answer's linking verb ("The studio
+# looks amazing", "Our team bond is awesome"), said by its head noun.
+_ASKS_DESCRIBED = re.compile(
+    r"^\s*how\s+(?:(?:do|does|did|would|will)\s+.+?\s+describe|is|was|are|were)\s+(.+?)"
+    r"(?:\s+(?:doing|going|coming\s+along))?\s*\??\s*$",
+    re.I,
+)
+# Where the described noun phrase ends: a preposition, a relative or a new clause's subject
+# (a pronoun or a name: "the boat Tomas built").
+_DESCRIBED_END = frozenset(
+    "that which who where when he she they i we you it through during after before over".split()
+)
+DESCRIBED_SENTENCES = 5
+
+
+def described_head(question: str) -> str:
+    """The head noun of what a "how … describe N" or "how is N" question asks to be
+    described ("the camping trip with Max": "trip"); "" for another question."""
+    found = _ASKS_DESCRIBED.match(question)
+    if not found:
+        return ""
+    phrase: list[str] = []
+    for word in re.findall(r"[\w'’-]+", found.group(1)):
+        if phrase and (word.lower() in PREPOSITIONS | _DESCRIBED_END or word[0].isupper()):
+            break
+        phrase.append(word)
+    head = phrase[-1] if phrase else ""
+    if not head or head.lower() in STOP or head[0].isupper() or head.endswith(("'s", "’s")):
+        return ""  # a person ("How is Gina?") or a name, no thing described
+    return head
+
+
+def described_state(r: Ranking, question: str) -> Extracted | None:
+    """Asked to describe a thing (``described_head``), what a linking verb right after its
+    head noun says it is in one of the best sentences; None when none says so."""
+    head = described_head(question)
+    if not head:
+        return None
+    said_of = re.compile(
+        rf"\b{re.escape(head)}s?(?:\s+(?=(?:is|are|was|were|looks?|looked|seems?|seemed"
+        rf"|felt|feels?)\b)|(?=['’]s\b))",
+        re.I,
+    )
+    asked = r.weigher.terms | r.weigher.names
+    for s in r.near(DESCRIBED_SENTENCES):
+        found = said_of.search(s.claim)
+        if found:
+            # The state is said in the noun's own clause, not in one after it.
+            state = manner(CLAUSE_CUT.split(s.claim[found.start() :], maxsplit=1)[0], asked)
+            if state:
+                return state, [s]
+    return None
+
+
 def thing(r: Ranking) -> Extracted:
     """What a "what" question asks: the noun phrase of the kind asked (an activity: the
     verb's object, or a verb's -ing form), the reason asked "why", the object the
@@ -670,7 +763,7 @@ def thing(r: Ranking) -> Extracted:
         return glossed  # "What is FL-212?": what memory says it is
     if ASKS_FEELING.search(question) and not re.match(r"\s*why\b", question, re.I):
         for s in r.near():
-            feeling = felt(s.claim)
+            feeling = felt(s.claim) or stirred(s.claim) or regard(s.claim)
             if feeling:
                 return feeling, [s]
         # Said without "feel", a feeling is what its subject is ("I'm so thankful").
@@ -678,12 +771,19 @@ def thing(r: Ranking) -> Extracted:
             feeling = manner(s.claim, r.weigher.terms | r.weigher.names)
             if feeling:
                 return feeling, [s]
+    state = described_state(r, question)
+    if state:
+        return state
     labelled = _labelled(r, question)
     if labelled:
         return labelled
     # An event or advice is asked: a clause, no noun phrase.
     for s in r.near():
         clause = happened_to(question, s.claim) or advice(question, s.claim)
+        if clause:
+            return clause, [s]
+    for s in r.near():
+        clause = effect_on(question, s.claim)
         if clause:
             return clause, [s]
     # The asked verb said with its clause is rare, and says what was realised or decided
@@ -1106,6 +1206,27 @@ def happened_to(question: str, text: str) -> str:
         if len(taken) >= 2:
             return " ".join(taken)
     return ""
+
+
+# Asked how something affected someone, what it made or helped them do is its effect ("It
+# made me think again about following dreams"), to where the clause ends.
+_EFFECT = re.compile(
+    r"\b((?:made|makes|helped|helps|taught|teaches|pushed|pushes|inspired|inspires)\s+"
+    r"(?:me|us|him|her|them)\s+(?:to\s+)?[a-z][^.;:!?]*)",
+    re.I,
+)
+
+
+def effect_on(question: str, text: str) -> str:
+    """Asked how something affected someone (_AFFECTED), what ``text`` says it made or
+    helped them do, at most EVENT_WORDS words; "" for another question or none said."""
+    if not _AFFECTED.match(untimed(question)):
+        return ""
+    found = _EFFECT.search(text.split("[shares", 1)[0])
+    if not found:
+        return ""
+    words = trim_end(CLAUSE_CUT.split(found.group(1), maxsplit=1)[0].split()[:EVENT_WORDS])
+    return " ".join(words) if len(words) >= 3 else ""
 
 
 # "What creative project do Ilse and her kids do together?": a noun that the question's

@@ -344,7 +344,7 @@ def duration(r: Ranking) -> Extracted:
     for s in top:
         found = DURATION.search(s.claim)
         if found:
-            return _CARRIER.sub("", found.group(0)).strip(), [s]
+            return _stretch(s.claim, found), [s]
     for s in top:
         found = SINCE.search(s.claim)
         if found:
@@ -353,6 +353,28 @@ def duration(r: Ranking) -> Extracted:
 
 
 _CARRIER = re.compile(r"^\s*for\s+|\s+now$", re.I)
+# "I started five years ago": "how long" asks the stretch; "ago" only places it before now.
+_AGO = re.compile(r"\s+ago$", re.I)
+# A stretch given as a range ("30-60 seconds", "two or three weeks") is the whole range: its
+# lower bound is written before the number the unit follows.
+_RANGE_START = re.compile(
+    r"\b(?:\d+(?:\.\d+)?\s*[-–]\s*|(?:\d+|a|one|two|three|four|five|six|seven|eight|nine|ten)"
+    r"\s+(?:to|or)\s+)$",
+    re.I,
+)
+
+
+def _stretch(text: str, found: re.Match[str]) -> str:
+    """The stretch of time ``found`` in ``text`` says, with the lower bound of a range it
+    ends and without the words that carry it ("for 4 years now", "5 years ago": "4 years",
+    "5 years")."""
+    stretch = _AGO.sub("", _CARRIER.sub("", found.group(0))).strip()
+    start = _RANGE_START.search(text[: found.start()])
+    if start and not re.match(
+        r"\s*(?:for|about|around|over|nearly|almost|only|just)\b", found.group(0), re.I
+    ):
+        return f"{start.group(0)}{stretch}"
+    return stretch
 
 
 # "When does the scheduler run?", "What time do they meet?": the present simple asks when a
