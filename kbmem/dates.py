@@ -334,6 +334,8 @@ _DAY_ALONE = re.compile(
     r"\bthe\s+([1-9]|[12]\d|3[01])(?:st|nd|rd|th)\b(?!-)"
     r"(?=\s*(?:$|[.,;:!?)\u2013\u2014-]|(?:is|was|will|would|'s|are|were|and|or|to|through"
     r"|thru|till|until|at|for|when|so|but|because|if|then|as|which|we|i|you|he|she|they"
+    # a preposition that relates the day to an event ("on the 15th after my trip")
+    r"|after|before|with|from"
     r"|it|there)\b))",
     re.I,
 )
