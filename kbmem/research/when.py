@@ -67,7 +67,7 @@ def date(r: Ranking) -> Extracted:
     dated = r.top("date")[:3]
     if asks_ahead(r.question):
         # Asked of a plan, a sentence that speaks of a time ahead of its day answers first.
-        dated.sort(key=lambda s: not any(_AHEAD.search(d.phrase) for d in s.dates()))
+        dated.sort(key=lambda s: not _speaks_ahead(s))
     event = asked_event(r.question)
     told_event = bool(event & stem_set(told[2].claim))
     other_event = False
@@ -272,6 +272,20 @@ def asks_ahead(question: str) -> bool:
 
 
 _AHEAD = re.compile(r"\b(?:next|tomorrow|coming|upcoming|soon)\b", re.I)
+# A plan said by its verb: "going to", "will", "'ll", "gonna", "plan(ning) to".
+_FUTURE_VERB = re.compile(
+    r"\b(?:going\s+to|gonna|will|plan(?:s|ning)?\s+(?:to|on))\b|\w['’]ll\b", re.I
+)
+
+
+def _speaks_ahead(s: Said) -> bool:
+    """Whether ``s`` speaks of a time ahead: its words for the time say so ("next week",
+    "tomorrow"), or it names a time ("this weekend") with a verb of a plan ("I'm going to
+    make it this weekend"): a time said with a plan lies ahead of the day it was said."""
+    dates = s.dates()
+    return any(_AHEAD.search(d.phrase) for d in dates) or bool(
+        dates and _FUTURE_VERB.search(s.claim)
+    )
 _HOW_LONG_AGO = re.compile(r"\bhow\s+long\s+ago\b", re.I)
 
 
