@@ -283,3 +283,14 @@ def test_asked_of_a_plan_a_time_said_with_a_verb_of_a_plan_is_ahead() -> None:
     ]
     line = direct_answer("When is Ilse going to bake the lemon cake for her family?", evidence)
     assert line.line.split(" (")[0] == "the weekend of 19 June 2026", line.line
+
+
+def test_a_month_named_against_the_day_said_is_placed() -> None:
+    said = date(2023, 12, 8)
+    assert [d.written for d in said_dates("Last August I told you about the fair.", said)] == [
+        "August 2023"
+    ]
+    assert [d.written for d in said_dates("We met last December.", said)] == ["December 2022"]
+    assert [d.written for d in said_dates("See you next March!", said)] == ["March 2024"]
+    # A modal "may" is no month.
+    assert said_dates("It may be this may be fine.", said) == []
