@@ -294,3 +294,15 @@ def test_a_month_named_against_the_day_said_is_placed() -> None:
     assert [d.written for d in said_dates("See you next March!", said)] == ["March 2024"]
     # A modal "may" is no month.
     assert said_dates("It may be this may be fine.", said) == []
+
+
+def test_asked_when_something_began_a_stretch_it_has_gone_on_places_its_start() -> None:
+    item = turns_item(
+        "s1",
+        "2026-12-06T10:00:00",
+        ("Ilse", "I'm learning how to play the cello now."),
+        ("Tomas", "Wow, how long has that been going?"),
+        ("Ilse", "I've been playing for about four months now and I love it."),
+    )
+    line = direct_answer("When did Ilse start playing the cello?", [item]).line
+    assert line.split(" (")[0] == "August 2026", line
