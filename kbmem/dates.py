@@ -198,6 +198,10 @@ _RELATIVE = re.compile(
     re.I,
 )
 _YEAR = re.compile(r"\b(19[5-9]\d|20[0-4]\d)\b")
+# A month named against the day said ("last August", "next March"): its name written
+# capitalised, as a month is ("this may be" is no month).
+_MONTH_NAMES = "|".join(m.capitalize() for m in MONTHS)
+_MONTH_RELATIVE = re.compile(rf"\b((?i:last|next|this|past))\s+({_MONTH_NAMES})\b")
 
 
 @dataclass(frozen=True)
@@ -321,6 +325,19 @@ def _relative(found: re.Match[str], said_on: date) -> Placed:
     )
 
 
+def _relative_month(lead: str, month: int, said_on: date) -> Placed:
+    """The month ``month`` said with ``lead`` on ``said_on``: "last August" is the last one
+    gone by before the month it was said in, "next August" the first one after it, "this
+    August" the one of its year."""
+    year = said_on.year
+    if lead.lower() in ("last", "past"):
+        year -= month >= said_on.month
+    elif lead.lower() == "next":
+        year += month <= said_on.month
+    first, last = _month_span(year * 12 + month - 1)
+    return f"{first:%B} {first.year}", False, first, last
+
+
 def _nearest_year(said_on: date, month: int, day: int) -> date | None:
     options = [_safe_date(said_on.year + k, month, day) for k in (-1, 0, 1)]
     found = [d for d in options if d is not None]
@@ -334,6 +351,8 @@ _DAY_ALONE = re.compile(
     r"\bthe\s+([1-9]|[12]\d|3[01])(?:st|nd|rd|th)\b(?!-)"
     r"(?=\s*(?:$|[.,;:!?)\u2013\u2014-]|(?:is|was|will|would|'s|are|were|and|or|to|through"
     r"|thru|till|until|at|for|when|so|but|because|if|then|as|which|we|i|you|he|she|they"
+    # a preposition that relates the day to an event ("on the 15th after my trip")
+    r"|after|before|with|from"
     r"|it|there)\b))",
     re.I,
 )
@@ -412,6 +431,8 @@ def said_dates(text: str, said_on: date | None, before: str = "") -> list[SaidDa
     if said_on is not None:
         for m in _RELATIVE.finditer(text):
             add(m, _relative(m, said_on))
+        for m in _MONTH_RELATIVE.finditer(text):
+            add(m, _relative_month(m.group(1), MONTHS[m.group(2).lower()], said_on))
     for m in _YEAR.finditer(lower):
         year = int(m.group(1))
         add(m, (m.group(1), False, date(year, 1, 1), date(year, 12, 31)))

@@ -63,7 +63,9 @@ RECURRING = re.compile(
 )
 PLACE = re.compile(
     r"\b(?:in|at|to|near|around|visited|visit|visiting)\s+"
-    r"((?:the\s+)?[A-Z][\w'’-]+(?:\s+(?:[A-Z][\w'’-]+|of|de|la))*)"
+    # "of", "de", "la" join a name's parts only as whole words ("Isle of Man"), not as the
+    # start of the word after it ("the UK last Friday").
+    r"((?:the\s+)?[A-Z][\w'’-]+(?:\s+(?:[A-Z][\w'’-]+|(?:of|de|la)\b))*)"
 )
 WHERE_CLAUSE = re.compile(r"\bthe\s+\w+\s+where\s+([^.;,!?]{3,60})", re.I)
 NEGATION = re.compile(r"\b(?:not|never|no|don't|doesn't|didn't|won't|wouldn't|can't|isn't)\b")

@@ -57,6 +57,9 @@ def date(r: Ranking) -> Extracted:
     habit = recurring(r)
     if habit:
         return habit
+    begun = _begun_by_stretch(r)
+    if begun:
+        return begun
     if asks_saying(r.question):
         said = _first_told(r.ranked, 1)[2]
         if said.day:
@@ -67,7 +70,7 @@ def date(r: Ranking) -> Extracted:
     dated = r.top("date")[:3]
     if asks_ahead(r.question):
         # Asked of a plan, a sentence that speaks of a time ahead of its day answers first.
-        dated.sort(key=lambda s: not any(_AHEAD.search(d.phrase) for d in s.dates()))
+        dated.sort(key=lambda s: not _speaks_ahead(s))
     event = asked_event(r.question)
     told_event = bool(event & stem_set(told[2].claim))
     other_event = False
@@ -272,6 +275,22 @@ def asks_ahead(question: str) -> bool:
 
 
 _AHEAD = re.compile(r"\b(?:next|tomorrow|coming|upcoming|soon)\b", re.I)
+# A plan said by its verb: "going to", "will", "'ll", "gonna", "plan(ning) to".
+_FUTURE_VERB = re.compile(
+    r"\b(?:going\s+to|gonna|will|plan(?:s|ning)?\s+(?:to|on))\b|\w['’]ll\b", re.I
+)
+
+
+def _speaks_ahead(s: Said) -> bool:
+    """Whether ``s`` speaks of a time ahead: its words for the time say so ("next week",
+    "tomorrow"), or it names a time ("this weekend") with a verb of a plan ("I'm going to
+    make it this weekend"): a time said with a plan lies ahead of the day it was said."""
+    dates = s.dates()
+    return any(_AHEAD.search(d.phrase) for d in dates) or bool(
+        dates and _FUTURE_VERB.search(s.claim)
+    )
+
+
 _HOW_LONG_AGO = re.compile(r"\bhow\s+long\s+ago\b", re.I)
 
 
@@ -398,4 +417,38 @@ def recurring(r: Ranking) -> Extracted | None:
     timed = [(when, s) for when, s in said if re.search(CLOCK, when)]
     for when, s in timed + said:
         return when, [s]
+    return None
+
+
+# "When did X start / begin / take up …?": asked when something still going on began.
+_ASKS_START = re.compile(r"^\s*when\s+did\b.*\b(?:start|begin|take\s+up)\b", re.I)
+# "I've been playing for about four months now": the present perfect with a stretch that
+# reaches the day it is said tells when what goes on began, that stretch before it.
+_GOING_ON_FOR = re.compile(
+    r"\b(?:I|we|she|he|they)(?:['’]ve|\s+have|['’]s|\s+has)\s+been\s+\w+ing\b[^.!?]{0,40}?"
+    r"\bfor\s+(?:about\s+|around\s+|over\s+)?(\w+)\s+(months?|years?)(?:\s+now)?\b",
+    re.I,
+)
+
+
+def _begun_by_stretch(r: Ranking) -> Extracted | None:
+    """Asked when something began, the month (or year) its start is placed by how long it
+    has gone on, said by the speaker of one of the best sentences in the same talk ("I'm
+    learning the violin now. … I've been playing for about four months now", said in
+    December: August); None when none says so. A stretch said "nearly" or "just under"
+    gives no month."""
+    if not _ASKS_START.search(r.question):
+        return None
+    for best in r.near(2):
+        for s in r.all:
+            if s.item is not best.item or s.speaker != best.speaker or not s.day:
+                continue
+            found = _GOING_ON_FOR.search(s.claim or s.text)
+            count = number_value(found.group(1)) if found else None
+            if not found or not count:
+                continue
+            if found.group(2).lower().startswith("year"):
+                return str(s.day.year - int(count)), [best, s]
+            month_index = s.day.year * 12 + s.day.month - 1 - int(count)
+            return f"{datetime.date(month_index // 12, month_index % 12 + 1, 1):%B %Y}", [best, s]
     return None

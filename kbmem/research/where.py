@@ -142,6 +142,14 @@ def _places(r: Ranking, s: Said) -> list[str]:
         found.group(1)
         for found in PLACE.finditer(s.claim or s.text)
         if not set(analyze(found.group(1))) <= exclude
-        and found.group(1).split()[0].lower() not in STOP | CALENDAR
+        # A name is read past its article ("the UK", "the Netherlands"): "the" is a function
+        # word, the name after it is not.
+        and _name_head(found.group(1)) not in STOP | CALENDAR
         and not found.group(1).endswith(("'s", "’s"))
     ]
+
+
+def _name_head(place: str) -> str:
+    """The first word of the name ``place`` says, past an article, lowercased."""
+    words = place.split()
+    return (words[1] if words[0] == "the" and len(words) > 1 else words[0]).lower()

@@ -268,3 +268,41 @@ def test_a_year_or_a_season_of_it_named_ranks_what_was_said_then() -> None:
         turns_item("s2", "2025-05-01T09:00:00", ("Ilse", "I painted a harbour at dawn!")),
     ]
     assert direct_answer("What did Ilse paint in 2025?", evidence).line == "harbour"
+
+
+def test_asked_of_a_plan_a_time_said_with_a_verb_of_a_plan_is_ahead() -> None:
+    # "this weekend" does not say ahead by its words; "I'm going to … this weekend" does by
+    # its verb, and answers a plan before a sentence the question says less of.
+    evidence = [
+        turns_item(
+            "s1",
+            "2026-06-19T09:00:00",
+            ("Ilse", "I'm going to bake the lemon cake for my family this weekend."),
+        ),
+        turns_item("s2", "2026-09-02T09:00:00", ("Ilse", "I'll come over tomorrow with cake.")),
+    ]
+    line = direct_answer("When is Ilse going to bake the lemon cake for her family?", evidence)
+    assert line.line.split(" (")[0] == "the weekend of 19 June 2026", line.line
+
+
+def test_a_month_named_against_the_day_said_is_placed() -> None:
+    said = date(2023, 12, 8)
+    assert [d.written for d in said_dates("Last August I told you about the fair.", said)] == [
+        "August 2023"
+    ]
+    assert [d.written for d in said_dates("We met last December.", said)] == ["December 2022"]
+    assert [d.written for d in said_dates("See you next March!", said)] == ["March 2024"]
+    # A modal "may" is no month.
+    assert said_dates("It may be this may be fine.", said) == []
+
+
+def test_asked_when_something_began_a_stretch_it_has_gone_on_places_its_start() -> None:
+    item = turns_item(
+        "s1",
+        "2026-12-06T10:00:00",
+        ("Ilse", "I'm learning how to play the cello now."),
+        ("Tomas", "Wow, how long has that been going?"),
+        ("Ilse", "I've been playing for about four months now and I love it."),
+    )
+    line = direct_answer("When did Ilse start playing the cello?", [item]).line
+    assert line.split(" (")[0] == "August 2026", line

@@ -71,3 +71,13 @@ def test_a_day_alone_takes_its_month_from_earlier_in_its_turn() -> None:
     )
     line = direct_answer("When is the Harbour Book Fair?", [item]).line
     assert line == "Tuesday 8 April 2025", line
+
+
+def test_a_day_alone_a_preposition_follows_is_a_day() -> None:
+    # "after", "before", "with", "from" relate the day to an event; no noun follows it.
+    assert _written("We sailed on the 3rd with my uncle.", date(2025, 5, 20)) == [
+        "Saturday 3 May 2025"
+    ]
+    assert _written("The party is on the 28th after the exams.", date(2025, 5, 20)) == [
+        "Wednesday 28 May 2025"
+    ]
