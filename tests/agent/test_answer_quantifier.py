@@ -21,3 +21,13 @@ from kbmem.research.direct import quantifier_dropped
 )
 def test_a_leading_quantifier_is_dropped(line: str, expected: str) -> None:
     assert quantifier_dropped(line) == expected
+
+
+def test_what_is_the_number_of_asks_a_number() -> None:
+    # "the highest number of points" is an amount, as "the budget" is.
+    from kbmem.research.answer_types import question_kind
+
+    assert question_kind("What was the highest number of points Priya scored in a game?") == (
+        "number"
+    )
+    assert question_kind("What is the number of guests invited?") == "number"
