@@ -90,8 +90,9 @@ def question_kind(question: str) -> str:
         r"\b(?:this|last|next|that|every|each)\s+(?:date|day|year)\s*\??$", q
     ):
         return "date"  # "What is the launch date?"
-    if re.match(r"what\b.*\b(?:budget|cost|price|fee|salary|amount|age|score)\b", q):
-        return "number"  # the answer to "what is the budget?" is an amount
+    if re.match(r"what\b.*\b(?:budget|cost|price|fee|salary|amount|age|score|number\s+of)\b", q):
+        # The answer to "what is the budget?" is an amount; so is "the number of points".
+        return "number"
     if re.search(r"\bhow\s+long\b|\bhow\s+many\s+(?:minute|hour|day|week|month|year)s\b", q):
         return "duration"  # "how many weeks passed" asks for a stretch of time
     if re.match(r"how\s+(?:late|early)\s+(?:did|was|were|is|are|will)\b", q):

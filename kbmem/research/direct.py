@@ -67,6 +67,8 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
         return DirectAnswer(NOTHING, [], False, kind)
     ranked = [s for _score, _share, s in ranking.ranked]
     line, sources = EXTRACTORS[kind](ranking)
+    if kind == "thing":
+        line = quantifier_dropped(line)
     if kind in OWNED_KINDS and not _CLAUSE_ASKED.match(question):
         line = owner_named(line, sources)
     # Firm when the best sentence says enough of the question and a sentence the answer was
@@ -94,6 +96,18 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     if not line:
         return DirectAnswer(NOTHING, [], False, kind, ranked)
     return DirectAnswer(line if firm else f"{line} {WEAK}", sources, firm, kind, ranked)
+
+
+# A quantifying determiner that opens a noun phrase ("another movie script", "a few bits"):
+# it says how many or that there is one more, not what the thing is.
+_QUANTIFIER = re.compile(r"^(?:another|a\s+few|few)\s+(?=[a-z][\w'’-]*)", re.I)
+
+
+def quantifier_dropped(line: str) -> str:
+    """``line`` (a "what" answer, a noun phrase) without a leading quantifying determiner,
+    which answers no "what"; unchanged when nothing else would be left."""
+    rest = _QUANTIFIER.sub("", line, count=1)
+    return rest if rest.strip() else line
 
 
 def dates_asked_event(question: str, sources: list[Said]) -> bool:

@@ -68,6 +68,16 @@ _PRESENTS = re.compile(
     r"these|that)\s+out|check\s+out|look\s+at\s+(?:this|these|it)|this\s+is|these\s+are)\b",
     re.I,
 )
+# "What did X share a photo of?": the wh-word is the object of the picture's "of", so what
+# the picture shows is the answer itself (whatever else the question adds after "of": "when
+# …", "near Fort Wayne", "as part of …").
+_ASKS_PICTURED = re.compile(
+    r"^\s*what\s+(?:did|does|do|has|have|had)\s+[^?]*?\b(?:shar|tak|post|send|sent|show)\w*\s+"
+    r"(?:(?:a|an|the|some|this|that|these|those)\s+)?(?:photo(?:graph)?|picture|pic|image|snapshot)s?"
+    r"\s+of\s*(?:\?|$|(?:when|while|as|during|after|before|near|at|in|on|from|for|last|this|"
+    r"that|which|with|to)\b)",
+    re.I,
+)
 _POINTER_OBJECTS = frozenset("this it these that them those".split())
 _PASSIVE_POINTER = re.compile(
     r"\b(?:it|this|that|these|they)\s+(?:is|was|were|are)\s+(?:[a-z]+ly\s+)?([a-z]+)\b", re.I
@@ -223,6 +233,8 @@ def shown(question: str, s: Said, noun: str, verb: set[str]) -> str:
     words, scene = split_caption(s.claim or s.text)
     if not scene:
         return ""
+    if _ASKS_PICTURED.match(question):
+        return scene
     tokens, head = scene_head(scene)
     if head < 0:
         return ""

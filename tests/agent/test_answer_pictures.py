@@ -157,3 +157,39 @@ def test_what_a_noun_asked_of_is_follows_it_in_the_picture() -> None:
         ),
     )
     assert line == "completion of a lifeguard course"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What did Priya share a photo of when talking about her weekend?",
+        "What did Priya take a picture of near the harbour last summer?",
+        "What did Priya share a photo of?",
+    ],
+)
+def test_asked_what_a_photo_is_of_the_picture_shown_answers(question: str) -> None:
+    # The wh-word is the object of the picture's "of": what the picture shows is the answer,
+    # not the words said beside it.
+    line = _line(
+        question,
+        (
+            "Priya",
+            "Reading or baking bread helps me relax at the weekend near the harbour. "
+            "[shares an image: a photo of a shelf filled with old records]",
+        ),
+        ("Tom", "Lovely, enjoy it!"),
+    )
+    assert line.removeprefix("a ") == "shelf filled with old records"
+
+
+def test_a_photo_of_a_named_thing_is_not_asked_as_the_picture() -> None:
+    # "a photo of the cake" names what it is of: the question asks something else of it.
+    line = _line(
+        "What did Priya share a photo of the cake for?",
+        (
+            "Priya",
+            "I baked this cake for my sister's birthday. "
+            "[shares an image: a photo of a chocolate cake on a plate]",
+        ),
+    )
+    assert line != "a chocolate cake on a plate"
