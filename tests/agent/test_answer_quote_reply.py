@@ -4,7 +4,7 @@ thanks), and with the sentence after it when that first one is only a short reac
 
 from __future__ import annotations
 
-from helpers.evidence import turns_item
+from helpers.pool import read_pool
 
 from kbmem.agent.offline import (
     ANSWER_HEAD,
@@ -16,20 +16,8 @@ from kbmem.agent.offline import (
 )
 from kbmem.research.direct import NOTHING as NOT_SAID
 from kbmem.research.types import DirectAnswer
-from kbmem.textutil import split_sentences
 
-
-def _read(*turns: tuple[str, str]) -> list[Sentence]:
-    """Each turn's sentences in the order said, as the agent's reading pools them."""
-    item = turns_item("s-talk", "2026-03-01T10:00:00", *turns)
-    pool: list[Sentence] = []
-    for n, (speaker, text) in enumerate(turns):
-        start = 10 + 3 * n  # turns_item's header line of the turn; its text is on the next
-        for sentence in split_sentences(text, cut="prose"):
-            if not sentence.endswith("?"):  # a question is never read as a statement
-                order = len(pool) + 1
-                pool.append(Sentence(sentence, speaker, item, start, start + 1, frozenset(), order))
-    return pool
+_read = read_pool
 
 
 def _quoted(pool: list[Sentence], question: str) -> str:

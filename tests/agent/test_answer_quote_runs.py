@@ -5,7 +5,7 @@ functions."""
 
 from __future__ import annotations
 
-from helpers.evidence import turns_item
+from helpers.pool import read_pool
 
 from kbmem.agent.offline import (
     ANSWER_HEAD,
@@ -17,18 +17,10 @@ from kbmem.agent.offline import (
 )
 from kbmem.research.direct import NOTHING as NOT_SAID
 from kbmem.research.types import DirectAnswer
-from kbmem.textutil import split_sentences
 
 
 def _read(*turns: tuple[str, str]) -> list[Sentence]:
-    item = turns_item("s-talk", "2026-03-01T10:00:00", *turns)
-    pool: list[Sentence] = []
-    for n, (speaker, text) in enumerate(turns):
-        start = 10 + 3 * n  # turns_item's header line of the turn; its text is on the next
-        for sentence in split_sentences(text, cut="prose"):
-            order = len(pool) + 1
-            pool.append(Sentence(sentence, speaker, item, start, start + 1, frozenset(), order))
-    return pool
+    return read_pool(*turns, questions=True)
 
 
 def _quotes(pool: list[Sentence], shown: list[Sentence], question: str) -> list[Sentence]:

@@ -8,7 +8,7 @@ import re
 from dataclasses import replace
 
 import pytest
-from helpers.evidence import turns_item
+from helpers.pool import read_pool
 from helpers.talk import memorize
 
 from kbmem.agent.offline import (
@@ -25,7 +25,6 @@ from kbmem.research.direct import NOTHING as NOT_SAID
 from kbmem.research.said import says_nothing
 from kbmem.research.types import DirectAnswer
 from kbmem.store.repository import KnowledgeBase
-from kbmem.textutil import split_sentences
 
 TENANT = "acme"
 CITATION = re.compile(r"\[[^\]\s]+:L\d+-L\d+\]$")
@@ -127,16 +126,7 @@ def test_no_two_quotes_say_the_same(chats: KnowledgeBase) -> None:
 # turn's sentences are read in the order said, as the agent's reading pools them.
 
 
-def _read(*turns: tuple[str, str]) -> list[Sentence]:
-    item = turns_item("s-talk", "2026-03-01T10:00:00", *turns)
-    pool: list[Sentence] = []
-    for n, (speaker, text) in enumerate(turns):
-        start = 10 + 3 * n  # turns_item's header line of the turn; its text is on the next
-        for sentence in split_sentences(text, cut="prose"):
-            if not sentence.endswith("?"):  # a question is never read as a statement
-                order = len(pool) + 1
-                pool.append(Sentence(sentence, speaker, item, start, start + 1, frozenset(), order))
-    return pool
+_read = read_pool
 
 
 def _quoted(pool: list[Sentence], best: Sentence, question: str, dated: bool = False) -> str:
