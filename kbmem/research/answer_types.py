@@ -152,6 +152,16 @@ def asks_doing(question: str) -> bool:
     return bool(_DOING.match(question))
 
 
+def without_form_note(question: str) -> str:
+    """``question`` without a note after it on the form its answer takes ("… for Nate?
+    Answer yes or no."): the note says how to answer, not what is asked; its "yes or no" is
+    no choice offered and its words ("answer") are none of the question's terms."""
+    return _FORM_NOTE.sub("?", question).strip()
+
+
+_FORM_NOTE = re.compile(r"\?\s*(?:please\s+)?(?:answer|reply|respond)\b[^?]*$", re.I)
+
+
 def alternatives(question: str) -> tuple[str, str] | None:
     """The two things a question that ends "… A or B?" offers to choose between, each as
     many words as B (articles aside), or None."""

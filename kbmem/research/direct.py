@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from kbmem.research.answer_types import question_kind
+from kbmem.research.answer_types import question_kind, without_form_note
 from kbmem.research.counts import count, number
 from kbmem.research.extract import FIRM_SHARE, Extracted
 from kbmem.research.lists import listed
@@ -58,6 +58,7 @@ EXTRACTORS: dict[str, Callable[[Ranking], Extracted]] = {
 
 def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     """The direct answer to ``question`` from ``evidence`` (see the module's docstring)."""
+    question = without_form_note(question)
     sentences = read_sentences(evidence)
     kind = question_kind(question)
     if not sentences:

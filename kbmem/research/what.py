@@ -53,7 +53,7 @@ from kbmem.research.spans import (
     stem_set,
 )
 from kbmem.research.types import Said
-from kbmem.research.who import defined
+from kbmem.research.who import defined, nickname
 
 
 def _recalled(r: Ranking, noun: str) -> Extracted | None:
@@ -761,6 +761,9 @@ def thing(r: Ranking) -> Extracted:
     glossed = defined(r)
     if glossed:
         return glossed  # "What is FL-212?": what memory says it is
+    called = nickname(r)
+    if called:
+        return called  # "What nickname does Nate use for Joanna?": the name cut short
     if ASKS_FEELING.search(question) and not re.match(r"\s*why\b", question, re.I):
         for s in r.near():
             feeling = felt(s.claim) or stirred(s.claim) or regard(s.claim)

@@ -73,6 +73,37 @@ def person(r: Ranking) -> Extracted:
     return "", [r.best()]
 
 
+def nickname(r: Ranking) -> Extracted | None:
+    """Asked what nickname one person uses for another ("What nickname does Nate use for
+    Joanna?"), the name the first calls the second by when speaking to them (a vocative,
+    ``addressed``) that is a short form of the second's name ("Jo" of "Joanna"): a
+    nickname is most often the name cut short, and it shows where the speaker addresses
+    them. The most used of them; None when the question is another or no such name is
+    said."""
+    asked = _NICKNAME.search(r.question)
+    if not asked:
+        return None
+    caller, callee = asked.group(1).lower(), asked.group(2).lower()
+    uses: dict[str, list[Said]] = {}
+    for s in r.all:
+        if not s.speaker or s.speaker.split()[0].lower() != caller:
+            continue  # what others call them is not the caller's name for them
+        # Every sentence the caller said, ranked or not: a vocative holds none of the
+        # question's terms, so its sentence may not have been scored (claim unset).
+        for name in addressed(s.claim or s.text):
+            if callee.startswith(name.lower()) and name.lower() != callee:
+                uses.setdefault(name, []).append(s)
+    if not uses:
+        return None
+    name = max(uses, key=lambda n: len(uses[n]))  # the first of equals
+    return name, uses[name][:3]
+
+
+_NICKNAME = re.compile(
+    r"\bnick\s*name\b.*?\b(?:does|did|do)\s+([A-Z][a-z]+)\s+(?:use\s+)?(?:for|call)\s+([A-Z][a-z]+)"
+)
+
+
 def addressed(text: str) -> set[str]:
     """The names ``text`` calls its listener by (a vocative): a name alone after a comma
     that ends the sentence ("Thanks so much, Mel!"), or alone before a comma that opens it,

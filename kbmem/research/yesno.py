@@ -28,7 +28,7 @@ def yesno(r: Ranking) -> Extracted:
     # ("we didn't share much") says nothing of the answer's (the line says it is weak).
     said = r.ranked[0][1] >= FIRM_SHARE
     negated = said and (
-        bool(NEGATION.search(_without_replaced(text).lower()))
+        bool(NEGATION.search(_without_unknowing(_without_replaced(text)).lower()))
         != bool(NEGATION.search(r.question.lower()))
     )
     verdict = "No" if negated else "Yes"
@@ -53,6 +53,24 @@ def _without_replaced(text: str) -> str:
 
 _REPLACED_NOT = re.compile(
     r"\b(?:not|instead\s+of|rather\s+than)\s+(?=[,;.]|as\s+(?:stated|said|planned)\b|$)", re.I
+)
+
+
+def _without_unknowing(text: str) -> str:
+    """``text`` without the negation of a speaker's knowing ("I can't say if all of them
+    will", "I'm not sure whether") and without the "not" of "… or not": the first denies
+    that the speaker knows, not what follows "if"/"whether"; the second offers both
+    answers and denies neither. Neither is a "no" to the question."""
+    return _OR_NOT.sub(" ", _UNKNOWING.sub(" ", text))
+
+
+_OR_NOT = re.compile(r"\b(?:or|whether)\s+not\b", re.I)
+
+
+_UNKNOWING = re.compile(
+    r"\b(?:can't|cannot|can\s+not|don't|do\s+not|not)\s+(?=(?:really\s+)?"
+    r"(?:say|know|tell|be\s+sure|sure)\s+(?:if|whether)\b)",
+    re.I,
 )
 
 
