@@ -19,7 +19,7 @@ from kbmem.research.counts import count, number
 from kbmem.research.extract import FIRM_SHARE, Extracted
 from kbmem.research.lists import listed
 from kbmem.research.ranking import Ranking, gives
-from kbmem.research.said import read_sentences
+from kbmem.research.said import STOP, read_sentences
 from kbmem.research.spans import RECURRING, phrase_after, stem_set
 from kbmem.research.types import DirectAnswer, EvidenceItem, Said
 from kbmem.research.what import thing
@@ -70,6 +70,7 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     line, sources = EXTRACTORS[kind](ranking)
     if kind == "thing":
         line = quantifier_dropped(line)
+        line = echo_lead_dropped(line, question)
     if kind in OWNED_KINDS and not _CLAUSE_ASKED.match(question):
         line = owner_named(line, sources)
     # Firm when the best sentence says enough of the question and a sentence the answer was
@@ -109,6 +110,20 @@ def quantifier_dropped(line: str) -> str:
     which answers no "what"; unchanged when nothing else would be left."""
     rest = _QUANTIFIER.sub("", line, count=1)
     return rest if rest.strip() else line
+
+
+def echo_lead_dropped(line: str, question: str) -> str:
+    """``line`` (a "what" answer) without a lead that only repeats the question's words and
+    is set off by a comma ("my prized possession, a basketball signed by my favorite
+    player" asked "what does Tim have that is his prized possession"): the question already
+    names the thing by those words, and the appositive after the comma says what it is."""
+    head, comma, rest = line.partition(", ")
+    if not comma or not rest.strip():
+        return line
+    words = [w for w in re.findall(r"[\w'’-]+", head.lower()) if w not in STOP]
+    if words and stem_set(" ".join(words)) <= stem_set(question):
+        return rest
+    return line
 
 
 def dates_asked_event(question: str, sources: list[Said]) -> bool:

@@ -50,6 +50,7 @@ from kbmem.research.spans import (
     TIME_WORD,
     novel_phrase,
     quoted_title,
+    quoted_titles,
     stem_set,
 )
 from kbmem.research.types import Said
@@ -902,8 +903,11 @@ def thing(r: Ranking) -> Extracted:
     noun_asked = asks_noun_phrase(question)
     activity_asked = bool(_ASKS_ACTIVITY.search(question))
     for best in r.near():
-        said = best.before if points_back(best.claim) and best.before else best.claim
-        # "It was magical": what was magical is named in the sentence before.
+        # "It was magical": what was magical is named in the sentence before. A sentence
+        # that names a title in quotes ("I just watched "Little Women" and it was
+        # amazing!") says itself what "it" is, though it says few other words.
+        leans = points_back(best.claim) and not quoted_titles(best.claim)
+        said = best.before if leans and best.before else best.claim
         phrase = novel_phrase(
             said,
             r.weigher.terms,
