@@ -12,6 +12,17 @@ from kbmem.dates import MONTHS, WEEKDAYS
 from kbmem.research.said import STOP
 from kbmem.research.spans import PREPOSITIONS
 
+# Words that say of a thing only that there is one (or more) of its class, not which one:
+# determiners, quantifiers, order and the speaker's praise ("another movie", "a few
+# books", "a new team", "my favorite game"). A phrase of these and the class noun names
+# no member; the name said with it does.
+UNSPECIFIC = frozenset(
+    "a an the this that these those my your his her our their its some any another other "
+    "others few several many various different couple lot lots bunch certain particular "
+    "one two three new same next last first second favorite favourite great good nice "
+    "awesome amazing cool fun whole entire own full".split()
+)
+
 CLAUSE_CUT = re.compile(r"\s*(?:[,;:!?]|\s[-–—]\s|\bbut\b|\bso\b|\bbecause\b)\s*", re.I)
 
 

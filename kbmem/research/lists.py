@@ -12,7 +12,7 @@ import re
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import asks_doing
 from kbmem.research.extract import LIST_SHARE, MAX_ITEMS, Extracted
-from kbmem.research.grammar import ASKED_NOUN, asked_noun, untimed
+from kbmem.research.grammar import ASKED_NOUN, UNSPECIFIC, asked_noun, untimed
 from kbmem.research.meaning import nearness
 from kbmem.research.phrases import done_object, gerund, noun_phrase
 from kbmem.research.ranking import Ranking
@@ -119,14 +119,6 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
     return items, sources
 
 
-# Words that say of a thing only that it is one more of its class, not which one.
-_UNSAYING = frozenset(
-    "a an the this that these those my your his her our their its some any another other "
-    "one two three new same next last first second favorite favourite great good nice "
-    "awesome amazing cool fun whole entire own full".split()
-)
-
-
 def _without_unnamed_members(
     candidates: list[tuple[Said, str, int]], noun: frozenset[str]
 ) -> list[tuple[Said, str, int]]:
@@ -143,7 +135,7 @@ def _without_unnamed_members(
             words = words[:-1]
         # "the whole collection" for "what does X collect?": the verb's noun form with
         # such words only leaves them, which name nothing either.
-        return set(words) <= _UNSAYING
+        return set(words) <= UNSPECIFIC
 
     kept = [c for c in candidates if not unnamed(c[1])]
     return kept or candidates

@@ -22,6 +22,7 @@ from kbmem.research.grammar import (
     REASON_WORDS,
     SUBJECT,
     SUBJECT_WORDS,
+    UNSPECIFIC,
     WH_WORDS,
     asked_noun,
     trim_end,
@@ -1009,11 +1010,6 @@ def _named_which(r: Ranking, question: str) -> Extracted | None:
 # Words before a noun that say there is one, or how many, but not which: "a new team",
 # "another language", "a few movies", "different novels". Asked "which N" (or "what N"),
 # such a phrase repeats the question's noun; the speaker names the one they mean next.
-_UNSPECIFIC = frozenset(
-    "a an the another other others some few several many various different new same any "
-    "couple lot lots bunch certain particular my our your his her their this that these "
-    "those".split()
-)
 # A name: capitalised words (joined by "of", "the", "and"), or a title in quotes.
 _NAME = re.compile(
     r"\"([^\"]{2,60})\"|“([^”]{2,60})”"
@@ -1035,7 +1031,7 @@ def unspecific(phrase: str, noun: str, asked: set[str]) -> bool:
     return (
         bool(words)
         and set(analyze(words[-1])) == stems
-        and all(w in _UNSPECIFIC or set(analyze(w)) <= asked for w in words[:-1])
+        and all(w in UNSPECIFIC or set(analyze(w)) <= asked for w in words[:-1])
     )
 
 
