@@ -1007,9 +1007,6 @@ def _named_which(r: Ranking, question: str) -> Extracted | None:
     return None
 
 
-# Words before a noun that say there is one, or how many, but not which: "a new team",
-# "another language", "a few movies", "different novels". Asked "which N" (or "what N"),
-# such a phrase repeats the question's noun; the speaker names the one they mean next.
 # A name: capitalised words (joined by "of", "the", "and"), or a title in quotes.
 _NAME = re.compile(
     r"\"([^\"]{2,60})\"|“([^”]{2,60})”"
@@ -1023,9 +1020,10 @@ NEXT_TURN_SENTENCES = 2
 
 def unspecific(phrase: str, noun: str, asked: set[str]) -> bool:
     """Whether ``phrase`` (ending in ``noun``) says only that there is a ``noun``, or how
-    many ("a new team", "a few movies"), not which one: its other words are determiners,
-    words that compare or count, or the question's own terms ``asked`` ("different
-    fantasy novels", asked which fantasy novels)."""
+    many ("a new team", "a few movies"), not which one: its other words are UNSPECIFIC or
+    the question's own terms ``asked`` ("different fantasy novels", asked which fantasy
+    novels). Asked "which N", such a phrase repeats the question's noun, and the speaker
+    names the one they mean next (``named_next``)."""
     words = phrase.lower().split()
     stems = set(analyze(noun))
     return (
