@@ -18,7 +18,7 @@ from kbmem.index.tenant import Hit, analyze
 from kbmem.index.vectors import read_queries
 from kbmem.memorize.memorizer import read_memory
 from kbmem.memorize.sessions import is_echo, is_statement, without_cue
-from kbmem.research.answer_types import question_kind
+from kbmem.research.answer_types import question_kind, without_form_note
 from kbmem.research.briefing import fit_list, select_evidence
 from kbmem.research.direct import direct_answer
 from kbmem.research.offline import (
@@ -198,7 +198,9 @@ class Researcher:
         freshness = self.toolkit.index.status()
         # "Quick question: where do the flights leave from?" is about the flights: searched
         # for, the cue found "Quick one today" and was named as missing from the evidence.
-        asked = without_cue(request)
+        # A note after the question on its answer's form ("… Answer yes or no.") likewise
+        # says how to answer, not what is asked: its "Answer" was named as never mentioned.
+        asked = without_form_note(without_cue(request))
         state = ResearchState(asked, around=self.toolkit.around, max_pages=budgets.max_pages)
         state.reading = read_request(self.toolkit, asked, QUESTION_WORDS)
         decision, steps = self._investigate(asked, state, budgets.max_depth, trace, deadline)

@@ -975,6 +975,18 @@ def test_a_messages_opening_cue_is_not_searched_for(researcher):
     assert "Glasgow" in researched(briefing)[0]
 
 
+def test_a_note_on_the_answers_form_is_not_searched_for(researcher):
+    # "… Answer yes or no." says how to answer: the briefing named 'Answer' as a word memory
+    # never mentions, beside the question's own words.
+    request = "Are the offsite flights leaving from Glasgow? Answer yes or no."
+    briefing = researcher.research(request)
+    queries = " ".join(a.get("query") or "" for a in _planned(briefing)).lower()
+    assert "flights" in queries
+    assert "answer" not in queries, queries
+    assert not any("Answer" in q for q in briefing.open_questions), briefing.open_questions
+    assert briefing.request == request
+
+
 def test_asked_when_the_first_key_fact_gives_a_time(researcher):
     # The key facts led with "On-call for the offsite: the boats don't stop sailing" and put
     # the standup's "Offsite: Tuesday 28 to Thursday 30 April 2026, …" last.
