@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import itertools
 import re
+from dataclasses import dataclass
 
 from kbmem.dates import named_years, said_dates
 from kbmem.index.tenant import analyze
@@ -74,35 +75,64 @@ def _is_money(text: str, number: re.Match[str], unit: str) -> bool:
     return before in ("£", "$", "€") or bool(set(unit.lower().split()[:1]) & _MONEY_WORDS)
 
 
+@dataclass(frozen=True)
+class Count:
+    """A count of the things or times asked: ``written``, the count as a person answers
+    "how many" ("three", "3", "twice", "three times"); ``noun``, what it counts, named as
+    the question or the speaker names it ("chess tournaments", "" when the count says it,
+    as "twice" does); what was counted, ``days`` (the days of the occasions) or ``items``
+    (the things named); and the sentences it was read from."""
+
+    written: str
+    noun: str = ""
+    days: tuple[datetime.date, ...] = ()
+    items: tuple[str, ...] = ()
+    sources: tuple[Said, ...] = ()
+
+    @property
+    def line(self) -> str:
+        """The count with what it counts and what was counted: "two letters: 1 June, 1
+        July 2026", "two ridges: Storr, Quiraing", "three chess tournaments"."""
+        head = f"{self.written} {self.noun}".strip()
+        if self.days:
+            return f"{head}: {_days_written(list(self.days))}"
+        if self.items:
+            return f"{head}: {', '.join(self.items)}"
+        return head
+
+
 def count(r: Ranking) -> Extracted:
     """How many of the things asked, the count alone ("three", "twice", "three times"):
     the question already names what it counts, so a person answers "how many turtles?"
     with "Three"; what was counted (the days, the things) is in the sentences cited under
-    it. The count and what it counts is ``counted``."""
-    line, sources = counted(r)
-    return count_alone(line), sources
+    it. The count with what it counts is ``counted``."""
+    found = counted(r)
+    if found is None:
+        return "", [r.best()]
+    return found.written, list(found.sources)
 
 
-def count_alone(line: str) -> str:
-    """The count of a line of ``counted`` without what it counts: "three turtles" →
-    "three", "twice: 6 July, 20 July 2023" → "twice"; "three times" stays, as "how many
-    times" is answered."""
-    words = line.split(":", 1)[0].split()
-    if not words:
-        return line
-    return " ".join(words[:2]) if words[1:2] == ["times"] else words[0]
+def _said_count(written: str, unit: str, times: bool) -> tuple[str, str]:
+    """A count said with the words after it (``unit``, ending in the counted noun), as
+    ``Count`` holds it: asked how many times, the times are part of the count ("three
+    times", as "twice" is); else the words after it are what it counts ("three", "young
+    children")."""
+    if times:
+        return f"{written} {unit}".strip(), ""
+    return written, unit
 
 
-def counted(r: Ranking) -> Extracted:
+def counted(r: Ranking) -> Count | None:
     """How many of the things asked: a number said of them (the largest, when sentences
     say several: a part is shown or told more often than the whole, and a count only grows),
     plus one for each later day its speaker tells one more ("another tournament"); else,
     asked "how many times", the distinct days the asked person says the asked thing in their
     own words; else the distinct things the sentences that answer nearly as well
     as the best one name (the items of ``listed``), counted. A number said is kept as said;
-    a count made here is written as prose writes one (``count_written``), with what was
-    counted."""
+    a count made here is written as prose writes one (``count_written``). None when nothing
+    is counted."""
     noun = counted_noun(r.question)
+    times = noun == stem_set("times")
     # (its value, the count as written, what it counts, the sentence)
     stated: list[tuple[int, str, str, Said]] = []
     for s in r.at_least(LIST_SHARE):
@@ -124,7 +154,6 @@ def counted(r: Ranking) -> Extracted:
                 # says the count only by its place, which is written as a count.
                 said = count_written(value) if ordinal else found.group(0).lower()
                 stated.append((value, said, " ".join(words), s))
-    times = noun == stem_set("times")
     if times:
         stated += _said_times(r)
     if stated:
@@ -134,27 +163,41 @@ def counted(r: Ranking) -> Extracted:
             # A count said on one day grows by each later telling of one more ("another"),
             # its things named as the question names them.
             unit = " ".join([*unit.split()[:-1], counted_words(r.question)[-1]])
-            return f"{count_written(value + len(later))} {unit}", [s, *later]
-        return f"{said} {unit}".strip(), [s]
+            written, what = _said_count(count_written(value + len(later)), unit, times)
+            return Count(written, what, sources=(s, *later))
+        written, what = _said_count(said, unit, times)
+        return Count(written, what, sources=(s,))
     if times:
         days = _occasions(r)
         if days:
-            return f"{times_written(len(days))}: {_days_written(sorted(days))}", list(days.values())
+            return Count(
+                times_written(len(days)), days=tuple(sorted(days)), sources=tuple(days.values())
+            )
     if noun and not times:
         # No number said: each day the asked person tells of one of the things counted, in
         # their own words and as done, is one more of them (distinct tellings on distinct
         # days are distinct things; one told again is caught by its told time).
         told = _named_once(_occasions(r, noun))
         if told:
-            written = _counted_as(len(told), r.question)
-            return f"{written}: {_days_written(sorted(told))}", list(told.values())
+            return Count(
+                count_written(len(told)),
+                _noun_counted(len(told), r.question),
+                days=tuple(sorted(told)),
+                sources=tuple(told.values()),
+            )
     items, sources = list_items(r, per_session=times)
     if not items:
-        return "", [r.best()]
-    distinct = list(dict.fromkeys(items))
+        return None
+    distinct = tuple(dict.fromkeys(items))
     # What was counted, named as the question names it ("two ridges: Storr, Quiraing").
-    written = times_written(len(items)) if times else _counted_as(len(items), r.question)
-    return f"{written}: {', '.join(distinct)}", sources
+    if times:
+        return Count(times_written(len(items)), items=distinct, sources=tuple(sources))
+    return Count(
+        count_written(len(items)),
+        _noun_counted(len(items), r.question),
+        items=distinct,
+        sources=tuple(sources),
+    )
 
 
 def _tells_one_more(text: str, noun: frozenset[str]) -> bool:
@@ -229,13 +272,13 @@ def times_written(value: int) -> str:
     return {1: "once", 2: "twice"}.get(value) or f"{count_written(value)} times"
 
 
-def _counted_as(value: int, question: str) -> str:
-    """The count with the noun the question counts ("two ridges"), or the number alone
+def _noun_counted(value: int, question: str) -> str:
+    """The noun the question counts, for ``value`` of them ("ridges", "ridge" for one), ""
     when the question names none."""
     words = counted_words(question)
     if words and value == 1:
         words = [*words[:-1], _singular(words[-1])]
-    return " ".join([count_written(value), *words]) if words else count_written(value)
+    return " ".join(words)
 
 
 def _singular(noun: str) -> str:

@@ -6,6 +6,7 @@ then end to end on a memorized conversation with the real indexes and the offlin
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 from helpers.evidence import turns_item
@@ -23,7 +24,8 @@ from kbmem.research.types import EvidenceItem
 def counted_line(question: str, items: list[EvidenceItem]) -> str:
     """The count with what it counts (the days, the things), which the direct answer's
     line gives alone."""
-    return counted(Ranking(question, read_sentences(items)))[0]
+    found = counted(Ranking(question, read_sentences(items)))
+    return found.line if found else ""
 
 
 FIRST = "I won my first chess tournament today!"
@@ -178,6 +180,23 @@ def test_no_number_said_each_day_telling_of_one_counts_one() -> None:
     assert letters == "two letters: 1 June, 1 July 2026"
 
 
+def test_a_count_holds_its_number_what_it_counts_and_the_days_apart() -> None:
+    # The count alone and the count with its days are both written from the same parts,
+    # not one read back out of the other.
+    said = [
+        ("2026-06-01", "I got a rejection letter from a big studio today."),
+        ("2026-07-01", "Someone wrote me a lovely letter after reading my blog post."),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text)) for n, (day, text) in enumerate(said)
+    ]
+    found = counted(Ranking("How many letters has Ilse received?", read_sentences(items)))
+    assert found is not None
+    assert (found.written, found.noun) == ("two", "letters")
+    assert found.days == (datetime.date(2026, 6, 1), datetime.date(2026, 7, 1))
+    assert [s.day for s in found.sources] == list(found.days)
+
+
 def test_the_direct_answer_is_the_count_alone() -> None:
     # The question names what it counts: "how many turtles?" is answered "three", "how many
     # times?" "twice" or "three times"; the days and things counted are in the sentences.
@@ -208,7 +227,8 @@ items = [
                ("Ilse", "The dog was great today, and next week we will see the lake.")),
 ]
 question = "How many times has Ilse taken the dog to the lake?"
-print(counted(Ranking(question, read_sentences(items)))[0])
+found = counted(Ranking(question, read_sentences(items)))
+print(found.line if found else "")
 """
 
 
