@@ -177,7 +177,7 @@ def counted(r: Ranking) -> Count | None:
         # No number said: each day the asked person tells of one of the things counted, in
         # their own words and as done, is one more of them (distinct tellings on distinct
         # days are distinct things; one told again is caught by its told time).
-        told = _named_once(_occasions(r, noun))
+        told = _told_anew(_named_once(_occasions(r, noun)), noun)
         if told:
             return Count(
                 count_written(len(told)),
@@ -449,6 +449,50 @@ def _named_once(told: dict[datetime.date, Said]) -> dict[datetime.date, Said]:
         if named and named <= seen:
             continue
         seen |= named
+        kept[day] = told[day]
+    return kept
+
+
+# A thing the listener already knows is named after "the", "this" or "that" ("the
+# screenplay I sent in"); a new one after "a", "another", a number or an ordinal ("a
+# screenplay", "my first screenplay"). The nearest of these words before the noun decides.
+_KNOWN = frozenset("the this that these those".split())
+_INTRODUCING = frozenset("a an another one new other my our your his her their".split())
+
+
+def _only_known(text: str, noun: frozenset[str]) -> bool:
+    """Whether ``text`` names the counted ``noun`` only as a thing already known: every time
+    after "the", "this" or "that" (a word or two qualifying it between), and nowhere tells of
+    one more ("another one", "another screenplay")."""
+    if _tells_one_more(text, noun) or re.search(r"\b(?:another|a\s+new)\s+one\b", text, re.I):
+        return False
+    words = re.findall(r"[\w'’-]+", text)
+    named = [n for n, w in enumerate(words) if stem_set(w) == noun]
+    return bool(named) and all(_determined_as_known(words[max(0, n - 3) : n]) for n in named)
+
+
+def _determined_as_known(before: list[str]) -> bool:
+    """Whether the words ``before`` a noun (the last few) determine it as known: the nearest
+    determiner is "the", "this" or "that", with no number or ordinal after it ("the second
+    screenplay" tells which one by its count) and no name ("the Storr ridge" tells which one
+    by its name, which ``_named_once`` compares)."""
+    for w in reversed(before):
+        low = w.lower()
+        if low in _KNOWN:
+            return True
+        if low in _INTRODUCING or number_value(low) is not None or w[:1].isupper():
+            return False
+    return False
+
+
+def _told_anew(told: dict[datetime.date, Said], noun: frozenset[str]) -> dict[datetime.date, Said]:
+    """``told`` without the days after the first whose sentence names the counted ``noun``
+    only as one already known ("the screenplay I sent in", after "I finished my first
+    screenplay"): a telling of the one the listener knows is not another one."""
+    kept: dict[datetime.date, Said] = {}
+    for day in sorted(told):
+        if kept and _only_known(told[day].claim.split("[shares", 1)[0], noun):
+            continue
         kept[day] = told[day]
     return kept
 

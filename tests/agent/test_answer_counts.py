@@ -257,3 +257,19 @@ def test_a_count_is_the_same_in_every_process() -> None:
         )
         lines.add(done.stdout.strip())
     assert len(lines) == 1, lines
+
+
+def test_a_thing_named_as_already_known_is_not_another_one() -> None:
+    # "The screenplay I sent in" is the one finished before, not a second one; "another
+    # one" and "a screenplay" introduce new ones.
+    said = [
+        ("2026-01-23", "I finally finished my first full screenplay last Friday."),
+        ("2026-02-07", "The screenplay I sent in to the festival has been on my mind all day."),
+        ("2026-02-25", "I loved the screenplay, so I just started writing another one."),
+        ("2026-06-05", "I wrote a few bits for a screenplay that appeared on TV yesterday!"),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text)) for n, (day, text) in enumerate(said)
+    ]
+    written = counted_line("How many screenplays has Ilse written?", items)
+    assert written == "three screenplays: 23 January, 25 February, 5 June 2026"
