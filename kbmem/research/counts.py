@@ -417,8 +417,13 @@ def _occasions(r: Ranking, thing: frozenset[str] = frozenset()) -> dict[datetime
 
 
 # Words that put what follows them in their clause out of what happened: a modal ("will be
-# rejected", "can find"), a condition ("if"), or a plan ("going to", "gonna").
-_EXPECTED = frozenset("will would could might may can shall should if gonna wanna".split())
+# rejected", "can find"), a condition ("if"), a plan ("going to", "gonna"), or a hope, wish
+# or want ("hoping to get it on the big screen"): what the speaker wants to happen.
+_EXPECTED = frozenset(
+    "will would could might may can shall should if gonna wanna "
+    "hope hopes hoped hoping hopefully wish wishes wished wishing want wants wanted wanting "
+    "plan plans planned planning".split()
+)
 
 
 def _only_expected(text: str, term: str) -> bool:

@@ -273,3 +273,16 @@ def test_a_thing_named_as_already_known_is_not_another_one() -> None:
     ]
     written = counted_line("How many screenplays has Ilse written?", items)
     assert written == "three screenplays: 23 January, 25 February, 5 June 2026"
+
+
+def test_a_hope_or_plan_is_not_an_occasion_that_happened() -> None:
+    # "Hoping to get back to the lake" tells what Ilse wants to happen, not a time she went.
+    said = [
+        ("2026-06-01", "I went to the lake today, the water was cold!"),
+        ("2026-06-20", "I'm really hoping to get back to the lake soon."),
+        ("2026-07-01", "I went to the lake again this morning."),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text)) for n, (day, text) in enumerate(said)
+    ]
+    assert counted_line(TIMES, items) == "twice: 1 June, 1 July 2026"
