@@ -371,13 +371,7 @@ def _occasions(r: Ranking, thing: frozenset[str] = frozenset()) -> dict[datetime
         return {}
     # The thing done is named by a noun (the word after a determiner: "gone to the beach"),
     # the doing by verbs said of many things.
-    nouns = {
-        t
-        for m in re.finditer(
-            r"\b(?:the|a|an|my|our|his|her|their|its)\s+([\w'’-]+)", r.question, re.I
-        )
-        for t in analyze(m.group(1))
-    } & about
+    nouns = {t for head in _heads(r.question) for t in analyze(head)} & about
     # Sorted first: of words weighted alike the first in order wins, the same in every
     # process (a set's order changes with the hash seed, and the count with it).
     rarest = max(sorted(nouns or about), key=lambda t: r.weigher.weight[t])
@@ -414,6 +408,40 @@ def _occasions(r: Ranking, thing: frozenset[str] = frozenset()) -> dict[datetime
         spans.append(span)
         days[s.day] = s
     return days
+
+
+def _heads(question: str) -> list[str]:
+    """The head nouns of the question's noun phrases after a determiner: the last word of the
+    phrase, before the word that ends it ("the big screen" → screen, "his turtles on a walk"
+    → turtles, walk); the words before the head only qualify it ("big")."""
+    words = re.findall(r"[\w'’-]+|[^\w\s]", question)
+    heads: list[str] = []
+    for n, w in enumerate(words):
+        if w.lower() not in _DETERMINERS or n + 1 == len(words):
+            continue
+        phrase = [words[n + 1]]
+        for after in words[n + 2 : n + 4]:
+            if _ends_phrase(after):
+                break
+            phrase.append(after)
+        heads.append(phrase[-1])
+    return heads
+
+
+_DETERMINERS = frozenset("the a an my our his her their its".split())
+
+
+def _ends_phrase(word: str) -> bool:
+    """Whether ``word`` ends a noun phrase rather than naming its head: punctuation, a word
+    that joins or ends phrases (a pronoun, a preposition, a verb of being), a count ("twice")
+    or an adverb ("recently")."""
+    low = word.lower()
+    return (
+        not re.fullmatch(r"[\w'’-]+", word)
+        or low in STOP | PREPOSITIONS
+        or number_value(low) is not None
+        or low.endswith("ly")
+    )
 
 
 # Words that put what follows them in their clause out of what happened: a modal ("will be

@@ -286,3 +286,17 @@ def test_a_hope_or_plan_is_not_an_occasion_that_happened() -> None:
         turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text)) for n, (day, text) in enumerate(said)
     ]
     assert counted_line(TIMES, items) == "twice: 1 June, 1 July 2026"
+
+
+def test_an_occasion_is_told_by_the_head_noun_of_the_question_s_phrase() -> None:
+    # "The old lighthouse" is a lighthouse: a telling of "the lighthouse" names it, and the
+    # word before the head only qualifies it.
+    said = [
+        ("2026-06-01", "I walked up to the lighthouse today, what a view!"),
+        ("2026-07-01", "I went to the lighthouse again, windy as ever."),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text)) for n, (day, text) in enumerate(said)
+    ]
+    asked = "How many times has Ilse been to the old lighthouse?"
+    assert counted_line(asked, items) == "twice: 1 June, 1 July 2026"
