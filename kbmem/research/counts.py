@@ -185,6 +185,16 @@ def counted(r: Ranking) -> Count | None:
                 days=tuple(sorted(told)),
                 sources=tuple(told.values()),
             )
+    if _PARTITIVE.search(r.question):
+        # "How many of her scripts made it to the big screen?" counts the things of which
+        # what is asked is told, each told on its own day, as done, as occasions are: the
+        # things themselves are often not named by the noun asked ("a screenplay", "another
+        # movie script" for "her writing"), and the list's phrases are no count of them.
+        told = _named_once(_occasions(r))
+        if told:
+            return Count(
+                count_written(len(told)), days=tuple(sorted(told)), sources=tuple(told.values())
+            )
     items, sources = list_items(r, per_session=times)
     if not items:
         return None
@@ -198,6 +208,11 @@ def counted(r: Ranking) -> Count | None:
         items=distinct,
         sources=tuple(sources),
     )
+
+
+# "How many of her scripts …", "how many of the games …": a part of the things named after
+# "of", not a noun right after "how many".
+_PARTITIVE = re.compile(r"\bhow\s+many\s+of\b", re.I)
 
 
 def _tells_one_more(text: str, noun: frozenset[str]) -> bool:

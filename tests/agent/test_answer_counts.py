@@ -300,3 +300,21 @@ def test_an_occasion_is_told_by_the_head_noun_of_the_question_s_phrase() -> None
     ]
     asked = "How many times has Ilse been to the old lighthouse?"
     assert counted_line(asked, items) == "twice: 1 June, 1 July 2026"
+
+
+def test_how_many_of_counts_the_days_what_is_asked_is_told_as_done() -> None:
+    # "How many of her scripts …" names the things by a class the speaker does not repeat
+    # ("a screenplay", "another movie script"); each day she tells, as done, that one made
+    # it to the big screen is one of them. A hope is none, nor is a "big" boost.
+    said = [
+        ("2026-06-05", "I wrote a few bits for a screenplay that appeared on the big screen!"),
+        ("2026-10-25", "Another movie script I worked on was shown on the big screen Sunday!"),
+        ("2026-11-07", "I'm writing a new one and I'm hoping to get it on the big screen."),
+        ("2026-11-09", "The pitch went well and it gave me a big confidence boost!"),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text), ("Nate", "Wow, congrats!"))
+        for n, (day, text) in enumerate(said)
+    ]
+    asked = "How many of Ilse's scripts have made it to the big screen?"
+    assert counted_line(asked, items) == "two: 5 June, 25 October 2026"
