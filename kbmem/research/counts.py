@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import itertools
 import re
+from dataclasses import dataclass
 
 from kbmem.dates import named_years, said_dates
 from kbmem.index.tenant import analyze
@@ -74,35 +75,64 @@ def _is_money(text: str, number: re.Match[str], unit: str) -> bool:
     return before in ("£", "$", "€") or bool(set(unit.lower().split()[:1]) & _MONEY_WORDS)
 
 
+@dataclass(frozen=True)
+class Count:
+    """A count of the things or times asked: ``written``, the count as a person answers
+    "how many" ("three", "3", "twice", "three times"); ``noun``, what it counts, named as
+    the question or the speaker names it ("chess tournaments", "" when the count says it,
+    as "twice" does); what was counted, ``days`` (the days of the occasions) or ``items``
+    (the things named); and the sentences it was read from."""
+
+    written: str
+    noun: str = ""
+    days: tuple[datetime.date, ...] = ()
+    items: tuple[str, ...] = ()
+    sources: tuple[Said, ...] = ()
+
+    @property
+    def line(self) -> str:
+        """The count with what it counts and what was counted: "two letters: 1 June, 1
+        July 2026", "two ridges: Storr, Quiraing", "three chess tournaments"."""
+        head = f"{self.written} {self.noun}".strip()
+        if self.days:
+            return f"{head}: {_days_written(list(self.days))}"
+        if self.items:
+            return f"{head}: {', '.join(self.items)}"
+        return head
+
+
 def count(r: Ranking) -> Extracted:
     """How many of the things asked, the count alone ("three", "twice", "three times"):
     the question already names what it counts, so a person answers "how many turtles?"
     with "Three"; what was counted (the days, the things) is in the sentences cited under
-    it. The count and what it counts is ``counted``."""
-    line, sources = counted(r)
-    return count_alone(line), sources
+    it. The count with what it counts is ``counted``."""
+    found = counted(r)
+    if found is None:
+        return "", [r.best()]
+    return found.written, list(found.sources)
 
 
-def count_alone(line: str) -> str:
-    """The count of a line of ``counted`` without what it counts: "three turtles" →
-    "three", "twice: 6 July, 20 July 2023" → "twice"; "three times" stays, as "how many
-    times" is answered."""
-    words = line.split(":", 1)[0].split()
-    if not words:
-        return line
-    return " ".join(words[:2]) if words[1:2] == ["times"] else words[0]
+def _said_count(written: str, unit: str, times: bool) -> tuple[str, str]:
+    """A count said with the words after it (``unit``, ending in the counted noun), as
+    ``Count`` holds it: asked how many times, the times are part of the count ("three
+    times", as "twice" is); else the words after it are what it counts ("three", "young
+    children")."""
+    if times:
+        return f"{written} {unit}".strip(), ""
+    return written, unit
 
 
-def counted(r: Ranking) -> Extracted:
+def counted(r: Ranking) -> Count | None:
     """How many of the things asked: a number said of them (the largest, when sentences
     say several: a part is shown or told more often than the whole, and a count only grows),
     plus one for each later day its speaker tells one more ("another tournament"); else,
     asked "how many times", the distinct days the asked person says the asked thing in their
     own words; else the distinct things the sentences that answer nearly as well
     as the best one name (the items of ``listed``), counted. A number said is kept as said;
-    a count made here is written as prose writes one (``count_written``), with what was
-    counted."""
+    a count made here is written as prose writes one (``count_written``). None when nothing
+    is counted."""
     noun = counted_noun(r.question)
+    times = noun == stem_set("times")
     # (its value, the count as written, what it counts, the sentence)
     stated: list[tuple[int, str, str, Said]] = []
     for s in r.at_least(LIST_SHARE):
@@ -124,7 +154,6 @@ def counted(r: Ranking) -> Extracted:
                 # says the count only by its place, which is written as a count.
                 said = count_written(value) if ordinal else found.group(0).lower()
                 stated.append((value, said, " ".join(words), s))
-    times = noun == stem_set("times")
     if times:
         stated += _said_times(r)
     if stated:
@@ -134,27 +163,56 @@ def counted(r: Ranking) -> Extracted:
             # A count said on one day grows by each later telling of one more ("another"),
             # its things named as the question names them.
             unit = " ".join([*unit.split()[:-1], counted_words(r.question)[-1]])
-            return f"{count_written(value + len(later))} {unit}", [s, *later]
-        return f"{said} {unit}".strip(), [s]
+            written, what = _said_count(count_written(value + len(later)), unit, times)
+            return Count(written, what, sources=(s, *later))
+        written, what = _said_count(said, unit, times)
+        return Count(written, what, sources=(s,))
     if times:
         days = _occasions(r)
         if days:
-            return f"{times_written(len(days))}: {_days_written(sorted(days))}", list(days.values())
+            return Count(
+                times_written(len(days)), days=tuple(sorted(days)), sources=tuple(days.values())
+            )
     if noun and not times:
         # No number said: each day the asked person tells of one of the things counted, in
         # their own words and as done, is one more of them (distinct tellings on distinct
         # days are distinct things; one told again is caught by its told time).
-        told = _named_once(_occasions(r, noun))
+        told = _told_anew(_named_once(_occasions(r, noun)), noun)
         if told:
-            written = _counted_as(len(told), r.question)
-            return f"{written}: {_days_written(sorted(told))}", list(told.values())
+            return Count(
+                count_written(len(told)),
+                _noun_counted(len(told), r.question),
+                days=tuple(sorted(told)),
+                sources=tuple(told.values()),
+            )
+    if _PARTITIVE.search(r.question):
+        # "How many of her scripts made it to the big screen?" counts the things of which
+        # what is asked is told, each told on its own day, as done, as occasions are: the
+        # things themselves are often not named by the noun asked ("a screenplay", "another
+        # movie script" for "her writing"), and the list's phrases are no count of them.
+        told = _named_once(_occasions(r))
+        if told:
+            return Count(
+                count_written(len(told)), days=tuple(sorted(told)), sources=tuple(told.values())
+            )
     items, sources = list_items(r, per_session=times)
     if not items:
-        return "", [r.best()]
-    distinct = list(dict.fromkeys(items))
+        return None
+    distinct = tuple(dict.fromkeys(items))
     # What was counted, named as the question names it ("two ridges: Storr, Quiraing").
-    written = times_written(len(items)) if times else _counted_as(len(items), r.question)
-    return f"{written}: {', '.join(distinct)}", sources
+    if times:
+        return Count(times_written(len(items)), items=distinct, sources=tuple(sources))
+    return Count(
+        count_written(len(items)),
+        _noun_counted(len(items), r.question),
+        items=distinct,
+        sources=tuple(sources),
+    )
+
+
+# "How many of her scripts …", "how many of the games …": a part of the things named after
+# "of", not a noun right after "how many".
+_PARTITIVE = re.compile(r"\bhow\s+many\s+of\b", re.I)
 
 
 def _tells_one_more(text: str, noun: frozenset[str]) -> bool:
@@ -229,13 +287,13 @@ def times_written(value: int) -> str:
     return {1: "once", 2: "twice"}.get(value) or f"{count_written(value)} times"
 
 
-def _counted_as(value: int, question: str) -> str:
-    """The count with the noun the question counts ("two ridges"), or the number alone
+def _noun_counted(value: int, question: str) -> str:
+    """The noun the question counts, for ``value`` of them ("ridges", "ridge" for one), ""
     when the question names none."""
     words = counted_words(question)
     if words and value == 1:
         words = [*words[:-1], _singular(words[-1])]
-    return " ".join([count_written(value), *words]) if words else count_written(value)
+    return " ".join(words)
 
 
 def _singular(noun: str) -> str:
@@ -328,13 +386,7 @@ def _occasions(r: Ranking, thing: frozenset[str] = frozenset()) -> dict[datetime
         return {}
     # The thing done is named by a noun (the word after a determiner: "gone to the beach"),
     # the doing by verbs said of many things.
-    nouns = {
-        t
-        for m in re.finditer(
-            r"\b(?:the|a|an|my|our|his|her|their|its)\s+([\w'’-]+)", r.question, re.I
-        )
-        for t in analyze(m.group(1))
-    } & about
+    nouns = {t for head in _heads(r.question) for t in analyze(head)} & about
     # Sorted first: of words weighted alike the first in order wins, the same in every
     # process (a set's order changes with the hash seed, and the count with it).
     rarest = max(sorted(nouns or about), key=lambda t: r.weigher.weight[t])
@@ -373,9 +425,48 @@ def _occasions(r: Ranking, thing: frozenset[str] = frozenset()) -> dict[datetime
     return days
 
 
+def _heads(question: str) -> list[str]:
+    """The head nouns of the question's noun phrases after a determiner: the last word of the
+    phrase, before the word that ends it ("the big screen" → screen, "his turtles on a walk"
+    → turtles, walk); the words before the head only qualify it ("big")."""
+    words = re.findall(r"[\w'’-]+|[^\w\s]", question)
+    heads: list[str] = []
+    for n, w in enumerate(words):
+        if w.lower() not in _DETERMINERS or n + 1 == len(words):
+            continue
+        phrase = [words[n + 1]]
+        for after in words[n + 2 : n + 4]:
+            if _ends_phrase(after):
+                break
+            phrase.append(after)
+        heads.append(phrase[-1])
+    return heads
+
+
+_DETERMINERS = frozenset("the a an my our his her their its".split())
+
+
+def _ends_phrase(word: str) -> bool:
+    """Whether ``word`` ends a noun phrase rather than naming its head: punctuation, a word
+    that joins or ends phrases (a pronoun, a preposition, a verb of being), a count ("twice")
+    or an adverb ("recently")."""
+    low = word.lower()
+    return (
+        not re.fullmatch(r"[\w'’-]+", word)
+        or low in STOP | PREPOSITIONS
+        or number_value(low) is not None
+        or low.endswith("ly")
+    )
+
+
 # Words that put what follows them in their clause out of what happened: a modal ("will be
-# rejected", "can find"), a condition ("if"), or a plan ("going to", "gonna").
-_EXPECTED = frozenset("will would could might may can shall should if gonna wanna".split())
+# rejected", "can find"), a condition ("if"), a plan ("going to", "gonna"), or a hope, wish
+# or want ("hoping to get it on the big screen"): what the speaker wants to happen.
+_EXPECTED = frozenset(
+    "will would could might may can shall should if gonna wanna "
+    "hope hopes hoped hoping hopefully wish wishes wished wishing want wants wanted wanting "
+    "plan plans planned planning".split()
+)
 
 
 def _only_expected(text: str, term: str) -> bool:
@@ -406,6 +497,50 @@ def _named_once(told: dict[datetime.date, Said]) -> dict[datetime.date, Said]:
         if named and named <= seen:
             continue
         seen |= named
+        kept[day] = told[day]
+    return kept
+
+
+# A thing the listener already knows is named after "the", "this" or "that" ("the
+# screenplay I sent in"); a new one after "a", "another", a number or an ordinal ("a
+# screenplay", "my first screenplay"). The nearest of these words before the noun decides.
+_KNOWN = frozenset("the this that these those".split())
+_INTRODUCING = frozenset("a an another one new other my our your his her their".split())
+
+
+def _only_known(text: str, noun: frozenset[str]) -> bool:
+    """Whether ``text`` names the counted ``noun`` only as a thing already known: every time
+    after "the", "this" or "that" (a word or two qualifying it between), and nowhere tells of
+    one more ("another one", "another screenplay")."""
+    if _tells_one_more(text, noun) or re.search(r"\b(?:another|a\s+new)\s+one\b", text, re.I):
+        return False
+    words = re.findall(r"[\w'’-]+", text)
+    named = [n for n, w in enumerate(words) if stem_set(w) == noun]
+    return bool(named) and all(_determined_as_known(words[max(0, n - 3) : n]) for n in named)
+
+
+def _determined_as_known(before: list[str]) -> bool:
+    """Whether the words ``before`` a noun (the last few) determine it as known: the nearest
+    determiner is "the", "this" or "that", with no number or ordinal after it ("the second
+    screenplay" tells which one by its count) and no name ("the Storr ridge" tells which one
+    by its name, which ``_named_once`` compares)."""
+    for w in reversed(before):
+        low = w.lower()
+        if low in _KNOWN:
+            return True
+        if low in _INTRODUCING or number_value(low) is not None or w[:1].isupper():
+            return False
+    return False
+
+
+def _told_anew(told: dict[datetime.date, Said], noun: frozenset[str]) -> dict[datetime.date, Said]:
+    """``told`` without the days after the first whose sentence names the counted ``noun``
+    only as one already known ("the screenplay I sent in", after "I finished my first
+    screenplay"): a telling of the one the listener knows is not another one."""
+    kept: dict[datetime.date, Said] = {}
+    for day in sorted(told):
+        if kept and _only_known(told[day].claim.split("[shares", 1)[0], noun):
+            continue
         kept[day] = told[day]
     return kept
 

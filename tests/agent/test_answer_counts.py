@@ -6,6 +6,7 @@ then end to end on a memorized conversation with the real indexes and the offlin
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 from helpers.evidence import turns_item
@@ -23,7 +24,8 @@ from kbmem.research.types import EvidenceItem
 def counted_line(question: str, items: list[EvidenceItem]) -> str:
     """The count with what it counts (the days, the things), which the direct answer's
     line gives alone."""
-    return counted(Ranking(question, read_sentences(items)))[0]
+    found = counted(Ranking(question, read_sentences(items)))
+    return found.line if found else ""
 
 
 FIRST = "I won my first chess tournament today!"
@@ -178,6 +180,23 @@ def test_no_number_said_each_day_telling_of_one_counts_one() -> None:
     assert letters == "two letters: 1 June, 1 July 2026"
 
 
+def test_a_count_holds_its_number_what_it_counts_and_the_days_apart() -> None:
+    # The count alone and the count with its days are both written from the same parts,
+    # not one read back out of the other.
+    said = [
+        ("2026-06-01", "I got a rejection letter from a big studio today."),
+        ("2026-07-01", "Someone wrote me a lovely letter after reading my blog post."),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text)) for n, (day, text) in enumerate(said)
+    ]
+    found = counted(Ranking("How many letters has Ilse received?", read_sentences(items)))
+    assert found is not None
+    assert (found.written, found.noun) == ("two", "letters")
+    assert found.days == (datetime.date(2026, 6, 1), datetime.date(2026, 7, 1))
+    assert [s.day for s in found.sources] == list(found.days)
+
+
 def test_the_direct_answer_is_the_count_alone() -> None:
     # The question names what it counts: "how many turtles?" is answered "three", "how many
     # times?" "twice" or "three times"; the days and things counted are in the sentences.
@@ -208,7 +227,8 @@ items = [
                ("Ilse", "The dog was great today, and next week we will see the lake.")),
 ]
 question = "How many times has Ilse taken the dog to the lake?"
-print(counted(Ranking(question, read_sentences(items)))[0])
+found = counted(Ranking(question, read_sentences(items)))
+print(found.line if found else "")
 """
 
 
@@ -237,3 +257,64 @@ def test_a_count_is_the_same_in_every_process() -> None:
         )
         lines.add(done.stdout.strip())
     assert len(lines) == 1, lines
+
+
+def test_a_thing_named_as_already_known_is_not_another_one() -> None:
+    # "The screenplay I sent in" is the one finished before, not a second one; "another
+    # one" and "a screenplay" introduce new ones.
+    said = [
+        ("2026-01-23", "I finally finished my first full screenplay last Friday."),
+        ("2026-02-07", "The screenplay I sent in to the festival has been on my mind all day."),
+        ("2026-02-25", "I loved the screenplay, so I just started writing another one."),
+        ("2026-06-05", "I wrote a few bits for a screenplay that appeared on TV yesterday!"),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text)) for n, (day, text) in enumerate(said)
+    ]
+    written = counted_line("How many screenplays has Ilse written?", items)
+    assert written == "three screenplays: 23 January, 25 February, 5 June 2026"
+
+
+def test_a_hope_or_plan_is_not_an_occasion_that_happened() -> None:
+    # "Hoping to get back to the lake" tells what Ilse wants to happen, not a time she went.
+    said = [
+        ("2026-06-01", "I went to the lake today, the water was cold!"),
+        ("2026-06-20", "I'm really hoping to get back to the lake soon."),
+        ("2026-07-01", "I went to the lake again this morning."),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text)) for n, (day, text) in enumerate(said)
+    ]
+    assert counted_line(TIMES, items) == "twice: 1 June, 1 July 2026"
+
+
+def test_an_occasion_is_told_by_the_head_noun_of_the_question_s_phrase() -> None:
+    # "The old lighthouse" is a lighthouse: a telling of "the lighthouse" names it, and the
+    # word before the head only qualifies it.
+    said = [
+        ("2026-06-01", "I walked up to the lighthouse today, what a view!"),
+        ("2026-07-01", "I went to the lighthouse again, windy as ever."),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text)) for n, (day, text) in enumerate(said)
+    ]
+    asked = "How many times has Ilse been to the old lighthouse?"
+    assert counted_line(asked, items) == "twice: 1 June, 1 July 2026"
+
+
+def test_how_many_of_counts_the_days_what_is_asked_is_told_as_done() -> None:
+    # "How many of her scripts …" names the things by a class the speaker does not repeat
+    # ("a screenplay", "another movie script"); each day she tells, as done, that one made
+    # it to the big screen is one of them. A hope is none, nor is a "big" boost.
+    said = [
+        ("2026-06-05", "I wrote a few bits for a screenplay that appeared on the big screen!"),
+        ("2026-10-25", "Another movie script I worked on was shown on the big screen Sunday!"),
+        ("2026-11-07", "I'm writing a new one and I'm hoping to get it on the big screen."),
+        ("2026-11-09", "The pitch went well and it gave me a big confidence boost!"),
+    ]
+    items = [
+        turns_item(f"s{n}", f"{day}T09:00:00", ("Ilse", text), ("Nate", "Wow, congrats!"))
+        for n, (day, text) in enumerate(said)
+    ]
+    asked = "How many of Ilse's scripts have made it to the big screen?"
+    assert counted_line(asked, items) == "two: 5 June, 25 October 2026"
