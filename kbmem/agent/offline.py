@@ -802,7 +802,8 @@ def _reply_to_follow_up(
     sentence: Sentence, openings: dict[tuple[str, int], Sentence]
 ) -> Sentence | None:
     """The opening sentence of the turn its speaker said after the other speaker's next
-    turn, where that turn asks something; None when there is none in the evidence."""
+    turn, where that turn asks something (anywhere in it, see asks_anywhere); None when
+    there is none in the evidence."""
     units = _units(sentence.item)
     at = next((n for n, u in enumerate(units) if u.start == sentence.start), None)
     if at is None or at + 2 >= len(units):
@@ -810,9 +811,17 @@ def _reply_to_follow_up(
     question, answers = units[at + 1], units[at + 2]
     if not sentence.speaker or question.speaker == sentence.speaker:
         return None
-    if answers.speaker != sentence.speaker or not asks("\n".join(question.body)):
+    if answers.speaker != sentence.speaker or not asks_anywhere(question):
         return None
     return openings.get((sentence.item.interval.path, answers.start))
+
+
+def asks_anywhere(turn: Unit) -> bool:
+    """Whether ``turn`` asks something in any of its sentences, not only in its last: a
+    person who asks and then goes on to their own news ("What concert was it? The advocacy
+    event was a cool experience - so much love and support!") is still answered in the
+    other's next turn, as people answer what they were asked before taking up the rest."""
+    return any(asks(said) for said in split_sentences("\n".join(turn.body), cut="prose"))
 
 
 def _with_detail(

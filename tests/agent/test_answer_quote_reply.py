@@ -66,3 +66,27 @@ def test_a_reply_that_opens_with_its_detail_is_quoted_alone() -> None:
     answer = _quoted(pool, "What did Omar get promoted to?")
     assert "paid off" in answer, answer
     assert "dinner" not in answer, answer
+
+
+def test_a_follow_up_that_asks_before_its_own_news_is_replied_to() -> None:
+    # The other asks, then tells their own news: the next turn still answers the question.
+    pool = _read(
+        ("Omar", "We celebrated my daughter's birthday with a concert in the park."),
+        (
+            "Ines",
+            "Sounds wonderful! Who played? I went to a pottery class last week, so much fun.",
+        ),
+        ("Omar", "Thanks, Ines! It was Matt Patterson, he is so talented!"),
+    )
+    answer = _quoted(pool, "Who played at the concert for Omar's daughter's birthday?")
+    assert "Matt Patterson" in answer, answer
+
+
+def test_a_turn_that_asks_nothing_brings_no_reply() -> None:
+    pool = _read(
+        ("Omar", "We celebrated my daughter's birthday with a concert in the park."),
+        ("Ines", "Sounds wonderful! I went to a pottery class last week, so much fun."),
+        ("Omar", "Thanks, Ines! It was Matt Patterson, he is so talented!"),
+    )
+    answer = _quoted(pool, "Who played at the concert for Omar's daughter's birthday?")
+    assert "Matt Patterson" not in answer, answer
