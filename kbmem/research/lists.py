@@ -322,7 +322,7 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     grouped = ""
     found = done_object(untimed(r.question), text, asked)
     if found and not _names_class(found, noun):
-        name = _name_of_class_object(text, found, noun, asked)
+        name = _name_called(text, found) or _name_of_class_object(text, found, noun, asked)
         if name:
             return name, MEMBER
         return found, MEMBER
@@ -360,6 +360,27 @@ def _name_of_class_object(text: str, found: str, noun: str, asked: set[str]) -> 
     if named and named[0].isupper():
         return named
     return quoted_title(text, asked)
+
+
+# The object of a verb cut before the name it is given: "a fantasy novel called", with the
+# name said next ("called "The Name of the Wind"", "named Max").
+_CALLED = re.compile(r"\b(?:called|named|titled)$", re.I)
+_NAME_NEXT = re.compile(r"\s*(?:[\"“]([^\"”]+)[\"”]|([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*))")
+
+
+def _name_called(text: str, found: str) -> str:
+    """The name that ``text`` gives the verb's object ``found`` when the object ends in a
+    verb of naming ("reading a fantasy novel called "The Name of the Wind""): the words
+    before it say only what kind of thing it is, the name says which one, and "called X"
+    is how people name the thing they speak of, whatever its kind. "" when ``found`` does
+    not end so or no name or title follows."""
+    if not _CALLED.search(found):
+        return ""
+    at = text.find(found)
+    named = _NAME_NEXT.match(text, at + len(found)) if at >= 0 else None
+    if not named:
+        return ""
+    return (named.group(1) or named.group(2)).strip().rstrip(".,!?")
 
 
 def _is_activity(noun: str) -> bool:

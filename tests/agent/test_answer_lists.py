@@ -530,3 +530,19 @@ def test_an_object_pronoun_before_the_verb_is_no_subject_of_its_clause() -> None
     ]
     line = direct_answer("What has Odile painted?", items).line
     assert _items(line) == ["lighthouse"]
+
+
+def test_an_object_ending_in_a_verb_of_naming_gives_the_name_after_it() -> None:
+    # "a mystery novel called "Glass Harbour"": the words before "called" say what kind of
+    # thing it is, the title says which one.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", 'I\'m reading a mystery novel called "Glass Harbour" by Ada Penn.'),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Odile", 'I read "Salt Roads" on the train.')),
+    ]
+    line = direct_answer("What books has Odile read?", items).line
+    assert "Glass Harbour" in _items(line), line
+    assert not any(item.endswith("called") for item in _items(line)), line
