@@ -142,9 +142,11 @@ def _without_unnamed_members(
 
 
 # Adverbs that close a clause after its object ("I play the violin now", "been playing it
-# nonstop", "tried sushi again") and never end a noun phrase: no word of the thing named.
+# nonstop", "tried sushi again", "played some Chess afterward") and never end a noun
+# phrase: no word of the thing named.
 _CLAUSE_ADVERBS = frozenset(
-    "now again too anymore nonstop already instead either though yet lately".split()
+    "now again too anymore nonstop already instead either though yet lately afterward "
+    "afterwards later together".split()
 )
 
 

@@ -546,3 +546,21 @@ def test_an_object_ending_in_a_verb_of_naming_gives_the_name_after_it() -> None:
     line = direct_answer("What books has Odile read?", items).line
     assert "Glass Harbour" in _items(line), line
     assert not any(item.endswith("called") for item in _items(line)), line
+
+
+def test_a_clause_adverb_of_time_after_a_name_is_no_word_of_it() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "We played this board game Ludo at my cousin's place."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "We played some Chess afterward, the best board game."),
+        ),
+    ]
+    line = direct_answer("What board games has Odile played?", items).line
+    assert "Chess" in _items(line), line
+    assert "Chess afterward" not in _items(line), line
