@@ -12,11 +12,11 @@ import re
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import asks_doing
 from kbmem.research.extract import LIST_SHARE, MAX_ITEMS, Extracted
-from kbmem.research.grammar import ASKED_NOUN, UNSPECIFIC, asked_noun, untimed
+from kbmem.research.grammar import ASKED_NOUN, PHRASE_EDGE, UNSPECIFIC, asked_noun, untimed
 from kbmem.research.meaning import nearness
 from kbmem.research.phrases import done_object, gerund, noun_phrase
 from kbmem.research.ranking import Ranking
-from kbmem.research.said import asks, points_back
+from kbmem.research.said import STOP, asks, points_back
 from kbmem.research.spans import (
     CALENDAR,
     PREPOSITIONS,
@@ -104,6 +104,7 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
         ]
     candidates = _of_class_asked(r, candidates)
     candidates = _without_unnamed_members(candidates, noun)
+    candidates = _without_modifiers(candidates, noun)
     for s, said, _typed in candidates:
         # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
         item = _without_clause_adverbs(_DASH.split(said, 1)[0])
@@ -139,6 +140,54 @@ def _without_unnamed_members(
 
     kept = [c for c in candidates if not unnamed(c[1])]
     return kept or candidates
+
+
+def _without_modifiers(
+    candidates: list[tuple[Said, str, int]], noun: frozenset[str]
+) -> list[tuple[Said, str, int]]:
+    """``candidates`` without the items that end in the noun asked where their sentence
+    goes on with another noun that closes the phrase ("my first video game tournament last
+    week", "two nintendo game covers with a picture" for "what video games …?"): the noun
+    asked modifies that noun, and the thing told is a tournament or a cover, no member of
+    the class asked. Kept when nothing else is found."""
+    if not noun:
+        return candidates
+    kept = [
+        c for c in candidates if not (_ends_in(c[1], noun) and _modifies_next(c[0].claim, c[1]))
+    ]
+    return kept or candidates
+
+
+# A word after an item that closes its clause or says when or where, not a noun the item
+# modifies ("a game tonight", "played chess online").
+_NO_HEAD = frozenset("online offline home outside inside alone everyday daily weekly".split())
+_PHRASE_END = re.compile(r"\s*(?:$|[.,!?;:)\]]|[-–—]\s|\s+[a-z]+\b)")
+
+
+def _modifies_next(text: str, item: str) -> bool:
+    """Whether ``item`` is said in ``text`` right before a lowercase noun that ends the
+    phrase: a word that is no function word, adverb or time word, followed by the
+    sentence's end, a punctuation mark, or a preposition or time word (see
+    _without_modifiers). A noun right before another noun in English modifies it."""
+    at = text.find(item)
+    if at < 0 or not item or not item[-1].isalpha():
+        return False
+    following = re.match(r"\s+([a-z][\w'’-]*)", text[at + len(item) :])
+    if not following:
+        return False
+    word = following.group(1)
+    if (
+        word in STOP | PREPOSITIONS | PHRASE_EDGE | _CLAUSE_ADVERBS | _NO_HEAD
+        or word.endswith(("ly", "ing", "ed"))
+        or TIME_WORD.match(word)
+    ):
+        return False
+    rest = text[at + len(item) + following.end() :]
+    end = _PHRASE_END.match(rest)
+    if not end:
+        return False
+    after = end.group(0).strip()
+    return not after[:1].isalpha() or after in PREPOSITIONS or bool(TIME_WORD.match(after))
 
 
 # Adverbs that close a clause after its object ("I play the violin now", "been playing it

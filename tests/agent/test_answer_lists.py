@@ -564,3 +564,18 @@ def test_a_clause_adverb_of_time_after_a_name_is_no_word_of_it() -> None:
     line = direct_answer("What board games has Odile played?", items).line
     assert "Chess" in _items(line), line
     assert "Chess afterward" not in _items(line), line
+
+
+def test_the_noun_asked_modifying_the_next_noun_is_no_member() -> None:
+    # "my first video game tournament": the thing won is a tournament, no video game.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "I won my first video game tournament last week, so exciting!"),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Odile", "I play the video game Starfall a lot.")),
+    ]
+    line = direct_answer("What video games does Odile play?", items).line
+    assert "Starfall" in _items(line), line
+    assert not any("tournament" in item or item.endswith("video game") for item in _items(line))
