@@ -14,7 +14,7 @@ from kbmem.research.answer_types import asks_doing
 from kbmem.research.extract import LIST_SHARE, MAX_ITEMS, Extracted
 from kbmem.research.grammar import ASKED_NOUN, PHRASE_EDGE, UNSPECIFIC, asked_noun, untimed
 from kbmem.research.meaning import nearness
-from kbmem.research.phrases import done_object, gerund, noun_phrase
+from kbmem.research.phrases import asked_verb, done_object, gerund, noun_phrase
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP, asks, points_back
 from kbmem.research.spans import (
@@ -277,18 +277,68 @@ def _named_below_bar(r: Ranking, top: float) -> list[tuple[Said, str, int]]:
     if not kind:
         return []
     found: list[tuple[Said, str, int]] = []
+    done: list[tuple[Said, str, int]] = []  # names the question's verb is done to
     for score, _share, s in r.ranked:
         if score >= LIST_SHARE * top:
             continue
         if score < NAMED_FLOOR * top:
             break
-        item, level = _typed_item(r, s.before if points_back(s.claim) else s.claim)
+        text = s.before if points_back(s.claim) else s.claim
+        item, level = _typed_item(r, text)
         if level == NAMED and item not in quoted_titles(s.claim):
             found.append((s, item, level))
+        elif level >= MEMBER and _tells_own(r, s, text) and _named_object(r, text) == item:
+            done.append((s, item, level))
     found += _named_by_the_asked(r, NAMED_FLOOR * top)
     names = list(dict.fromkeys(item for _s, item, _level in found))
     near = dict(zip(names, nearness(kind, names), strict=True))
-    return [named for named in found if near[named[1]] >= NAMED_NEAR]
+    return [named for named in found if near[named[1]] >= NAMED_NEAR] + done
+
+
+def _tells_own(r: Ranking, s: Said, text: str) -> bool:
+    """Whether ``s`` is the person the question asks about telling what they did
+    themselves ("I'm playing …", "we played …"): said by them (when the question names a
+    speaker), in the first person, and asking nothing. "Have you read all of …" asks the
+    other what they did."""
+    if asks(s.claim) or not _FIRST_PERSON.search(text):
+        return False
+    return not r.asked_speakers or set(analyze(s.speaker)) <= r.asked_speakers
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|[Ww]e)\b")
+
+
+def _named_object(r: Ranking, text: str) -> str:
+    """The name or title ``text`` gives as the object of the verb the question asks about
+    ("I'm playing this fantasy RPG called "Xenoblade Chronicles"", "I play CS:GO" for
+    "what video games does Nate play?"); "" when the object is no name. The question's
+    verb done to a named thing tells that thing as one asked for, whatever words the
+    sentence shares with the question."""
+    asked = r.weigher.terms | r.weigher.names
+    found = done_object(untimed(r.question), text, asked)
+    if not found:
+        return _title_after_verb(r, text)
+    named = _name_called(text, found)
+    if named:
+        return named
+    return found if found[:1].isupper() and found not in r.speakers else ""
+
+
+# A word, then a title in quotes right after it ("played "Moon Keep"").
+_BEFORE_TITLE = re.compile(r"([\w'’-]+)\s+[\"“]([^\"”]+)[\"”]")
+
+
+def _title_after_verb(r: Ranking, text: str) -> str:
+    """The title in quotes ``text`` says right after a form of the question's verb ("I
+    played "Moon Keep" last year" for "what games has X played?"): the title is the
+    verb's object, which the object reader does not read across a quote."""
+    verb = asked_verb(untimed(r.question))
+    if not verb:
+        return ""
+    for found in _BEFORE_TITLE.finditer(text):
+        if set(analyze(found.group(1))) == verb:
+            return found.group(2).strip().rstrip(".,!?")
+    return ""
 
 
 # A word capitalised after a sentence's first: a name the sentence may give.

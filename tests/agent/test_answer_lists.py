@@ -579,3 +579,32 @@ def test_the_noun_asked_modifying_the_next_noun_is_no_member() -> None:
     line = direct_answer("What video games does Odile play?", items).line
     assert "Starfall" in _items(line), line
     assert not any("tournament" in item or item.endswith("video game") for item in _items(line))
+
+
+def test_a_name_the_asked_person_does_the_verb_to_joins_from_below_the_bar() -> None:
+    # The later sentences say less of the question than the first, but each names what
+    # Odile played: the question's verb done to a named thing tells it as one asked for.
+    # Asked of Odile by someone else, a title is no member.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "I love video games, I play the video game Starfall with my friends."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            (
+                "Odile",
+                'I\'m currently playing this fantasy RPG called "Ember Tide" and it is a blast!',
+            ),
+        ),
+        turns_item(
+            "s3",
+            "2024-05-01T09:00:00",
+            ("Bram", 'Have you played "Sky Forge" yet'),
+            ("Odile", 'I played "Moon Keep" last year.'),
+        ),
+    ]
+    line = direct_answer("What video games does Odile play?", items).line
+    assert _items(line) == ["Starfall", "Ember Tide", "Moon Keep"], line
