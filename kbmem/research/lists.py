@@ -538,11 +538,17 @@ def _no_activity(before: str, ing: str, after: str) -> bool:
 _CAPTION = re.compile(r"\\?\[shares an image:[^\]]*\]?")
 
 
+# Words that open a phrase before a name and are no part of it: prepositions, those that
+# begin a phrase of time ("During Thanksgiving", "After Easter") and coordinators ("And
+# Paris"). "No" may open a title ("No Man's Sky").
+_OPENERS = PREPOSITIONS | (PHRASE_EDGE - UNSPECIFIC - {"no"})
+
+
 def _untimed_name(name: str) -> str:
     """``name`` without the time words and prepositions a sentence capitalised before it
     ("Last Monday", "During Thanksgiving": Thanksgiving); "" when it names a time."""
     words = name.split()
-    while words and (TIME_WORD.match(words[0]) or words[0].lower() in PREPOSITIONS | CALENDAR):
+    while words and (TIME_WORD.match(words[0]) or words[0].lower() in _OPENERS | CALENDAR):
         words.pop(0)
     return " ".join(words) if words and words[0][0].isupper() else ""
 

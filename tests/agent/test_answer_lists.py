@@ -608,3 +608,11 @@ def test_a_name_the_asked_person_does_the_verb_to_joins_from_below_the_bar() -> 
     ]
     line = direct_answer("What video games does Odile play?", items).line
     assert _items(line) == ["Starfall", "Ember Tide", "Moon Keep"], line
+
+
+def test_a_preposition_of_time_capitalised_at_a_sentence_s_start_is_no_word_of_a_name() -> None:
+    item = turns_item(
+        "s1", "2024-09-01T09:00:00", ("Ilse", "During Easter Week I spent two days in Ghent.")
+    )
+    items = _items(direct_answer("Which cities has Ilse been to?", [item]).line)
+    assert not any(i.startswith("During") for i in items), items
