@@ -231,8 +231,11 @@ def _of_class_asked(
         return candidates
     near = dict(zip(phrases, nearness(kind, phrases), strict=True))
     bar = min(CLASS_NEAR, CLASS_SHARE * max(near.values()))
+    far_titles = _titles_far_from_class(kind, candidates)
     kept: list[tuple[Said, str, int]] = []
     for (s, item, level), ps in zip(candidates, parts, strict=True):
+        if (s.claim, item) in far_titles:
+            continue
         if level == UNTYPED or item in quoted_titles(s.claim) or _named_of_class(r, s, item):
             kept.append((s, item, level))
             continue
@@ -241,6 +244,24 @@ def _of_class_asked(
         if near_enough:
             kept.append((s, ", ".join(near_enough), level))
     return kept
+
+
+def _titles_far_from_class(
+    kind: str, candidates: list[tuple[Said, str, int]]
+) -> set[tuple[str, str]]:
+    """The (sentence, title) pairs of the quoted titles among ``candidates`` whose
+    sentence, the title left out, is far in meaning from the class asked ``kind``: nearer
+    than CLASS_NEAR to it keeps a title, and so does CLASS_SHARE of the nearest title
+    sentence's nearness. A title's words do not say what it names, but its sentence does
+    ("I saw a movie … I think it was called "Inception"" names a movie, no video game), so
+    titles are judged by their sentences, against each other; a lone title is kept."""
+    titled = [(s.claim, item) for s, item, _level in candidates if item in quoted_titles(s.claim)]
+    if len(titled) < 2:
+        return set()
+    rests = [claim.replace(item, "") for claim, item in titled]
+    near = nearness(kind, rests)
+    bar = min(CLASS_NEAR, CLASS_SHARE * max(near))
+    return {pair for pair, v in zip(titled, near, strict=True) if v < bar}
 
 
 def _named_of_class(r: Ranking, s: Said, item: str) -> bool:

@@ -616,3 +616,27 @@ def test_a_preposition_of_time_capitalised_at_a_sentence_s_start_is_no_word_of_a
     )
     items = _items(direct_answer("Which cities has Ilse been to?", [item]).line)
     assert not any(i.startswith("During") for i in items), items
+
+
+def test_a_title_whose_sentence_names_another_class_is_no_member() -> None:
+    # The reply names a movie, though it answers a question about video games: a title's
+    # words do not say what it names, its sentence does.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", 'I play a video game called "Skyward" every night with my brother.'),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Bram", "Any good video games you play lately?"),
+            (
+                "Odile",
+                "Not lately, but I saw a movie about dreams, "
+                'I think it was called "Harbour Lights".',
+            ),
+        ),
+    ]
+    line = direct_answer("What video games does Odile play?", items).line
+    assert _items(line) == ["Skyward"], line
