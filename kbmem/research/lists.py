@@ -12,11 +12,11 @@ import re
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import asks_doing
 from kbmem.research.extract import LIST_SHARE, MAX_ITEMS, Extracted
-from kbmem.research.grammar import ASKED_NOUN, UNSPECIFIC, asked_noun, untimed
+from kbmem.research.grammar import ASKED_NOUN, PHRASE_EDGE, UNSPECIFIC, asked_noun, untimed
 from kbmem.research.meaning import nearness
-from kbmem.research.phrases import done_object, gerund, noun_phrase
+from kbmem.research.phrases import asked_verb, done_object, gerund, noun_phrase
 from kbmem.research.ranking import Ranking
-from kbmem.research.said import asks, points_back
+from kbmem.research.said import STOP, asks, points_back
 from kbmem.research.spans import (
     CALENDAR,
     PREPOSITIONS,
@@ -104,6 +104,7 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
         ]
     candidates = _of_class_asked(r, candidates)
     candidates = _without_unnamed_members(candidates, noun)
+    candidates = _without_modifiers(candidates, noun)
     for s, said, _typed in candidates:
         # A dash ends the item: what follows is said of it ("piano - it's a learning curve").
         item = _without_clause_adverbs(_DASH.split(said, 1)[0])
@@ -141,10 +142,60 @@ def _without_unnamed_members(
     return kept or candidates
 
 
+def _without_modifiers(
+    candidates: list[tuple[Said, str, int]], noun: frozenset[str]
+) -> list[tuple[Said, str, int]]:
+    """``candidates`` without the items that end in the noun asked where their sentence
+    goes on with another noun that closes the phrase ("my first video game tournament last
+    week", "two nintendo game covers with a picture" for "what video games …?"): the noun
+    asked modifies that noun, and the thing told is a tournament or a cover, no member of
+    the class asked. Kept when nothing else is found."""
+    if not noun:
+        return candidates
+    kept = [
+        c for c in candidates if not (_ends_in(c[1], noun) and _modifies_next(c[0].claim, c[1]))
+    ]
+    return kept or candidates
+
+
+# A word after an item that closes its clause or says when or where, not a noun the item
+# modifies ("a game tonight", "played chess online").
+_NO_HEAD = frozenset("online offline home outside inside alone everyday daily weekly".split())
+_PHRASE_END = re.compile(r"\s*(?:$|[.,!?;:)\]]|[-–—]\s|\s+[a-z]+\b)")
+
+
+def _modifies_next(text: str, item: str) -> bool:
+    """Whether ``item`` is said in ``text`` right before a lowercase noun that ends the
+    phrase: a word that is no function word, adverb or time word, followed by the
+    sentence's end, a punctuation mark, or a preposition or time word (see
+    _without_modifiers). A noun right before another noun in English modifies it."""
+    at = text.find(item)
+    if at < 0 or not item or not item[-1].isalpha():
+        return False
+    following = re.match(r"\s+([a-z][\w'’-]*)", text[at + len(item) :])
+    if not following:
+        return False
+    word = following.group(1)
+    if (
+        word in STOP | PREPOSITIONS | PHRASE_EDGE | _CLAUSE_ADVERBS | _NO_HEAD
+        or word.endswith(("ly", "ing", "ed"))
+        or TIME_WORD.match(word)
+    ):
+        return False
+    rest = text[at + len(item) + following.end() :]
+    end = _PHRASE_END.match(rest)
+    if not end:
+        return False
+    after = end.group(0).strip()
+    return not after[:1].isalpha() or after in PREPOSITIONS or bool(TIME_WORD.match(after))
+
+
 # Adverbs that close a clause after its object ("I play the violin now", "been playing it
-# nonstop", "tried sushi again") and never end a noun phrase: no word of the thing named.
+# nonstop", "tried sushi again", "played some Chess afterward") and never end a noun
+# phrase: no word of the thing named.
 _CLAUSE_ADVERBS = frozenset(
-    "now again too anymore nonstop already instead either though yet lately".split()
+    "now again too anymore nonstop already instead either though yet lately afterward "
+    "afterwards later together".split()
 )
 
 
@@ -180,8 +231,11 @@ def _of_class_asked(
         return candidates
     near = dict(zip(phrases, nearness(kind, phrases), strict=True))
     bar = min(CLASS_NEAR, CLASS_SHARE * max(near.values()))
+    far_titles = _titles_far_from_class(kind, candidates)
     kept: list[tuple[Said, str, int]] = []
     for (s, item, level), ps in zip(candidates, parts, strict=True):
+        if (s.claim, item) in far_titles:
+            continue
         if level == UNTYPED or item in quoted_titles(s.claim) or _named_of_class(r, s, item):
             kept.append((s, item, level))
             continue
@@ -190,6 +244,24 @@ def _of_class_asked(
         if near_enough:
             kept.append((s, ", ".join(near_enough), level))
     return kept
+
+
+def _titles_far_from_class(
+    kind: str, candidates: list[tuple[Said, str, int]]
+) -> set[tuple[str, str]]:
+    """The (sentence, title) pairs of the quoted titles among ``candidates`` whose
+    sentence, the title left out, is far in meaning from the class asked ``kind``: nearer
+    than CLASS_NEAR to it keeps a title, and so does CLASS_SHARE of the nearest title
+    sentence's nearness. A title's words do not say what it names, but its sentence does
+    ("I saw a movie … I think it was called "Inception"" names a movie, no video game), so
+    titles are judged by their sentences, against each other; a lone title is kept."""
+    titled = [(s.claim, item) for s, item, _level in candidates if item in quoted_titles(s.claim)]
+    if len(titled) < 2:
+        return set()
+    rests = [claim.replace(item, "") for claim, item in titled]
+    near = nearness(kind, rests)
+    bar = min(CLASS_NEAR, CLASS_SHARE * max(near))
+    return {pair for pair, v in zip(titled, near, strict=True) if v < bar}
 
 
 def _named_of_class(r: Ranking, s: Said, item: str) -> bool:
@@ -226,18 +298,68 @@ def _named_below_bar(r: Ranking, top: float) -> list[tuple[Said, str, int]]:
     if not kind:
         return []
     found: list[tuple[Said, str, int]] = []
+    done: list[tuple[Said, str, int]] = []  # names the question's verb is done to
     for score, _share, s in r.ranked:
         if score >= LIST_SHARE * top:
             continue
         if score < NAMED_FLOOR * top:
             break
-        item, level = _typed_item(r, s.before if points_back(s.claim) else s.claim)
+        text = s.before if points_back(s.claim) else s.claim
+        item, level = _typed_item(r, text)
         if level == NAMED and item not in quoted_titles(s.claim):
             found.append((s, item, level))
+        elif level >= MEMBER and _tells_own(r, s, text) and _named_object(r, text) == item:
+            done.append((s, item, level))
     found += _named_by_the_asked(r, NAMED_FLOOR * top)
     names = list(dict.fromkeys(item for _s, item, _level in found))
     near = dict(zip(names, nearness(kind, names), strict=True))
-    return [named for named in found if near[named[1]] >= NAMED_NEAR]
+    return [named for named in found if near[named[1]] >= NAMED_NEAR] + done
+
+
+def _tells_own(r: Ranking, s: Said, text: str) -> bool:
+    """Whether ``s`` is the person the question asks about telling what they did
+    themselves ("I'm playing …", "we played …"): said by them (when the question names a
+    speaker), in the first person, and asking nothing. "Have you read all of …" asks the
+    other what they did."""
+    if asks(s.claim) or not _FIRST_PERSON.search(text):
+        return False
+    return not r.asked_speakers or set(analyze(s.speaker)) <= r.asked_speakers
+
+
+_FIRST_PERSON = re.compile(r"\b(?:I|[Ww]e)\b")
+
+
+def _named_object(r: Ranking, text: str) -> str:
+    """The name or title ``text`` gives as the object of the verb the question asks about
+    ("I'm playing this fantasy RPG called "Xenoblade Chronicles"", "I play CS:GO" for
+    "what video games does Nate play?"); "" when the object is no name. The question's
+    verb done to a named thing tells that thing as one asked for, whatever words the
+    sentence shares with the question."""
+    asked = r.weigher.terms | r.weigher.names
+    found = done_object(untimed(r.question), text, asked)
+    if not found:
+        return _title_after_verb(r, text)
+    named = _name_called(text, found)
+    if named:
+        return named
+    return found if found[:1].isupper() and found not in r.speakers else ""
+
+
+# A word, then a title in quotes right after it ("played "Moon Keep"").
+_BEFORE_TITLE = re.compile(r"([\w'’-]+)\s+[\"“]([^\"”]+)[\"”]")
+
+
+def _title_after_verb(r: Ranking, text: str) -> str:
+    """The title in quotes ``text`` says right after a form of the question's verb ("I
+    played "Moon Keep" last year" for "what games has X played?"): the title is the
+    verb's object, which the object reader does not read across a quote."""
+    verb = asked_verb(untimed(r.question))
+    if not verb:
+        return ""
+    for found in _BEFORE_TITLE.finditer(text):
+        if set(analyze(found.group(1))) == verb:
+            return found.group(2).strip().rstrip(".,!?")
+    return ""
 
 
 # A word capitalised after a sentence's first: a name the sentence may give.
@@ -322,7 +444,7 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
     grouped = ""
     found = done_object(untimed(r.question), text, asked)
     if found and not _names_class(found, noun):
-        name = _name_of_class_object(text, found, noun, asked)
+        name = _name_called(text, found) or _name_of_class_object(text, found, noun, asked)
         if name:
             return name, MEMBER
         return found, MEMBER
@@ -360,6 +482,27 @@ def _name_of_class_object(text: str, found: str, noun: str, asked: set[str]) -> 
     if named and named[0].isupper():
         return named
     return quoted_title(text, asked)
+
+
+# The object of a verb cut before the name it is given: "a fantasy novel called", with the
+# name said next ("called "The Name of the Wind"", "named Max").
+_CALLED = re.compile(r"\b(?:called|named|titled)$", re.I)
+_NAME_NEXT = re.compile(r"\s*(?:[\"“]([^\"”]+)[\"”]|([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*))")
+
+
+def _name_called(text: str, found: str) -> str:
+    """The name that ``text`` gives the verb's object ``found`` when the object ends in a
+    verb of naming ("reading a fantasy novel called "The Name of the Wind""): the words
+    before it say only what kind of thing it is, the name says which one, and "called X"
+    is how people name the thing they speak of, whatever its kind. "" when ``found`` does
+    not end so or no name or title follows."""
+    if not _CALLED.search(found):
+        return ""
+    at = text.find(found)
+    named = _NAME_NEXT.match(text, at + len(found)) if at >= 0 else None
+    if not named:
+        return ""
+    return (named.group(1) or named.group(2)).strip().rstrip(".,!?")
 
 
 def _is_activity(noun: str) -> bool:
@@ -416,11 +559,17 @@ def _no_activity(before: str, ing: str, after: str) -> bool:
 _CAPTION = re.compile(r"\\?\[shares an image:[^\]]*\]?")
 
 
+# Words that open a phrase before a name and are no part of it: prepositions, those that
+# begin a phrase of time ("During Thanksgiving", "After Easter") and coordinators ("And
+# Paris"). "No" may open a title ("No Man's Sky").
+_OPENERS = PREPOSITIONS | (PHRASE_EDGE - UNSPECIFIC - {"no"})
+
+
 def _untimed_name(name: str) -> str:
     """``name`` without the time words and prepositions a sentence capitalised before it
     ("Last Monday", "During Thanksgiving": Thanksgiving); "" when it names a time."""
     words = name.split()
-    while words and (TIME_WORD.match(words[0]) or words[0].lower() in PREPOSITIONS | CALENDAR):
+    while words and (TIME_WORD.match(words[0]) or words[0].lower() in _OPENERS | CALENDAR):
         words.pop(0)
     return " ".join(words) if words and words[0][0].isupper() else ""
 

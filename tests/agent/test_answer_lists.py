@@ -530,3 +530,113 @@ def test_an_object_pronoun_before_the_verb_is_no_subject_of_its_clause() -> None
     ]
     line = direct_answer("What has Odile painted?", items).line
     assert _items(line) == ["lighthouse"]
+
+
+def test_an_object_ending_in_a_verb_of_naming_gives_the_name_after_it() -> None:
+    # "a mystery novel called "Glass Harbour"": the words before "called" say what kind of
+    # thing it is, the title says which one.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", 'I\'m reading a mystery novel called "Glass Harbour" by Ada Penn.'),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Odile", 'I read "Salt Roads" on the train.')),
+    ]
+    line = direct_answer("What books has Odile read?", items).line
+    assert "Glass Harbour" in _items(line), line
+    assert not any(item.endswith("called") for item in _items(line)), line
+
+
+def test_a_clause_adverb_of_time_after_a_name_is_no_word_of_it() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "We played this board game Ludo at my cousin's place."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Odile", "We played some Chess afterward, the best board game."),
+        ),
+    ]
+    line = direct_answer("What board games has Odile played?", items).line
+    assert "Chess" in _items(line), line
+    assert "Chess afterward" not in _items(line), line
+
+
+def test_the_noun_asked_modifying_the_next_noun_is_no_member() -> None:
+    # "my first video game tournament": the thing won is a tournament, no video game.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "I won my first video game tournament last week, so exciting!"),
+        ),
+        turns_item("s2", "2024-04-01T09:00:00", ("Odile", "I play the video game Starfall a lot.")),
+    ]
+    line = direct_answer("What video games does Odile play?", items).line
+    assert "Starfall" in _items(line), line
+    assert not any("tournament" in item or item.endswith("video game") for item in _items(line))
+
+
+def test_a_name_the_asked_person_does_the_verb_to_joins_from_below_the_bar() -> None:
+    # The later sentences say less of the question than the first, but each names what
+    # Odile played: the question's verb done to a named thing tells it as one asked for.
+    # Asked of Odile by someone else, a title is no member.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", "I love video games, I play the video game Starfall with my friends."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            (
+                "Odile",
+                'I\'m currently playing this fantasy RPG called "Ember Tide" and it is a blast!',
+            ),
+        ),
+        turns_item(
+            "s3",
+            "2024-05-01T09:00:00",
+            ("Bram", 'Have you played "Sky Forge" yet'),
+            ("Odile", 'I played "Moon Keep" last year.'),
+        ),
+    ]
+    line = direct_answer("What video games does Odile play?", items).line
+    assert _items(line) == ["Starfall", "Ember Tide", "Moon Keep"], line
+
+
+def test_a_preposition_of_time_capitalised_at_a_sentence_s_start_is_no_word_of_a_name() -> None:
+    item = turns_item(
+        "s1", "2024-09-01T09:00:00", ("Ilse", "During Easter Week I spent two days in Ghent.")
+    )
+    items = _items(direct_answer("Which cities has Ilse been to?", [item]).line)
+    assert not any(i.startswith("During") for i in items), items
+
+
+def test_a_title_whose_sentence_names_another_class_is_no_member() -> None:
+    # The reply names a movie, though it answers a question about video games: a title's
+    # words do not say what it names, its sentence does.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Odile", 'I play a video game called "Skyward" every night with my brother.'),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Bram", "Any good video games you play lately?"),
+            (
+                "Odile",
+                "Not lately, but I saw a movie about dreams, "
+                'I think it was called "Harbour Lights".',
+            ),
+        ),
+    ]
+    line = direct_answer("What video games does Odile play?", items).line
+    assert _items(line) == ["Skyward"], line
