@@ -36,8 +36,13 @@ PIECE_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
 # "prose": what a reader takes for sentences, for the offline agent's quotes: wrapped lines
 # joined, each list item a sentence of its own, and a cut only where the next sentence starts
 # with a capital, a digit, or an opening quote, bracket or markdown emphasis ("e.g. this" is
-# kept whole; "… the dashboard. **Maya Lindqvist**, Head of Engineering." is cut).
-_PROSE_BREAK = re.compile(rf"(?<=[.!?])\s+(?=(?:[\"“(\[]|\*{{1,2}}|_{{1,2}})?(?:{CAPITAL}|[0-9]))")
+# kept whole; "… the dashboard. **Maya Lindqvist**, Head of Engineering." is cut). An initial
+# ("George R. R. Martin", "J.K. Rowling") or a title before a name ("Dr. Seuss") ends no
+# sentence, though a capital follows it; "I" is a word of its own ("So do I. Then …").
+_NOT_AN_INITIAL = r"(?<!\b[A-HJ-Z]\.)(?<!\b(?:Mr|Ms|Dr|St)\.)(?<!\bMrs\.)(?<!\bProf\.)"
+_PROSE_BREAK = re.compile(
+    rf"(?<=[.!?]){_NOT_AN_INITIAL}\s+(?=(?:[\"“(\[]|\*{{1,2}}|_{{1,2}})?(?:{CAPITAL}|[0-9]))"
+)
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 # Between the clauses of a long summary sentence ("Actions: facts page, Priya; offsite details,
 # Dara; …").

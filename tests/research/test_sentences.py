@@ -48,3 +48,15 @@ def test_spans_are_the_exact_text_between_breaks() -> None:
         "Next one",
     ]
     assert split_sentences("  \n\n ", cut="pieces") == [] == sentence_spans("", cut="sentences")
+
+
+def test_prose_does_not_cut_after_an_initial_or_a_title_before_a_name() -> None:
+    # "Have you read all of George R. | R. Martin's books?" lost its question mark to the cut,
+    # and a list read "George R" as a name the speaker had read.
+    text = "Have you read George R. R. Martin? I love Dr. Seuss. So do I. J.K. Rowling too."
+    assert split_sentences(text, cut="prose") == [
+        "Have you read George R. R. Martin?",
+        "I love Dr. Seuss.",
+        "So do I.",
+        "J.K. Rowling too.",
+    ]
