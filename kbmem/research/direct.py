@@ -17,6 +17,7 @@ from collections.abc import Callable
 from kbmem.research.answer_types import question_kind, without_form_note
 from kbmem.research.counts import count, number
 from kbmem.research.extract import FIRM_SHARE, Extracted
+from kbmem.research.joint import said_by_both
 from kbmem.research.lists import listed
 from kbmem.research.ranking import Ranking, gives
 from kbmem.research.said import STOP, read_sentences
@@ -69,6 +70,7 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     ranked = [s for _score, _share, s in ranking.ranked]
     line, sources = EXTRACTORS[kind](ranking)
     if kind == "thing":
+        line = said_by_both(ranking, line, sources)
         line = quantifier_dropped(line)
         line = echo_lead_dropped(line, question)
     if kind in OWNED_KINDS and not _CLAUSE_ASKED.match(question):

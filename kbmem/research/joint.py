@@ -8,7 +8,8 @@ import re
 from collections.abc import Callable
 
 from kbmem.index.tenant import analyze
-from kbmem.research.ranking import Ranking
+from kbmem.research.ranking import NEAR, Ranking
+from kbmem.research.said import STOP
 from kbmem.research.types import Said
 
 # Two names joined by "and" (or "&"): "Jon and Gina", "both Ilse and Tomas". A name is a
@@ -58,3 +59,61 @@ def shared_item(r: Ranking, items_of: Callable[[Said], list[str]]) -> tuple[str,
         if other is not None:
             return item, [s, other]
     return None
+
+
+# Asked "how" or "why", the answer is a clause of one person's doing ("by dancing"), which
+# the other says in their own words: no cut to the words both say.
+_CLAUSE_ASKED = re.compile(r"\s*(?:how|why)\b", re.I)
+_WORD = re.compile(r"[\w'’-]+")
+
+
+def said_by_both(r: Ranking, line: str, sources: list[Said]) -> str:
+    """Asked what two people share ("What do both Ilse and Tomas love the smell of?"),
+    ``line`` (a phrase cut from one person's sentence, ``sources``) cut to the run of its
+    words that a sentence of the other person also says, among the sentences near the best
+    (Ranking.near's bar): what is true of both is what both say, and the rest of one
+    person's phrase is what only they said of it ("rain made me so calm" beside the other's
+    "I love rain": "rain"). Unchanged when the other says none of its words but the
+    question's, or when the question asks of no two people's shared thing."""
+    pair = joint_names(r.question)
+    if (
+        not pair
+        or not _SHARED.search(r.question)
+        or _CLAUSE_ASKED.match(r.question)
+        or len(sources) != 1
+    ):
+        return line
+    said_by = set(analyze(sources[0].speaker))
+    others = [p for p in pair if not p & said_by]
+    if len(others) != 1:
+        return line  # not said by one of the two (or the two are one name)
+    asked = r.weigher.terms | r.speakers
+    best = ""
+    for s in r.at_least(NEAR):
+        if not others[0] & set(analyze(s.speaker)):
+            continue
+        run = _run_said_in(line, set(analyze(s.claim or s.text)) - asked)
+        if len(run) > len(best):
+            best = run
+    return best or line
+
+
+def _run_said_in(line: str, stems: set[str]) -> str:
+    """The longest run of ``line``'s words that opens and closes with a word of ``stems``
+    that says something (not STOP) and holds no other word but those and words that say
+    little."""
+    words = _WORD.findall(line)
+    best: list[str] = []
+    start = None
+    for n, word in enumerate([*words, ""]):
+        said = bool(word) and word.lower() not in STOP and bool(set(analyze(word)) & stems)
+        if said and start is None:
+            start = n
+        if start is not None and (not word or not (said or word.lower() in STOP)):
+            run = words[start:n]
+            while run and (run[-1].lower() in STOP or not set(analyze(run[-1])) & stems):
+                run.pop()
+            if len(run) > len(best):
+                best = run
+            start = n if said else None
+    return " ".join(best)

@@ -163,3 +163,30 @@ def test_a_thing_recalled_by_what_the_listener_did_is_the_one_they_named() -> No
     ]
     answer = direct_answer("What book did Ilse read on Tomas's advice?", items)
     assert answer.line.split(" (")[0] == "The Salt Road"
+
+
+def test_asked_what_two_people_share_the_line_is_what_both_say() -> None:
+    # Ilse's phrase runs on to what only she said of the rain; Tomas says the rain too.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I love the smell of rain falling on the dry fields."),
+            ("Tomas", "Rain after a long summer is what I love most."),
+        ),
+    ]
+    answer = direct_answer("What do both Ilse and Tomas love the smell of?", items)
+    assert answer.line.split(" (")[0] == "rain"
+
+
+def test_asked_of_one_person_the_line_is_not_cut_to_what_another_says() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I love the smell of rain falling on the dry fields."),
+            ("Tomas", "Rain after a long summer is what I love most."),
+        ),
+    ]
+    answer = direct_answer("What does Ilse love the smell of?", items)
+    assert answer.line.split(" (")[0] == "rain falling on the dry fields"
