@@ -8,8 +8,11 @@ import re
 from collections.abc import Callable
 
 from kbmem.index.tenant import analyze
+from kbmem.research.grammar import untimed
+from kbmem.research.lists import CLASS_NEAR, asked_class
+from kbmem.research.meaning import nearness
 from kbmem.research.ranking import NEAR, Ranking
-from kbmem.research.said import STOP
+from kbmem.research.said import STOP, asks
 from kbmem.research.types import Said
 
 # Two names joined by "and" (or "&"): "Jon and Gina", "both Ilse and Tomas". A name is a
@@ -117,3 +120,56 @@ def _run_said_in(line: str, stems: set[str]) -> str:
                 best = run
             start = n if said else None
     return " ".join(best)
+
+
+_POSSESSIVE_END = re.compile(r"['’]s$")
+# The thing a possessive of the two asks for: "Tim and John's favorite basketball player".
+_THEIR_NOUN = re.compile(r"\b(?:and|&)\s+[A-Z][\w-]+['’]s\s+([a-z][\w\s'’-]*?)\s*\??\s*$")
+
+
+def shared_named(
+    r: Ranking, items_of: Callable[[Said], list[str]]
+) -> tuple[str, list[Said]] | None:
+    """Asked what two people share, the item (``items_of``: the names, the places, … a
+    sentence gives) that each of them says in a sentence of their own anywhere in the
+    evidence, not only among the ranked ones: the one the embedder reads as nearest the
+    class asked ("favorite basketball player", "city"), unless far from it (lists.CLASS_NEAR).
+    Who someone's favourite is, each says in their own words ("LeBron is the man"), which
+    rarely repeat the question's; a name both merely mention (a friend, a town passed
+    through) is kept out by the class. None when the question names no class."""
+    pair = joint_names(r.question)
+    if not pair or not _SHARED.search(r.question):
+        return None
+    kind = _class_asked(r.question)
+    if not kind:
+        return None
+    found: list[dict[frozenset[str], tuple[str, Said]]] = [{}, {}]
+    for s in r.all:
+        if asks(s.text):
+            continue  # a question names what it asks about, it tells no one's liking
+        for n, person in enumerate(pair):
+            if person & set(analyze(s.speaker)):
+                for item in items_of(s):
+                    item = _POSSESSIVE_END.sub("", item)  # "LeBron's skills": LeBron
+                    found[n].setdefault(frozenset(analyze(item)), (item, s))
+    both = [
+        (item, s, other)
+        for key, (item, s) in found[0].items()
+        for other_key, (_other_item, other) in found[1].items()
+        if key and key & other_key
+    ]
+    if not both:
+        return None
+    near = nearness(kind, [item for item, _s, _other in both])
+    closest = max(range(len(both)), key=near.__getitem__)
+    if near[closest] < CLASS_NEAR:
+        return None
+    item, s, other = both[closest]
+    return item, [s, other]
+
+
+def _class_asked(question: str) -> str:
+    """The class the shared item is of: the noun phrase after the two people's possessive,
+    else the "which N"/"what N" the question asks (lists.asked_class)."""
+    found = _THEIR_NOUN.search(question)
+    return found.group(1) if found else asked_class(untimed(question))

@@ -11,6 +11,7 @@ from kbmem.research.direct import direct_answer
 from kbmem.research.joint import joint_names
 from kbmem.research.ranking import Weigher
 from kbmem.research.said import read_sentences
+from kbmem.research.spans import people
 
 
 def test_both_is_no_word_a_sentence_must_say() -> None:
@@ -190,3 +191,28 @@ def test_asked_of_one_person_the_line_is_not_cut_to_what_another_says() -> None:
     ]
     answer = direct_answer("What does Ilse love the smell of?", items)
     assert answer.line.split(" (")[0] == "rain falling on the dry fields"
+
+
+def test_asked_whom_two_people_favour_the_name_each_says_in_their_own_words() -> None:
+    # Neither says "favourite singer" of her; both name a friend too, who is no singer.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "My favourite part of the trip was the train ride."),
+            ("Ilse", "I listened to Adele the whole way, and Marta slept."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Tomas", "Say hi to Marta for me."),
+            ("Tomas", "And Adele is the best, her voice is unreal."),
+        ),
+    ]
+    answer = direct_answer("Who is Ilse and Tomas's favourite singer?", items)
+    assert answer.line.split(" (")[0] == "Adele"
+
+
+def test_a_name_after_a_joining_word_that_opens_a_sentence_is_a_name() -> None:
+    assert people("And Adele is the best.", set()) == ["Adele"]
+    assert people("So Rome was lovely.", set()) == ["Rome"]
