@@ -8,11 +8,11 @@ import re
 from collections.abc import Callable
 
 from kbmem.index.tenant import analyze
-from kbmem.research.grammar import untimed
+from kbmem.research.grammar import UNSPECIFIC, untimed
 from kbmem.research.lists import CLASS_NEAR, asked_class
 from kbmem.research.meaning import nearness
 from kbmem.research.ranking import NEAR, Ranking
-from kbmem.research.said import STOP, asks
+from kbmem.research.said import CIVILITIES, STOP, asks
 from kbmem.research.types import Said
 
 # Two names joined by "and" (or "&"): "Jon and Gina", "both Ilse and Tomas". A name is a
@@ -173,3 +173,47 @@ def _class_asked(question: str) -> str:
     else the "which N"/"what N" the question asks (lists.asked_class)."""
     found = _THEIR_NOUN.search(question)
     return found.group(1) if found else asked_class(untimed(question))
+
+
+# Words that say nothing of which thing (a determiner, "favorite", "new") end a run of
+# content words, as STOP words and civilities do.
+_NO_THING = STOP | CIVILITIES | UNSPECIFIC
+RUN_WORDS = 3  # a thing is named in a few words ("homeless shelter", "watching movies")
+
+
+def shared_thing(r: Ranking) -> tuple[str, list[Said]] | None:
+    """Asked what thing two people share ("What animal do both Ilse and Tomas like?"), the
+    run of content words each of them says (shared_named: of the class asked, nearest to
+    it), said in full as far as both say it ("watching movies", not "movies"). None when
+    the question asks of no two people's shared thing of a named class."""
+    asked = r.weigher.terms | r.speakers
+
+    def runs_in(s: Said) -> list[str]:
+        return [run for run in _content_runs(s.claim or s.text) if not asked & set(analyze(run))]
+
+    shared = shared_named(r, runs_in)
+    if not shared:
+        return None
+    item, sources = shared
+    # The longest run holding the item that both sentences say.
+    both = set(runs_in(sources[0])) & set(runs_in(sources[1]))
+    fuller = [run for run in both if f" {item} " in f" {run} "]
+    return max(fuller, key=len, default=item), sources
+
+
+def _content_runs(text: str) -> list[str]:
+    """The runs of up to RUN_WORDS words of ``text`` (a picture's caption aside) that hold
+    no word that says little (_NO_THING)."""
+    words = _WORD.findall(text.split("[shares", 1)[0])
+    runs: list[list[str]] = [[]]
+    for word in words:
+        if word.lower() in _NO_THING:
+            runs.append([])
+        else:
+            runs[-1].append(word)
+    return [
+        " ".join(run[at : at + n])
+        for run in runs
+        for n in range(1, RUN_WORDS + 1)
+        for at in range(len(run) - n + 1)
+    ]

@@ -216,3 +216,43 @@ def test_asked_whom_two_people_favour_the_name_each_says_in_their_own_words() ->
 def test_a_name_after_a_joining_word_that_opens_a_sentence_is_a_name() -> None:
     assert people("And Adele is the best.", set()) == ["Adele"]
     assert people("So Rome was lovely.", set()) == ["Rome"]
+
+
+def test_asked_what_thing_two_people_share_the_member_of_the_class_each_says() -> None:
+    # The sentence that says most of the question names no animal, and the other's near
+    # sentence shares its "write"; each names turtles in their own words, and both say
+    # "today", which is no animal.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            (
+                "Tomas",
+                "I really should start a journal, or at least write down the things my "
+                "animals like a lot!",
+            ),
+            ("Ilse", "I started writing down my favorite memories too."),
+            ("Ilse", "I would get two turtles today if I could!"),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Tomas", "My turtles ate strawberries today, so cute."),
+        ),
+    ]
+    answer = direct_answer("What animal do both Tomas and Ilse like?", items)
+    assert answer.line.split(" (")[0] == "turtles"
+
+
+def test_the_shared_thing_is_said_in_full_as_far_as_both_say_it() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "So we both have similar hobbies."),
+            ("Ilse", "Besides work, I enjoy reading, watching movies and hiking."),
+            ("Tomas", "Playing chess and watching movies are what I do after work."),
+        ),
+    ]
+    answer = direct_answer("What kind of hobbies do Ilse and Tomas share?", items)
+    assert answer.line.split(" (")[0] == "watching movies"
