@@ -156,7 +156,9 @@ def shared_named(
         (item, s, other)
         for key, (item, s) in found[0].items()
         for other_key, (_other_item, other) in found[1].items()
-        if key and key & other_key
+        # One names what the other does, maybe in fewer words ("LeBron", "LeBron James"),
+        # not another thing of a word in common ("board games", "video games").
+        if key and other_key and (key <= other_key or other_key <= key)
     ]
     if not both:
         return None

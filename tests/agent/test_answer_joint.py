@@ -8,8 +8,8 @@ from __future__ import annotations
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.joint import joint_names
-from kbmem.research.ranking import Weigher
+from kbmem.research.joint import joint_names, shared_named
+from kbmem.research.ranking import Ranking, Weigher
 from kbmem.research.said import read_sentences
 from kbmem.research.spans import people
 
@@ -256,3 +256,20 @@ def test_the_shared_thing_is_said_in_full_as_far_as_both_say_it() -> None:
     ]
     answer = direct_answer("What kind of hobbies do Ilse and Tomas share?", items)
     assert answer.line.split(" (")[0] == "watching movies"
+
+
+def test_a_thing_of_one_person_is_not_shared_by_a_word_in_common_with_another() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I play board games every Friday."),
+            ("Tomas", "I play video games at night."),
+        ),
+    ]
+    ranking = Ranking("What hobby do both Ilse and Tomas share?", read_sentences(items))
+    phrases = {"Ilse": ["board games"], "Tomas": ["video games"]}
+    assert shared_named(ranking, lambda s: phrases[s.speaker]) is None
+    phrases["Tomas"] = ["board games with friends"]
+    shared = shared_named(ranking, lambda s: phrases[s.speaker])
+    assert shared is not None and shared[0] == "board games"
