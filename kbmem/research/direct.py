@@ -17,6 +17,7 @@ from collections.abc import Callable
 from kbmem.research.answer_types import question_kind, without_form_note
 from kbmem.research.counts import count, number
 from kbmem.research.extract import FIRM_SHARE, Extracted
+from kbmem.research.joint import said_by_both, shared_thing
 from kbmem.research.lists import listed
 from kbmem.research.ranking import Ranking, gives
 from kbmem.research.said import STOP, read_sentences
@@ -35,6 +36,8 @@ OWNED_KINDS = frozenset({"thing", "place"})
 # steps"), whose "my" reads with its "I", no noun phrase read on its own.
 _CLAUSE_ASKED = re.compile(r"\s*(?:how|why)\b", re.I)
 WEAK = "(weak evidence)"
+# Kinds whose answer may be a thing two people share ("What animal do both X and Y like?").
+SHARED_KINDS = frozenset({"thing", "list"})
 # Kinds whose answer has a form the best sentence's other words cannot give: asked "who",
 # "how long" or "how many", the words after the question's ("works again - what a relief",
 # "since we") name no one, no time, no number. Memory does not say it.
@@ -67,8 +70,11 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
     if not ranking.ranked:
         return DirectAnswer(NOTHING, [], False, kind)
     ranked = [s for _score, _share, s in ranking.ranked]
-    line, sources = EXTRACTORS[kind](ranking)
+    # Asked what thing two people share, the item both say (kbmem.research.joint).
+    shared = shared_thing(ranking) if kind in SHARED_KINDS else None
+    line, sources = shared or EXTRACTORS[kind](ranking)
     if kind == "thing":
+        line = said_by_both(ranking, line, sources)
         line = quantifier_dropped(line)
         line = echo_lead_dropped(line, question)
     if kind in OWNED_KINDS and not _CLAUSE_ASKED.match(question):

@@ -85,6 +85,11 @@ def people(text: str, exclude: set[str], known: frozenset[str] = frozenset()) ->
             (".", "!", "?", ":", " -", "–", "—")
         )
         words = name.split()
+        if at_start and len(words) > 1 and words[0].lower() in STOP:
+            # "And LeBron is the man": a joining word or pronoun opens the sentence, and
+            # the capitalised word after it is no sentence's first.
+            words = words[1:]
+            name, at_start = " ".join(words), False
         if at_start and words[0] not in known:
             # Its first word is capitalised by the sentence, not shown to be a name: the
             # phrase is one when another of its words is capitalised ("New York"), else

@@ -11,7 +11,7 @@ import re
 from kbmem.index.tenant import analyze
 from kbmem.research.extract import Extracted, gathered, named_elsewhere
 from kbmem.research.grammar import asked_noun
-from kbmem.research.joint import shared_item
+from kbmem.research.joint import shared_item, shared_named
 from kbmem.research.phrases import NOT_NAMES
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP
@@ -33,7 +33,7 @@ _APPOSITION = re.compile(r"\s*,\s*([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)\s*(?:
 def place(r: Ranking) -> Extracted:
     """A place the best sentence reaches through what happens there, else one a sentence
     near the best names, else one said with a determiner ("in the mountains")."""
-    shared = shared_item(r, lambda s: _places(r, s))
+    shared = shared_named(r, lambda s: _places(r, s)) or shared_item(r, lambda s: _places(r, s))
     if shared:
         return shared  # "Which city have both Ilse and Tomas visited?"
     if re.match(r"\s*where\s+(?:has|have)\b", r.question, re.I):

@@ -13,7 +13,7 @@ import re
 from kbmem.index.tenant import analyze
 from kbmem.research.extract import Extracted, gathered, named_elsewhere
 from kbmem.research.grammar import REASON_WORDS
-from kbmem.research.joint import shared_item
+from kbmem.research.joint import shared_item, shared_named
 from kbmem.research.kin import kin
 from kbmem.research.phrases import named_as
 from kbmem.research.ranking import Ranking
@@ -27,7 +27,12 @@ def person(r: Ranking) -> Extracted:
     if described:
         return described  # "Who is Femi Adeyemi?": what memory says she is
     exclude = r.weigher.names
-    shared = shared_item(r, lambda s: people(s.claim, exclude | r.speakers, r.known))
+
+    def names_in(s: Said) -> list[str]:
+        return people(s.claim or s.text, exclude | r.speakers, r.known)
+
+    # A name of the class asked first: one both merely mention (a friend) is of no class.
+    shared = shared_named(r, names_in) or shared_item(r, names_in)
     if shared:
         return shared  # "Who is Ilse and Tomas's favourite singer?": whom both name
     best = r.best()

@@ -8,9 +8,10 @@ from __future__ import annotations
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.joint import joint_names
-from kbmem.research.ranking import Weigher
+from kbmem.research.joint import joint_names, shared_named
+from kbmem.research.ranking import Ranking, Weigher
 from kbmem.research.said import read_sentences
+from kbmem.research.spans import people
 
 
 def test_both_is_no_word_a_sentence_must_say() -> None:
@@ -163,3 +164,112 @@ def test_a_thing_recalled_by_what_the_listener_did_is_the_one_they_named() -> No
     ]
     answer = direct_answer("What book did Ilse read on Tomas's advice?", items)
     assert answer.line.split(" (")[0] == "The Salt Road"
+
+
+def test_asked_what_two_people_share_the_line_is_what_both_say() -> None:
+    # Ilse's phrase runs on to what only she said of the rain; Tomas says the rain too.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I love the smell of rain falling on the dry fields."),
+            ("Tomas", "Rain after a long summer is what I love most."),
+        ),
+    ]
+    answer = direct_answer("What do both Ilse and Tomas love the smell of?", items)
+    assert answer.line.split(" (")[0] == "rain"
+
+
+def test_asked_of_one_person_the_line_is_not_cut_to_what_another_says() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I love the smell of rain falling on the dry fields."),
+            ("Tomas", "Rain after a long summer is what I love most."),
+        ),
+    ]
+    answer = direct_answer("What does Ilse love the smell of?", items)
+    assert answer.line.split(" (")[0] == "rain falling on the dry fields"
+
+
+def test_asked_whom_two_people_favour_the_name_each_says_in_their_own_words() -> None:
+    # Neither says "favourite singer" of her; both name a friend too, who is no singer.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "My favourite part of the trip was the train ride."),
+            ("Ilse", "I listened to Adele the whole way, and Marta slept."),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Tomas", "Say hi to Marta for me."),
+            ("Tomas", "And Adele is the best, her voice is unreal."),
+        ),
+    ]
+    answer = direct_answer("Who is Ilse and Tomas's favourite singer?", items)
+    assert answer.line.split(" (")[0] == "Adele"
+
+
+def test_a_name_after_a_joining_word_that_opens_a_sentence_is_a_name() -> None:
+    assert people("And Adele is the best.", set()) == ["Adele"]
+    assert people("So Rome was lovely.", set()) == ["Rome"]
+
+
+def test_asked_what_thing_two_people_share_the_member_of_the_class_each_says() -> None:
+    # The sentence that says most of the question names no animal, and the other's near
+    # sentence shares its "write"; each names turtles in their own words, and both say
+    # "today", which is no animal.
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            (
+                "Tomas",
+                "I really should start a journal, or at least write down the things my "
+                "animals like a lot!",
+            ),
+            ("Ilse", "I started writing down my favorite memories too."),
+            ("Ilse", "I would get two turtles today if I could!"),
+        ),
+        turns_item(
+            "s2",
+            "2024-04-01T09:00:00",
+            ("Tomas", "My turtles ate strawberries today, so cute."),
+        ),
+    ]
+    answer = direct_answer("What animal do both Tomas and Ilse like?", items)
+    assert answer.line.split(" (")[0] == "turtles"
+
+
+def test_the_shared_thing_is_said_in_full_as_far_as_both_say_it() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "So we both have similar hobbies."),
+            ("Ilse", "Besides work, I enjoy reading, watching movies and hiking."),
+            ("Tomas", "Playing chess and watching movies are what I do after work."),
+        ),
+    ]
+    answer = direct_answer("What kind of hobbies do Ilse and Tomas share?", items)
+    assert answer.line.split(" (")[0] == "watching movies"
+
+
+def test_a_thing_of_one_person_is_not_shared_by_a_word_in_common_with_another() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-03-01T09:00:00",
+            ("Ilse", "I play board games every Friday."),
+            ("Tomas", "I play video games at night."),
+        ),
+    ]
+    ranking = Ranking("What hobby do both Ilse and Tomas share?", read_sentences(items))
+    phrases = {"Ilse": ["board games"], "Tomas": ["video games"]}
+    assert shared_named(ranking, lambda s: phrases[s.speaker]) is None
+    phrases["Tomas"] = ["board games with friends"]
+    shared = shared_named(ranking, lambda s: phrases[s.speaker])
+    assert shared is not None and shared[0] == "board games"
