@@ -392,10 +392,8 @@ def _gerunds(text: str, asked: set[str], with_object: bool = False) -> list[str]
             found.append(_without_catenative(doing) + (f" {done}" if done else ""))
             if done:
                 # The object's words are no activity of their own ("my shooting accuracy").
-                at += after.find(done) + len(done)
-                rest = rest[at:]
-                continue
-        rest = rest[at + len(doing.split()[-1]) :]
+                after = after[after.find(done) + len(done) :]
+        rest = after
 
 
 # What opens the noun phrase a verb takes as its object: a determiner, a possessive, a
