@@ -55,3 +55,13 @@ def test_a_quantity_of_a_noun_is_one_object() -> None:
     ]
     line = direct_answer("What does Ilse do to remember good days?", items).line
     assert _items(line) == ["writing some of my favorite memories"], line
+
+
+def test_an_activity_that_is_the_subject_of_be_takes_no_object() -> None:
+    # "Baking is therapy for me": what baking is, not a thing baked.
+    items = [
+        turns_item("s1", "2024-03-01T09:00:00", ("Odile", "Baking is therapy for me.")),
+        turns_item("s2", "2024-04-01T09:00:00", ("Odile", "I baked a lemon tart for my sister.")),
+    ]
+    line = direct_answer("What has Odile baked?", items).line
+    assert _items(line) == ["lemon tart"], line
