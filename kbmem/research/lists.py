@@ -12,7 +12,16 @@ import re
 from kbmem.index.tenant import analyze
 from kbmem.research.answer_types import asks_doing
 from kbmem.research.extract import LIST_SHARE, MAX_ITEMS, Extracted
-from kbmem.research.grammar import ASKED_NOUN, PHRASE_EDGE, UNSPECIFIC, asked_noun, untimed
+from kbmem.research.grammar import (
+    ASKED_NOUN,
+    CLAUSE_LINKS,
+    PHRASE_EDGE,
+    SUBJECT_WORDS,
+    UNSPECIFIC,
+    asked_noun,
+    trim_end,
+    untimed,
+)
 from kbmem.research.meaning import nearness
 from kbmem.research.phrases import asked_verb, done_object, gerund, noun_phrase
 from kbmem.research.ranking import Ranking
@@ -456,7 +465,7 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
         grouped = grouped or found
     if asks_doing(r.question) or _is_activity(noun):
         # "What does X do …?": the things done are activities, named by their -ing form.
-        doing = _gerunds(text, asked)
+        doing = _gerunds(text, asked, with_object=asks_doing(r.question))
         if doing:
             return ", ".join(doing), MEMBER
     title = quoted_title(text, asked)
@@ -509,8 +518,9 @@ def _is_activity(noun: str) -> bool:
     return noun.lower() in ("activity", "activities")
 
 
-def _gerunds(text: str, asked: set[str]) -> list[str]:
-    """Every activity ``text`` names by an -ing form (see gerund), in its order."""
+def _gerunds(text: str, asked: set[str], with_object: bool = False) -> list[str]:
+    """Every activity ``text`` names by an -ing form (see gerund), in its order; with
+    ``with_object``, each with the object it takes (see _object_of_doing)."""
     found: list[str] = []
     # A picture's caption describes the scene shown ("a person holding a frisbee"): its
     # -ing forms say what someone in it is doing at that instant, no activity told of.
@@ -520,9 +530,58 @@ def _gerunds(text: str, asked: set[str]) -> list[str]:
         if not doing:
             return found
         at = rest.find(doing.split()[-1])
-        if not _no_activity(rest[:at], doing.split()[-1], rest[at + len(doing.split()[-1]) :]):
-            found.append(_without_catenative(doing))
-        rest = rest[at + len(doing.split()[-1]) :]
+        after = rest[at + len(doing.split()[-1]) :]
+        if not _no_activity(rest[:at], doing.split()[-1], after):
+            done = _object_of_doing(after) if with_object else ""
+            found.append(_without_catenative(doing) + (f" {done}" if done else ""))
+            if done:
+                # The object's words are no activity of their own ("my shooting accuracy").
+                after = after[after.find(done) + len(done) :]
+        rest = after
+
+
+# What opens the noun phrase a verb takes as its object: a determiner, a possessive, a
+# quantifier ("reading a great fantasy book", "writing some of my favorite memories").
+_OBJECT_OPENERS = frozenset(
+    "a an the this that these those my your his her its our their some any each every "
+    "another all both many few several".split()
+)
+_OBJECT_PRONOUNS = frozenset("me us him them".split())
+_QUANTIFIERS = frozenset("some any each all both many few several".split())
+OBJECT_WORDS = 5
+
+
+def _object_of_doing(after: str) -> str:
+    """The noun phrase right after an -ing form, opened by a determiner or a possessive
+    (_OBJECT_OPENERS), to the first preposition, clause word, pronoun or punctuation mark:
+    asked what someone does ("to escape reality", "with their turtles"), the activity is
+    the verb with what it is done to ("reading a great fantasy book"), which the -ing form
+    alone does not say. "" when no such phrase follows (a preposition, an adverb: "running
+    farther", "hiking in the mountains")."""
+    tokens = re.findall(r"[\w'’-]+|[^\w\s]", after)
+    if not tokens or tokens[0].lower() not in _OBJECT_OPENERS:
+        return ""
+    words = [tokens[0]]
+    for n, token in enumerate(tokens[1:], 1):
+        low = token.lower()
+        if low == "of" and tokens[n - 1].lower() in _QUANTIFIERS:
+            words.append(token)  # "some of my favorite memories": the quantity of a noun
+            continue
+        if (
+            not re.match(r"[\w'’-]+$", token)
+            or low in PREPOSITIONS | CLAUSE_LINKS | SUBJECT_WORDS
+            or TIME_WORD.match(low)
+            or len(words) > OBJECT_WORDS
+            or (n + 1 < len(tokens) and tokens[n + 1].lower() in _OBJECT_PRONOUNS)
+        ):
+            # A word followed by an object pronoun is a verb ("… book helps me escape"):
+            # the -ing phrase was its subject, and the object ends before it.
+            break
+        words.append(token)
+    words = trim_end(words)
+    while words and words[-1].lower() in _OBJECT_OPENERS | {"of"}:
+        words.pop()
+    return " ".join(words)
 
 
 # Verbs that take an -ing form as their object ("I enjoy hiking", "we go camping", "keep

@@ -349,6 +349,8 @@ def done_object(question: str, text: str, asked: set[str]) -> str:
             continue
         if _participle_of_noun(tokens, n):
             continue  # "a man playing a piano": the man plays, not whom the question asks
+        if _subject_of_copula(tokens, n):
+            continue  # "cooking is therapy for me": what cooking is, not what was cooked
         following = tokens[n + 1].lower() if n + 1 < len(tokens) else ""
         if (
             n >= 2
@@ -435,6 +437,20 @@ def gerund(text: str, asked: set[str]) -> str:
         )
         return f"{before} {token}" if qualified else token
     return ""
+
+
+_COPULAS = frozenset("is was isn't wasn't".split())
+
+
+def _subject_of_copula(tokens: list[str], at: int) -> bool:
+    """Whether the -ing form at ``at`` is the subject of a form of "be" right after it
+    ("cooking is therapy for me"): what follows says what the activity is, not what it
+    was done to."""
+    return (
+        tokens[at].lower().endswith("ing")
+        and at + 1 < len(tokens)
+        and tokens[at + 1].lower() in _COPULAS
+    )
 
 
 def _participle_of_noun(tokens: list[str], at: int) -> bool:
