@@ -834,6 +834,11 @@ def thing(r: Ranking) -> Extracted:
                 phrase = quoted_title(split_caption(s.claim)[0], r.weigher.terms | r.weigher.names)
             if phrase:
                 return phrase, [s]
+            # "My favorite is a theme from a movie": the noun with a bare determiner says
+            # there is one, and the name may come next, as after "a new team" (named_next).
+            named = named_after_bare(r, s, noun)
+            if named:
+                return named
         kind = compound_kind(question)
         for s in r.near() if kind else []:
             # "What career path …?": a sentence may say only the kind of path ("counseling
@@ -1087,6 +1092,32 @@ def named_next(r: Ranking, s: Said, phrase: str, noun: str) -> Extracted | None:
         if name:
             return name, [s, other]
     return None
+
+
+def bare_noun(text: str, noun: str) -> str:
+    """The phrase of ``text`` that is the ``noun`` with only a determiner before it ("a
+    theme", "this game"), which noun_phrase passes over as saying nothing the question does
+    not; "" if ``text`` says the noun no such way."""
+    stems = set(analyze(noun))
+    words = re.findall(r"[\w'’-]+|[^\w\s]", text)
+    for n, word in enumerate(words):
+        if n and words[n - 1].lower() in _BARE_DETERMINERS and set(analyze(word)) == stems:
+            return f"{words[n - 1]} {word}"
+    return ""
+
+
+# The determiners that say there is a thing, not which ("a theme", "this game").
+_BARE_DETERMINERS = frozenset("a an this that one another some".split())
+
+
+def named_after_bare(r: Ranking, s: Said, noun: str) -> Extracted | None:
+    """Asked which ``noun``, the name the speaker of ``s`` gives next when ``s`` says the
+    noun with a determiner alone ("my favorite one to jam to is a theme from a movie I
+    really enjoy" … asked about that film, ""Harry Potter and the Philosopher's Stone" is
+    special to me"): it says that there is one, and people name it next, as after "a new
+    team" (see named_next)."""
+    bare = bare_noun(s.claim, noun)
+    return named_next(r, s, bare, noun) if bare else None
 
 
 def named_near(r: Ranking, phrase: str, noun: str) -> Extracted | None:
