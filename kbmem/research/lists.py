@@ -23,7 +23,14 @@ from kbmem.research.grammar import (
     untimed,
 )
 from kbmem.research.meaning import nearness
-from kbmem.research.phrases import asked_verb, done_object, gerund, noun_phrase
+from kbmem.research.phrases import (
+    asked_verb,
+    done_object,
+    gerund,
+    noun_phrase,
+    object_after,
+    same_stem,
+)
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP, asks, points_back
 from kbmem.research.spans import (
@@ -245,7 +252,14 @@ def _of_class_asked(
     for (s, item, level), ps in zip(candidates, parts, strict=True):
         if (s.claim, item) in far_titles:
             continue
-        if level == UNTYPED or item in quoted_titles(s.claim) or _named_of_class(r, s, item):
+        if (
+            level == UNTYPED
+            or item in quoted_titles(s.claim)
+            or _named_of_class(r, s, item)
+            # What the asked person tells they joined or attended is what they took part
+            # in, which the question asks, whatever the model reads its words as.
+            or item == _joined_object(r, s.claim, r.weigher.terms | r.weigher.names)
+        ):
             kept.append((s, item, level))
             continue
         # An item that holds a list ("hikes, hanging, picnics") is judged item by item.
@@ -458,6 +472,10 @@ def _typed_item(r: Ranking, text: str) -> tuple[str, int]:
             return name, MEMBER
         return found, MEMBER
     grouped = found
+    # Asked what someone took part in, what they joined or attended, by any verb of it.
+    joined = _joined_object(r, text, asked)
+    if joined and not _names_class(joined, noun):
+        return joined, MEMBER
     if noun:
         found = noun_phrase(text, noun, asked)
         if found and not _names_class(found, noun):
@@ -643,3 +661,35 @@ def _names_class(phrase: str, noun: str) -> bool:
 
 def _is_plural(word: str) -> bool:
     return len(word) > 3 and word.endswith("s") and not word.endswith("ss")
+
+
+# Verbs that tell taking part in something as done or as a habit, each with the word that
+# links its object: "joined a mentorship program", "went to an LGBTQ conference", "took part
+# in a march", "took up some community work". Their -ing forms and "going to" are left out:
+# "I'm going to a conference next month" tells a plan, which is no part taken yet.
+_JOINING = re.compile(
+    r"\b(?:join(?:ed|s)?|attend(?:ed|s)?|went\s+to|participated\s+in|"
+    r"(?:took|take|takes)\s+(?:part\s+in|up))\s+(?=(?:a|an|the|my|our|this|that|some)\b)",
+    re.I,
+)
+# The question's verbs that ask what someone took part in.
+_TAKING_PART = frozenset(analyze("participate attend join do done"))
+
+
+def _joined_object(r: Ranking, text: str, asked: set[str]) -> str:
+    """Asked what someone took part in ("What events has X participated in?", "attended",
+    "done"), the thing ``text`` tells, in the first person, was joined, gone to, attended or
+    taken up ("Last weekend I joined a mentorship program"): English tells taking part in
+    an event or an activity by any of these verbs, and the question's own verb is only one of
+    them. "" when the question's verb is of another kind or ``text`` tells no such thing."""
+    verb = asked_verb(untimed(r.question))
+    if not any(same_stem(verb, {part}) for part in _TAKING_PART):
+        return ""
+    if not _FIRST_PERSON.search(text):
+        return ""
+    for found in _JOINING.finditer(text):
+        tokens = re.findall(r"[\w'’-]+|[^\w\s]", text[found.end() :])
+        phrase = object_after(tokens, 0, asked, gerund=False)
+        if phrase and not SUBJECT_WORDS & {w.lower() for w in phrase.split()}:
+            return phrase
+    return ""
