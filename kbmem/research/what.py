@@ -295,6 +295,7 @@ _BECAUSE = re.compile(
 _CAUSER = re.compile(
     r"^([^.;!?]{3,60}?)\s+(?:gave|made|got|inspired|pushed|motivated|led)\s+(?:me|us)\b", re.I
 )
+_CLEFT_END = re.compile(r"\s+(?:is|was|are|were)\s+(?:what|who)\s*$", re.I)
 _SO = re.compile(r"([^.;!?]{8,}?),?\s+so\s+(?!that\b|much\b|many\b|far\b)([^.;!?]{3,})", re.I)
 _PURPOSE = re.compile(
     r"\b(?:wanted|want|wants|needed|need|needs|hoped|hope|hoping)\s+(to\s+[^.;!?,]{3,})", re.I
@@ -325,7 +326,80 @@ def reason_given(text: str) -> str:
         )
         return " ".join(trim_end(words[:end]))
     found = _CAUSER.match(text)
-    return " ".join(found.group(1).split()[-PHRASE_WORDS:]) if found else ""
+    if not found:
+        return ""
+    # "X is what inspired me": a pseudo-cleft equates X with the causer, so the causer is X
+    # alone, not "X is what".
+    causer = _CLEFT_END.sub("", found.group(1))
+    return " ".join(causer.split()[-PHRASE_WORDS:])
+
+
+# "Why did X <verb> …?": people give the purpose of a deed as an infinitive after the verb
+# that says the deed ("They signed it to show our friendship"): the deed's verb, at most a
+# short object, then "to" and a verb. Right after the verb, with no object between, "to"
+# opens the verb's own complement ("decided to run"), the deed and not its purpose; and
+# a verb of aspect or will in the question ("start blogging", "decide to run") leads to
+# the deed's verb, which is the one the purpose is said after. "To" before a determiner
+# or a pronoun is a preposition ("gave it to my mom"), which says where, not why.
+_WHY_VERB = re.compile(
+    r"^\s*[Ww]hy\s+(?:did|does|do|has|have|had|will|would|is|are|was|were)\s+"
+    r"[A-Z][\w-]*(?:['’]s(?:\s+[a-z][\w'’-]*){1,2}?)?"
+    r"(?:\s+(?:and|&)\s+[A-Z][\w-]*)?"
+    r"(?:\s+(?:start|begin|keep|try|decide|choose|want|need|plan)(?:\s+to)?)?"
+    r"\s+([a-z][\w'’-]*)\b"
+)
+_TO_NOT_A_VERB = frozenset(
+    "a an the my your his her its our their this that these those some any every each "
+    "me you him us them it".split()
+)
+_PURPOSE_AFTER = re.compile(
+    r"((?:\s+[\w'’-]+){1,4}?)\s+(?:in\s+order\s+)?to\s+([a-z][\w'’-]*(?:\s+[^.;!?,]+)?)"
+)
+
+
+def purpose_of(question: str, text: str, by_asked: bool = True) -> str:
+    """Asked why someone did a deed (its verb after the subject: _WHY_VERB), the purpose
+    ``text`` says by "to <verb> …" right after that verb ("signed it to show our
+    friendship": "to show our friendship"), at most REASON_WORDS words; "" when the
+    question is of another shape or ``text`` says no such purpose. ``by_asked``: whether
+    ``text`` was said by the person the question names."""
+    asked = _WHY_VERB.match(question)
+    if not asked or asked.group(1).lower() in FUNCTION_WORDS:
+        return ""
+    verb = set(analyze(asked.group(1)))
+    said = split_caption(text)[0]
+    for found in re.finditer(r"[\w'’-]+", said):
+        if not verb or not same_stem(set(analyze(found.group(0))), verb):
+            continue
+        if re.search(
+            r"\b(?:a|an|the|my|your|his|her|its|our|their)\s+$", said[: found.start()], re.I
+        ):
+            continue  # after a determiner the word is a noun ("a sign of our friendship")
+        if not _deed_of_asked(said[: found.start()], by_asked):
+            continue
+        after = _PURPOSE_AFTER.match(said, found.end())
+        if not after or after.group(2).split()[0].lower() in _TO_NOT_A_VERB:
+            continue
+        # The purpose is a clause: it ends where another begins (a dash, "but", "so").
+        clause = CLAUSE_CUT.split(after.group(2), maxsplit=1)[0]
+        words = trim_end(f"to {clause}".split()[:REASON_WORDS])
+        if len(words) >= 2:
+            return " ".join(words)
+    return ""
+
+
+def _deed_of_asked(before: str, by_asked: bool) -> bool:
+    """Whether the deed whose verb follows ``before`` can be the asked person's, by the
+    pronoun that is its subject: in their own words they say "I" or "we", in another's
+    "you" is the listener, the asked person or not ("I love how you use it to tell your
+    stories", said by the person asked, is the listener's deed)."""
+    subject = re.search(r"([\w'’]+)\s+(?:[a-z]+ly\s+|just\s+|also\s+)?$", before)
+    word = subject.group(1).lower() if subject else ""
+    if word == "you":
+        return not by_asked
+    if word in ("i", "we"):
+        return by_asked
+    return True
 
 
 def _implied_reason(text: str, asked: set[str]) -> str:
@@ -876,6 +950,10 @@ def thing(r: Ranking) -> Extracted:
         reason = _implied_reason(best.claim, r.weigher.terms - r.weigher.names)
         if reason:
             return reason, [best]
+        for s in r.near():
+            reason = purpose_of(r.question, s.claim, _said_by_asked(r, s))
+            if reason:
+                return reason, [s]
     if re.match(r"\s*how\b", r.question, re.I):
         asked = r.weigher.terms | r.weigher.names
         for s in r.near():

@@ -8,7 +8,7 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.what import ASKS_FEELING, enabler, felt, manner
+from kbmem.research.what import ASKS_FEELING, enabler, felt, manner, purpose_of, reason_given
 
 
 @pytest.mark.parametrize(
@@ -92,3 +92,60 @@ def test_a_feeling_said_without_feel_is_what_its_subject_is() -> None:
 )
 def test_which_questions_ask_a_feeling(question: str, asks: bool) -> None:
     assert bool(ASKS_FEELING.search(question)) is asks
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "by_asked", "expected"),
+    [
+        # The purpose is said by "to" and a verb after the deed's verb and its object.
+        (
+            "Why did Ilse's crew paint the boat?",
+            "They painted it to show our thanks to the harbour.",
+            True,
+            "to show our thanks to the harbour",
+        ),
+        # A verb of will or aspect leads to the deed's verb.
+        (
+            "Why did Ilse start sketching the boats?",
+            "I sketched them to remember the summer.",
+            True,
+            "to remember the summer",
+        ),
+        # "To" right after the verb opens its complement, the deed itself.
+        ("Why did Ilse decide to sail?", "I decided to sail again.", True, ""),
+        # "To" before a determiner or a pronoun is a preposition: where, not why.
+        ("Why did Ilse give the boat away?", "I gave it to my cousin.", True, ""),
+        # After a determiner the word is a noun.
+        ("Why did Ilse sign the card?", "It's a sign to all of us.", True, ""),
+        # The listener's deed is not the asked speaker's, nor the speaker's another's.
+        ("Why did Ilse use the colours?", "I love how you use them to tell stories.", True, ""),
+        ("Why did Ilse use the colours?", "I use them to tell stories.", False, ""),
+        (
+            "Why did Ilse use the colours?",
+            "You use them to tell stories.",
+            False,
+            "to tell stories",
+        ),
+    ],
+)
+def test_a_purpose_is_the_infinitive_after_the_deeds_verb(
+    question: str, text: str, by_asked: bool, expected: str
+) -> None:
+    assert purpose_of(question, text, by_asked) == expected
+
+
+def test_asked_why_a_deed_was_done_its_purpose_answers() -> None:
+    item = turns_item(
+        "s1",
+        "2024-07-02T09:00:00",
+        ("Tomas", "Look at this flag from my crew, it's a sign of our bond."),
+        ("Tomas", "They signed it to show our friendship and respect."),
+    )
+    line = direct_answer("Why did Tomas's crew sign the flag they gave him?", [item]).line
+    assert line.split(" (")[0] == "to show our friendship and respect"
+
+
+def test_a_causer_said_in_a_pseudo_cleft_is_what_comes_before_is_what() -> None:
+    assert reason_given("Her brave, selfless attitude is what inspired me.") == (
+        "Her brave, selfless attitude"
+    )
