@@ -369,7 +369,14 @@ def done_object(question: str, text: str, asked: set[str]) -> str:
                 start -= 1
             if start > 0 and tokens[start - 1].lower() in PHRASE_EDGE - _COORDINATORS:
                 words = tokens[start : n - 1]
-                if set(analyze(" ".join(words))) - asked and re.match(r"[a-z]", words[0]):
+                # "These days I play …": a stretch of time before the subject says when,
+                # not what the verb was done to.
+                when = bool(TIME_WORD.match(words[-1].lower().removesuffix("s")))
+                if (
+                    set(analyze(" ".join(words))) - asked
+                    and re.match(r"[a-z]", words[0])
+                    and not when
+                ):
                     return " ".join(words)
         edge = n - 1
         while edge >= 0 and re.match(r"[a-z][\w'’-]*$", tokens[edge]):

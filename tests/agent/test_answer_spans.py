@@ -42,6 +42,15 @@ def test_what_was_done_is_no_part_of_the_subject_nor_of_another_phrase() -> None
     assert done_object(question, "I baked rye bread this week.", set()) == "rye bread"
 
 
+def test_a_stretch_of_time_before_the_subject_is_no_thing_done() -> None:
+    # "These figurines I bought": the thing bought stands before the subject. "These days I
+    # play …": the words before the subject say when, and the object comes after the verb.
+    question = "What games does Ilse play?"
+    assert done_object(question, "These days I play chess with my dad.", set()) == "chess"
+    bought = "What has Ilse bought?"
+    assert done_object(bought, "These figurines I bought yesterday.", set()) == "figurines"
+
+
 def test_an_ing_form_after_a_noun_with_its_own_object_is_that_noun_s_doing() -> None:
     question = "What instruments does Ilse play?"
     text = "[shares an image: a drawing of a man playing a piano]"
