@@ -392,28 +392,7 @@ def passive_agent(question: str, text: str, asked: set[str]) -> str:
     when the question has another shape or ``text`` no such phrase."""
     if not _ASKS_SUBJECT.match(question):
         return ""
-    agent = _object_after_first(_BY_AGENT, text, asked)
-    return agent + _agent_conjunct(text, agent) if agent else ""
-
-
-# "inspired by personal experiences and my own journey": an "and" (or "or") followed by a
-# determiner or possessive starts a second noun phrase, not a clause (a clause would start
-# with its subject), so it is a second agent of the same "by"; it runs to its clause's end.
-_AGENT_CONJUNCT = re.compile(
-    r"^\s+((?:and|or)\s+(?:my|his|her|their|our|your|its|the|a|an)\s+[^.;!?,]*?)\s*(?=[.;!?,]|\s[-–—]\s|$)",
-    re.I,
-)
-CONJUNCT_WORDS = 8
-
-
-def _agent_conjunct(text: str, agent: str) -> str:
-    """The second noun phrase joined to ``agent`` where ``text`` says it (see
-    _AGENT_CONJUNCT), with its leading space; "" when none follows or it is long."""
-    at = text.find(agent)
-    found = _AGENT_CONJUNCT.match(text[at + len(agent) :]) if at >= 0 else None
-    if not found or len(found.group(1).split()) > CONJUNCT_WORDS:
-        return ""
-    return " " + found.group(1)
+    return _object_after_first(_BY_AGENT, text, asked)
 
 
 def _object_after_first(opener: re.Pattern[str], text: str, asked: set[str]) -> str:
