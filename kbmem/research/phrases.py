@@ -216,6 +216,41 @@ def _last_conjunct(tokens: list[str], at: int) -> list[str]:
     return tokens[at : at + 2]
 
 
+# "personal experiences and my own journey of self-discovery": an "and" (or "or") followed by
+# a determiner or a possessive opens a second noun phrase of the same list; it is a clause
+# instead ("and my dog loved it") when a verb follows its noun, so the phrase must end the
+# clause (or meet a preposition other than "of", which belongs to its noun) and hold no
+# auxiliary and no -ed form.
+_CONJUNCT_OPENERS = frozenset("my his her their our your the a an".split())
+_FINITE = frozenset(
+    "is are was were am be been has have had do does did will would can could "
+    "should may might must".split()
+)
+CONJUNCT_WORDS = 7
+
+
+def _noun_phrase_conjunct(tokens: list[str], at: int) -> list[str]:
+    """The "and"/"or" at token ``at`` with the noun phrase it joins to the phrase before
+    it (see _CONJUNCT_OPENERS); [] when none stands there or what follows is a clause."""
+    if at + 2 >= len(tokens) or tokens[at].lower() not in ("and", "or"):
+        return []
+    if tokens[at + 1].lower() not in _CONJUNCT_OPENERS:
+        return []
+    end = at + 2
+    while end < len(tokens) and end - at <= CONJUNCT_WORDS:
+        low = tokens[end].lower()
+        if low in _FINITE or low.endswith("ed"):
+            return []
+        if not re.match(r"[\w'’-]+$", low) or low in CLAUSE_LINKS or TIME_WORD.match(low):
+            break
+        if low in PREPOSITIONS and low != "of":
+            break
+        end += 1
+    if end == at + 2 or (end < len(tokens) and end - at > CONJUNCT_WORDS):
+        return []
+    return tokens[at:end]
+
+
 def object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = True) -> str:
     """The phrase that starts at token ``at`` (after its function words), to the first
     preposition (a lone gerund keeps its own: "volunteering at a shelter"), time word or
@@ -244,7 +279,7 @@ def object_after(tokens: list[str], at: int, asked: set[str], gerund: bool = Tru
     if not words or not set(analyze(" ".join(words))) - asked:
         return ""
     if len(words) == end - at:
-        words += _last_conjunct(tokens, end)
+        words += _last_conjunct(tokens, end) or _noun_phrase_conjunct(tokens, end)
     first, last = coordinated(tokens, at, at + len(words) - 1)
     return joined(tokens[first : last + 1])
 
