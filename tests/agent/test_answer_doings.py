@@ -6,14 +6,9 @@ words are no activity of their own. On synthetic turns (no index)."""
 
 from __future__ import annotations
 
-from helpers.evidence import turns_item
+from helpers.evidence import line_items, turns_item
 
 from kbmem.research.direct import direct_answer
-
-
-def _items(answer: str) -> list[str]:
-    """The first line's items, without its "(weak evidence)" tag."""
-    return answer.split("\n", 1)[0].split(" (")[0].split(", ")
 
 
 def test_an_activity_keeps_the_object_it_takes() -> None:
@@ -30,7 +25,7 @@ def test_an_activity_keeps_the_object_it_takes() -> None:
         ),
     ]
     line = direct_answer("What does Ilse do to unwind?", items).line
-    assert sorted(_items(line)) == ["Reading a good mystery novel", "swimming"], line
+    assert sorted(line_items(line)) == ["Reading a good mystery novel", "swimming"], line
 
 
 def test_the_object_s_words_are_no_activity_of_their_own() -> None:
@@ -42,7 +37,7 @@ def test_the_object_s_words_are_no_activity_of_their_own() -> None:
         ),
     ]
     line = direct_answer("What does Ilse do to unwind?", items).line
-    assert _items(line) == ["improving my drawing skills"], line
+    assert line_items(line) == ["improving my drawing skills"], line
 
 
 def test_a_quantity_of_a_noun_is_one_object() -> None:
@@ -54,7 +49,7 @@ def test_a_quantity_of_a_noun_is_one_object() -> None:
         ),
     ]
     line = direct_answer("What does Ilse do to remember good days?", items).line
-    assert _items(line) == ["writing some of my favorite memories"], line
+    assert line_items(line) == ["writing some of my favorite memories"], line
 
 
 def test_an_activity_that_is_the_subject_of_be_takes_no_object() -> None:
@@ -64,4 +59,4 @@ def test_an_activity_that_is_the_subject_of_be_takes_no_object() -> None:
         turns_item("s2", "2024-04-01T09:00:00", ("Odile", "I baked a lemon tart for my sister.")),
     ]
     line = direct_answer("What has Odile baked?", items).line
-    assert _items(line) == ["lemon tart"], line
+    assert line_items(line) == ["lemon tart"], line

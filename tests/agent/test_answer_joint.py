@@ -12,6 +12,7 @@ from kbmem.research.joint import joint_names, shared_named
 from kbmem.research.ranking import Ranking, Weigher
 from kbmem.research.said import read_sentences
 from kbmem.research.spans import people
+from kbmem.research.types import EvidenceItem
 
 
 def test_both_is_no_word_a_sentence_must_say() -> None:
@@ -166,29 +167,24 @@ def test_a_thing_recalled_by_what_the_listener_did_is_the_one_they_named() -> No
     assert answer.line.split(" (")[0] == "The Salt Road"
 
 
+def _rain() -> EvidenceItem:
+    """Ilse's phrase runs on to what only she said of the rain; Tomas says the rain too."""
+    return turns_item(
+        "s1",
+        "2024-03-01T09:00:00",
+        ("Ilse", "I love the smell of rain falling on the dry fields."),
+        ("Tomas", "Rain after a long summer is what I love most."),
+    )
+
+
 def test_asked_what_two_people_share_the_line_is_what_both_say() -> None:
-    # Ilse's phrase runs on to what only she said of the rain; Tomas says the rain too.
-    items = [
-        turns_item(
-            "s1",
-            "2024-03-01T09:00:00",
-            ("Ilse", "I love the smell of rain falling on the dry fields."),
-            ("Tomas", "Rain after a long summer is what I love most."),
-        ),
-    ]
+    items = [_rain()]
     answer = direct_answer("What do both Ilse and Tomas love the smell of?", items)
     assert answer.line.split(" (")[0] == "rain"
 
 
 def test_asked_of_one_person_the_line_is_not_cut_to_what_another_says() -> None:
-    items = [
-        turns_item(
-            "s1",
-            "2024-03-01T09:00:00",
-            ("Ilse", "I love the smell of rain falling on the dry fields."),
-            ("Tomas", "Rain after a long summer is what I love most."),
-        ),
-    ]
+    items = [_rain()]
     answer = direct_answer("What does Ilse love the smell of?", items)
     assert answer.line.split(" (")[0] == "rain falling on the dry fields"
 

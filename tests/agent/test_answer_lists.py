@@ -10,18 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers.evidence import turns_item
+from helpers.evidence import line_items, turns_item
 from helpers.talk import memorize
 
 from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
 from kbmem.research.answer_types import question_kind
 from kbmem.research.direct import direct_answer
-
-
-def _items(answer: str) -> list[str]:
-    """The first line's items, without its "(weak evidence)" tag."""
-    return answer.split("\n", 1)[0].split(" (")[0].split(", ")
 
 
 def test_a_name_is_an_item_without_the_question_s_words() -> None:
@@ -37,7 +32,7 @@ def test_a_name_is_an_item_without_the_question_s_words() -> None:
             ("Ilse", "I took a short trip to Porto to clear my head."),
         ),
     ]
-    assert sorted(_items(direct_answer("Which cities has Ilse been to?", items).line)) == [
+    assert sorted(line_items(direct_answer("Which cities has Ilse been to?", items).line)) == [
         "Ghent",
         "Porto",
     ]
@@ -52,7 +47,7 @@ def test_the_class_asked_is_no_item_once_a_member_is_named() -> None:
             ("Tomas", "Playing instruments keeps me calm, I have played instruments for years."),
         ),
     ]
-    assert _items(direct_answer("What instruments does Tomas play?", items).line) == ["cello"]
+    assert line_items(direct_answer("What instruments does Tomas play?", items).line) == ["cello"]
 
 
 def test_an_item_ends_at_a_dash() -> None:
@@ -65,7 +60,7 @@ def test_an_item_ends_at_a_dash() -> None:
         turns_item("s2", "2024-04-01T09:00:00", ("Tomas", "I play the cello in a quartet.")),
     ]
     line = direct_answer("What instruments does Tomas play?", items).line
-    assert sorted(_items(line)) == ["banjo", "cello"], line
+    assert sorted(line_items(line)) == ["banjo", "cello"], line
 
 
 def test_a_memorized_conversation_lists_the_places_named(tmp_path: Path) -> None:
@@ -94,7 +89,7 @@ def test_a_memorized_conversation_lists_the_places_named(tmp_path: Path) -> None
     )
     with ChatSession(kb, "acme") as chat:
         visited = chat.send("Which cities has Ilse been to?")
-    assert sorted(_items(visited.answer)) == ["Ghent", "Porto"], visited.answer
+    assert sorted(line_items(visited.answer)) == ["Ghent", "Porto"], visited.answer
 
 
 @pytest.mark.parametrize(
@@ -115,12 +110,12 @@ def test_the_people_a_plural_who_asks_for_are_gathered_across_sessions() -> None
         ),
     ]
     line = direct_answer("Who have written letters to Ilse?", items).line
-    assert sorted(_items(line)) == ["Jonas", "Marta"], line
+    assert sorted(line_items(line)) == ["Jonas", "Marta"], line
 
 
 def test_a_time_capitalised_at_a_sentence_s_start_is_no_name() -> None:
     item = turns_item("s1", "2024-09-01T09:00:00", ("Ilse", "Last August I spent a week in Ghent."))
-    assert _items(direct_answer("Which cities has Ilse been to?", [item]).line) == ["Ghent"]
+    assert line_items(direct_answer("Which cities has Ilse been to?", [item]).line) == ["Ghent"]
 
 
 def _painted() -> list:
@@ -144,7 +139,7 @@ def test_the_things_a_verb_was_done_to_are_its_objects_in_any_form() -> None:
     # preposition ("on the balcony") or by a clause ("helps me unwind") has no object; the
     # thing before a clause's subject is its object ("These tulips I painted").
     line = direct_answer("What has Ilse painted?", _painted()).line
-    assert sorted(_items(line)) == ["fox", "harbour", "lighthouse", "tulips"], line
+    assert sorted(line_items(line)) == ["fox", "harbour", "lighthouse", "tulips"], line
 
 
 @pytest.mark.parametrize(
@@ -176,7 +171,7 @@ def test_a_habit_s_activities_are_gathered_by_their_ing_forms() -> None:
         ),
     ]
     line = direct_answer("What does Ilse do to unwind?", items).line
-    assert sorted(i.lower() for i in _items(line)) == ["baking", "knitting", "swimming"], line
+    assert sorted(i.lower() for i in line_items(line)) == ["baking", "knitting", "swimming"], line
 
 
 def test_the_activities_asked_are_named_by_their_ing_forms() -> None:
@@ -187,7 +182,7 @@ def test_the_activities_asked_are_named_by_their_ing_forms() -> None:
         ),
     ]
     line = direct_answer("What activities has Ilse done with her choir friends?", items).line
-    assert sorted(_items(line)) == ["hiking", "sailing"], line
+    assert sorted(line_items(line)) == ["hiking", "sailing"], line
 
 
 def test_the_verb_after_a_subject_is_no_word_of_the_kind() -> None:
@@ -216,7 +211,7 @@ def test_the_noun_every_item_ends_in_is_said_once() -> None:
         turns_item("s2", "2024-04-01T09:00:00", ("Wren", "I took a poetry class with my aunt.")),
     ]
     line = direct_answer("What classes has Wren taken?", items).line
-    assert sorted(_items(line)) in (["poetry", "pottery class"], ["poetry class", "pottery"])
+    assert sorted(line_items(line)) in (["poetry", "pottery class"], ["poetry class", "pottery"])
 
 
 def test_a_caption_s_scene_names_no_activity() -> None:
@@ -247,7 +242,7 @@ def test_a_quoted_title_names_no_one() -> None:
         turns_item("s2", "2024-04-01T09:00:00", ("Wren", "Our dog Pepper loves her cat friend.")),
     ]
     line = direct_answer("What are Wren's pets' names?", items).line
-    assert sorted(_items(line)) == ["Juniper", "Pepper"]
+    assert sorted(line_items(line)) == ["Juniper", "Pepper"]
 
 
 def test_a_name_is_no_member_beside_members_named_with_the_noun_asked() -> None:
@@ -280,7 +275,7 @@ def test_a_sentence_with_a_pointer_gives_the_item_of_its_own_clause() -> None:
         ),
     ]
     line = direct_answer("What desserts has Wren made?", items).line
-    assert sorted(_items(line)) == ["cheesecake", "lemon tart"], line
+    assert sorted(line_items(line)) == ["cheesecake", "lemon tart"], line
 
 
 def test_an_item_far_in_meaning_from_the_class_asked_is_dropped() -> None:
@@ -291,7 +286,7 @@ def test_an_item_far_in_meaning_from_the_class_asked_is_dropped() -> None:
         turns_item("s3", "2024-05-01T09:00:00", ("Tomas", "I play the flute for fun.")),
     ]
     line = direct_answer("What instruments does Tomas play?", items).line
-    assert sorted(_items(line)) == ["cello", "flute"], line
+    assert sorted(line_items(line)) == ["cello", "flute"], line
 
 
 def test_a_quoted_title_is_kept_whatever_its_words_mean() -> None:
@@ -303,7 +298,7 @@ def test_a_quoted_title_is_kept_whatever_its_words_mean() -> None:
         ),
     ]
     line = direct_answer("What books has Wren read?", items).line
-    assert "Quiet Rivers" in _items(line), line
+    assert "Quiet Rivers" in line_items(line), line
 
 
 def test_a_name_of_the_class_asked_joins_from_a_sentence_below_the_bar() -> None:
@@ -318,7 +313,7 @@ def test_a_name_of_the_class_asked_joins_from_a_sentence_below_the_bar() -> None
         turns_item("s2", "2024-04-01T09:00:00", ("Ilse", "My visit to Lisbon was short.")),
     ]
     line = direct_answer("Which cities has Ilse visited?", items).line
-    assert sorted(_items(line)) == ["Ghent", "Lisbon"], line
+    assert sorted(line_items(line)) == ["Ghent", "Lisbon"], line
 
 
 def test_a_member_near_the_class_asked_joins_though_its_sentence_does_not_say_it() -> None:
@@ -332,7 +327,7 @@ def test_a_member_near_the_class_asked_joins_though_its_sentence_does_not_say_it
         ),
     ]
     line = direct_answer("What outdoor activities does Wren enjoy?", items).line
-    assert sorted(_items(line)) == ["hiking", "kayaking"], line
+    assert sorted(line_items(line)) == ["hiking", "kayaking"], line
 
 
 def test_a_question_tells_no_member() -> None:
@@ -351,7 +346,7 @@ def test_a_question_tells_no_member() -> None:
         ),
     ]
     line = direct_answer("What instruments does Tomas play?", items).line
-    assert _items(line) == ["cello"], line
+    assert line_items(line) == ["cello"], line
 
 
 def test_a_name_of_the_class_asked_joins_from_the_asked_person_s_unranked_sentence() -> None:
@@ -376,7 +371,7 @@ def test_a_name_of_the_class_asked_joins_from_the_asked_person_s_unranked_senten
         ),
     ]
     line = direct_answer("What European countries has Ilse been to?", items).line
-    assert sorted(_items(line)) == ["Portugal", "Spain"], line
+    assert sorted(line_items(line)) == ["Portugal", "Spain"], line
 
 
 def test_a_name_ends_before_a_word_that_only_begins_like_a_joining_word() -> None:
@@ -386,12 +381,12 @@ def test_a_name_ends_before_a_word_that_only_begins_like_a_joining_word() -> Non
         turns_item("s1", "2024-01-05T09:00:00", ("Ilse", "I finished Dune last week.")),
         turns_item("s2", "2024-02-05T09:00:00", ("Ilse", "I read Emma yesterday, loved it.")),
     ]
-    assert sorted(_items(direct_answer("What books has Ilse read?", items).line)) == [
+    assert sorted(line_items(direct_answer("What books has Ilse read?", items).line)) == [
         "Dune",
         "Emma",
     ]
     rome = [turns_item("s1", "2024-01-05T09:00:00", ("Ilse", "I loved Rome of course."))]
-    assert _items(direct_answer("What cities has Ilse loved?", rome).line) == ["Rome"]
+    assert line_items(direct_answer("What cities has Ilse loved?", rome).line) == ["Rome"]
 
 
 def test_a_verb_s_object_said_by_the_class_noun_gives_its_name() -> None:
@@ -410,7 +405,7 @@ def test_a_verb_s_object_said_by_the_class_noun_gives_its_name() -> None:
         ),
     ]
     line = direct_answer("What games has Odile played?", items).line
-    assert sorted(_items(line)) == ["Ludo", "Skyward"]
+    assert sorted(line_items(line)) == ["Ludo", "Skyward"]
 
 
 def test_a_name_set_off_by_a_comma_after_the_noun_names_something_else() -> None:
@@ -427,7 +422,7 @@ def test_a_name_set_off_by_a_comma_after_the_noun_names_something_else() -> None
         ),
     ]
     line = direct_answer("What shelters does Odile volunteer at?", items).line
-    assert "Marta" not in _items(line)
+    assert "Marta" not in line_items(line)
 
 
 def test_an_adverb_closing_the_clause_is_no_word_of_the_item() -> None:
@@ -444,8 +439,8 @@ def test_an_adverb_closing_the_clause_is_no_word_of_the_item() -> None:
         ),
     ]
     line = direct_answer("What instruments does Odile play?", items).line
-    assert "cello" in _items(line)
-    assert not any(item.endswith((" now", " again")) for item in _items(line))
+    assert "cello" in line_items(line)
+    assert not any(item.endswith((" now", " again")) for item in line_items(line))
 
 
 def test_the_noun_asked_with_no_word_of_which_one_is_no_member() -> None:
@@ -467,7 +462,7 @@ def test_the_noun_asked_with_no_word_of_which_one_is_no_member() -> None:
         ),
     ]
     line = direct_answer("What recipes has Odile made?", items).line
-    assert not {"new recipe", "another recipe"} & set(_items(line))
+    assert not {"new recipe", "another recipe"} & set(line_items(line))
 
 
 def test_a_verb_of_liking_or_a_noun_in_ing_names_no_activity() -> None:
@@ -484,8 +479,8 @@ def test_a_verb_of_liking_or_a_noun_in_ing_names_no_activity() -> None:
         ),
     ]
     line = direct_answer("What does Odile do to relax?", items).line
-    assert "gardening" in _items(line)
-    assert not {"loving", "blessing"} & set(_items(line))
+    assert "gardening" in line_items(line)
+    assert not {"loving", "blessing"} & set(line_items(line))
 
 
 def test_a_word_of_quantity_alone_is_no_member() -> None:
@@ -498,7 +493,7 @@ def test_a_word_of_quantity_alone_is_no_member() -> None:
         ),
     ]
     line = direct_answer("What items does Odile collect?", items).line
-    assert "whole" not in _items(line)
+    assert "whole" not in line_items(line)
 
 
 def test_a_verb_taking_the_ing_form_is_no_word_of_the_activity() -> None:
@@ -515,7 +510,7 @@ def test_a_verb_taking_the_ing_form_is_no_word_of_the_activity() -> None:
         ),
     ]
     line = direct_answer("What does Odile do to unwind?", items).line
-    assert sorted(_items(line))[:2] == ["knitting", "sketching"]
+    assert sorted(line_items(line))[:2] == ["knitting", "sketching"]
 
 
 def test_an_object_pronoun_before_the_verb_is_no_subject_of_its_clause() -> None:
@@ -529,7 +524,7 @@ def test_an_object_pronoun_before_the_verb_is_no_subject_of_its_clause() -> None
         ),
     ]
     line = direct_answer("What has Odile painted?", items).line
-    assert _items(line) == ["lighthouse"]
+    assert line_items(line) == ["lighthouse"]
 
 
 def test_an_object_ending_in_a_verb_of_naming_gives_the_name_after_it() -> None:
@@ -544,8 +539,8 @@ def test_an_object_ending_in_a_verb_of_naming_gives_the_name_after_it() -> None:
         turns_item("s2", "2024-04-01T09:00:00", ("Odile", 'I read "Salt Roads" on the train.')),
     ]
     line = direct_answer("What books has Odile read?", items).line
-    assert "Glass Harbour" in _items(line), line
-    assert not any(item.endswith("called") for item in _items(line)), line
+    assert "Glass Harbour" in line_items(line), line
+    assert not any(item.endswith("called") for item in line_items(line)), line
 
 
 def test_a_clause_adverb_of_time_after_a_name_is_no_word_of_it() -> None:
@@ -562,8 +557,8 @@ def test_a_clause_adverb_of_time_after_a_name_is_no_word_of_it() -> None:
         ),
     ]
     line = direct_answer("What board games has Odile played?", items).line
-    assert "Chess" in _items(line), line
-    assert "Chess afterward" not in _items(line), line
+    assert "Chess" in line_items(line), line
+    assert "Chess afterward" not in line_items(line), line
 
 
 def test_the_noun_asked_modifying_the_next_noun_is_no_member() -> None:
@@ -577,8 +572,8 @@ def test_the_noun_asked_modifying_the_next_noun_is_no_member() -> None:
         turns_item("s2", "2024-04-01T09:00:00", ("Odile", "I play the video game Starfall a lot.")),
     ]
     line = direct_answer("What video games does Odile play?", items).line
-    assert "Starfall" in _items(line), line
-    assert not any("tournament" in item or item.endswith("video game") for item in _items(line))
+    assert "Starfall" in line_items(line), line
+    assert not any("tournament" in item or item.endswith("video game") for item in line_items(line))
 
 
 def test_a_name_the_asked_person_does_the_verb_to_joins_from_below_the_bar() -> None:
@@ -607,14 +602,14 @@ def test_a_name_the_asked_person_does_the_verb_to_joins_from_below_the_bar() -> 
         ),
     ]
     line = direct_answer("What video games does Odile play?", items).line
-    assert _items(line) == ["Starfall", "Ember Tide", "Moon Keep"], line
+    assert line_items(line) == ["Starfall", "Ember Tide", "Moon Keep"], line
 
 
 def test_a_preposition_of_time_capitalised_at_a_sentence_s_start_is_no_word_of_a_name() -> None:
     item = turns_item(
         "s1", "2024-09-01T09:00:00", ("Ilse", "During Easter Week I spent two days in Ghent.")
     )
-    items = _items(direct_answer("Which cities has Ilse been to?", [item]).line)
+    items = line_items(direct_answer("Which cities has Ilse been to?", [item]).line)
     assert not any(i.startswith("During") for i in items), items
 
 
@@ -639,4 +634,4 @@ def test_a_title_whose_sentence_names_another_class_is_no_member() -> None:
         ),
     ]
     line = direct_answer("What video games does Odile play?", items).line
-    assert _items(line) == ["Skyward"], line
+    assert line_items(line) == ["Skyward"], line

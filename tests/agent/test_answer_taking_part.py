@@ -5,14 +5,9 @@ any of these verbs. A plan ("going to") is none. On synthetic turns (no index)."
 
 from __future__ import annotations
 
-from helpers.evidence import turns_item
+from helpers.evidence import line_items, turns_item
 
 from kbmem.research.direct import direct_answer
-
-
-def _items(line: str) -> list[str]:
-    """The line's items, without its "(weak evidence)" tag."""
-    return line.split(" (")[0].split(", ")
 
 
 def test_a_thing_joined_is_one_taken_part_in() -> None:
@@ -29,7 +24,7 @@ def test_a_thing_joined_is_one_taken_part_in() -> None:
         ),
     ]
     line = direct_answer("What events has Ilse participated in?", items).line
-    assert "mentorship program" in _items(line)
+    assert "mentorship program" in line_items(line)
 
 
 def test_a_plan_to_go_is_no_part_taken() -> None:
@@ -46,4 +41,4 @@ def test_a_plan_to_go_is_no_part_taken() -> None:
         ),
     ]
     line = direct_answer("What events has Ilse participated in?", items).line
-    assert "poetry festival" not in _items(line)
+    assert "poetry festival" not in line_items(line)

@@ -15,3 +15,9 @@ def turns_item(session: str, stamp: str, *turns: tuple[str, str]) -> EvidenceIte
     source = "\n".join(lines)
     interval = Interval(f"{session}/1", f"pages/{session}/1.md", 10, 10 + len(lines) - 1, "c0ffee")
     return EvidenceItem(f"{session}/1", source, 1.0, "bm25", interval, session, source)
+
+
+def line_items(answer: str) -> list[str]:
+    """The items of an answer's first line (a list question's), without its "(weak
+    evidence)" tag."""
+    return answer.split("\n", 1)[0].split(" (")[0].split(", ")
