@@ -160,6 +160,9 @@ def without_form_note(question: str) -> str:
 
 
 _FORM_NOTE = re.compile(r"\?\s*(?:please\s+)?(?:answer|reply|respond)\b[^?]*$", re.I)
+# "How …?" and "why …?" are answered by a clause in the speaker's voice ("by counting my
+# steps"), not by a noun phrase.
+CLAUSE_ASKED = re.compile(r"\s*(?:how|why)\b", re.I)
 
 
 def alternatives(question: str) -> tuple[str, str] | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from kbmem.research.answer_types import question_kind, without_form_note
+from kbmem.research.answer_types import CLAUSE_ASKED, question_kind, without_form_note
 from kbmem.research.counts import count, number
 from kbmem.research.extract import FIRM_SHARE, Extracted
 from kbmem.research.joint import said_by_both, shared_thing
@@ -32,9 +32,6 @@ from kbmem.research.yesno import choice, yesno
 NOTHING = "Memory does not say."
 # Kinds whose line is one phrase cut from one sentence, in its speaker's words.
 OWNED_KINDS = frozenset({"thing", "place"})
-# "How …?" and "why …?" are answered by a clause in the speaker's voice ("by counting my
-# steps"), whose "my" reads with its "I", no noun phrase read on its own.
-_CLAUSE_ASKED = re.compile(r"\s*(?:how|why)\b", re.I)
 WEAK = "(weak evidence)"
 # Kinds whose answer may be a thing two people share ("What animal do both X and Y like?").
 SHARED_KINDS = frozenset({"thing", "list"})
@@ -77,7 +74,8 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
         line = said_by_both(ranking, line, sources)
         line = quantifier_dropped(line)
         line = echo_lead_dropped(line, question)
-    if kind in OWNED_KINDS and not _CLAUSE_ASKED.match(question):
+    # Asked "how" or "why", the clause's "my" reads with its "I": no phrase is re-owned.
+    if kind in OWNED_KINDS and not CLAUSE_ASKED.match(question):
         line = owner_named(line, sources)
     # Firm when the best sentence says enough of the question and a sentence the answer was
     # taken from gives the kind asked (a place named through "the city where my sister

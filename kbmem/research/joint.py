@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 
 from kbmem.index.tenant import analyze
+from kbmem.research.answer_types import CLAUSE_ASKED
 from kbmem.research.grammar import UNSPECIFIC, untimed
 from kbmem.research.lists import CLASS_NEAR, asked_class
 from kbmem.research.meaning import nearness
@@ -64,9 +65,6 @@ def shared_item(r: Ranking, items_of: Callable[[Said], list[str]]) -> tuple[str,
     return None
 
 
-# Asked "how" or "why", the answer is a clause of one person's doing ("by dancing"), which
-# the other says in their own words: no cut to the words both say.
-_CLAUSE_ASKED = re.compile(r"\s*(?:how|why)\b", re.I)
 _WORD = re.compile(r"[\w'’-]+")
 
 
@@ -82,7 +80,9 @@ def said_by_both(r: Ranking, line: str, sources: list[Said]) -> str:
     if (
         not pair
         or not _SHARED.search(r.question)
-        or _CLAUSE_ASKED.match(r.question)
+        # Asked "how" or "why", the answer is a clause of one person's doing ("by
+        # dancing"), which the other says in their own words: no cut to the words both say.
+        or CLAUSE_ASKED.match(r.question)
         or len(sources) != 1
     ):
         return line
