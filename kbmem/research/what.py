@@ -348,9 +348,8 @@ _WHY_VERB = re.compile(
     r"(?:\s+(?:start|begin|keep|try|decide|choose|want|need|plan)(?:\s+to)?)?"
     r"\s+([a-z][\w'’-]*)\b"
 )
-_TO_NOT_A_VERB = frozenset(
-    "a an the my your his her its our their this that these those some any every each "
-    "me you him us them it".split()
+_TO_NOT_A_VERB = SUBJECT_WORDS | frozenset(
+    "a an the my your his her its our their this that these those some any every each".split()
 )
 _PURPOSE_AFTER = re.compile(
     r"((?:\s+[\w'’-]+){1,4}?)\s+(?:in\s+order\s+)?to\s+([a-z][\w'’-]*(?:\s+[^.;!?,]+)?)"

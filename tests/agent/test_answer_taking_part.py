@@ -9,14 +9,17 @@ from helpers.evidence import line_items, turns_item
 
 from kbmem.research.direct import direct_answer
 
+# An event Ilse tells she took part in, by the question's own verb.
+CLEAN_UP = turns_item(
+    "s1",
+    "2024-03-01T09:00:00",
+    ("Ilse", "I participated in the harbour clean-up event last month."),
+)
+
 
 def test_a_thing_joined_is_one_taken_part_in() -> None:
     items = [
-        turns_item(
-            "s1",
-            "2024-03-01T09:00:00",
-            ("Ilse", "I participated in the harbour clean-up event last month."),
-        ),
+        CLEAN_UP,
         turns_item(
             "s2",
             "2024-04-01T09:00:00",
@@ -29,11 +32,7 @@ def test_a_thing_joined_is_one_taken_part_in() -> None:
 
 def test_a_plan_to_go_is_no_part_taken() -> None:
     items = [
-        turns_item(
-            "s1",
-            "2024-03-01T09:00:00",
-            ("Ilse", "I participated in the harbour clean-up event last month."),
-        ),
+        CLEAN_UP,
         turns_item(
             "s2",
             "2024-04-01T09:00:00",
