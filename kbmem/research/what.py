@@ -17,25 +17,20 @@ from kbmem.research.extract import Extracted, named_elsewhere
 from kbmem.research.grammar import (
     ASKED_NOUN,
     CLAUSE_CUT,
-    CLAUSE_LINKS,
     PHRASE_EDGE,
     REASON_WORDS,
-    SUBJECT,
     SUBJECT_WORDS,
-    UNSPECIFIC,
-    WH_WORDS,
     asked_noun,
     trim_end,
     untimed,
 )
+from kbmem.research.how import ASKS_FEELING, described_state, enabler, felt, manner, regard, stirred
 from kbmem.research.phrases import (
-    NOT_NAMES,
     OBJECT_WORDS,
     STRANDED_PREPOSITION,
     asked_verb,
     gerund,
     grammar_object,
-    named_as,
     named_by,
     noun_phrase,
     object_after,
@@ -43,10 +38,9 @@ from kbmem.research.phrases import (
     verb_object,
 )
 from kbmem.research.ranking import Ranking
-from kbmem.research.said import POINTERS, STOP, points_back
+from kbmem.research.said import STOP, points_back
 from kbmem.research.shown import pointed, points_at, shown, split_caption
 from kbmem.research.spans import (
-    PHRASE_WORDS,
     PREPOSITIONS,
     TIME_WORD,
     novel_phrase,
@@ -55,7 +49,9 @@ from kbmem.research.spans import (
     stem_set,
 )
 from kbmem.research.types import Said
+from kbmem.research.which import named_after_bare, named_near, named_next, named_which
 from kbmem.research.who import defined, nickname
+from kbmem.research.why import implied_reason, purpose_of, reason_given
 
 
 def _recalled(r: Ranking, noun: str) -> Extracted | None:
@@ -278,144 +274,6 @@ def with_complement(text: str, phrase: str) -> str:
     return f"{phrase} {found.group(1)}"
 
 
-# "Why …?" is answered by the clause a causal connective opens ("… 'cause I'm passionate
-# about dancing"), by the subject of a verb of causing ("Losing my job gave me the push"), by
-# the clause before a consequence ("I love both, so combining them …": what follows "so" is
-# what was asked about, so it must say one of the question's words), or by the purpose a
-# verb of wanting gives ("I wanted to feel closer to a community").
-# "Since" opens a reason when its clause says what holds now ("since I'm lactose
-# intolerant"); with a time or a past event ("since 2019", "since I moved") it says when.
-_SINCE_CAUSE = (
-    r"\bsince(?=\s+(?:I|we|you|he|she|they|it)(?:['’](?:m|re)\b|\s+(?:am|are|is|can|do|does"
-    r"|don['’]t|doesn['’]t)\b))"
-)
-_BECAUSE = re.compile(
-    rf"(?:\bbecause(?:\s+of)?|'cause|’cause|\bso that|{_SINCE_CAUSE})\s+([^.;!?]{{3,}})", re.I
-)
-_CAUSER = re.compile(
-    r"^([^.;!?]{3,60}?)\s+(?:gave|made|got|inspired|pushed|motivated|led)\s+(?:me|us)\b", re.I
-)
-_CLEFT_END = re.compile(r"\s+(?:is|was|are|were)\s+(?:what|who)\s*$", re.I)
-_SO = re.compile(r"([^.;!?]{8,}?),?\s+so\s+(?!that\b|much\b|many\b|far\b)([^.;!?]{3,})", re.I)
-_PURPOSE = re.compile(
-    r"\b(?:wanted|want|wants|needed|need|needs|hoped|hope|hoping)\s+(to\s+[^.;!?,]{3,})", re.I
-)
-
-
-_NOMINATIVE = frozenset("i we he she they".split())
-
-
-def _subject_word(word: str) -> bool:
-    """Whether ``word`` is a pronoun only ever a subject, alone or with its verb ("I'm",
-    "we're"; not "it" or "you", which are objects too)."""
-    return re.split(r"['’]", word.lower())[0] in _NOMINATIVE
-
-
-def reason_given(text: str) -> str:
-    """The reason a causal connective or a verb of causing in ``text`` gives."""
-    found = _BECAUSE.search(text)
-    if found:
-        # A reason is a clause, to its comma (at most REASON_WORDS words).
-        clause = re.split(r",\s", found.group(1), maxsplit=1)[0]
-        words = clause.split()[:REASON_WORDS]
-        # A reason put first ends where the main clause's subject starts ("since I'm
-        # tired I'm staying in": "I'm tired").
-        end = next(
-            (n for n, w in enumerate(words) if n >= 2 and _subject_word(w)),
-            len(words),
-        )
-        return " ".join(trim_end(words[:end]))
-    found = _CAUSER.match(text)
-    if not found:
-        return ""
-    # "X is what inspired me": a pseudo-cleft equates X with the causer, so the causer is X
-    # alone, not "X is what".
-    causer = _CLEFT_END.sub("", found.group(1))
-    return " ".join(causer.split()[-PHRASE_WORDS:])
-
-
-# "Why did X <verb> …?": people give the purpose of a deed as an infinitive after the verb
-# that says the deed ("They signed it to show our friendship"): the deed's verb, at most a
-# short object, then "to" and a verb. Right after the verb, with no object between, "to"
-# opens the verb's own complement ("decided to run"), the deed and not its purpose; and
-# a verb of aspect or will in the question ("start blogging", "decide to run") leads to
-# the deed's verb, which is the one the purpose is said after. "To" before a determiner
-# or a pronoun is a preposition ("gave it to my mom"), which says where, not why.
-_WHY_VERB = re.compile(
-    r"^\s*[Ww]hy\s+(?:did|does|do|has|have|had|will|would|is|are|was|were)\s+"
-    r"[A-Z][\w-]*(?:['’]s(?:\s+[a-z][\w'’-]*){1,2}?)?"
-    r"(?:\s+(?:and|&)\s+[A-Z][\w-]*)?"
-    r"(?:\s+(?:start|begin|keep|try|decide|choose|want|need|plan)(?:\s+to)?)?"
-    r"\s+([a-z][\w'’-]*)\b"
-)
-_TO_NOT_A_VERB = SUBJECT_WORDS | frozenset(
-    "a an the my your his her its our their this that these those some any every each".split()
-)
-_PURPOSE_AFTER = re.compile(
-    r"((?:\s+[\w'’-]+){1,4}?)\s+(?:in\s+order\s+)?to\s+([a-z][\w'’-]*(?:\s+[^.;!?,]+)?)"
-)
-
-
-def purpose_of(question: str, text: str, by_asked: bool = True) -> str:
-    """Asked why someone did a deed (its verb after the subject: _WHY_VERB), the purpose
-    ``text`` says by "to <verb> …" right after that verb ("signed it to show our
-    friendship": "to show our friendship"), at most REASON_WORDS words; "" when the
-    question is of another shape or ``text`` says no such purpose. ``by_asked``: whether
-    ``text`` was said by the person the question names."""
-    asked = _WHY_VERB.match(question)
-    if not asked or asked.group(1).lower() in FUNCTION_WORDS:
-        return ""
-    verb = set(analyze(asked.group(1)))
-    said = split_caption(text)[0]
-    for found in re.finditer(r"[\w'’-]+", said):
-        if not verb or not same_stem(set(analyze(found.group(0))), verb):
-            continue
-        if re.search(
-            r"\b(?:a|an|the|my|your|his|her|its|our|their)\s+$", said[: found.start()], re.I
-        ):
-            continue  # after a determiner the word is a noun ("a sign of our friendship")
-        if not _deed_of_asked(said[: found.start()], by_asked):
-            continue
-        after = _PURPOSE_AFTER.match(said, found.end())
-        if not after or after.group(2).split()[0].lower() in _TO_NOT_A_VERB:
-            continue
-        # The purpose is a clause: it ends where another begins (a dash, "but", "so").
-        clause = CLAUSE_CUT.split(after.group(2), maxsplit=1)[0]
-        words = trim_end(f"to {clause}".split()[:REASON_WORDS])
-        if len(words) >= 2:
-            return " ".join(words)
-    return ""
-
-
-def _deed_of_asked(before: str, by_asked: bool) -> bool:
-    """Whether the deed whose verb follows ``before`` can be the asked person's, by the
-    pronoun that is its subject: in their own words they say "I" or "we", in another's
-    "you" is the listener, the asked person or not ("I love how you use it to tell your
-    stories", said by the person asked, is the listener's deed)."""
-    subject = re.search(r"([\w'’]+)\s+(?:[a-z]+ly\s+|just\s+|also\s+)?$", before)
-    word = subject.group(1).lower() if subject else ""
-    if word == "you":
-        return not by_asked
-    if word in ("i", "we"):
-        return by_asked
-    return True
-
-
-def _implied_reason(text: str, asked: set[str]) -> str:
-    """The reason ``text`` implies for what the question (its terms ``asked``) asks "why"
-    of: the clause before "so" when the one after says what was asked, else a purpose."""
-    found = _SO.search(text)
-    if found and set(analyze(found.group(2))) & asked:
-        # The clause itself, after what leads into it ("Besides that, my cousin …").
-        clause = found.group(1).rsplit(",", 1)
-        cause = clause[-1] if len(clause[-1].split()) >= 3 else found.group(1)
-        return " ".join(trim_end(cause.split()[-REASON_WORDS:]))
-    found = _PURPOSE.search(text)
-    if not found:
-        return ""
-    return " ".join(trim_end(found.group(1).split()[:REASON_WORDS]))
-
-
 # "What did X say about Y?", "What does X think of Y?": what is said of Y, which a sentence
 # says by a linking verb after Y ("Creating a special experience is the key to …").
 _SAY_ABOUT = re.compile(
@@ -614,218 +472,6 @@ def advice(question: str, text: str) -> str:
     return " ".join(words) if len(words) <= ADVICE_WORDS else ""
 
 
-# "How …?" asks for a manner or a state: the means a "by" phrase gives ("by reminding
-# myself of my progress"), or what a linking verb says its subject is ("The studio looks
-# amazing", "I felt tiny and in awe").
-_MEANS = re.compile(r"\bby\s+([a-z]+ing\b[^.;!?]*)", re.I)
-_LINKING = re.compile(
-    r"(?:\b(?:is|are|was|were|am|looks?|looked|seems?|seemed|feels?|felt|became|becomes)"
-    r"|['’](?:s|m|re))\s+(?:(?:so|really|very|super|pretty|quite|just|totally|all|such|still|always|also|even|now)\s+)*",
-    re.I,
-)
-
-
-# "How do you unwind?" — "Dancing helps me unwind.": what helps, lets or keeps someone do
-# the verb asked is the means, said as one ("by dancing") when it is an activity.
-_ENABLER = re.compile(
-    r"^(?:(?:and|but|so|plus|also)\s+)?([^.;:!?,]{3,40}?)\s+(?:helps?|helped|lets|let|allows?"
-    r"|allowed|keeps?|kept)\s+(?:me|us|him|her|them)\s+(?:to\s+)?([\w'’-]+)",
-    re.I,
-)
-
-
-def enabler(text: str, asked: set[str]) -> str:
-    """The means ``text`` gives for doing a verb of the question (its terms ``asked``):
-    the subject of "helps me <verb>", after "by" when it is an activity ("by dancing");
-    "" if it says none."""
-    found = _ENABLER.match(text.strip())
-    if not found or not set(analyze(found.group(2).replace("-", ""))) & asked:
-        return ""
-    subject = found.group(1)
-    if SUBJECT.match(subject) or subject.split()[0].lower().split("'")[0] in POINTERS:
-        return ""  # "It helps me relax": what helps is said before
-    first = subject.split()[0]
-    return f"by {subject[0].lower()}{subject[1:]}" if first.lower().endswith("ing") else subject
-
-
-def manner(text: str, asked: set[str]) -> str:
-    """What a "how" question asks of ``text``: the means its "by" phrase gives, else the
-    complement of its first linking verb that says something the question (its terms
-    ``asked``) does not; "" if neither."""
-    found = _MEANS.search(text)
-    if found:
-        # A means is a clause ("by reminding myself of my successes and progress"), as
-        # long as a reason, to its first comma.
-        words = trim_end(found.group(1).split(",")[0].split()[:REASON_WORDS])
-        if set(analyze(" ".join(words))) - asked:
-            return "by " + " ".join(words)
-    tokens = re.findall(r"[\w'’-]+|[^\w\s]", text)
-    for link in _LINKING.finditer(text):
-        at = len(re.findall(r"[\w'’-]+|[^\w\s]", text[: link.end()]))
-        while at < len(tokens) and tokens[at].lower() in PHRASE_EDGE:
-            at += 1
-        following = tokens[at + 1].lower() if at + 1 < len(tokens) else ""
-        if (
-            at < len(tokens)
-            and tokens[at].lower().endswith("ing")
-            and following in PREPOSITIONS | PHRASE_EDGE | SUBJECT_WORDS
-        ):
-            continue  # "I'm still searching for": what the subject does, not what it is
-        # A state is often said in words a phrase of content skips ("so happy", "amazing").
-        end = at
-        while end < len(tokens) and end - at < OBJECT_WORDS:
-            low = tokens[end].lower()
-            if (
-                not re.match(r"[\w'’-]+$", low)
-                or not re.search(r"\w", low)  # a dash alone parts clauses ("awesome - the story")
-                or low in CLAUSE_LINKS | PREPOSITIONS | SUBJECT_WORDS | WH_WORDS
-                or TIME_WORD.match(low)
-            ):
-                break
-            end += 1
-        words = tokens[at:end]
-        while words and words[-1].lower() in PHRASE_EDGE:
-            words = words[:-1]
-        if words and set(analyze(" ".join(words))) - asked:
-            return " ".join(words)
-    return ""
-
-
-# A feeling is said by the complement of "feel" ("I felt free and light", "it makes me feel
-# tiny", "dancing makes me so happy"): asked how someone feels or what something makes
-# them, that complement answers, to where its clause ends.
-ASKS_FEELING = re.compile(
-    r"\b(?:feel|feels|felt|feeling)\b(?!\s+(?:I|we|you|he|she|they|it|that)\b)"
-    r"|\bmakes?\s+(?:him|her|them)\s*\??\s*$",
-    re.I,
-)
-_FEELING_DEGREE = (
-    r"(?:(?:so|really|very|super|pretty|quite|just|truly|totally|a\s+bit|kind\s+of)\s+)*"
-)
-_FELT = re.compile(
-    rf"\b(?:(?:feel|feels|felt|feeling)|(?:make|makes|made|making)\s+(?:me|us|him|her|them)"
-    rf"(?:\s+feel)?)\s+{_FEELING_DEGREE}([^.;:!?,()\[\]]+)",
-    re.I,
-)
-_FEELING_ENDS = frozenset(
-    "when while because since as if but so after before knowing seeing that about".split()
-)
-FEELING_WORDS = 8
-_LEADS_ON = frozenset("and or the a an my our your his her their".split())
-
-
-# A feeling is also said as what something did to someone: "Their words touched me" says
-# the speaker felt touched; the participle of such a verb names the feeling. The object
-# ends its clause ("moved us to a new town" is a move, no feeling).
-_STIRRED = re.compile(
-    r"\b(touched|moved|inspired|humbled|amazed|surprised|scared|frightened|worried|excited"
-    r"|thrilled|overwhelmed|upset|hurt)\s+(?:me|us)(?=\s*(?:[.,;:!?]|$|\s+(?:so|deeply|"
-    r"a\s+lot|and|but)\b))",
-    re.I,
-)
-
-
-# Or as the speaker's regard for someone: "I really respect you for that" says how they
-# feel about the one they speak to, to the end of its clause.
-_REGARD = re.compile(
-    r"\b(?:I|we)\s+(?:(?:really|truly|so|just|also|totally|do)\s+)*"
-    r"((?:respect|admire|appreciate|value)\s+(?:you|him|her|them)\b[^.;:!?,]*)",
-    re.I,
-)
-
-
-def regard(text: str) -> str:
-    """The regard ``text``'s speaker says they hold someone in ("I really respect you for
-    that": "respect you for that"), at most FEELING_WORDS words; "" if none."""
-    found = _REGARD.search(text)
-    words = found.group(1).split()[:FEELING_WORDS] if found else []
-    while words and words[-1].lower() in PREPOSITIONS | _LEADS_ON:
-        words = words[:-1]  # cut at the cap, a phrase does not end leading on
-    return " ".join(words)
-
-
-def stirred(text: str) -> str:
-    """The feeling ``text`` says something stirred in its speaker ("Their words touched
-    me": "touched"); "" if none."""
-    found = _STIRRED.search(text)
-    return found.group(1).lower() if found else ""
-
-
-def felt(text: str) -> str:
-    """The feeling ``text`` says its subject has: the complement of its first "feel" (or
-    of "makes me"), without the degree words before it, to its clause's end; "" if none."""
-    for found in _FELT.finditer(text):
-        words = found.group(1).split()
-        end = next(
-            (n for n, w in enumerate(words) if n and w.lower() in _FEELING_ENDS),
-            len(words),
-        )
-        words = words[: min(end, FEELING_WORDS)]
-        # Feelings are said in words a phrase of content drops ("so happy"): only the
-        # function words that lead on are trimmed.
-        while words and words[-1].lower() in PREPOSITIONS | _LEADS_ON:
-            words = words[:-1]
-        # "I feel I should go": a clause of its own, no feeling.
-        if words and not SUBJECT.match(words[0]):
-            return " ".join(words)
-    return ""
-
-
-# "How does Gina describe the studio?", "How was the trip?", "How is the store doing?": the
-# thing asked to be described is the subject of the answer's linking verb ("The studio
-# looks amazing", "Our team bond is awesome"), said by its head noun.
-_ASKS_DESCRIBED = re.compile(
-    r"^\s*how\s+(?:(?:do|does|did|would|will)\s+.+?\s+describe|is|was|are|were)\s+(.+?)"
-    r"(?:\s+(?:doing|going|coming\s+along))?\s*\??\s*$",
-    re.I,
-)
-# Where the described noun phrase ends: a preposition, a relative or a new clause's subject
-# (a pronoun or a name: "the boat Tomas built").
-_DESCRIBED_END = frozenset(
-    "that which who where when he she they i we you it through during after before over".split()
-)
-DESCRIBED_SENTENCES = 5
-
-
-def described_head(question: str) -> str:
-    """The head noun of what a "how … describe N" or "how is N" question asks to be
-    described ("the camping trip with Max": "trip"); "" for another question."""
-    found = _ASKS_DESCRIBED.match(question)
-    if not found:
-        return ""
-    phrase: list[str] = []
-    for word in re.findall(r"[\w'’-]+", found.group(1)):
-        if phrase and (word.lower() in PREPOSITIONS | _DESCRIBED_END or word[0].isupper()):
-            break
-        phrase.append(word)
-    head = phrase[-1] if phrase else ""
-    if not head or head.lower() in STOP or head[0].isupper() or head.endswith(("'s", "’s")):
-        return ""  # a person ("How is Gina?") or a name, no thing described
-    return head
-
-
-def described_state(r: Ranking, question: str) -> Extracted | None:
-    """Asked to describe a thing (``described_head``), what a linking verb right after its
-    head noun says it is in one of the best sentences; None when none says so."""
-    head = described_head(question)
-    if not head:
-        return None
-    said_of = re.compile(
-        rf"\b{re.escape(head)}s?(?:\s+(?=(?:is|are|was|were|looks?|looked|seems?|seemed"
-        rf"|felt|feels?)\b)|(?=['’]s\b))",
-        re.I,
-    )
-    asked = r.weigher.terms | r.weigher.names
-    for s in r.near(DESCRIBED_SENTENCES):
-        found = said_of.search(s.claim)
-        if found:
-            # The state is said in the noun's own clause, not in one after it.
-            state = manner(CLAUSE_CUT.split(s.claim[found.start() :], maxsplit=1)[0], asked)
-            if state:
-                return state, [s]
-    return None
-
-
 def thing(r: Ranking) -> Extracted:
     """What a "what" question asks: the noun phrase of the kind asked (an activity: the
     verb's object, or a verb's -ing form), the reason asked "why", the object the
@@ -875,7 +521,7 @@ def thing(r: Ranking) -> Extracted:
     picture = _picture_shown(r, question, noun)
     if picture:
         return picture
-    which = _named_which(r, question)
+    which = named_which(r, question)
     if which:
         return which
     if noun:
@@ -946,7 +592,7 @@ def thing(r: Ranking) -> Extracted:
                 return reason, [s]
         # A reason only implied is taken from the best sentence alone.
         best = r.best()
-        reason = _implied_reason(best.claim, r.weigher.terms - r.weigher.names)
+        reason = implied_reason(best.claim, r.weigher.terms - r.weigher.names)
         if reason:
             return reason, [best]
         for s in r.near():
@@ -1046,189 +692,6 @@ _ASKED_WORD = re.compile(
 _FIELD_WORDS = 2 * REASON_WORDS
 # A sentence that opens with a label of a few words and a colon.
 _LABEL = re.compile(r"^([A-Za-z][\w-]*(?:\s+[\w-]+){0,2}):\s+(.+)$")
-
-
-def _named_which(r: Ranking, question: str) -> Extracted | None:
-    """Asked "which N …?", the name a sentence near the best gives as N ("we're using
-    Halyard Talent as the recruiter"), or, asked "which N <verb> …?", the name said as that
-    verb's subject ("Inverlochy Boat Company signed a letter of intent"), of the subjects
-    the one whose clause says most of the question; or, asked "which N is/was …?", the name
-    the best sentence says is what the question says ("Skerrick Island Ferries will be our
-    first pilot customer", without the noun "company"). A name is what "which" asks for."""
-    exclude = r.weigher.names | r.speakers
-    if _WHICH.match(question) and asked_noun(question):
-        best = r.best()
-        name = named_as(best.claim, r.weigher.terms, exclude)
-        if name:
-            return name, [best]
-    asked = _WHICH_NOUN.match(question)
-    if not asked:
-        return None
-    noun, after = asked.group(1), asked.group(2)
-    verb = set() if after.lower() in _AUXILIARIES else set(analyze(after))
-    for s in r.near():
-        text = s.claim or s.text
-        as_noun = re.search(
-            rf"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s+as\s+(?:the|our|their|its|a|an)\s+"
-            rf"(?:[\w'’-]+\s+){{0,2}}?{re.escape(noun)}\b",
-            text,
-        )
-        if as_noun and not set(analyze(as_noun.group(1))) & exclude:
-            return as_noun.group(1), [s]
-        if not verb:
-            continue
-        subjects = [
-            m
-            for m in re.finditer(r"\b([A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)*)\s+([a-z]+)\b", text)
-            if set(analyze(m.group(2))) & verb
-            and m.group(1).split()[0] not in NOT_NAMES
-            and not set(analyze(m.group(1))) & exclude
-        ]
-        if subjects:
-            return max(subjects, key=lambda m: _clause_says(r, m.string[m.end() :])).group(1), [s]
-    return None
-
-
-# A name: capitalised words (joined by "of", "the", "and"), or a title in quotes.
-_NAME = re.compile(
-    r"\"([^\"]{2,60})\"|“([^”]{2,60})”"
-    r"|\b([A-Z][\w'’-]*(?:\s+(?:(?:of|the|and)\s+)?[A-Z][\w'’-]*)*)"
-)
-# A verb's -ing form, which may open a sentence ("Learning German has been tough").
-_GERUND = re.compile(r"[A-Z][a-z]{2,}ing")
-# How many sentences of the speaker's next turn are read for the name.
-NEXT_TURN_SENTENCES = 2
-
-
-def unspecific(phrase: str, noun: str, asked: set[str]) -> bool:
-    """Whether ``phrase`` (ending in ``noun``) says only that there is a ``noun``, or how
-    many ("a new team", "a few movies"), not which one: its other words are UNSPECIFIC or
-    the question's own terms ``asked`` ("different fantasy novels", asked which fantasy
-    novels). Asked "which N", such a phrase repeats the question's noun, and the speaker
-    names the one they mean next (``named_next``)."""
-    words = phrase.lower().split()
-    stems = set(analyze(noun))
-    return (
-        bool(words)
-        and set(analyze(words[-1])) == stems
-        and all(w in UNSPECIFIC or set(analyze(w)) <= asked for w in words[:-1])
-    )
-
-
-def told_name(text: str, exclude: set[str], asked: set[str]) -> str:
-    """The first name or title in quotes ``text`` says (its words before a picture), none
-    of whose words is one of ``exclude`` (the speakers, the question's names) and which says
-    more than the question's terms ``asked``; a capitalised word opening the sentence is read
-    as a name only with other capitalised words after it ("Harry Potter", not "Thanks")."""
-    words, _scene = split_caption(text)
-    for found in _NAME.finditer(words):
-        name = found.group(1) or found.group(2) or found.group(3)
-        parts = name.split()
-        if found.group(3):
-            opens = not words[: found.start()].strip(" \"“'‘-")
-            if opens and _GERUND.fullmatch(parts[0]):
-                parts = parts[1:]  # "Learning German …": a verb opens the sentence
-            while parts and parts[0] in NOT_NAMES:
-                parts = parts[1:]  # "The Minnesota Wolves": the name after its article
-            if not parts or (opens and len(parts) == 1 and parts[0] == name.split()[0]):
-                continue  # "Thanks!": any word opening a sentence is capitalised
-            name = " ".join(parts)
-        stems = set(analyze(name))
-        if not stems or stems & exclude or stems <= asked:
-            continue
-        return name
-    return ""
-
-
-def named_next(r: Ranking, s: Said, phrase: str, noun: str) -> Extracted | None:
-    """Asked which ``noun``, the name ``s``'s speaker gives next to the ``phrase`` that
-    says only that there is one ("I just signed with a new team" … "The Minnesota Wolves!",
-    "we watch a few movies. We love "Home Alone""): people say "a new N" and name it in the
-    rest of their turn, or in their next turn, when the listener asks which. None when
-    ``phrase`` says which, or no name follows."""
-    exclude = r.weigher.names | r.speakers
-    asked = r.weigher.terms | r.weigher.names
-    if not unspecific(phrase, noun, asked) or s not in r.all:
-        return None
-    turn, turns, taken = (s.start, s.end), 0, 0
-    for other in r.all[r.all.index(s) + 1 :]:
-        if other.item is not s.item:
-            break
-        if (other.start, other.end) != turn:
-            turn, turns = (other.start, other.end), turns + 1
-            taken = 0
-        if turns > 2:
-            break
-        if other.speaker != s.speaker:
-            continue
-        if turns:
-            taken += 1
-            if taken > NEXT_TURN_SENTENCES:
-                continue
-        name = told_name(other.claim or other.text, exclude, asked)
-        if name:
-            return name, [s, other]
-    return None
-
-
-def bare_noun(text: str, noun: str) -> str:
-    """The phrase of ``text`` that is the ``noun`` with only a determiner before it ("a
-    theme", "this game"), which noun_phrase passes over as saying nothing the question does
-    not; "" if ``text`` says the noun no such way."""
-    stems = set(analyze(noun))
-    words = re.findall(r"[\w'’-]+|[^\w\s]", text)
-    for n, word in enumerate(words):
-        if n and words[n - 1].lower() in _BARE_DETERMINERS and set(analyze(word)) == stems:
-            return f"{words[n - 1]} {word}"
-    return ""
-
-
-# The determiners that say there is a thing, not which ("a theme", "this game").
-_BARE_DETERMINERS = frozenset("a an this that one another some".split())
-
-
-def named_after_bare(r: Ranking, s: Said, noun: str) -> Extracted | None:
-    """Asked which ``noun``, the name the speaker of ``s`` gives next when ``s`` says the
-    noun with a determiner alone ("my favorite one to jam to is a theme from a movie I
-    really enjoy" … asked about that film, ""Harry Potter and the Philosopher's Stone" is
-    special to me"): it says that there is one, and people name it next, as after "a new
-    team" (see named_next)."""
-    bare = bare_noun(s.claim, noun)
-    return named_next(r, s, bare, noun) if bare else None
-
-
-def named_near(r: Ranking, phrase: str, noun: str) -> Extracted | None:
-    """Asked which ``noun``, when the ``phrase`` found says only that there is one, the
-    first name a sentence near the best says ("Learning German has been tough" beside
-    "Learning another language is tough"); None when none does."""
-    exclude = r.weigher.names | r.speakers
-    asked = r.weigher.terms | r.weigher.names
-    if not unspecific(phrase, noun, asked):
-        return None
-    for s in r.near():
-        name = told_name(s.claim or s.text, exclude, asked)
-        if name:
-            return name, [s]
-    return None
-
-
-def _clause_says(r: Ranking, after: str) -> int:
-    """How many of the question's words the clause ``after`` a subject and its verb says."""
-    clause = re.split(r"[;.]", after, maxsplit=1)[0]
-    return len(set(analyze(clause)) & r.weigher.terms)
-
-
-# "Which recruiter did …", "Which company signed …": the noun asked and the word after it.
-_WHICH_NOUN = re.compile(r"^\s*[Ww]hich\s+([a-z][\w-]*)\s+([a-z][\w'’-]*)\b")
-_AUXILIARIES = frozenset(
-    "is are was were do does did has have had will would can could should shall may might "
-    "must be been".split()
-)
-
-
-_WHICH = re.compile(
-    r"^\s*(?:[Ww]hich|[Ww]hat)\s+[a-z][\w'’-]*\s+(?:is|was|were|are|will|has|had)\b"
-)
 
 
 # "What kind of pot did X make?" asks about the verb as "What pot did X make?" does.

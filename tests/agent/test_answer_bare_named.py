@@ -1,6 +1,6 @@
 """Asked "which N", a sentence that says the N with a determiner alone ("a theme from a
 movie", "this spot") says that there is one, not which: the name its speaker gives next,
-when the listener asks, answers (kbmem.research.what.named_after_bare); synthetic turns
+when the listener asks, answers (kbmem.research.which.named_after_bare); synthetic turns
 through the real direct answer."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.what import bare_noun
+from kbmem.research.which import bare_noun
 
 
 def test_a_bare_noun_is_the_noun_with_a_determiner_alone() -> None:

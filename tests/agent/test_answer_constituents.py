@@ -17,10 +17,10 @@ from kbmem.research.what import (
     equated,
     equated_noun,
     passive_agent,
-    reason_given,
     said_about,
     superlative,
 )
+from kbmem.research.why import reason_given
 
 
 @pytest.mark.parametrize(

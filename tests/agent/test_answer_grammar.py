@@ -17,7 +17,7 @@ from kbmem.agent.session import ChatSession
 from kbmem.memorize.template import init_kb
 from kbmem.research.direct import direct_answer
 from kbmem.research.grammar import asked_noun, untimed
-from kbmem.research.what import manner
+from kbmem.research.how import manner
 
 
 def _line(answer: str) -> str:

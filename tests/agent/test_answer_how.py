@@ -8,7 +8,8 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.what import described_head, effect_on, manner, regard, stirred
+from kbmem.research.how import described_head, manner, regard, stirred
+from kbmem.research.what import effect_on
 
 
 @pytest.mark.parametrize(

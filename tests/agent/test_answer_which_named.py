@@ -1,6 +1,6 @@
 """Asked "which N" (or "what N"), a phrase that says only that there is an N ("a new
 team", "a few movies", "another language") does not say which: the name its speaker gives
-next, or a name a sentence near the best says, answers (kbmem.research.what.named_next,
+next, or a name a sentence near the best says, answers (kbmem.research.which.named_next,
 named_near); synthetic turns through the real direct answer."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from helpers.evidence import turns_item
 from kbmem.research.direct import direct_answer
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import read_sentences
-from kbmem.research.what import told_name, unspecific
 from kbmem.research.where import place
+from kbmem.research.which import told_name, unspecific
 
 
 def test_a_phrase_of_determiners_and_the_questions_words_says_no_which() -> None:

@@ -8,7 +8,8 @@ import pytest
 from helpers.evidence import turns_item
 
 from kbmem.research.direct import direct_answer
-from kbmem.research.what import ASKS_FEELING, enabler, felt, manner, purpose_of, reason_given
+from kbmem.research.how import ASKS_FEELING, enabler, felt, manner
+from kbmem.research.why import purpose_of, reason_given
 
 
 @pytest.mark.parametrize(
