@@ -19,6 +19,7 @@ COUNTRY = "country"
 STATE = "state"
 CONTINENT = "continent"
 KINDS = frozenset({CITY, COUNTRY, STATE, CONTINENT})
+PLURAL_KINDS = {"cities": CITY, "countries": COUNTRY, "states": STATE, "continents": CONTINENT}
 # A city's name is read as one place when the most populous city of that name is this many
 # times as populous as any city of the same name elsewhere ("Paris" is the French one; the
 # Portlands of Oregon and Maine are under ten times apart, and stay unresolved).
@@ -119,9 +120,18 @@ def _cities(name: str) -> list[_City]:
     return g.cities.get(key) or g.other_names.get(key) or []
 
 
+def _is_proper(name: str) -> bool:
+    """Whether ``name`` is said as a proper name: each of its words capitalised, but for
+    the function words inside names ("the UK", "Isle of Man")."""
+    words = name.split()
+    return bool(words) and all(w[:1].isupper() or w in ("the", "of", "de", "la") for w in words)
+
+
 def kind_of(name: str) -> set[str]:
     """The kinds of place ``name`` names ("Georgia": a country and a US state; "Seattle": a
     city); empty when the gazetteer does not know it."""
+    if not _is_proper(name):
+        return set()  # "a new city" is no name ("New City", New York, is)
     g = gazetteer()
     key = _key(name)
     kinds = set()

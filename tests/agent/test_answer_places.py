@@ -68,3 +68,20 @@ def test_a_place_the_gazetteer_does_not_know_is_kept() -> None:
     )
     answer = direct_answer("Which city was Ilse visiting with her sister last week?", [item])
     assert answer.line.startswith("Woodmere Hollow"), answer.line
+
+
+def test_asked_which_cities_a_phrase_naming_no_city_is_no_member_once_a_city_is() -> None:
+    item = turns_item(
+        "s1",
+        "2023-11-20T09:00:00",
+        (
+            "Ilse",
+            "By the way, I love discovering new cities - check out this pic from my trips "
+            "to Seattle!",
+        ),
+        ("Ilse", "We're planning a team trip next month to explore a new city."),
+        ("Ilse", "Lisbon is a must-visit city!"),
+    )
+    answer = direct_answer("Which US cities does Ilse mention visiting?", [item])
+    assert "city" not in answer.line.replace("(weak evidence)", ""), answer.line
+    assert "Seattle" in answer.line, answer.line
