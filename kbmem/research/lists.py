@@ -31,6 +31,7 @@ from kbmem.research.phrases import (
     object_after,
     same_stem,
 )
+from kbmem.research.places import PLURAL_KINDS, kind_of
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP, asks, points_back
 from kbmem.research.spans import (
@@ -109,6 +110,7 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
     # (names and other members alike are members).
     best_level = min(max((level for _s, _item, level in candidates), default=0), MEMBER)
     candidates = [c for c in candidates if c[2] >= best_level]
+    candidates = _of_place_kind_asked(r, candidates)
     noun = stem_set(asked_noun(untimed(r.question)))
     if noun and any(_ends_in(item, noun) for _s, item, _level in candidates):
         # Members named with the noun asked ("the dog shelter" for "what shelters"): a
@@ -134,6 +136,23 @@ def list_items(r: Ranking, per_session: bool = False) -> tuple[list[str], list[S
         if len(items) == MAX_ITEMS:
             break
     return items, sources
+
+
+def _of_place_kind_asked(
+    r: Ranking, candidates: list[tuple[Said, str, int]]
+) -> list[tuple[Said, str, int]]:
+    """Asked "which cities/countries/states", once an item is a name the gazetteer knows as
+    a place of that kind, an item that names none ("must-visit city", which says only that
+    there is one) or names a place of another kind is no member: the question names the
+    kind of its members. A name the gazetteer does not know (a small town) stays."""
+    kind = PLURAL_KINDS.get(asked_noun(untimed(r.question)).lower(), "")
+    if not kind or not any(kind in kind_of(item) for _s, item, _level in candidates):
+        return candidates
+    return [
+        (s, item, level)
+        for s, item, level in candidates
+        if kind in kind_of(item) or (re.search(r"\b[A-Z]", item) and not kind_of(item))
+    ]
 
 
 def _without_unnamed_members(

@@ -13,6 +13,7 @@ from kbmem.research.extract import Extracted, gathered, named_elsewhere
 from kbmem.research.grammar import asked_noun
 from kbmem.research.joint import shared_item, shared_named
 from kbmem.research.phrases import NOT_NAMES
+from kbmem.research.places import KINDS, kind_of, names_of_kind, region_of
 from kbmem.research.ranking import Ranking
 from kbmem.research.said import STOP
 from kbmem.research.spans import CALENDAR, PLACE, WHERE_CLAUSE, is_novel, stem_set
@@ -32,7 +33,36 @@ _APPOSITION = re.compile(r"\s*,\s*([A-Z][\w'’-]+(?:\s+[A-Z][\w'’-]+)*)\s*(?:
 
 def place(r: Ranking) -> Extracted:
     """A place the best sentence reaches through what happens there, else one a sentence
-    near the best names, else one said with a determiner ("in the mountains")."""
+    near the best names, else one said with a determiner ("in the mountains"); of the kind
+    of place the question names, when it names one (``_of_asked_kind``)."""
+    line, sources = _place(r)
+    return _of_asked_kind(r, line, sources)
+
+
+def _of_asked_kind(r: Ranking, line: str, sources: list[Said]) -> Extracted:
+    """Asked "which city/country/state/continent", ``line`` when the gazetteer does not know
+    it or knows it as the kind asked; a place named by a known name of another kind (or
+    none) gives way to a name of the asked kind a sentence near the best says, else to the
+    region the named city lies in, with the city memory said in brackets ("Indiana (Fort
+    Wayne)"). The question names the kind it asks for, and the region a city lies in is a
+    fact about the city, not an invention."""
+    kind = asked_noun(r.question).lower()
+    if kind not in KINDS:
+        return line, sources
+    known = kind_of(line) if line else set()
+    if line and (not known or kind in known):
+        return line, sources
+    exclude = r.weigher.names | r.weigher.terms
+    for s in r.near():
+        for name in names_of_kind(s.claim or s.text, kind):
+            if not set(analyze(name)) <= exclude:
+                return name, [s]
+    region = region_of(line, kind) if line else None
+    return (f"{region} ({line})", sources) if region else (line, sources)
+
+
+def _place(r: Ranking) -> Extracted:
+    """``place`` before the kind asked is checked."""
     shared = shared_named(r, lambda s: _places(r, s)) or shared_item(r, lambda s: _places(r, s))
     if shared:
         return shared  # "Which city have both Ilse and Tomas visited?"
