@@ -3,6 +3,7 @@ as windows that pick out the sessions held then."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -429,10 +430,14 @@ def said_dates(text: str, said_on: date | None, before: str = "") -> list[SaidDa
         first, last = _month_span(int(m.group(2)) * 12 + _month(m.group(1)) - 1)
         add(m, (f"{first:%B} {first.year}", False, first, last))
     if said_on is not None:
+        # A time told relative to a day at the calendar's edge (a stamp of year 1 or 9999)
+        # may fall off the calendar: it names no day that can be written, so it is left out.
         for m in _RELATIVE.finditer(text):
-            add(m, _relative(m, said_on))
+            with contextlib.suppress(OverflowError, ValueError):
+                add(m, _relative(m, said_on))
         for m in _MONTH_RELATIVE.finditer(text):
-            add(m, _relative_month(m.group(1), MONTHS[m.group(2).lower()], said_on))
+            with contextlib.suppress(OverflowError, ValueError):
+                add(m, _relative_month(m.group(1), MONTHS[m.group(2).lower()], said_on))
     for m in _YEAR.finditer(lower):
         year = int(m.group(1))
         add(m, (m.group(1), False, date(year, 1, 1), date(year, 12, 31)))

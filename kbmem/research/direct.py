@@ -101,7 +101,25 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
         firm = False
     if not line:
         return DirectAnswer(NOTHING, [], False, kind, ranked)
+    line = bounded(line)
     return DirectAnswer(line if firm else f"{line} {WEAK}", sources, firm, kind, ranked)
+
+
+# The most characters the line holds before its weak tag: it opens the reply as one short
+# line, and the quotes under it give the sentences whole.
+LINE_CHARS = 200
+
+
+def bounded(line: str) -> str:
+    """``line`` cut to LINE_CHARS at the last word that fits, "…" marking the cut: a reason
+    or phrase taken from a very long sentence (a pasted text, a turn with no full stop)
+    would otherwise make the line the whole sentence. A single word longer than that is cut
+    where the bound falls."""
+    if len(line) <= LINE_CHARS:
+        return line
+    head = line[: LINE_CHARS - 1]
+    cut = head.rsplit(" ", 1)[0] if " " in head.strip() else head
+    return cut.rstrip(" ,;:") + "…"
 
 
 # A quantifying determiner that opens a noun phrase ("another movie script", "a few bits"):
