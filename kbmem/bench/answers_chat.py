@@ -7,7 +7,9 @@ with ``--engine llm``, the LLM agent. The whole answer, as ``kbmem chat --no-tui
 and its first line are each scored by token F1 and BLEU-1 (``kbmem.bench.answers``) and by
 answer recall: the share of the gold answer's normalised tokens that the answer holds. The
 baseline, in the same run, hands the user the single best BM25 turn. ``--limit`` and
-``--conversations`` make a quick run possible."""
+``--conversations`` make a quick run possible. Each first line is also checked against what
+its turn read (``kbmem.research.fidelity``): the run reports the share of first lines holding
+a word that nothing read gives, for either engine."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from typing import Any
 from kbmem.agent.context import TurnContext
 from kbmem.agent.llm_agent import LLMAgent
 from kbmem.agent.offline import OfflineAgent
+from kbmem.agent.provenance import resolve_item
 from kbmem.agent.tools import AgentTools
 from kbmem.bench.answers import bleu1, normalize, token_f1
 from kbmem.bench.locomo import (
@@ -31,6 +34,7 @@ from kbmem.bench.locomo import (
 )
 from kbmem.errors import ValidationError
 from kbmem.llm.client import LLMConfig
+from kbmem.research.fidelity import unfounded_words
 from kbmem.research.researcher import Researcher
 from kbmem.research.toolkit import Toolkit
 from kbmem.store.repository import KnowledgeBase
@@ -92,9 +96,11 @@ def chosen_files(data_dir: Path, conversations: str | None) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
-def ask(agent: OfflineAgent | LLMAgent, tools: AgentTools, tenant: str, question: str) -> str:
-    """``question`` in a fresh chat of one turn: the answer the agent gives, never journaled
-    or committed."""
+def ask(
+    agent: OfflineAgent | LLMAgent, tools: AgentTools, tenant: str, question: str
+) -> TurnContext:
+    """``question`` in a fresh chat of one turn, never journaled or committed: its context,
+    with the answer the agent gave and the intervals it read."""
     ctx = TurnContext(
         chat_id="bench-answers",
         turn=1,
@@ -106,7 +112,13 @@ def ask(agent: OfflineAgent | LLMAgent, tools: AgentTools, tenant: str, question
         cancel_event=threading.Event(),
     )
     agent.run(ctx)
-    return ctx.answer
+    return ctx
+
+
+def read_texts(kb: KnowledgeBase, ctx: TurnContext) -> list[str]:
+    """The lines of every interval the turn read, as they were at the commit it read them
+    from (the provenance an audit resolves)."""
+    return [resolve_item(kb, ctx.tenant, item).text for item in ctx.context]
 
 
 def _scores(prediction: str, gold: str) -> dict[str, float]:
@@ -157,7 +169,9 @@ def _run(
         tools = AgentTools(kb, questions[0].tenant, researcher)
         try:
             for q in questions:
-                said = ask(agent, tools, q.tenant, q.text)
+                ctx = ask(agent, tools, q.tenant, q.text)
+                said = ctx.answer
+                unfounded = unfounded_words(first_line(said), read_texts(kb, ctx))
                 hits = toolkit.bm25(q.text, 1)
                 baseline = hits[0].excerpt if hits else ""
                 row = {
@@ -168,6 +182,7 @@ def _run(
                     "answer.tokens": float(count_tokens(said)),
                     "bm25_turn.f1": token_f1(baseline, q.answer),
                     "bm25_turn.recall": answer_recall(baseline, q.answer),
+                    "first_line.unfounded": float(bool(unfounded)),
                 }
                 rows.append(
                     {
@@ -176,6 +191,7 @@ def _run(
                         "question": q.text,
                         "gold": q.answer,
                         "answer": said,
+                        "first_line.unfounded_words": unfounded,
                         **row,
                     }
                 )
@@ -209,6 +225,8 @@ def _report(totals: dict[str, dict[str, float]], engine: str) -> dict[str, Any]:
         "engine": engine,
         **overall,
         "categories": {g: block(g) for g in sorted(totals) if g != "overall"},
+        # The share of first lines holding a word nothing the turn read gives.
+        "fidelity": {"first_line_unfounded": round(t["first_line.unfounded"] / n, 4)},
         "baselines": {
             "bm25_turn": {
                 "f1": round(t["bm25_turn.f1"] / n, 4),
@@ -232,4 +250,6 @@ def render(result: dict[str, Any]) -> str:
         )
     b = result["baselines"]["bm25_turn"]
     lines.append(f"baseline: best BM25 turn F1 {b['f1']:.3f}, recall {b['recall']:.3f}")
+    unfounded = result["fidelity"]["first_line_unfounded"]
+    lines.append(f"first lines holding a word nothing read gives: {unfounded:.1%}")
     return "\n".join(lines)

@@ -17,8 +17,8 @@ _KIN = re.compile(
     re.I,
 )
 # The words people speak with, as they are written of a person ("mom": "mother").
-_WRITTEN = {"mom": "mother", "mum": "mother", "dad": "father", "auntie": "aunt"}
-_WRITTEN |= {"grandma": "grandmother", "grandpa": "grandfather"}
+WRITTEN = {"mom": "mother", "mum": "mother", "dad": "father", "auntie": "aunt"}
+WRITTEN |= {"grandma": "grandmother", "grandpa": "grandfather"}
 
 
 def kin(text: str, speaker: str) -> tuple[str, str]:
@@ -29,5 +29,5 @@ def kin(text: str, speaker: str) -> tuple[str, str]:
     if not found:
         return "", ""
     whose = f"{speaker.split()[0]}'s" if speaker else found.group(1).lower()
-    words = [_WRITTEN.get(w.lower(), w.lower()) for w in found.group(2).split()]
+    words = [WRITTEN.get(w.lower(), w.lower()) for w in found.group(2).split()]
     return whose, " ".join(words)

@@ -3,7 +3,7 @@ evidence and questions it has never seen: generated sessions of turns (names, pl
 numbers, dates and relative dates, quotes, odd unicode, very long and empty turns) and
 questions of every kind the answer types know. The line never raises, is one short line,
 renders as written once escaped for the chat, and holds only words of the evidence or of
-its own fixed forms (tests.helpers.fidelity)."""
+its own fixed forms (kbmem.research.fidelity)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from kbmem.agent.offline import markdown_literal
 from kbmem.research.direct import direct_answer
+from kbmem.research.fidelity import evidence_texts, unfounded_words
 from kbmem.research.types import EvidenceItem
 from tests.helpers.evidence import turns_item
-from tests.helpers.fidelity import unfounded_words
 
 NAMES = ["Maria", "John", "Zoë", "Nate", "Joanna", "Li Wei"]
 PLACES = ["Paris", "Boston", "the lake", "São Paulo", "my mom's house"]
@@ -68,6 +68,7 @@ questions = st.one_of(
                 "Who did",
                 "Where did",
                 "Which city did",
+                "What state did",
                 "Did",
                 "Would",
                 "Why did",
@@ -97,7 +98,7 @@ def _check(question: str, evidence: list[EvidenceItem]) -> None:
     # Escaped for the chat, the line renders as its words: no markup character stays bare.
     for mark in "`*_[]<>|#~":
         assert all(shown[i - 1] == "\\" for i, c in enumerate(shown) if c == mark)
-    assert unfounded_words(line, evidence) == [], (question, line)
+    assert unfounded_words(line, evidence_texts(evidence)) == [], (question, line)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -111,8 +112,8 @@ def test_direct_answer_is_extracted_from_generated_evidence(
 def test_kin_written_form_is_founded_on_the_word_spoken() -> None:
     """ "Maria's mother" stands on "my mom", said by Maria."""
     evidence = [turns_item("s1", "2023-05-03T19:00:00", ("Maria", "My mom and I made dinner."))]
-    assert unfounded_words("Maria's mother", evidence) == []
-    assert unfounded_words("Maria's uncle", evidence) == ["uncle"]
+    assert unfounded_words("Maria's mother", evidence_texts(evidence)) == []
+    assert unfounded_words("Maria's uncle", evidence_texts(evidence)) == ["uncle"]
 
 
 def test_relative_time_said_at_the_calendars_edge_is_left_out() -> None:
@@ -132,3 +133,12 @@ def test_line_from_a_very_long_sentence_is_one_short_line() -> None:
     evidence = [turns_item("s1", "2023-05-03T13:56:00", ("Maria", turn))]
     line = direct_answer("Did Maria go to Paris?", evidence).line
     assert len(line) <= LONGEST and line.startswith("Yes")
+
+
+def test_region_of_a_named_city_is_founded_on_the_city() -> None:
+    """ "Indiana (Fort Wayne)" stands on "Fort Wayne": the gazetteer puts it in Indiana, and
+    in no other state."""
+    texts = ["Joanna: I went hiking near Fort Wayne last summer."]
+    assert unfounded_words("Indiana (Fort Wayne)", texts) == []
+    assert unfounded_words("Ohio (Fort Wayne)", texts) == ["ohio"]
+    assert unfounded_words("Indiana (Gary)", texts) == ["indiana", "gary"]

@@ -130,3 +130,28 @@ def test_bench_answers_on_one_conversation(tmp_path):
     assert commit_count(keep / "kb") == commits
     assert again["first_line"] == result["first_line"]  # deterministic, and nothing learnt
     assert "first F1/BLEU/rec" in answers_chat.render(result)
+    # The offline answer's first lines hold only words its turns read.
+    assert result["fidelity"] == {"first_line_unfounded": 0.0}
+    assert "nothing read gives: 0.0%" in answers_chat.render(result)
+    # What a turn read is resolved from the knowledge base: the lines the answer stands on,
+    # against which a word of no interval read is found out.
+    from kbmem.agent.offline import OfflineAgent
+    from kbmem.agent.tools import AgentTools
+    from kbmem.bench.locomo import locomo_kb
+    from kbmem.research.fidelity import unfounded_words
+    from kbmem.research.toolkit import Toolkit
+
+    with locomo_kb(data, keep) as built:
+        tenant = "conv-26"
+        researcher = Researcher(built.kb, tenant, toolkit=Toolkit(built.kb, tenant))
+        try:
+            tools = AgentTools(built.kb, tenant, researcher)
+            ctx = answers_chat.ask(OfflineAgent(), tools, tenant, "Where did Caroline go?")
+            read = answers_chat.read_texts(built.kb, ctx)
+        finally:
+            researcher.close()
+    assert read and all(read)
+    assert "Caroline" in "\n".join(read)
+    line = answers_chat.first_line(ctx.answer)
+    assert unfounded_words(line, read) == []
+    assert unfounded_words(line + " Zanzibarian", read) == ["zanzibarian"]
