@@ -103,6 +103,10 @@ def choice(r: Ranking) -> Extracted:
         return "", [r.best()]
     terms = [set(analyze(o)) for o in offered]
     own = [terms[0] - terms[1], terms[1] - terms[0]]
+    # A speaker's name in an option ("John Greene" where John talks) is said in every
+    # greeting of theirs: it tells who talks, not which option; the option's other words
+    # speak for it.
+    own = [o - r.speakers or o for o in own]
     support = [0.0, 0.0]
     sources: list[list[Said]] = [[], []]
     for score, share, s in r.ranked:
@@ -118,3 +122,4 @@ def choice(r: Ranking) -> Extracted:
         return "", [r.best()]
     n = 0 if support[0] > support[1] else 1
     return offered[n], sources[n][:3]
+
