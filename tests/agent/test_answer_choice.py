@@ -8,7 +8,7 @@ from __future__ import annotations
 from helpers.evidence import turns_item
 
 from kbmem.research.answer_types import alternatives
-from kbmem.research.direct import direct_answer
+from kbmem.research.direct import NOTHING, direct_answer
 
 
 def test_initials_stay_with_the_name_they_open() -> None:
@@ -31,3 +31,16 @@ def test_a_speakers_name_in_an_option_is_no_support_for_it() -> None:
     answer = direct_answer("Would Ilse enjoy reading books by C. S. Lewis or John Greene?", items)
     assert answer.line.startswith("C. S. Lewis")
 
+
+def test_neither_option_said_is_not_said_but_still_quoted() -> None:
+    items = [
+        turns_item(
+            "s1",
+            "2024-05-04T19:00:00",
+            ("Marta", "What did you do at the weekend?"),
+            ("Ilse", "I took my kids to the park on Saturday, they played for hours."),
+        )
+    ]
+    answer = direct_answer("Would Ilse rather go to a national park or a theme park?", items)
+    assert answer.line == NOTHING
+    assert answer.sources
