@@ -175,7 +175,15 @@ def alternatives(question: str) -> tuple[str, str] | None:
     first = [w for w in found.group(1).split() if w.lower() not in ("a", "an", "the")]
     if not second or len(second) > 3 or len(first) <= len(second):
         return None
-    return " ".join(first[-len(second) :]), " ".join(second)
+    start = len(first) - len(second)
+    # An initial never stands alone: it opens the name after it ("C. S. Lewis"), so the
+    # first option takes the initials its cut fell after, whole.
+    while start > 0 and _INITIAL.fullmatch(first[start - 1]):
+        start -= 1
+    return " ".join(first[start:]), " ".join(second)
+
+
+_INITIAL = re.compile(r"[A-Z]\.")
 
 
 def _asks_plural(q: str) -> bool:

@@ -27,7 +27,7 @@ from kbmem.research.what import thing
 from kbmem.research.when import asked_event, asks_saying, date, duration
 from kbmem.research.where import place
 from kbmem.research.who import names, person
-from kbmem.research.yesno import choice, yesno
+from kbmem.research.yesno import choice, options_said, yesno
 
 NOTHING = "Memory does not say."
 # Kinds whose line is one phrase cut from one sentence, in its speaker's words.
@@ -65,7 +65,10 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
         return DirectAnswer(NOTHING, [], False, kind)
     ranking = Ranking(question, sentences)
     if not ranking.ranked:
-        return DirectAnswer(NOTHING, [], False, kind)
+        # Asked to choose for someone, what they say of the options is quoted (see
+        # yesno.options_said): memory does not say which, but it holds something.
+        said = options_said(ranking) if kind == "choice" else []
+        return DirectAnswer(NOTHING, said, False, kind)
     ranked = [s for _score, _share, s in ranking.ranked]
     # Asked what thing two people share, the item both say (kbmem.research.joint).
     shared = shared_thing(ranking) if kind in SHARED_KINDS else None
@@ -94,6 +97,11 @@ def direct_answer(question: str, evidence: list[EvidenceItem]) -> DirectAnswer:
         )
         or (kind == "date" and dates_asked_event(question, sources))
     )
+    if not line and kind == "choice":
+        # Neither option offered is said (or both as much): memory does not say which, but
+        # what it holds on the question is still quoted, so the reply does not claim it
+        # holds nothing; the words after the question's would answer no choice.
+        return DirectAnswer(NOTHING, ranking.near(), False, kind, ranked)
     if not line and kind not in FORMED_KINDS:
         # Nothing of the kind asked: the words of the best sentence after the question's.
         best = ranking.best()

@@ -26,6 +26,9 @@ def person(r: Ranking) -> Extracted:
     described = _described(r)
     if described:
         return described  # "Who is Femi Adeyemi?": what memory says she is
+    possessor = _possessor_of_asked(r)
+    if possessor:
+        return possessor  # "Whose birthday ...?": "my daughter's birthday"
     exclude = r.weigher.names
 
     def names_in(s: Said) -> list[str]:
@@ -71,6 +74,9 @@ def person(r: Ranking) -> Extracted:
             whose = relation.group(1)
             owner = f"{s.speaker}'s" if whose.lower() in ("my", "our") else whose
             return f"{owner} {relation.group(2)}".strip(), [s]
+    partner = _partner_of_asked(r)
+    if partner:
+        return partner
     # "Who ...?" answered in the first person: the speaker is the person.
     for s in r.near():
         if re.match(r"(?:I|I'm|I've|We)\b", s.claim) and not set(analyze(s.speaker)) & exclude:
@@ -381,3 +387,71 @@ def untitled_people(text: str, exclude: set[str], known: frozenset[str]) -> list
     quotes are a work's title ("Charlotte's Web"), not whom it names."""
     titles = quoted_titles(text)
     return [n for n in people(text, exclude, known) if not any(n in t for t in titles)]
+
+
+def _partner_of_asked(r: Ranking) -> Extracted | None:
+    """Asked whom someone did a thing with ("Who did Ilse work with to ...?"), the object of
+    "with" after that verb in a sentence near the best ("we worked with a local charity
+    that ..."), a name or not: whoever one does a thing with is said by that "with", and a
+    group or a relation ("a local charity", "my brother") answers as well as a name. The
+    object ends where a clause or another preposition starts."""
+    asked = _WITH_ASKED.match(r.question)
+    if not asked:
+        return None
+    verb = set(analyze(asked.group(1)))
+    for s in r.near():
+        text = s.claim or s.text
+        for m in _WITH_OBJECT.finditer(text):
+            if not set(analyze(m.group(1))) & verb:
+                continue
+            words = m.group(2).split()
+            if words[-1].lower() in STOP:
+                continue  # "with the" cut short at a word that ends no phrase
+            whose = words[0].lower()
+            if whose in ("my", "our") and s.speaker:
+                words = [f"{s.speaker.split()[0]}'s", *words[1:]]
+            return " ".join(words), [s]
+    return None
+
+
+# "Who did Ilse work with ...?": the verb said just before "with".
+_WITH_ASKED = re.compile(
+    r"(?:who|whom)\s+(?:did|does|do|has|had|will|would)\s+.*?\b([a-z]+)\s+with\b", re.I
+)
+# "worked with a local charity that helps ...": the verb, and the phrase after "with" up to
+# a relative word, another preposition, a conjunction or punctuation.
+_WITH_OBJECT = re.compile(
+    r"\b([a-z]+)\s+with\s+((?:(?!(?:that|who|which|whom|to|for|in|on|at|and|but|from|of|"
+    r"about|when|while|because|so)\b)[A-Za-z'’-]+\s*){1,5})"
+)
+
+
+def _possessor_of_asked(r: Ranking) -> Extracted | None:
+    """Asked "whose <noun> ...?", the possessor said before that noun in a sentence near the
+    best ("We celebrated my daughter's birthday" is "Melanie's daughter"; "Tomas's bike" is
+    Tomas): "whose" asks for the possessor, not for a name said beside the noun. "My" and
+    "our" are the speaker's."""
+    asked = _WHOSE.match(r.question)
+    if not asked:
+        return None
+    noun = set(analyze(asked.group(1)))
+    for s in r.near():
+        text = s.claim or s.text
+        for m in _POSSESSED.finditer(text):
+            if not set(analyze(m.group(3))) & noun:
+                continue
+            owner, held = m.group(1), m.group(2)
+            if owner.lower() in ("my", "our"):
+                if not s.speaker:
+                    continue
+                owner = s.speaker.split()[0]
+                return (f"{owner}'s {held}" if held else owner), [s]
+            if owner[0].isupper() and owner.lower() not in STOP:
+                return (f"{owner}'s {held}" if held else owner), [s]
+    return None
+
+
+_WHOSE = re.compile(r"whose\s+([a-z]+)\b", re.I)
+# "my daughter's birthday" (possessor "my", held "daughter", noun "birthday"), "my
+# birthday", "Tomas's bike".
+_POSSESSED = re.compile(r"\b(my|our|[A-Z][a-z]+)(?:['’]s)?\s+(?:([a-z]+)['’]s\s+)?([a-z]+)\b")

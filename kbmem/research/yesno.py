@@ -103,6 +103,10 @@ def choice(r: Ranking) -> Extracted:
         return "", [r.best()]
     terms = [set(analyze(o)) for o in offered]
     own = [terms[0] - terms[1], terms[1] - terms[0]]
+    # A speaker's name in an option ("John Greene" where John talks) is said in every
+    # greeting of theirs: it tells who talks, not which option; the option's other words
+    # speak for it.
+    own = [o - r.speakers or o for o in own]
     support = [0.0, 0.0]
     sources: list[list[Said]] = [[], []]
     for score, share, s in r.ranked:
@@ -118,3 +122,21 @@ def choice(r: Ranking) -> Extracted:
         return "", [r.best()]
     n = 0 if support[0] > support[1] else 1
     return offered[n], sources[n][:3]
+
+
+def options_said(r: Ranking, n: int = 3) -> list[Said]:
+    """Asked to choose for someone ("Would Ilse rather visit a lake or a city?"), the first
+    ``n`` sentences that person says with a word of either option, when no sentence answers
+    the question as a whole: memory holds nothing that chooses, but what the person says
+    of the options is what a reader would weigh, so it is quoted rather than nothing."""
+    offered = alternatives(r.question)
+    if offered is None or not r.asked_speakers:
+        return []
+    words = set(analyze(" ".join(offered))) - r.speakers
+    return [
+        s
+        for s in r.all
+        if set(analyze(s.speaker)) & r.asked_speakers
+        and not s.text.endswith("?")
+        and set(analyze(s.text)) & words
+    ][:n]
