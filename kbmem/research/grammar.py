@@ -86,10 +86,13 @@ SUBJECT = re.compile(r"^(?:i|we|you|he|she|they)(?:['’](?:m|re|ve|s|d|ll))?$",
 REASON_WORDS = 10  # a reason is a clause, longer than a thing's phrase
 
 
-def trim_end(words: list[str]) -> list[str]:
-    """``words`` without the function words at their end (a clause keeps its subject, and
-    a purpose its "to")."""
-    while words and words[-1].lower() in STOP | PREPOSITIONS:
+FUNCTION_END = STOP | PREPOSITIONS
+
+
+def trim_end(words: list[str], edge: frozenset[str] | set[str] = FUNCTION_END) -> list[str]:
+    """``words`` without the words of ``edge`` at their end, the function words unless told
+    (a clause keeps its subject, and a purpose its "to")."""
+    while words and words[-1].lower() in edge:
         words = words[:-1]
     return words
 

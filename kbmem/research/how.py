@@ -97,9 +97,7 @@ def manner(text: str, asked: set[str]) -> str:
             ):
                 break
             end += 1
-        words = tokens[at:end]
-        while words and words[-1].lower() in PHRASE_EDGE:
-            words = words[:-1]
+        words = trim_end(tokens[at:end], PHRASE_EDGE)
         if words and set(analyze(" ".join(words))) - asked:
             return " ".join(words)
     return ""
@@ -125,7 +123,8 @@ _FEELING_ENDS = frozenset(
     "when while because since as if but so after before knowing seeing that about".split()
 )
 FEELING_WORDS = 8
-_LEADS_ON = frozenset("and or the a an my our your his her their".split())
+# A phrase does not end leading on: with a preposition, a conjunction or a determiner.
+_LEADS_ON_END = PREPOSITIONS | frozenset("and or the a an my our your his her their".split())
 
 
 # A feeling is also said as what something did to someone: "Their words touched me" says
@@ -153,8 +152,7 @@ def regard(text: str) -> str:
     that": "respect you for that"), at most FEELING_WORDS words; "" if none."""
     found = _REGARD.search(text)
     words = found.group(1).split()[:FEELING_WORDS] if found else []
-    while words and words[-1].lower() in PREPOSITIONS | _LEADS_ON:
-        words = words[:-1]  # cut at the cap, a phrase does not end leading on
+    words = trim_end(words, _LEADS_ON_END)  # cut at the cap, a phrase does not end leading on
     return " ".join(words)
 
 
@@ -177,8 +175,7 @@ def felt(text: str) -> str:
         words = words[: min(end, FEELING_WORDS)]
         # Feelings are said in words a phrase of content drops ("so happy"): only the
         # function words that lead on are trimmed.
-        while words and words[-1].lower() in PREPOSITIONS | _LEADS_ON:
-            words = words[:-1]
+        words = trim_end(words, _LEADS_ON_END)
         # "I feel I should go": a clause of its own, no feeling.
         if words and not SUBJECT.match(words[0]):
             return " ".join(words)

@@ -615,9 +615,7 @@ def _object_of_doing(after: str) -> str:
             # the -ing phrase was its subject, and the object ends before it.
             break
         words.append(token)
-    words = trim_end(words)
-    while words and words[-1].lower() in _OBJECT_OPENERS | {"of"}:
-        words.pop()
+    words = trim_end(trim_end(words), _OBJECT_OPENERS | {"of"})
     return " ".join(words)
 
 

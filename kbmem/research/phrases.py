@@ -134,9 +134,7 @@ def named_by(rest: str, asked: set[str]) -> str:
     found = NAME_AFTER.match(rest)
     if found:
         name = next(g for g in found.groups() if g).strip(" .,;:!?")
-        words = name.split()
-        while words and words[-1].lower() in ("of", "the", "and"):
-            words.pop()
+        words = trim_end(name.split(), {"of", "the", "and"})
         name = " ".join(words)
         low = name.lower()
         if (
