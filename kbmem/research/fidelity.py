@@ -57,6 +57,7 @@ def _years(known: set[str], texts: Sequence[str]) -> set[int]:
     return {int(w) for w in known if _YEAR.match(w)} | stamped
 
 
+_CUT = re.compile(r"([^\W_]+)…")
 # A line that says memory holds nothing on the question (kbmem.agent.offline), which may name
 # the question's words memory never mentions.
 _ABSENCE = re.compile(r"^\s*Memory holds nothing\b")
@@ -90,12 +91,13 @@ def unfounded_words(line: str, texts: Iterable[str]) -> list[str]:
     years = _years(known, texts)
     known |= _regions(line, known)
     unfounded: list[str] = []
-    # A line cut short ("…", kbmem.research.direct.bounded) may end inside a word.
-    cut = line.rstrip().endswith("…")
-    for n, word in enumerate(line_words):
+    # A line cut short (kbmem.research.direct.bounded) may end inside a word, "…" after it,
+    # and the weak tag after that.
+    cut = {w for found in _CUT.findall(line) for w in words(found)[-1:]}
+    for word in line_words:
         if word in known or word in FIXED_WORDS:
             continue
-        if cut and n == len(line_words) - 1 and any(k.startswith(word) for k in known):
+        if word in cut and any(k.startswith(word) for k in known):
             continue
         # A relation as written of a person ("mother") for the word it was spoken with ("mom").
         if any(spoken in known for spoken, written in KIN_WRITTEN.items() if written == word):

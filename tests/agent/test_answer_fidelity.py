@@ -101,7 +101,14 @@ def _check(question: str, evidence: list[EvidenceItem]) -> None:
     assert unfounded_words(line, evidence_texts(evidence)) == [], (question, line)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The same examples on every run, so that CI never fails on a search's luck; a wider random
+# search (derandomize off, thousands of examples) is how the cut-word case below was found.
+@settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(question=questions, evidence=evidence_lists)
 def test_direct_answer_is_extracted_from_generated_evidence(
     question: str, evidence: list[EvidenceItem]
@@ -142,3 +149,11 @@ def test_region_of_a_named_city_is_founded_on_the_city() -> None:
     assert unfounded_words("Indiana (Fort Wayne)", texts) == []
     assert unfounded_words("Ohio (Fort Wayne)", texts) == ["ohio"]
     assert unfounded_words("Indiana (Gary)", texts) == ["indiana", "gary"]
+
+
+def test_word_cut_by_the_bound_is_founded_before_the_weak_tag() -> None:
+    """A line cut inside a long word, "…" and then the weak tag after it, stands on the
+    word it was cut from; a cut word no text begins does not."""
+    texts = ["Maria: " + "x" * 3000 + " I went to Paris yesterday."]
+    assert unfounded_words("x" * 198 + "… (weak evidence)", texts) == []
+    assert unfounded_words("yz… (weak evidence)", texts) == ["yz"]
