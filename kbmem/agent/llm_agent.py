@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kbmem.agent.context import TurnContext
-from kbmem.agent.offline import NOTHING, OfflineAgent
+from kbmem.agent.offline import NOTHING, OfflineAgent, markdown_literal
 from kbmem.agent.tools import CITATION, TOOL_SCHEMAS, ToolResult, render_briefing
 from kbmem.errors import LLMError, ModelUnreachable
 from kbmem.llm.client import ChatStream, LLMConfig, stream_chat
@@ -280,6 +280,11 @@ class LLMAgent:
         if not chosen:
             ctx.reply(NOTHING)
             return
+        # The offline reply's shape: the direct answer the researcher took from the
+        # evidence first, then the quotes it stands on.
+        direct = research.briefing.answer
+        if direct is not None and direct.sources:
+            ctx.reply(markdown_literal(direct.line) + "\n\n")
         for sentence in chosen:
             who = f"{sentence.speaker}: " if sentence.speaker else ""
             ctx.reply(

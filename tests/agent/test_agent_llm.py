@@ -115,6 +115,10 @@ def test_an_unreachable_model_degrades_to_an_offline_answer(
     with ChatSession(kb, TENANT, model=model) as chat:
         record = chat.send("Who is Femi Adeyemi's onboarding buddy?")
     assert record.status == "partial" and "Tobias Ferrante" in record.answer
+    # As the offline agent replies: the direct answer first, then the quotes it stands on.
+    notice, answer, quotes = record.answer.split("\n", 2)
+    assert notice.endswith("answering offline from the briefing]")
+    assert answer == "Tobias Ferrante" and quotes.lstrip().startswith("- ")
     assert record.error and record.error.startswith("the model could not be reached: ")
     # The provider's message is in the turn's record, not in the answer memory keeps.
     detail = record.error.split(": ", 1)[1]
