@@ -14,6 +14,7 @@ a word that nothing read gives, for either engine."""
 from __future__ import annotations
 
 import argparse
+import re
 import threading
 from collections import defaultdict
 from pathlib import Path
@@ -74,8 +75,15 @@ def answer_recall(prediction: str, gold: str) -> float:
     return len(ref & set(normalize(prediction))) / len(ref)
 
 
+# A notice the agent writes in brackets before its answer ("[the model's answer was empty;
+# answering offline from the briefing]"): it says how the answer was made, and is no answer.
+_NOTICE = re.compile(r"^\[[^\]]*\]$")
+
+
 def first_line(answer: str) -> str:
-    return next((line.strip() for line in answer.splitlines() if line.strip()), "")
+    """The answer's first line: its first non-empty line past the agent's notices."""
+    lines = (line.strip() for line in answer.splitlines())
+    return next((line for line in lines if line and not _NOTICE.match(line)), "")
 
 
 def chosen_files(data_dir: Path, conversations: str | None) -> list[Path]:

@@ -157,3 +157,12 @@ def test_word_cut_by_the_bound_is_founded_before_the_weak_tag() -> None:
     texts = ["Maria: " + "x" * 3000 + " I went to Paris yesterday."]
     assert unfounded_words("x" * 198 + "… (weak evidence)", texts) == []
     assert unfounded_words("yz… (weak evidence)", texts) == ["yz"]
+
+
+def test_citations_claim_nothing() -> None:
+    """A quote's citation points at what was read: its page id and lines are no words of
+    the answer; the quote's own words still are."""
+    texts = ["### T1 | Maria | 2023-05-03T19:00:00\nMaria: I finally finished my screenplay."]
+    quote = "- Maria: I finally finished my screenplay. [conv-42-s2/1:L36-L38]"
+    assert unfounded_words(quote, texts) == []
+    assert unfounded_words(quote.replace("screenplay", "novel"), texts) == ["novel"]

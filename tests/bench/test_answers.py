@@ -79,6 +79,10 @@ def test_answer_recall_is_the_share_of_gold_tokens_said():
     assert answer_recall("Oslo", "Sweden, 4 years ago") == 0.0
     assert answer_recall("4 years", "4 years ago") == pytest.approx(2 / 3)
     assert first_line("\n\nSweden\n\nFrom memory:\n- …") == "Sweden"
+    # The agent's notice of how it answered is no answer: the line after it is.
+    fallback = "[the model's answer was empty; answering offline from the briefing]\nSweden\n"
+    assert first_line(fallback) == "Sweden"
+    assert first_line("[cut: the answer reached its limit] Sweden") != "Sweden"
 
 
 def test_an_unknown_conversation_is_refused_by_name(tmp_path):
