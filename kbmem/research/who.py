@@ -438,20 +438,20 @@ def _possessor_of_asked(r: Ranking) -> Extracted | None:
     for s in r.near():
         text = s.claim or s.text
         for m in _POSSESSED.finditer(text):
-            if not set(analyze(m.group(3))) & noun:
+            mine, named, held = m.group(1), m.group(2), m.group(3)
+            if not set(analyze(m.group(4))) & noun:
                 continue
-            owner, held = m.group(1), m.group(2)
-            if owner.lower() in ("my", "our"):
-                if not s.speaker:
-                    continue
-                owner = s.speaker.split()[0]
-                return (f"{owner}'s {held}" if held else owner), [s]
-            if owner[0].isupper() and owner.lower() not in STOP:
-                return (f"{owner}'s {held}" if held else owner), [s]
+            if mine and not s.speaker:
+                continue
+            owner = s.speaker.split()[0] if mine else named
+            if owner.lower() in STOP:
+                continue
+            return (f"{owner}'s {held}" if held else owner), [s]
     return None
 
 
 _WHOSE = re.compile(r"whose\s+([a-z]+)\b", re.I)
 # "my daughter's birthday" (possessor "my", held "daughter", noun "birthday"), "my
 # birthday", "Tomas's bike".
-_POSSESSED = re.compile(r"\b(my|our|[A-Z][a-z]+)(?:['’]s)?\s+(?:([a-z]+)['’]s\s+)?([a-z]+)\b")
+# A name owns only with its "'s": "Last birthday" names no owner.
+_POSSESSED = re.compile(r"\b(?:((?i:my|our))|([A-Z][a-z]+)['’]s)\s+(?:([a-z]+)['’]s\s+)?([a-z]+)\b")

@@ -32,3 +32,14 @@ def test_whose_noun_is_the_possessor_said_before_it() -> None:
         "Everyone we love came. We celebrated my brother's birthday with a picnic by the lake.",
     )
     assert line.startswith("Ilse's brother")
+
+
+def test_a_capitalised_word_without_its_s_owns_nothing() -> None:
+    """ "Last birthday was quiet" opens with a capital, not with an owner: the owner is the
+    one said with "'s"."""
+    line = _line(
+        "Whose birthday did Ilse celebrate last week?",
+        "What did you do last week?",
+        "Last birthday was quiet. This time we had cake for Tomas's birthday at the lake.",
+    )
+    assert line.startswith("Tomas")
