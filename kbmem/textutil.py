@@ -8,6 +8,8 @@ from itertools import pairwise
 from typing import IO, Literal, Protocol
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+# A citation of a page's lines, "[page-id:L3-L4]" (brackets optional, as models write it).
+CITATION = re.compile(r"\[?([A-Za-z0-9][A-Za-z0-9._/-]*):L(\d+)-L(\d+)\]?")
 # Capital letters of every alphabet (Latin, Greek, Cyrillic, Armenian, Georgian, Coptic,
 # Glagolitic, fullwidth…), as a regex character class: names are "Tromsø", "Åsa" and "Ōsaka"
 # too, and an ASCII class cut "Tromsø" to "Troms". (The ranges hold every upper- and

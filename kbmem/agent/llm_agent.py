@@ -22,10 +22,10 @@ from typing import Any
 
 from kbmem.agent.context import TurnContext
 from kbmem.agent.offline import NOTHING, OfflineAgent, markdown_literal
-from kbmem.agent.tools import CITATION, TOOL_SCHEMAS, ToolResult, render_briefing
+from kbmem.agent.tools import TOOL_SCHEMAS, ToolResult, render_briefing
 from kbmem.errors import LLMError, ModelUnreachable
 from kbmem.llm.client import ChatStream, LLMConfig, stream_chat
-from kbmem.textutil import count_tokens, truncate_tokens
+from kbmem.textutil import CITATION, count_tokens, truncate_tokens
 
 MAX_ROUNDS = 4
 HISTORY_TURNS = 4

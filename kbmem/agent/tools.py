@@ -15,7 +15,6 @@ the model, the turn goes on.
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,12 +29,11 @@ from kbmem.research.said import read_sentences
 from kbmem.research.toolkit import MAX_PAD, TOOLS, Toolkit
 from kbmem.research.types import BriefingContext, EvidenceItem, TraceEvent
 from kbmem.store.repository import KnowledgeBase
-from kbmem.textutil import truncate_tokens
+from kbmem.textutil import CITATION, truncate_tokens
 
 MAX_K = 50
 MAX_RESULT_TOKENS = 1800
 MAX_PAGE_LINES = 200
-CITATION = re.compile(r"\[?([A-Za-z0-9][A-Za-z0-9._/-]*):L(\d+)-L(\d+)\]?")
 
 TOOL_SCHEMAS: list[dict[str, Any]] = [
     {

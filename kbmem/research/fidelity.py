@@ -14,6 +14,7 @@ from kbmem.dates import MONTHS, WEEKDAYS
 from kbmem.research.kin import WRITTEN as KIN_WRITTEN
 from kbmem.research.places import region_of
 from kbmem.research.types import EvidenceItem
+from kbmem.textutil import CITATION
 
 _WORD = re.compile(r"[^\W_]+")
 _YEAR = re.compile(r"^\d{4}$")
@@ -57,8 +58,6 @@ def _years(known: set[str], texts: Sequence[str]) -> set[int]:
     return {int(w) for w in known if _YEAR.match(w)} | stamped
 
 
-# A citation, "[page-id:L3-L4]" (kbmem.agent.tools.CITATION).
-_CITED = re.compile(r"\[?[A-Za-z0-9][A-Za-z0-9._/-]*:L\d+-L\d+\]?")
 _CUT = re.compile(r"([^\W_]+)…")
 # A line that says memory holds nothing on the question (kbmem.agent.offline), which may name
 # the question's words memory never mentions.
@@ -86,7 +85,7 @@ def unfounded_words(line: str, texts: Iterable[str]) -> list[str]:
     relative date, "two years ago", resolves to one)."""
     if _ABSENCE.match(line):
         return []  # it says what memory lacks, and the words it names are the question's
-    line = _CITED.sub(" ", line)  # a citation points at what was read; it claims nothing
+    line = CITATION.sub(" ", line)  # a citation points at what was read; it claims nothing
     texts = list(texts)
     known = {w for text in texts for w in words(text)}
     line_words = words(line)

@@ -10,7 +10,6 @@ per process, on first use (the cities of 15,000 people or more)."""
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cache
@@ -18,6 +17,7 @@ from importlib.resources import files
 from typing import Any
 
 from kbmem.heap import give_back_free_memory
+from kbmem.research.spans import CAPS
 
 CITY = "city"
 COUNTRY = "country"
@@ -63,6 +63,7 @@ _CONTINENTS = {
     "OC": "Oceania",
     "SA": "South America",
 }
+_CONTINENT_KEYS = frozenset(name.lower() for name in _CONTINENTS.values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +176,7 @@ def kind_of(name: str) -> set[str]:
         kinds.add(COUNTRY)
     if key in g.states:
         kinds.add(STATE)
-    if key in {c.lower() for c in _CONTINENTS.values()}:
+    if key in _CONTINENT_KEYS:
         kinds.add(CONTINENT)
     if _cities(name):
         kinds.add(CITY)
@@ -215,16 +216,12 @@ def _said_region(g: Gazetteer, country: str, state: str, kind: str) -> str | Non
     return None
 
 
-# A run of capitalised words, joined by "of"/"de" ("Isle of Man"): a name a sentence says.
-_NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+(?:(?:of|de)\s+)?[A-Z][\w'’.-]*)*")
-
-
 def names_of_kind(text: str, kind: str) -> list[str]:
     """The names ``text`` says that the gazetteer knows as places of ``kind``, in order. A
     run of capitalised words may open with a word that is capitalised only for opening the
     sentence ("It's Seattle"): the run is read without its first words too."""
     found = []
-    for m in _NAME.finditer(text):
+    for m in CAPS.finditer(text):
         words = m.group(0).rstrip(".").split()
         for start in range(len(words)):
             name = " ".join(words[start:])
